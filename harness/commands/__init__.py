@@ -1,0 +1,1 @@
+"""One module per subcommand: `register(subparsers)` and a handler returning an exit code."""

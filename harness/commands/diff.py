@@ -1,0 +1,94 @@
+"""`harness diff [BASE [HEAD]]`: which cells change their outcome between two revisions."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from harness import git
+from harness.commands.common import (
+    FORMATS,
+    add_matrix_option,
+    add_repo_option,
+    add_where_option,
+    nonnegative,
+)
+from harness.errors import HarnessError
+from harness.matrix import load_matrix, parse_where
+from harness.pipeline import diff
+from harness.report import jsonfmt, markdown, text
+from harness.report.model import DiffReport
+
+HELP = """\
+Compare the outcomes of the matrix's target function at two revisions.
+
+  harness diff                 HEAD against the working tree
+  harness diff REV             REV against the working tree
+  harness diff BASE HEAD       BASE against HEAD
+
+A revision is anything git understands (sha, branch, tag, HEAD~3) or #N /
+pr:N for the commit whose subject ends in (#N), optionally with a suffix such
+as #30835^ for its parent. Exit status: 0 no change, 1 changes, 2 error."""
+
+
+def register(commands: argparse._SubParsersAction) -> None:
+    parser = commands.add_parser(
+        "diff",
+        help="compare outcomes between two revisions",
+        description=HELP,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("revisions", nargs="*", metavar="REV", help="zero, one or two revisions")
+    parser.add_argument("--format", choices=FORMATS, default="text", help="report format")
+    parser.add_argument(
+        "--sample",
+        type=nonnegative,
+        default=10,
+        metavar="N",
+        help="changed cells listed by text and markdown reports (default 10; json lists all)",
+    )
+    parser.add_argument(
+        "--exhaustive",
+        action="store_true",
+        help="run the function on every cell instead of once per decision path (slower; "
+        "for functions that are not pure)",
+    )
+    add_where_option(parser)
+    add_matrix_option(parser)
+    add_repo_option(parser)
+    parser.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    if len(args.revisions) > 2:
+        shown = " ".join(args.revisions)
+        raise HarnessError(
+            f"harness diff takes at most two revisions, got {len(args.revisions)}: {shown}"
+        )
+    matrix = load_matrix(args.matrix)
+    where = parse_where(matrix, args.where)
+    repo = git.open_repo(args.repo)
+    base, head = pick_revisions(repo, args.revisions)
+    report = diff(repo, matrix, base, head, exhaustive=args.exhaustive, where=where)
+    write(report, args.format, args.sample)
+    return 1 if report.changed else 0
+
+
+def pick_revisions(repo, revisions: list[str]) -> tuple[git.Revision, git.Revision]:
+    """As `git diff`: none -> HEAD vs working tree; one -> REV vs working tree; two -> both."""
+    if len(revisions) == 2:
+        return git.resolve(repo, revisions[0]), git.resolve(repo, revisions[1])
+    base = git.resolve(repo, revisions[0] if revisions else "HEAD")
+    return base, git.worktree(repo)
+
+
+def write(report: DiffReport, fmt: str, sample: int) -> None:
+    out = sys.stdout
+    if fmt == "json":
+        for chunk in jsonfmt.render_chunks(report):
+            out.write(chunk)
+    elif fmt == "markdown":
+        out.write(markdown.render(report, sample))
+    else:
+        out.write(text.render(report, sample))
+    out.flush()

@@ -1,0 +1,262 @@
+"""Run an extracted closure over a matrix and tabulate the outcomes.
+
+The closure is compiled in a fresh namespace holding only the world's
+bindings and a small set of builtins. By default the matrix is covered by
+*exploration*: each call records the axes it read, and its outcome holds for
+every cell agreeing on those axes, so the function runs once per decision
+path rather than once per cell. `exhaustive=True` runs every cell.
+"""
+
+from __future__ import annotations
+
+import builtins
+import itertools
+from array import array
+from collections.abc import Callable
+from dataclasses import dataclass
+from types import TracebackType
+from typing import Any
+
+from harness.extract import ALLOWED_BUILTINS, Absent, Closure, Unevaluable, extract_closure
+from harness.matrix import Matrix, bits_of
+from harness.world import Bound, Unbound
+
+VALUE, KEPT, ERROR, ABSENT, UNEVALUABLE = "value", "kept", "error", "absent", "unevaluable"
+CODE_TYPE = "I"
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """One cell's result: a declared value, the kept input, an error, or a revision-wide state."""
+
+    kind: str
+    value: Any = None
+
+    @property
+    def revision_wide(self) -> bool:
+        return self.kind in (ABSENT, UNEVALUABLE)
+
+    @property
+    def key(self) -> tuple[str, Any]:
+        """A hashable identity, also for unhashable declared values (a list)."""
+        return (self.kind, _freeze(self.value))
+
+
+@dataclass
+class OutcomeTable:
+    """Distinct outcomes, and one code per cell indexing into them."""
+
+    outcomes: list[Outcome]
+    codes: array
+
+    def outcome_at(self, index: int) -> Outcome:
+        return self.outcomes[self.codes[index]]
+
+
+@dataclass
+class Evaluation:
+    table: OutcomeTable
+    closure: Closure | None
+    calls: int
+
+
+def uniform_table(outcome: Outcome, size: int) -> OutcomeTable:
+    return OutcomeTable([outcome], array(CODE_TYPE, bytes(array(CODE_TYPE).itemsize * size)))
+
+
+def evaluate(
+    source: str | None, matrix: Matrix, bound: Bound, label: str, exhaustive: bool = False
+) -> Evaluation:
+    """The outcome table of the target in `source` (None: the file does not exist)."""
+    target = matrix.target
+    if source is None:
+        return _revision_wide(Outcome(ABSENT, f"{target.path} does not exist at {label}"), matrix)
+    try:
+        closure = extract_closure(source, target.path, target.function, bound.names)
+        fn = load_function(closure, bound, label)
+        runner = _Runner(fn, bound, matrix)
+        table = runner.run_all() if exhaustive else runner.explore()
+    except Absent as exc:
+        return _revision_wide(Outcome(ABSENT, f"{exc} at {label}"), matrix)
+    except Unevaluable as exc:
+        return _revision_wide(Outcome(UNEVALUABLE, f"at {label}: {exc}"), matrix)
+    return Evaluation(table, closure, runner.calls)
+
+
+def _revision_wide(outcome: Outcome, matrix: Matrix) -> Evaluation:
+    return Evaluation(uniform_table(outcome, matrix.size), None, 0)
+
+
+# --- loading -----------------------------------------------------------------------
+
+
+def load_function(closure: Closure, bound: Bound, label: str) -> Callable[..., Any]:
+    """Compile the closure alone and return the target function object."""
+    filename = f"{closure.path}@{label}"
+    code = compile(closure.module(), filename, "exec")
+    namespace = {"__builtins__": safe_builtins(bound), "__name__": "harness.closure"}
+    namespace.update({name: bound.names[name] for name in closure.needs})
+    try:
+        exec(code, namespace)
+    except Unbound as exc:
+        raise Unevaluable(_unbound_reason(exc, filename)) from None
+    except Exception as exc:
+        raise Unevaluable(f"module-level code of the closure raised {_describe(exc)}") from None
+    return namespace[closure.function]
+
+
+def safe_builtins(bound: Bound) -> dict[str, Any]:
+    table = {name: getattr(builtins, name) for name in ALLOWED_BUILTINS if hasattr(builtins, name)}
+    table["print"] = lambda *args, **kwargs: None
+    table["__import__"] = _ImportProxy.factory(bound)
+    return table
+
+
+class _ImportProxy:
+    """`import` inside evaluated code: a module whose attributes are the world's names."""
+
+    def __init__(self, module: str, names: dict[str, Any]) -> None:
+        self._module, self._names = module, names
+
+    @classmethod
+    def factory(cls, bound: Bound) -> Callable[..., Any]:
+        def world_import(name: str, *args: Any, **kwargs: Any) -> Any:
+            return cls(name, bound.names)
+
+        return world_import
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__"):
+            raise AttributeError(name)
+        try:
+            return self._names[name]
+        except KeyError:
+            raise Unbound(
+                f"{self._module}.{name}",
+                "the world does not bind it: bind the name under `bindings:` in the matrix file",
+            ) from None
+
+
+# --- running -----------------------------------------------------------------------
+
+
+class _Runner:
+    def __init__(self, fn: Callable[..., Any], bound: Bound, matrix: Matrix) -> None:
+        self.fn, self.bound, self.matrix = fn, bound, matrix
+        self.filename = fn.__code__.co_filename
+        self.output = matrix.target.output
+        self.outcomes: list[Outcome] = []
+        self.codes: dict[tuple[str, Any], int] = {}
+        self.calls = 0
+
+    def run(self, cell: tuple[int, ...]) -> tuple[int, int]:
+        """The outcome code of `cell` and the bitmask of axes the call read."""
+        probe = self.bound.probe
+        probe.cell, probe.read = cell, 0
+        self.calls += 1
+        try:
+            result = self.fn(self.bound.view)
+        except Unbound as exc:
+            raise Unevaluable(_unbound_reason(exc, self.filename)) from None
+        except NameError as exc:
+            where = _line_in(exc.__traceback__, self.filename)
+            raise Unevaluable(f"{_describe(exc)} at {where}") from None
+        except Exception as exc:
+            outcome = Outcome(ERROR, _describe(exc))
+        else:
+            outcome = self._declared(result)
+        return self._code(outcome), probe.read
+
+    def _declared(self, result: Any) -> Outcome:
+        if not isinstance(result, dict):
+            kind = type(result).__name__
+            return Outcome(ERROR, f"TypeError: returned {kind}, not a dict of declared fields")
+        if self.output in result:
+            return Outcome(VALUE, result[self.output])
+        return Outcome(KEPT)
+
+    def _code(self, outcome: Outcome) -> int:
+        code = self.codes.get(outcome.key)
+        if code is None:
+            code = self.codes[outcome.key] = len(self.outcomes)
+            self.outcomes.append(outcome)
+        return code
+
+    def run_all(self) -> OutcomeTable:
+        cells = itertools.product(*(range(r) for r in self.matrix.radices))
+        codes = array(CODE_TYPE, (self.run(cell)[0] for cell in cells))
+        return OutcomeTable(self.outcomes, codes)
+
+    def explore(self) -> OutcomeTable:
+        """Cover the matrix by decision paths: one call per region of equal outcome."""
+        filler = _Filler(self.matrix)
+        stack = [self.matrix.full_masks()]
+        while stack:
+            cube = stack.pop()
+            cell = tuple((mask & -mask).bit_length() - 1 for mask in cube)
+            code, read = self.run(cell)
+            region = list(cube)
+            for axis in bits_of(read):
+                rest = region[axis] & ~(1 << cell[axis])
+                if rest:
+                    stack.append((*region[:axis], rest, *region[axis + 1 :]))
+                region[axis] = 1 << cell[axis]
+            filler.fill(region, code)
+        return OutcomeTable(self.outcomes, filler.codes)
+
+
+class _Filler:
+    """Writes one code over every cell of a cube, a contiguous slice at a time."""
+
+    def __init__(self, matrix: Matrix) -> None:
+        self.strides, self.full = matrix.strides, matrix.full_masks()
+        self.codes = array(CODE_TYPE, bytes(array(CODE_TYPE).itemsize * matrix.size))
+        self.pieces: dict[tuple[int, int], array] = {}
+
+    def fill(self, masks: list[int], code: int) -> None:
+        k = len(masks)
+        while k and masks[k - 1] == self.full[k - 1]:
+            k -= 1
+        block = self.strides[k - 1] if k else len(self.codes)
+        piece = self.pieces.get((code, block))
+        if piece is None:
+            piece = self.pieces[(code, block)] = array(CODE_TYPE, [code]) * block
+        for start in self._starts(masks[:k]):
+            self.codes[start : start + block] = piece
+
+    def _starts(self, prefix: list[int]) -> list[int]:
+        starts = [0]
+        for mask, stride in zip(prefix, self.strides, strict=False):
+            starts = [s + d * stride for s in starts for d in bits_of(mask)]
+        return starts
+
+
+# --- messages ----------------------------------------------------------------------
+
+
+def _unbound_reason(exc: Unbound, filename: str) -> str:
+    return f"{exc.what} is read at {_line_in(exc.__traceback__, filename)}: {exc.fix}"
+
+
+def _line_in(tb: TracebackType | None, filename: str) -> str:
+    """`path:line` of the innermost frame of the evaluated code."""
+    line = None
+    while tb is not None:
+        if tb.tb_frame.f_code.co_filename == filename:
+            line = tb.tb_lineno
+        tb = tb.tb_next
+    path = filename.rsplit("@", 1)[0]
+    return f"{path}:{line}" if line else path
+
+
+def _describe(exc: BaseException) -> str:
+    message = str(exc)
+    return f"{type(exc).__name__}: {message}" if message else type(exc).__name__
+
+
+def _freeze(value: Any) -> Any:
+    try:
+        hash(value)
+    except TypeError:
+        return ("unhashable", repr(value))
+    return (type(value).__name__, value)

@@ -1,0 +1,342 @@
+"""Extract a function's closure from a module's source, with `ast` only.
+
+The closure is the target function plus the module-level definitions it
+needs (helpers, constants, classes), found transitively by free names. The
+module itself never runs: its imports and side effects are left out, and
+every imported name must be bound by the world. Two closures with the same
+`digest` behave the same under the same world and matrix.
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+import copy
+import hashlib
+import symtable
+from collections.abc import Collection
+from dataclasses import dataclass
+
+# Builtins the evaluated code may use: pure functions, types and exceptions.
+# (Not id() or hash(): their answers change from run to run.)
+ALLOWED_BUILTINS = frozenset(
+    (
+        "abs",
+        "all",
+        "any",
+        "ascii",
+        "bin",
+        "bool",
+        "bytes",
+        "callable",
+        "chr",
+        "complex",
+        "dict",
+        "divmod",
+        "enumerate",
+        "filter",
+        "float",
+        "format",
+        "frozenset",
+        "getattr",
+        "hasattr",
+        "hex",
+        "int",
+        "isinstance",
+        "issubclass",
+        "iter",
+        "len",
+        "list",
+        "map",
+        "max",
+        "min",
+        "next",
+        "object",
+        "oct",
+        "ord",
+        "pow",
+        "print",
+        "property",
+        "range",
+        "repr",
+        "reversed",
+        "round",
+        "set",
+        "slice",
+        "sorted",
+        "staticmethod",
+        "classmethod",
+        "str",
+        "sum",
+        "super",
+        "tuple",
+        "type",
+        "zip",
+        "ArithmeticError",
+        "AssertionError",
+        "AttributeError",
+        "BaseException",
+        "Exception",
+        "IndexError",
+        "KeyError",
+        "LookupError",
+        "NotImplementedError",
+        "OverflowError",
+        "RuntimeError",
+        "StopIteration",
+        "TypeError",
+        "ValueError",
+        "ZeroDivisionError",
+        "NotImplemented",
+        "Ellipsis",
+        "True",
+        "False",
+        "None",
+        "__build_class__",
+        "__name__",
+    )
+)
+
+IMPORT = "import"
+DEFINITION = "definition"
+CONDITIONAL = "conditional"
+
+
+class Absent(Exception):
+    """The target file or function does not exist at this revision."""
+
+
+class Unevaluable(Exception):
+    """The closure cannot be evaluated (syntax error, unbound name); the message says why."""
+
+
+@dataclass(frozen=True)
+class Binding:
+    """One top-level statement that binds a name."""
+
+    kind: str
+    node: ast.stmt
+
+
+@dataclass(frozen=True)
+class Closure:
+    path: str
+    function: str
+    lineno: int
+    nodes: tuple[ast.stmt, ...]
+    needs: tuple[str, ...]
+    digest: str
+
+    def module(self) -> ast.Module:
+        return ast.Module(body=list(self.nodes), type_ignores=[])
+
+
+def extract_closure(source: str, path: str, function: str, bound: Collection[str]) -> Closure:
+    """The closure of `function` in `source`; names in `bound` come from the world."""
+    tree = _parse(source, path)
+    index = index_module(tree)
+    target = _find_target(index, path, function)
+    resolver = _Resolver(index, set(bound), path)
+    resolver.visit(function, target)
+    nodes = sorted(resolver.included.values(), key=lambda n: n.lineno)
+    needs = tuple(sorted(resolver.needs))
+    return Closure(path, function, target.lineno, tuple(nodes), needs, _digest(nodes, needs))
+
+
+def _parse(source: str, path: str) -> ast.Module:
+    try:
+        return ast.parse(source, filename=path)
+    except SyntaxError as exc:
+        raise Unevaluable(f"syntax error in {path} line {exc.lineno}: {exc.msg}") from None
+    except ValueError as exc:  # e.g. null bytes
+        raise Unevaluable(f"{path} cannot be parsed: {exc}") from None
+
+
+def _find_target(index: dict[str, list[Binding]], path: str, function: str) -> ast.FunctionDef:
+    bindings = index.get(function, [])
+    if not bindings or bindings[-1].kind != DEFINITION:
+        raise Absent(f"no top-level function {function} in {path}")
+    node = bindings[-1].node
+    if isinstance(node, ast.AsyncFunctionDef):
+        raise Unevaluable(
+            f"{function} in {path} line {node.lineno} is async; only plain functions run"
+        )
+    if not isinstance(node, ast.FunctionDef):
+        raise Absent(f"{function} in {path} line {node.lineno} is not a function")
+    return node
+
+
+def _digest(nodes: list[ast.stmt], needs: tuple[str, ...]) -> str:
+    text = "\n".join(ast.unparse(node) for node in nodes) + "\0" + ",".join(needs)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+# --- the module index ------------------------------------------------------------
+
+
+def index_module(tree: ast.Module) -> dict[str, list[Binding]]:
+    """Every top-level binding statement, by the names it binds, in file order."""
+    index: dict[str, list[Binding]] = {}
+    for stmt in tree.body:
+        for name, kind in _bindings_of(stmt, top=True):
+            index.setdefault(name, []).append(Binding(kind, stmt))
+    return index
+
+
+def _bindings_of(stmt: ast.stmt, top: bool) -> list[tuple[str, str]]:
+    if isinstance(stmt, ast.Import | ast.ImportFrom):
+        return [(name, IMPORT) for name in _imported_names(stmt)]
+    kind = DEFINITION if top else CONDITIONAL
+    if isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+        return [(stmt.name, kind)]
+    if isinstance(stmt, ast.Assign):
+        return [(n, kind) for target in stmt.targets for n in _target_names(target)]
+    if isinstance(stmt, ast.AnnAssign | ast.AugAssign):
+        return [(n, kind) for n in _target_names(stmt.target)]
+    return [pair for child in _child_statements(stmt) for pair in _bindings_of(child, False)]
+
+
+def _imported_names(stmt: ast.Import | ast.ImportFrom) -> list[str]:
+    names = []
+    for alias in stmt.names:
+        if alias.name == "*":
+            continue
+        names.append(alias.asname or alias.name.split(".")[0])
+    return names
+
+
+def _target_names(target: ast.expr) -> list[str]:
+    if isinstance(target, ast.Name):
+        return [target.id]
+    if isinstance(target, ast.Tuple | ast.List):
+        return [n for elt in target.elts for n in _target_names(elt)]
+    if isinstance(target, ast.Starred):
+        return _target_names(target.value)
+    return []
+
+
+def _child_statements(stmt: ast.stmt) -> list[ast.stmt]:
+    children: list[ast.stmt] = []
+    for name in ("body", "orelse", "finalbody"):
+        children.extend(getattr(stmt, name, []) or [])
+    for handler in getattr(stmt, "handlers", []) or []:
+        children.extend(handler.body)
+    return children
+
+
+# --- transitive resolution -------------------------------------------------------
+
+
+class _Resolver:
+    """Walks free names from the target outwards, collecting what the closure needs."""
+
+    def __init__(self, index: dict[str, list[Binding]], bound: set[str], path: str) -> None:
+        self.index, self.bound, self.path = index, bound, path
+        self.included: dict[int, ast.stmt] = {}
+        self.needs: set[str] = set()
+        self.seen: set[str] = set()
+
+    def visit(self, function: str, target: ast.FunctionDef) -> None:
+        node = strip_annotations(target)
+        node.decorator_list = []
+        self.included[id(target)] = node
+        self.seen.add(function)
+        self._resolve_all(node)
+
+    def _resolve_all(self, node: ast.stmt) -> None:
+        for name in sorted(free_names(node)):
+            self._resolve(name, node)
+
+    def _resolve(self, name: str, user: ast.stmt) -> None:
+        if name in self.seen:
+            return
+        self.seen.add(name)
+        if name in self.bound:
+            self.needs.add(name)
+            return
+        bindings = self.index.get(name)
+        if bindings:
+            self._include(name, bindings, user)
+        elif name not in ALLOWED_BUILTINS:
+            raise Unevaluable(self._unknown(name, user))
+
+    def _include(self, name: str, bindings: list[Binding], user: ast.stmt) -> None:
+        last = bindings[-1]
+        if last.kind != DEFINITION:
+            raise Unevaluable(self._unbound(name, user, last))
+        for binding in bindings:
+            if binding.kind == DEFINITION and id(binding.node) not in self.included:
+                node = strip_annotations(binding.node)
+                self.included[id(binding.node)] = node
+                self._resolve_all(node)
+
+    def _unbound(self, name: str, user: ast.stmt, last: Binding) -> str:
+        how = "imported" if last.kind == IMPORT else "defined conditionally"
+        origin = ""
+        if isinstance(last.node, ast.ImportFrom):
+            origin = f" from {last.node.module}"
+        return (
+            f"name {name} (used at {self.path}:{_use_line(user, name)}) is {how}{origin} at "
+            f"line {last.node.lineno} and not bound by the world: bind it under `bindings:` "
+            "in the matrix file"
+        )
+
+    def _unknown(self, name: str, user: ast.stmt) -> str:
+        where = f"{self.path}:{_use_line(user, name)}"
+        if hasattr(builtins, name):
+            return f"builtin {name} (used at {where}) is not available to evaluated code"
+        return (
+            f"name {name} (used at {where}) is defined nowhere in {self.path}: "
+            "bind it under `bindings:` in the matrix file"
+        )
+
+
+def _use_line(node: ast.AST, name: str) -> int:
+    for child in ast.walk(node):
+        if isinstance(child, ast.Name) and child.id == name:
+            return child.lineno
+    return getattr(node, "lineno", 0)
+
+
+def free_names(stmt: ast.stmt) -> set[str]:
+    """Names `stmt` reads (or declares `global`) that it does not bind itself."""
+    table = symtable.symtable(ast.unparse(stmt), "<closure>", "exec")
+    own = {s.get_name() for s in table.get_symbols() if s.is_assigned() or s.is_imported()}
+    names = {s.get_name() for s in table.get_symbols() if s.is_referenced()}
+    _collect_globals(table, names)
+    return names - own
+
+
+def _collect_globals(table: symtable.SymbolTable, names: set[str]) -> None:
+    for child in table.get_children():
+        for sym in child.get_symbols():
+            if sym.is_global() and (sym.is_referenced() or sym.is_declared_global()):
+                names.add(sym.get_name())
+        _collect_globals(child, names)
+
+
+class _AnnotationStripper(ast.NodeTransformer):
+    """Annotations are not behavior; without them, their names need no binding."""
+
+    def visit_arg(self, node: ast.arg) -> ast.arg:
+        node.annotation = None
+        return node
+
+    def visit_FunctionDef(self, node: ast.FunctionDef) -> ast.FunctionDef:
+        node.returns = None
+        self.generic_visit(node)
+        return node
+
+    visit_AsyncFunctionDef = visit_FunctionDef
+
+    def visit_AnnAssign(self, node: ast.AnnAssign) -> ast.stmt:
+        if node.value is None:
+            return ast.copy_location(ast.Pass(), node)
+        assign = ast.Assign(targets=[node.target], value=node.value)
+        return ast.copy_location(self.generic_visit(assign), node)
+
+
+def strip_annotations(node: ast.stmt) -> ast.stmt:
+    """A copy of `node` without annotations (keeps line numbers)."""
+    stripped = _AnnotationStripper().visit(copy.deepcopy(node))
+    return ast.fix_missing_locations(stripped)

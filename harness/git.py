@@ -1,0 +1,137 @@
+"""All git access, through GitPython, read-only.
+
+Small named functions: open a repository, resolve a revision expression
+(including `#N` / `pr:N` for squash-merged PRs), read a file at a revision or
+in the working tree. Nothing here checks out, writes the index, or moves a ref.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+import git
+
+from harness.errors import HarnessError
+
+PR_EXPR = re.compile(r"^(?:#|pr:)(\d+)(.*)$")
+PR_SUBJECT = re.compile(r"\(#(\d+)\)\s*$")
+WORKTREE = "worktree"
+
+
+@dataclass(frozen=True)
+class Revision:
+    """A revision as the user named it, and what it resolved to (sha None: the working tree)."""
+
+    expr: str
+    sha: str | None
+    subject: str = ""
+    date: str = ""
+
+    @property
+    def short(self) -> str:
+        return self.sha[:10] if self.sha else WORKTREE
+
+    @property
+    def label(self) -> str:
+        """How messages name it: the expression, and the sha when they differ."""
+        if self.sha is None:
+            return "the working tree"
+        if self.sha.startswith(self.expr):
+            return self.short
+        return f"{self.expr} ({self.short})"
+
+
+def open_repo(path: str | None) -> git.Repo:
+    """The repository at `path` (default: the one containing the current directory)."""
+    where = Path(path or ".").resolve()
+    if not where.exists():
+        raise HarnessError(f"--repo {path}: no such directory")
+    try:
+        return git.Repo(where, search_parent_directories=path is None)
+    except (git.InvalidGitRepositoryError, git.NoSuchPathError):
+        hint = "pass --repo PATH to an SGLang clone" if path is None else "point --repo at a clone"
+        raise HarnessError(f"not a git repository: {where} ({hint})") from None
+
+
+def resolve(repo: git.Repo, expr: str) -> Revision:
+    """A commit for a revision expression: sha, branch, tag, HEAD~3, #30835, pr:30835^."""
+    if not expr or expr.startswith("-"):
+        raise HarnessError(f"revision {expr!r}: expected a sha, branch, tag, HEAD~N or #PR")
+    match = PR_EXPR.match(expr)
+    spelled = find_pr_commit(repo, int(match.group(1))) + match.group(2) if match else expr
+    try:
+        sha = repo.git.rev_parse("--verify", "--quiet", "--end-of-options", f"{spelled}^{{commit}}")
+    except git.GitCommandError:
+        raise HarnessError(
+            f"unknown revision {expr!r} in {where_of(repo)}: use a sha, branch, tag, HEAD~N or #PR"
+        ) from None
+    commit = repo.commit(sha)
+    return Revision(expr, sha, commit.summary, commit.committed_datetime.isoformat())
+
+
+def worktree(repo: git.Repo) -> Revision:
+    if repo.bare or repo.working_tree_dir is None:
+        raise HarnessError(f"{repo.git_dir} is a bare repository: name two revisions to compare")
+    return Revision(WORKTREE, None)
+
+
+def find_pr_commit(repo: git.Repo, number: int) -> str:
+    """The commit whose subject ends with `(#number)`: reachable from HEAD, else from any ref."""
+    for scope in (["HEAD"], ["--all"]):
+        found = _commits_ending_with(repo, number, scope)
+        if len(found) == 1:
+            return found[0]
+        if len(found) > 1:
+            shas = ", ".join(sha[:10] for sha in found)
+            raise HarnessError(
+                f"#{number}: {len(found)} commits end with (#{number}): {shas}; name one by sha"
+            )
+    raise HarnessError(
+        f"#{number}: no commit subject ends with (#{number}) in {where_of(repo)}; "
+        "fetch the branch that has it, or name the commit by sha"
+    )
+
+
+def where_of(repo: git.Repo) -> str:
+    return str(repo.working_tree_dir or repo.git_dir)
+
+
+def _commits_ending_with(repo: git.Repo, number: int, scope: list[str]) -> list[str]:
+    try:
+        out = repo.git.log("--format=%H %s", "-E", f"--grep=\\(#{number}\\)", *scope)
+    except git.GitCommandError:
+        return []  # e.g. HEAD is unborn
+    found = []
+    for line in out.splitlines():
+        sha, _, subject = line.partition(" ")
+        if pr_number(subject) == number:
+            found.append(sha)
+    return found
+
+
+def pr_number(subject: str) -> int | None:
+    """The PR number a squash-merge subject ends with: `... (#30835)` -> 30835."""
+    match = PR_SUBJECT.search(subject)
+    return int(match.group(1)) if match else None
+
+
+def read_file(repo: git.Repo, revision: Revision, path: str) -> str | None:
+    """The text of `path` at `revision` (None: no such file there)."""
+    if revision.sha is None:
+        return _read_worktree(repo, path)
+    try:
+        item = repo.commit(revision.sha).tree / path
+    except KeyError:
+        return None
+    if item.type != "blob":
+        return None
+    return item.data_stream.read().decode("utf-8", errors="replace")
+
+
+def _read_worktree(repo: git.Repo, path: str) -> str | None:
+    target = Path(repo.working_tree_dir) / path
+    if not target.is_file():
+        return None
+    return target.read_bytes().decode("utf-8", errors="replace")

@@ -1,0 +1,60 @@
+"""The diff report as GitHub-flavoured markdown (step summaries, PR comments)."""
+
+from __future__ import annotations
+
+from harness.matrix import format_value
+from harness.report.model import DiffReport
+from harness.report.text import revision_line
+
+
+def render(report: DiffReport, sample: int = 10) -> str:
+    target, field = report.matrix.target, report.matrix.target.output
+    lines = [
+        f"### {report.matrix.name}: `{target.function}` in `{target.path}`",
+        "",
+        f"- base: {_escape(revision_line(report.base))}",
+        f"- head: {_escape(revision_line(report.head))}",
+    ]
+    lines.extend(f"- {side}: {_escape(note)}" for side, note in report.notes.items())
+    lines.append("")
+    if not report.changed:
+        lines.append(f"No cell changes `{field}` ({report.matrix.size:,} cells compared).")
+        return "\n".join(lines) + "\n"
+    lines.append(f"**{report.changed:,} of {report.matrix.size:,} cells change `{field}`:**")
+    lines.extend(["", "| # | cells | transition | where |", "|---|---:|---|---|"])
+    for n, rule in enumerate(report.rules, 1):
+        where = ", ".join(f"`{c.text()}`" for c in rule.conditions) or "every cell"
+        lines.append(f"| {n} | {rule.cells:,} | {_escape(rule.transition)} | {where} |")
+    if sample > 0:
+        lines.extend(_sample(report, sample))
+    return "\n".join(lines) + "\n"
+
+
+def _sample(report: DiffReport, sample: int) -> list[str]:
+    axes = [axis.name for axis in report.matrix.axes]
+    field = report.matrix.target.output
+    shown = min(sample, report.changed)
+    lines = [
+        "",
+        f"<details><summary>Changed cells ({shown} of {report.changed:,})</summary>",
+        "",
+        "| " + " | ".join(axes) + " | base | head |",
+        "|" + "---|" * (len(axes) + 2),
+    ]
+    for item in report.sample(shown):
+        values = [format_value(item["cell"][a]) for a in axes]
+        ends = [_outcome(item[side], field) for side in ("base", "head")]
+        lines.append("| " + " | ".join(values + ends) + " |")
+    lines.extend(["", "</details>"])
+    return lines
+
+
+def _outcome(outcome: dict, field: str) -> str:
+    if field in outcome:
+        return format_value(outcome[field])
+    ((kind, message),) = outcome.items()
+    return _escape(message if kind == "error" else kind)
+
+
+def _escape(text: str) -> str:
+    return text.replace("|", "\\|").replace("<", "&lt;").replace(">", "&gt;")

@@ -1,0 +1,131 @@
+"""The diff report model: what changed, in the terms every renderer shows."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from harness.compare import Comparison, Rule
+from harness.evaluate import ABSENT, ERROR, KEPT, UNEVALUABLE, VALUE, Outcome
+from harness.git import Revision
+from harness.matrix import Matrix, bits_of, format_value
+
+
+@dataclass(frozen=True)
+class Condition:
+    """One axis of a rule: the values it selects, written the shorter way round."""
+
+    axis: str
+    values: tuple[Any, ...]
+    negated: bool  # True: `values` are the ones excluded
+
+    def text(self) -> str:
+        shown = [format_value(v) for v in self.values]
+        if len(shown) == 1:
+            return f"{self.axis} {'!=' if self.negated else '='} {shown[0]}"
+        return f"{self.axis} {'not in' if self.negated else 'in'} {{{', '.join(shown)}}}"
+
+
+@dataclass(frozen=True)
+class RuleView:
+    where: dict[str, list[Any]]  # only the axes the rule constrains
+    conditions: tuple[Condition, ...]
+    cells: int
+    transition: str
+
+
+@dataclass
+class DiffReport:
+    matrix: Matrix
+    base: Revision
+    head: Revision
+    comparison: Comparison
+    notes: dict[str, str]  # revision-wide states: {"base"/"head": reason}
+    rules: list[RuleView]
+
+    @property
+    def changed(self) -> int:
+        return self.comparison.changed
+
+    def changed_cells(self, limit: int | None = None) -> Iterator[dict[str, Any]]:
+        """Changed cells as {"cell", "base", "head"} dicts (JSON-ready), in matrix order."""
+        count = len(self.comparison.indices)
+        yield from map(self._item, range(count if limit is None else min(limit, count)))
+
+    def sample(self, limit: int) -> list[dict[str, Any]]:
+        """Up to `limit` changed cells: one from each rule first, then the next in order."""
+        chosen = self._rule_representatives()[:limit]
+        for k in range(len(self.comparison.indices)):
+            if len(chosen) >= limit:
+                break
+            if k not in chosen:
+                chosen.append(k)
+        return [self._item(k) for k in sorted(chosen)]
+
+    def _rule_representatives(self) -> list[int]:
+        """Positions (in the changed list) of one cell per rule, largest rule first."""
+        index = {i: k for k, i in enumerate(self.comparison.indices)}
+        firsts = []
+        for rule in self.comparison.rules:
+            cell = tuple((mask & -mask).bit_length() - 1 for mask in rule.masks)
+            firsts.append(index[self.matrix.index(cell)])
+        return firsts
+
+    def _item(self, k: int) -> dict[str, Any]:
+        comp, field = self.comparison, self.matrix.target.output
+        cell = self.matrix.values_of(self.matrix.cell(comp.indices[k]))
+        given = cell[field] if field in cell else self.matrix.fields.get(field)
+        return {
+            "cell": cell,
+            "base": outcome_json(comp.outcomes[comp.base_codes[k]], field, given),
+            "head": outcome_json(comp.outcomes[comp.head_codes[k]], field, given),
+        }
+
+
+def build_report(
+    matrix: Matrix, base: Revision, head: Revision, comparison: Comparison, tables: dict
+) -> DiffReport:
+    notes = {}
+    for side, table in tables.items():
+        if len(table.outcomes) == 1 and table.outcomes[0].revision_wide:
+            notes[side] = f"{table.outcomes[0].kind}: {table.outcomes[0].value}"
+    rules = [rule_view(matrix, rule) for rule in comparison.rules]
+    return DiffReport(matrix, base, head, comparison, notes, rules)
+
+
+def rule_view(matrix: Matrix, rule: Rule) -> RuleView:
+    where, conditions = {}, []
+    for axis, mask in zip(matrix.axes, rule.masks, strict=True):
+        chosen = bits_of(mask)
+        if len(chosen) == len(axis.values):
+            continue
+        where[axis.name] = [axis.values[i] for i in chosen]
+        others = [v for i, v in enumerate(axis.values) if i not in chosen]
+        negated = len(others) < len(chosen)
+        shown = others if negated else where[axis.name]
+        conditions.append(Condition(axis.name, tuple(shown), negated))
+    field = matrix.target.output
+    transition = f"{outcome_label(rule.base, field)} -> {outcome_label(rule.head, field)}"
+    return RuleView(where, tuple(conditions), rule.cells, transition)
+
+
+def outcome_label(outcome: Outcome, field: str) -> str:
+    if outcome.kind == VALUE:
+        return format_value(outcome.value)
+    if outcome.kind == KEPT:
+        return f"input {field}"
+    if outcome.kind == ERROR:
+        return str(outcome.value)
+    return outcome.kind
+
+
+def outcome_json(outcome: Outcome, field: str, given: Any) -> dict[str, Any]:
+    """OUTCOME as the JSON report writes it: {field: v} | {"error"|"absent"|"unevaluable": str}."""
+    if outcome.kind == VALUE:
+        return {field: outcome.value}
+    if outcome.kind == KEPT:
+        return {field: given}
+    if outcome.kind in (ERROR, ABSENT, UNEVALUABLE):
+        return {outcome.kind: str(outcome.value)}
+    raise AssertionError(f"unknown outcome kind {outcome.kind}")

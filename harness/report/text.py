@@ -1,0 +1,82 @@
+"""The diff report for people at a terminal: rules first, then a capped sample."""
+
+from __future__ import annotations
+
+from harness.git import Revision
+from harness.matrix import format_value
+from harness.report.model import DiffReport
+
+
+def render(report: DiffReport, sample: int = 10) -> str:
+    lines = header(report)
+    lines.append("")
+    lines.extend(_body(report, sample))
+    return "\n".join(lines) + "\n"
+
+
+def header(report: DiffReport) -> list[str]:
+    target = report.matrix.target
+    lines = [f"{report.matrix.name}: {target.function} in {target.path}"]
+    for side, rev in (("base", report.base), ("head", report.head)):
+        lines.append(f"{side}: {revision_line(rev)}")
+        if side in report.notes:
+            lines.append(f"      {report.notes[side]}")
+    return lines
+
+
+def revision_line(rev: Revision) -> str:
+    if rev.sha is None:
+        return "working tree"
+    text = f"{rev.short}  {rev.subject}".rstrip()
+    if not rev.sha.startswith(rev.expr):
+        text += f"  [{rev.expr}]"
+    return text
+
+
+def _body(report: DiffReport, sample: int) -> list[str]:
+    field, total = report.matrix.target.output, report.matrix.size
+    if not report.changed:
+        return [f"No cell changes {field} ({total:,} cells compared)."]
+    count = len(report.rules)
+    lines = [
+        f"{report.changed:,} of {total:,} cells change {field}, "
+        f"covered by {count} rule{'s' if count != 1 else ''}:",
+        "",
+    ]
+    for n, rule in enumerate(report.rules, 1):
+        lines.append(f"  {n}. {rule.cells:,} cells: {rule.transition}")
+        lines.extend(wrap_conditions([c.text() for c in rule.conditions] or ["every cell"]))
+    if sample > 0:
+        lines.extend(_sample(report, sample))
+    return lines
+
+
+def wrap_conditions(parts: list[str], width: int = 96) -> list[str]:
+    """`where a = 1, b in {x, y}, ...` wrapped under the rule, at most `width` wide."""
+    lines, line = [], "     where"
+    for n, part in enumerate(parts):
+        piece = f" {part}" + ("," if n < len(parts) - 1 else "")
+        if len(line) + len(piece) > width and line.strip() != "where":
+            lines.append(line)
+            line = "          "
+        line += piece
+    lines.append(line)
+    return lines
+
+
+def _sample(report: DiffReport, sample: int) -> list[str]:
+    shown = min(sample, report.changed)
+    field = report.matrix.target.output
+    lines = ["", f"Changed cells ({shown} of {report.changed:,}; --format json lists all):"]
+    for item in report.sample(shown):
+        cell = " ".join(f"{k}={format_value(v)}" for k, v in item["cell"].items())
+        before, after = _short(item["base"], field), _short(item["head"], field)
+        lines.append(f"  {cell}: {before} -> {after}")
+    return lines
+
+
+def _short(outcome: dict, field: str) -> str:
+    if field in outcome:
+        return format_value(outcome[field])
+    ((kind, message),) = outcome.items()
+    return message if kind == "error" else kind

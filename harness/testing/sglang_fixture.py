@@ -1,0 +1,220 @@
+"""An SGLang-shaped `overrides.py`, written for the harness, and a history of it.
+
+The file imports heavy modules at the top and runs module-level code (it
+cannot be imported here, on purpose), defines its own
+`register_post_process`, and holds several passes besides the FA4 one. The
+FA4 pass comes in the spellings SGLang used over time. `build_history` makes
+a small repository whose history contains PR #30835, its revert and noise.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from harness.testing.gitrepo import FixtureRepo
+
+OVERRIDES = "python/sglang/srt/arg_groups/overrides.py"
+
+HELPER_IMPORTS = """\
+from sglang.srt.utils import is_hip, is_sm90_supported, is_sm100_supported
+"""
+
+PLATFORM_IMPORTS = """\
+from sglang.srt.arg_groups.view import model_config_of, use_mla_backend
+from sglang.srt.platforms import get_platform
+"""
+
+HEADER = '''\
+"""Post-process passes: each reads a view of the arguments and declares fields."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any, Dict
+
+import torch
+from sglang.srt.environ import envs
+from sglang.srt.model_executor.cuda_graph_config import Backend
+{imports}
+logger = logging.getLogger(__name__)
+
+_POST_PROCESS_PASSES = []
+
+
+def register_post_process(fn):
+    """Add `fn` to the passes run, in definition order, when arguments resolve."""
+    _POST_PROCESS_PASSES.append(fn)
+    return fn
+
+
+_VISIBLE_GPUS = torch.cuda.device_count()
+FA4_PAGE_SIZE = 128
+_MLA_PAGE_SIZES = {{"flashmla": 64, "cutlass_mla": 128, "trtllm_mla": 64}}
+_ATTENTION_FIELDS = ("attention_backend", "decode_attention_backend", "prefill_attention_backend")
+'''
+
+CHUNKED_PREFILL = """
+
+@register_post_process
+def _chunked_prefill_default(view) -> Dict[str, Any]:
+    if view.chunked_prefill_size is not None:
+        return {{}}
+    return {{"chunked_prefill_size": {chunk} if _VISIBLE_GPUS > 1 else {chunk} // 2}}
+"""
+
+MLA_PASS = """
+
+@register_post_process
+def _mla_backend_page_constraints(view) -> Dict[str, Any]:
+    if not {mla_check}:
+        return {{}}
+    size = _MLA_PAGE_SIZES.get(view.attention_backend)
+    return {{"page_size": size}} if size else {{}}
+"""
+
+USES_BACKEND = """
+
+def _uses_backend(view, name: str) -> bool:
+    return any(getattr(view, field) == name for field in _ATTENTION_FIELDS)
+"""
+
+FA4_PASS = '''
+
+@register_post_process
+def _fa4_page_constraint(view) -> Dict[str, Any]:
+    """FA4 on Blackwell datacenter GPUs reads the KV cache in 128-token pages."""
+    # {comment}
+    if (
+        _uses_backend(view, "fa4")
+        and not {mla_check}
+        and {sm100_check}
+        and (view.speculative_eagle_topk or 0) <= 1{full_clause}
+    ):
+        logger.info("fa4 on sm100: page_size forced to %d", FA4_PAGE_SIZE)
+        return {{"page_size": FA4_PAGE_SIZE}}
+    return {{}}
+'''
+
+FULL_CLAUSE = """
+        and view.cuda_graph_config.prefill.backend != Backend.FULL"""
+
+TAIL_PASSES = """
+
+@register_post_process
+def _intel_xpu_page_constraint(view) -> Dict[str, Any]:
+    if {xpu_check} and view.attention_backend == "intel_xpu":
+        return {{"page_size": 64 if view.page_size is None else max(view.page_size, 64)}}
+    return {{}}
+
+
+@register_post_process
+def _page_size_default(view) -> Dict[str, Any]:
+    return {{"page_size": 1}} if view.page_size is None else {{}}
+"""
+
+PADDING_PASS = '''
+
+@register_post_process
+def _tuning_pass_{n}(view) -> Dict[str, Any]:
+    """Generated filler: the real file holds many passes unrelated to page_size."""
+    if view.max_running_requests is not None and view.max_running_requests > {n}:
+        logger.debug("pass %d saw %s", {n}, view.max_running_requests)
+        return {{"max_running_requests": view.max_running_requests - {n} % 7}}
+    return {{}}
+'''
+
+
+@dataclass(frozen=True)
+class Overrides:
+    """The knobs that distinguish one version of the fixture file from another."""
+
+    spelling: str = "helpers"  # "helpers": is_sm100_supported(); "platform": get_platform()
+    full_clause: bool = False  # PR #30835's extra condition
+    comment: str = "Pages of 128 tokens match the FA4 kernel tile."
+    chunk: int = 8192
+    padding: int = 0  # unrelated passes appended, to reach SGLang's file size
+    broken: bool = False  # a syntax error far from the FA4 pass
+
+
+def overrides_source(o: Overrides) -> str:
+    helpers = o.spelling == "helpers"
+    mla_check = "view.use_mla_backend()" if helpers else "use_mla_backend(view)"
+    parts = [
+        HEADER.format(imports=HELPER_IMPORTS if helpers else PLATFORM_IMPORTS),
+        CHUNKED_PREFILL.format(chunk=o.chunk),
+        MLA_PASS.format(mla_check=mla_check),
+        USES_BACKEND,
+        FA4_PASS.format(
+            comment=o.comment,
+            mla_check=mla_check,
+            sm100_check="is_sm100_supported()" if helpers else "get_platform().is_sm100",
+            full_clause=FULL_CLAUSE if o.full_clause else "",
+        ),
+        TAIL_PASSES.format(xpu_check="not is_hip()" if helpers else "get_platform().is_xpu"),
+    ]
+    parts.extend(PADDING_PASS.format(n=n) for n in range(o.padding))
+    if o.broken:
+        parts.append("\n\ndef _half_written_pass(view) -> Dict[str, Any]:\n    return {\n")
+    return "".join(parts)
+
+
+SUBJECT_30835 = "[Tiny] Enable Full Cuda Graph with Page size = 1 (#30835)"
+
+
+@dataclass(frozen=True)
+class Step:
+    key: str
+    subject: str
+    overrides: Overrides | None = None  # None: the commit leaves overrides.py alone
+    other: dict[str, str] | None = None
+
+
+def history_steps(padding: int = 0) -> list[Step]:
+    """The fixture history, oldest first; `key` names each commit for tests."""
+    initial = Overrides(padding=padding)
+    noise = replace(initial, chunk=16384)
+    refactor = replace(noise, spelling="platform")
+    comment = replace(refactor, comment="FA4 kernels tile the KV cache 128 tokens at a time.")
+    pr30835 = replace(comment, full_clause=True)
+    return [
+        Step("initial", "Add server-argument post-process passes (#30001)", initial),
+        Step("noise", "Raise the chunked prefill default (#30123)", noise),
+        Step(
+            "refactor",
+            "Read platform and MLA via get_platform()/use_mla_backend() (#30410)",
+            refactor,
+        ),
+        Step("comment", "Explain the FA4 page size (#30502)", comment),
+        Step("pr30835", SUBJECT_30835, pr30835),
+        Step("docs", "Document page-size overrides (#30850)", None, {"docs/page_size.md": DOCS}),
+        Step("revert", f'Revert "{SUBJECT_30835}" (#30871)', comment),
+        Step(
+            "broken",
+            "Start reworking the chunked prefill pass (#30902)",
+            replace(comment, broken=True),
+        ),
+        Step(
+            "fixed",
+            "Finish reworking the chunked prefill pass (#30903)",
+            replace(comment, chunk=12288),
+        ),
+    ]
+
+
+DOCS = "# Page size\n\nThe FA4 pass forces 128-token pages on SM100 GPUs.\n"
+
+
+def build_history(root: Path, padding: int = 0) -> dict[str, str]:
+    """Create the fixture repository at `root`; returns {step key: sha}."""
+    repo = FixtureRepo(root)
+    repo.write("README.md", "# sglang (fixture)\n")
+    shas = {}
+    for step in history_steps(padding):
+        files = dict(step.other or {})
+        if step.overrides is not None:
+            files[OVERRIDES] = overrides_source(step.overrides)
+        if step.key == "initial":
+            files["README.md"] = "# sglang (fixture)\n"
+        shas[step.key] = repo.commit(step.subject, files)
+    return shas
