@@ -95,7 +95,7 @@ def load_function(closure: Closure, bound: Bound, label: str) -> Callable[..., A
     filename = f"{closure.path}@{label}"
     code = compile(closure.module(), filename, "exec")
     namespace = {"__builtins__": safe_builtins(bound), "__name__": "harness.closure"}
-    namespace.update({name: bound.names[name] for name in closure.needs})
+    namespace.update({name: bound.names[world_name] for name, world_name in closure.needs})
     try:
         exec(code, namespace)
     except Unbound as exc:

@@ -124,7 +124,7 @@ class Closure:
     function: str
     lineno: int
     nodes: tuple[ast.stmt, ...]
-    needs: tuple[str, ...]
+    needs: tuple[tuple[str, str], ...]  # (name in the module, name the world binds)
     digest: str
 
     def module(self) -> ast.Module:
@@ -139,7 +139,7 @@ def extract_closure(source: str, path: str, function: str, bound: Collection[str
     resolver = _Resolver(index, set(bound), path)
     resolver.visit(function, target)
     nodes = sorted(resolver.included.values(), key=lambda n: n.lineno)
-    needs = tuple(sorted(resolver.needs))
+    needs = tuple(sorted(resolver.needs.items()))
     return Closure(path, function, target.lineno, tuple(nodes), needs, _digest(nodes, needs))
 
 
@@ -166,8 +166,8 @@ def _find_target(index: dict[str, list[Binding]], path: str, function: str) -> a
     return node
 
 
-def _digest(nodes: list[ast.stmt], needs: tuple[str, ...]) -> str:
-    text = "\n".join(ast.unparse(node) for node in nodes) + "\0" + ",".join(needs)
+def _digest(nodes: list[ast.stmt], needs: tuple[tuple[str, str], ...]) -> str:
+    text = "\n".join(ast.unparse(node) for node in nodes) + "\0" + repr(needs)
     return hashlib.sha256(text.encode()).hexdigest()
 
 
@@ -233,7 +233,7 @@ class _Resolver:
     def __init__(self, index: dict[str, list[Binding]], bound: set[str], path: str) -> None:
         self.index, self.bound, self.path = index, bound, path
         self.included: dict[int, ast.stmt] = {}
-        self.needs: set[str] = set()
+        self.needs: dict[str, str] = {}
         self.seen: set[str] = set()
 
     def visit(self, function: str, target: ast.FunctionDef) -> None:
@@ -252,10 +252,13 @@ class _Resolver:
             return
         self.seen.add(name)
         if name in self.bound:
-            self.needs.add(name)
+            self.needs[name] = name
             return
         bindings = self.index.get(name)
-        if bindings:
+        original = _import_original(bindings[-1].node, name) if bindings else None
+        if original in self.bound:
+            self.needs[name] = original
+        elif bindings:
             self._include(name, bindings, user)
         elif name not in ALLOWED_BUILTINS:
             raise Unevaluable(self._unknown(name, user))
@@ -289,6 +292,15 @@ class _Resolver:
             f"name {name} (used at {where}) is defined nowhere in {self.path}: "
             "bind it under `bindings:` in the matrix file"
         )
+
+
+def _import_original(node: ast.stmt, name: str) -> str | None:
+    """For `from m import a as name`, the imported name `a` (the world binds it by that name)."""
+    if isinstance(node, ast.ImportFrom):
+        for alias in node.names:
+            if alias.asname == name:
+                return alias.name
+    return None
 
 
 def _use_line(node: ast.AST, name: str) -> int:

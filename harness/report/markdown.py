@@ -57,4 +57,4 @@ def _outcome(outcome: dict, field: str) -> str:
 
 
 def _escape(text: str) -> str:
-    return text.replace("|", "\\|").replace("<", "&lt;").replace(">", "&gt;")
+    return text.replace("|", "\\|").replace("<", "&lt;")

@@ -1,0 +1,81 @@
+from __future__ import annotations
+
+import contextlib
+import io
+import shlex
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from harness.cli import main
+from harness.testing.sglang_fixture import build_history
+
+
+@dataclass
+class Result:
+    code: int
+    out: str
+    err: str
+
+
+def run_cli(*argv: str) -> Result:
+    """Run `harness ARGV` in-process, capturing its output."""
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = main(list(argv))
+    return Result(code, out.getvalue(), err.getvalue())
+
+
+def run_cli_exit(*argv: str) -> Result:
+    """As run_cli, for argv that argparse rejects (it raises SystemExit)."""
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            code = main(list(argv))
+        except SystemExit as exc:
+            code = exc.code
+    return Result(code, out.getvalue(), err.getvalue())
+
+
+@dataclass
+class History:
+    root: Path
+    shas: dict[str, str]
+
+    def repo(self) -> str:
+        return str(self.root)
+
+
+@pytest.fixture(scope="session")
+def history(tmp_path_factory) -> History:
+    """The fixture SGLang history (built once per test worker; never modified)."""
+    root = tmp_path_factory.mktemp("history") / "sglang"
+    return History(root, build_history(root))
+
+
+@pytest.fixture
+def clone(history: History, tmp_path: Path) -> Path:
+    """A private clone of the fixture history, for tests that dirty the working tree."""
+    target = tmp_path / "clone"
+    subprocess.run(["git", "clone", "-q", str(history.root), str(target)], check=True)
+    return target
+
+
+def git_out(repo: Path, *args: str) -> str:
+    done = subprocess.run(["git", *args], cwd=repo, capture_output=True, text=True, check=True)
+    return done.stdout
+
+
+def one_line_error(result: Result) -> str:
+    """Assert the result is a user error: exit 2, one stderr line, no traceback."""
+    assert result.code == 2, (result.code, result.err)
+    lines = result.err.strip().splitlines()
+    assert len(lines) == 1, result.err
+    assert "Traceback" not in result.err
+    return lines[0]
+
+
+def quote(*argv: str) -> str:
+    return " ".join(shlex.quote(a) for a in argv)

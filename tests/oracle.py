@@ -1,0 +1,71 @@
+"""Expected outcomes, computed from the predicate in CONTEXT.md, not from harness.
+
+The axes are written out here from the issue's specification of the default
+matrix, so a matrix file that drifted from it fails too.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+BACKENDS = [None, "fa3", "fa4", "flashinfer", "triton", "flashmla", "trtllm_mla", "trtllm_mha",
+            "cutlass_mla"]  # fmt: skip
+AXES = {
+    "attention_backend": BACKENDS,
+    "decode_attention_backend": BACKENDS,
+    "prefill_attention_backend": BACKENDS,
+    "use_mla": [False, True],
+    "speculative_eagle_topk": [None, 1, 2, 8],
+    "prefill_cuda_graph": ["full", "breakable", "tc_piecewise", "disabled"],
+    "platform": ["sm90", "sm100", "sm120"],
+    "page_size": [None, 1, 16, 64, 128],
+}
+NAMES = list(AXES)
+
+
+def all_cells():
+    """Every cell as a dict, first axis most significant (the documented order)."""
+    for values in itertools.product(*AXES.values()):
+        yield dict(zip(NAMES, values, strict=True))
+
+
+def fa4_forces_128(cell: dict, full_clause: bool) -> bool:
+    """_fa4_page_constraint's condition; `full_clause` is PR #30835's extra clause."""
+    fa4 = "fa4" in (
+        cell["attention_backend"],
+        cell["decode_attention_backend"],
+        cell["prefill_attention_backend"],
+    )
+    forced = (
+        fa4
+        and not cell["use_mla"]
+        and cell["platform"] == "sm100"
+        and (cell["speculative_eagle_topk"] or 0) <= 1
+    )
+    if full_clause:
+        forced = forced and cell["prefill_cuda_graph"] != "full"
+    return forced
+
+
+def page_size(cell: dict, full_clause: bool):
+    return 128 if fa4_forces_128(cell, full_clause) else cell["page_size"]
+
+
+def key(cell: dict) -> tuple:
+    return tuple((type(cell[n]).__name__, cell[n]) for n in NAMES)
+
+
+def changed_between(base_clause: bool, head_clause: bool) -> dict[tuple, tuple]:
+    """{cell key: (base page_size, head page_size)} for cells whose page_size differs."""
+    out = {}
+    for cell in all_cells():
+        before, after = page_size(cell, base_clause), page_size(cell, head_clause)
+        if before != after or type(before) is not type(after):
+            out[key(cell)] = (before, after)
+    return out
+
+
+def cube_cells(where: dict) -> set[tuple]:
+    """The cells a summary rule selects: listed values on its axes, any value elsewhere."""
+    choices = [where.get(n, AXES[n]) for n in NAMES]
+    return {key(dict(zip(NAMES, values, strict=True))) for values in itertools.product(*choices)}

@@ -1,0 +1,77 @@
+"""The working tree as a revision, and the user's repository left untouched."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+from harness.testing.sglang_fixture import OVERRIDES, FULL_CLAUSE
+from tests import oracle
+from tests.conftest import git_out, run_cli
+
+
+def snapshot(repo: Path) -> dict:
+    """Everything a command could disturb: HEAD, refs, index, working tree, config."""
+    files = {
+        str(p.relative_to(repo)): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(repo.rglob("*"))
+        if p.is_file() and ".git" not in p.relative_to(repo).parts
+    }
+    git_dir = repo / ".git"
+    return {
+        "HEAD": (git_dir / "HEAD").read_text(),
+        "refs": git_out(repo, "for-each-ref"),
+        "index": hashlib.sha256((git_dir / "index").read_bytes()).hexdigest(),
+        "status": git_out(repo, "status", "--porcelain=v1", "--untracked-files=all"),
+        "files": files,
+        "config": (git_dir / "config").read_text(),
+        "git_entries": sorted(p.name for p in git_dir.iterdir()),
+    }
+
+
+def add_full_clause(clone: Path) -> None:
+    path = clone / OVERRIDES
+    text = path.read_text()
+    anchor = "and (view.speculative_eagle_topk or 0) <= 1"
+    assert text.count(anchor) == 1
+    path.write_text(text.replace(anchor, anchor + FULL_CLAUSE))
+
+
+def test_bare_diff_compares_head_with_the_working_tree(clone):
+    add_full_clause(clone)
+    result = run_cli("diff", "--repo", str(clone), "--format", "json")
+    report = json.loads(result.out)
+    assert result.code == 1
+    assert report["head"] == {"rev": "worktree", "sha": None}
+    assert report["base"]["sha"] == git_out(clone, "rev-parse", "HEAD").strip()
+    got = {oracle.key(i["cell"]) for i in report["changed"]}
+    assert got == set(oracle.changed_between(False, True))
+
+
+def test_one_revision_compares_it_with_the_working_tree(clone):
+    add_full_clause(clone)
+    result = run_cli("diff", "#30835", "--repo", str(clone), "--format", "json")
+    assert (result.code, json.loads(result.out)["changed"]) == (0, [])
+
+
+def test_a_clean_working_tree_shows_no_change(clone):
+    result = run_cli("diff", "--repo", str(clone))
+    assert result.code == 0 and "working tree" in result.out
+
+
+def test_no_command_touches_the_repository(clone):
+    add_full_clause(clone)
+    (clone / "untracked.txt").write_text("left alone\n")
+    before = snapshot(clone)
+    repo = str(clone)
+    for argv in (
+        ["diff", "--repo", repo],
+        ["diff", "#30835^", "#30835", "--repo", repo, "--format", "json"],
+        ["diff", "HEAD~3", "--repo", repo, "--format", "markdown"],
+        ["diff", "#30835^", "#30835", "--repo", repo, "--exhaustive", "--where", "platform=sm100"],
+        ["diff", "nosuchrev", "--repo", repo],
+        ["matrix"],
+    ):
+        run_cli(*argv)
+    assert snapshot(clone) == before

@@ -1,0 +1,106 @@
+"""Every spelling SGLang used for the same checks answers alike."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests import oracle
+from tests.conftest import run_cli
+from tests.helpers import commit_versions, evaluate_at, module, resolved_outcomes
+
+HELPERS = """
+@register_post_process
+def _fa4_page_constraint(view):
+    backends = (view.attention_backend, view.decode_attention_backend, view.prefill_attention_backend)
+    if "fa4" in backends and not view.use_mla_backend() and is_sm100_supported() and (view.speculative_eagle_topk or 0) <= 1:
+        return {"page_size": 128}
+    return {}
+"""
+
+PLATFORM = """
+FA4 = "fa4"
+
+def _any_backend(view, name):
+    for field in ("attention_backend", "decode_attention_backend", "prefill_attention_backend"):
+        if getattr(view, field) == name:
+            return True
+    return False
+
+@register_post_process
+def _fa4_page_constraint(view) -> dict[str, int]:
+    if not _any_backend(view, FA4):
+        return {}
+    if use_mla_backend(view):
+        return {}
+    if not get_platform().is_sm100:
+        return {}
+    topk = view.speculative_eagle_topk
+    return {"page_size": 128} if (topk or 0) <= 1 else {}
+"""
+
+BLACKWELL = """
+@register_post_process
+def _fa4_page_constraint(view):
+    platform = get_platform()
+    datacenter_blackwell = platform.is_blackwell and not platform.is_sm120
+    uses = any(b == "fa4" for b in [view.prefill_attention_backend, view.decode_attention_backend, view.attention_backend])
+    ok = uses and datacenter_blackwell and not use_mla_backend(view)
+    if ok and not (view.speculative_eagle_topk is not None and view.speculative_eagle_topk > 1):
+        logger.info("forcing %s", 128)
+        return dict(page_size=128)
+    return {}
+"""
+
+ARCHITECTURES = """
+_SKIP = frozenset({"DeepseekV3ForCausalLM"})
+
+@register_post_process
+def _fa4_page_constraint(view):
+    from sglang.srt.utils import is_sm100_supported as on_sm100
+    if any(a in _SKIP for a in model_config_of(view).hf_config.architectures):
+        return {}
+    fa4 = "fa4" in {view.attention_backend, view.decode_attention_backend, view.prefill_attention_backend}
+    if fa4 and not view.use_mla_backend() and on_sm100() and (view.speculative_eagle_topk or 0) <= 1:
+        return {"page_size": 128}
+    return {}
+"""
+
+LOCAL = """
+import logging
+logger = logging.getLogger(__name__)
+
+def register_post_process(fn):
+    REGISTRY.append(fn)
+    return fn
+"""
+
+SPELLINGS = {"helpers": HELPERS, "platform": PLATFORM, "blackwell": BLACKWELL, "arch": ARCHITECTURES}
+
+
+@pytest.fixture(scope="module")
+def spellings(tmp_path_factory):
+    root = tmp_path_factory.mktemp("spellings")
+    texts = [module(LOCAL + body) for body in SPELLINGS.values()]
+    return root, dict(zip(SPELLINGS, commit_versions(root, texts), strict=True))
+
+
+def test_the_helper_spelling_matches_the_predicate(spellings):
+    root, shas = spellings
+    evaluation = evaluate_at(root, shas["helpers"])
+    matrix_cells = list(oracle.all_cells())
+    got = resolved_outcomes(evaluation.table, _matrix())
+    assert got == [oracle.page_size(cell, full_clause=False) for cell in matrix_cells]
+
+
+@pytest.mark.parametrize("spelling", ["platform", "blackwell", "arch"])
+def test_other_spellings_show_no_change(spellings, spelling):
+    root, shas = spellings
+    result = run_cli("diff", shas["helpers"], shas[spelling], "--repo", str(root))
+    assert result.code == 0, result.out
+    assert "No cell changes page_size" in result.out
+
+
+def _matrix():
+    from harness.matrix import load_matrix
+
+    return load_matrix()
