@@ -67,14 +67,22 @@ def test_unknown_shipped_matrix():
         (MATRIX.replace("[null, 1]", "[]"), "axes.page_size: expected a non-empty list"),
         (MATRIX.replace("world: sglang", "world: vllm"), "unknown world 'vllm'"),
         (MATRIX.replace("output: page_size", "output: chunk"), "target.output: chunk must also"),
-        (MATRIX.replace("[sm90, sm100]", "[sm90, tpu]"), "axes.platform: the sglang world does not know"),
-        (MATRIX.replace("function: f", "function: 3"), "target.function: expected a non-empty string"),
+        (
+            MATRIX.replace("[sm90, sm100]", "[sm90, tpu]"),
+            "axes.platform: the sglang world does not know",
+        ),
+        (
+            MATRIX.replace("function: f", "function: 3"),
+            "target.function: expected a non-empty string",
+        ),
     ],
 )
 def test_bad_matrix_files_name_file_and_key(history, tmp_path, text, expected):
     path = tmp_path / "m.yaml"
     path.write_text(text)
-    line = one_line_error(run_cli("diff", "HEAD~1", "HEAD", "--matrix", str(path), "--repo", history.repo()))
+    line = one_line_error(
+        run_cli("diff", "HEAD~1", "HEAD", "--matrix", str(path), "--repo", history.repo())
+    )
     assert str(path) in line and expected in line
 
 

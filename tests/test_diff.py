@@ -153,6 +153,8 @@ def test_markdown_report_has_a_row_per_rule(history):
 def test_no_change_text_says_so(history):
     result = run_cli("diff", "initial", "noise", "--repo", history.repo())
     assert result.code == 2  # 'initial' is not a revision name: the fixture keys are not refs
-    result = run_cli("diff", history.shas["initial"], history.shas["noise"], "--repo", history.repo())
+    result = run_cli(
+        "diff", history.shas["initial"], history.shas["noise"], "--repo", history.repo()
+    )
     assert result.code == 0
     assert "No cell changes page_size (349,920 cells compared)." in result.out

@@ -50,7 +50,9 @@ def test_helpers_and_constants_come_along_transitively(tmp_path):
     got = resolved_outcomes(evaluation.table, _default_matrix())
     want = [128 if c["attention_backend"] == "fa4" else c["page_size"] for c in oracle.all_cells()]
     assert got == want
-    assert "_unrelated" not in "".join(str(n.lineno) + getattr(n, "name", "") for n in evaluation.closure.nodes)
+    assert "_unrelated" not in "".join(
+        str(n.lineno) + getattr(n, "name", "") for n in evaluation.closure.nodes
+    )
 
 
 def test_an_imported_name_the_world_does_not_bind_is_unevaluable(tmp_path):
@@ -74,7 +76,8 @@ def test_a_matrix_binding_makes_it_evaluable(tmp_path):
     """
     (sha,) = commit_versions(tmp_path / "repo", [module(body, top=top)])
     text = (_matrix_text()).replace(
-        "bindings: {}", "bindings:\n  is_blackwell_datacenter: {call: {axis_in: {platform: [sm100]}}}"
+        "bindings: {}",
+        "bindings:\n  is_blackwell_datacenter: {call: {axis_in: {platform: [sm100]}}}",
     )
     matrix = parse_matrix(text, "custom.yaml")
     got = resolved_outcomes(evaluate_at(tmp_path / "repo", sha, matrix).table, matrix)
@@ -93,7 +96,9 @@ def test_an_undeclared_view_attribute_is_unevaluable_not_none(tmp_path):
     (sha,) = commit_versions(tmp_path / "repo", [module(body)])
     outcome = only_outcome(evaluate_at(tmp_path / "repo", sha))
     assert outcome.kind == UNEVALUABLE
-    line = module(body).splitlines().index('        dtype = getattr(view, "kv_cache_dtype", None)') + 1
+    line = (
+        module(body).splitlines().index('        dtype = getattr(view, "kv_cache_dtype", None)') + 1
+    )
     for part in ("view.kv_cache_dtype", f"{PATH}:{line}", "fields:", "sglang-fa4-page-size"):
         assert part in outcome.value, outcome.value
 
@@ -113,13 +118,17 @@ def test_an_undefined_name_and_a_forbidden_builtin_are_unevaluable(tmp_path):
     forbidden = "def _fa4_page_constraint(view):\n    return {'page_size': len(open('x').read())}\n"
     shas = commit_versions(tmp_path / "repo", [module(undefined), module(forbidden)])
     first, second = (only_outcome(evaluate_at(tmp_path / "repo", s)) for s in shas)
-    assert first.kind == UNEVALUABLE and "MISSING" in first.value and "defined nowhere" in first.value
+    assert (
+        first.kind == UNEVALUABLE and "MISSING" in first.value and "defined nowhere" in first.value
+    )
     assert second.kind == UNEVALUABLE and "builtin open" in second.value
 
 
 def test_syntax_errors_and_missing_targets(tmp_path):
     repo = tmp_path / "repo"
-    shas = commit_versions(repo, [module(SIMPLE) + "\ndef broken(:\n", module("def other(v):\n  return {}\n")])
+    shas = commit_versions(
+        repo, [module(SIMPLE) + "\ndef broken(:\n", module("def other(v):\n  return {}\n")]
+    )
     broken, missing = (only_outcome(evaluate_at(repo, s)) for s in shas)
     assert broken.kind == UNEVALUABLE and "syntax error" in broken.value and "line" in broken.value
     assert missing.kind == ABSENT and "_fa4_page_constraint" in missing.value
@@ -152,7 +161,11 @@ def test_exceptions_are_per_cell_outcomes_and_changes(tmp_path):
     report = json.loads(result.out)
     errors = [i for i in report["changed"] if "error" in i["head"]]
     assert {e["head"]["error"] for e in errors} == {"ValueError: topk 8 is not supported with fa4"}
-    want_errors = [c for c in oracle.all_cells() if c["attention_backend"] == "fa4" and c["speculative_eagle_topk"] == 8]
+    want_errors = [
+        c
+        for c in oracle.all_cells()
+        if c["attention_backend"] == "fa4" and c["speculative_eagle_topk"] == 8
+    ]
     assert len(errors) == len(want_errors)
     evaluation = evaluate_at(tmp_path / "repo", shas[1])
     assert ERROR in {o.kind for o in evaluation.table.outcomes}

@@ -36,7 +36,9 @@ def test_cells_stream_every_combination_in_order():
 
 
 def test_cells_in_text_and_filtered():
-    result = run_cli("matrix", "--cells", "--where", "platform=sm100", "--where", "use_mla=false,true")
+    result = run_cli(
+        "matrix", "--cells", "--where", "platform=sm100", "--where", "use_mla=false,true"
+    )
     lines = result.out.splitlines()
     assert len(lines) == 349_920 // 3
     assert all("platform=sm100" in line for line in lines)

@@ -6,7 +6,7 @@ import hashlib
 import json
 from pathlib import Path
 
-from harness.testing.sglang_fixture import OVERRIDES, FULL_CLAUSE
+from harness.testing.sglang_fixture import FULL_CLAUSE, OVERRIDES
 from tests import oracle
 from tests.conftest import git_out, run_cli
 

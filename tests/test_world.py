@@ -74,7 +74,12 @@ def register_post_process(fn):
     return fn
 """
 
-SPELLINGS = {"helpers": HELPERS, "platform": PLATFORM, "blackwell": BLACKWELL, "arch": ARCHITECTURES}
+SPELLINGS = {
+    "helpers": HELPERS,
+    "platform": PLATFORM,
+    "blackwell": BLACKWELL,
+    "arch": ARCHITECTURES,
+}
 
 
 @pytest.fixture(scope="module")

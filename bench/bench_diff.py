@@ -1,0 +1,154 @@
+"""Benchmark: `harness diff` over the full default matrix vs a bare CPython loop.
+
+Run: python bench/bench_diff.py [--repeat N]
+
+Builds the fixture history with an SGLang-sized overrides.py (about 80 KB),
+then, side by side in one run, times:
+  - `harness diff '#30835^' '#30835'` as a fresh process (wall clock,
+    interpreter start and imports included), and its peak memory;
+  - the same diff in-process (main()), exploring and --exhaustive;
+  - a bare loop: the same extracted function, compiled with plain stubs,
+    called on a types.SimpleNamespace view for every cell at both revisions,
+    results compared in a list.
+and prints the ratios. Best of --repeat runs for each.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import io
+import itertools
+import json
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from types import SimpleNamespace
+
+from harness import git
+from harness.cli import main
+from harness.extract import extract_closure
+from harness.matrix import load_matrix
+from harness.testing.sglang_fixture import OVERRIDES, build_history
+
+PADDING = 200  # unrelated passes appended: brings overrides.py to about 80 KB
+
+
+def best_of(repeat: int, fn) -> float:
+    times = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return min(times)
+
+
+def harness_in_process(repo: Path, *extra: str) -> None:
+    with contextlib.redirect_stdout(io.StringIO()):
+        code = main(["diff", "#30835^", "#30835", "--repo", str(repo), "--format", "json", *extra])
+    assert code == 1, code
+
+
+PEAK = """
+import contextlib, io, json, resource, sys
+from harness.cli import main
+with contextlib.redirect_stdout(io.StringIO()):
+    code = main(sys.argv[1:])
+peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+print(json.dumps({"code": code, "peak_kb": peak}), file=sys.stderr)
+"""
+
+
+def harness_process(repo: Path) -> dict:
+    argv = ["diff", "#30835^", "#30835", "--repo", str(repo), "--format", "json"]
+    done = subprocess.run([sys.executable, "-c", PEAK, *argv], capture_output=True, text=True)
+    return json.loads(done.stderr.strip().splitlines()[-1])
+
+
+def plain_stubs(state: SimpleNamespace) -> dict:
+    """The names the fixture's FA4 pass imports, as plain Python (no strictness, no tracking)."""
+    platforms = {
+        p: SimpleNamespace(
+            is_sm100=p == "sm100",
+            is_sm90=p == "sm90",
+            is_sm120=p == "sm120",
+            is_xpu=False,
+            is_hip=False,
+        )
+        for p in ("sm90", "sm100", "sm120")
+    }
+    return {
+        "get_platform": lambda: platforms[state.platform],
+        "use_mla_backend": lambda view: view.use_mla,
+        "is_sm100_supported": lambda: state.platform == "sm100",
+        "Backend": SimpleNamespace(FULL="full", BREAKABLE="breakable"),
+        "logger": SimpleNamespace(info=lambda *a, **k: None),
+    }
+
+
+def bare_function(source: str, state: SimpleNamespace):
+    stubs = plain_stubs(state)
+    closure = extract_closure(source, OVERRIDES, "_fa4_page_constraint", stubs)
+    namespace = dict(stubs)
+    exec(compile(closure.module(), "bare", "exec"), namespace)
+    return namespace["_fa4_page_constraint"]
+
+
+def bare_loop(sources: list[str]) -> int:
+    """Run both revisions on every cell with SimpleNamespace views; count changed cells."""
+    matrix = load_matrix()
+    names = [axis.name for axis in matrix.axes]
+    state = SimpleNamespace(platform="sm90")
+    results = []
+    for source in sources:
+        fn = bare_function(source, state)
+        out = []
+        for values in itertools.product(*(axis.values for axis in matrix.axes)):
+            cell = dict(zip(names, values, strict=True))
+            state.platform = cell["platform"]
+            graphs = SimpleNamespace(prefill=SimpleNamespace(backend=cell["prefill_cuda_graph"]))
+            view = SimpleNamespace(**cell, cuda_graph_config=graphs)
+            out.append(fn(view).get("page_size", cell["page_size"]))
+        results.append(out)
+    return sum(a != b for a, b in zip(*results, strict=True))
+
+
+def main_bench() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeat", type=int, default=3)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as scratch:
+        repo = Path(scratch) / "sglang"
+        build_history(repo, padding=PADDING)
+        handle = git.open_repo(str(repo))
+        revs = [git.resolve(handle, r) for r in ("#30835^", "#30835")]
+        sources = [git.read_file(handle, r, OVERRIDES) for r in revs]
+        report(repo, sources, args.repeat)
+
+
+def report(repo: Path, sources: list[str], repeat: int) -> None:
+    size_kb = len(sources[1].encode()) / 1024
+    changed = bare_loop(sources)
+    bare = best_of(repeat, lambda: bare_loop(sources))
+    process = best_of(repeat, lambda: harness_process(repo))
+    peak_mb = harness_process(repo)["peak_kb"] / 1024
+    inproc = best_of(repeat, lambda: harness_in_process(repo))
+    exhaustive = best_of(1, lambda: harness_in_process(repo, "--exhaustive"))
+    cells = load_matrix().size
+    print(f"overrides.py: {size_kb:.0f} KB; matrix: {cells:,} cells x 2 revisions; "
+          f"{changed:,} cells change; best of {repeat}")  # fmt: skip
+    print(f"bare CPython loop (SimpleNamespace views):   {bare:7.3f} s")
+    print(f"harness diff, fresh process:                  {process:7.3f} s   "
+          f"ratio {process / bare:.2f}  (target <= 2.0)")  # fmt: skip
+    print(
+        f"harness diff, in-process:                     {inproc:7.3f} s   ratio {inproc / bare:.2f}"
+    )
+    print(f"harness diff --exhaustive, in-process:        {exhaustive:7.3f} s   "
+          f"ratio {exhaustive / bare:.2f}")  # fmt: skip
+    print(f"harness diff peak memory (fresh process):     {peak_mb:7.1f} MB  (target < 400)")
+
+
+if __name__ == "__main__":
+    main_bench()
