@@ -67,19 +67,25 @@ def uniform_table(outcome: Outcome, size: int) -> OutcomeTable:
 def evaluate(
     source: str | None, matrix: Matrix, bound: Bound, label: str, exhaustive: bool = False
 ) -> Evaluation:
-    """The outcome table of the target in `source` (None: the file does not exist)."""
+    """The outcome table of the target in `source` (None: the file does not exist).
+
+    Reasons do not name the revision (`label` only names the compiled code), so
+    the same failure at two revisions is the same outcome; reports add the revision.
+    """
     target = matrix.target
     if source is None:
-        return _revision_wide(Outcome(ABSENT, f"{target.path} does not exist at {label}"), matrix)
+        return _revision_wide(Outcome(ABSENT, f"{target.path} does not exist"), matrix)
     try:
-        closure = extract_closure(source, target.path, target.function, bound.names)
+        closure = extract_closure(
+            source, target.path, target.function, bound.names, matrix.edit_hint
+        )
         fn = load_function(closure, bound, label)
         runner = _Runner(fn, bound, matrix)
         table = runner.run_all() if exhaustive else runner.explore()
     except Absent as exc:
-        return _revision_wide(Outcome(ABSENT, f"{exc} at {label}"), matrix)
+        return _revision_wide(Outcome(ABSENT, str(exc)), matrix)
     except Unevaluable as exc:
-        return _revision_wide(Outcome(UNEVALUABLE, f"at {label}: {exc}"), matrix)
+        return _revision_wide(Outcome(UNEVALUABLE, str(exc)), matrix)
     return Evaluation(table, closure, runner.calls)
 
 
@@ -133,7 +139,7 @@ class _ImportProxy:
         except KeyError:
             raise Unbound(
                 f"{self._module}.{name}",
-                "the world does not bind it: bind the name under `bindings:` in the matrix file",
+                "the world does not bind it: bind the name under `bindings:` in the matrix",
             ) from None
 
 

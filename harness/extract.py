@@ -131,12 +131,17 @@ class Closure:
         return ast.Module(body=list(self.nodes), type_ignores=[])
 
 
-def extract_closure(source: str, path: str, function: str, bound: Collection[str]) -> Closure:
-    """The closure of `function` in `source`; names in `bound` come from the world."""
+def extract_closure(
+    source: str, path: str, function: str, bound: Collection[str], matrix_file: str = "the matrix"
+) -> Closure:
+    """The closure of `function` in `source`; names in `bound` come from the world.
+
+    `matrix_file` is where messages tell the user to add a binding.
+    """
     tree = _parse(source, path)
     index = index_module(tree)
     target = _find_target(index, path, function)
-    resolver = _Resolver(index, set(bound), path)
+    resolver = _Resolver(index, set(bound), path, matrix_file)
     resolver.visit(function, target)
     nodes = sorted(resolver.included.values(), key=lambda n: n.lineno)
     needs = tuple(sorted(resolver.needs.items()))
@@ -230,8 +235,10 @@ def _child_statements(stmt: ast.stmt) -> list[ast.stmt]:
 class _Resolver:
     """Walks free names from the target outwards, collecting what the closure needs."""
 
-    def __init__(self, index: dict[str, list[Binding]], bound: set[str], path: str) -> None:
-        self.index, self.bound, self.path = index, bound, path
+    def __init__(
+        self, index: dict[str, list[Binding]], bound: set[str], path: str, matrix_file: str
+    ) -> None:
+        self.index, self.bound, self.path, self.matrix_file = index, bound, path, matrix_file
         self.included: dict[int, ast.stmt] = {}
         self.needs: dict[str, str] = {}
         self.seen: set[str] = set()
@@ -281,7 +288,7 @@ class _Resolver:
         return (
             f"name {name} (used at {self.path}:{_use_line(user, name)}) is {how}{origin} at "
             f"line {last.node.lineno} and not bound by the world: bind it under `bindings:` "
-            "in the matrix file"
+            f"in {self.matrix_file}"
         )
 
     def _unknown(self, name: str, user: ast.stmt) -> str:
@@ -290,7 +297,7 @@ class _Resolver:
             return f"builtin {name} (used at {where}) is not available to evaluated code"
         return (
             f"name {name} (used at {where}) is defined nowhere in {self.path}: "
-            "bind it under `bindings:` in the matrix file"
+            f"bind it under `bindings:` in {self.matrix_file}"
         )
 
 

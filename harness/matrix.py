@@ -101,6 +101,13 @@ class Matrix:
         """A display dict {axis: value} for one cell."""
         return {axis.name: axis.values[d] for axis, d in zip(self.axes, cell, strict=True)}
 
+    @property
+    def edit_hint(self) -> str:
+        """Where a user adds a field or binding: their own file, or a copy of a shipped one."""
+        if Path(self.source).resolve().parent == shipped_dir().resolve():
+            return f"a copy of {self.source} (passed with --matrix PATH)"
+        return self.source
+
     def full_masks(self) -> tuple[int, ...]:
         return tuple((1 << radix) - 1 for radix in self.radices)
 

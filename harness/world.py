@@ -100,7 +100,7 @@ class Param(Spec):
             return Const(self.default).compile(ctx)
         return _raiser(
             f"{self.reader or self.name} needs an input named {self.name}",
-            f"add an axis or a field named {self.name} to {ctx.matrix.source}",
+            f"add an axis or a field named {self.name} to {ctx.matrix.edit_hint}",
         )
 
 
@@ -237,7 +237,7 @@ class Context:
         self.probe = Probe(matrix)
 
     def fix_for(self, label: str, name: str) -> str:
-        source = self.matrix.source
+        source = self.matrix.edit_hint
         if label == "view":
             return (
                 f"matrix {self.matrix.name} defines no axis or field {name}: add it under "

@@ -61,11 +61,14 @@ def test_an_imported_name_the_world_does_not_bind_is_unevaluable(tmp_path):
     def _fa4_page_constraint(view):
         return {"page_size": 16} if is_flashinfer_available() else {}
     """
-    (sha,) = commit_versions(tmp_path / "repo", [module(body, top=top)])
-    outcome = only_outcome(evaluate_at(tmp_path / "repo", sha))
+    shas = commit_versions(tmp_path / "repo", [module(SIMPLE), module(body, top=top)])
+    outcome = only_outcome(evaluate_at(tmp_path / "repo", shas[1]))
     assert outcome.kind == UNEVALUABLE
-    for part in ("is_flashinfer_available", "from sglang.srt.utils", sha[:10], "bindings:", PATH):
+    for part in ("is_flashinfer_available", "from sglang.srt.utils", "bindings:", f"{PATH}:"):
         assert part in outcome.value
+    result = run_cli("diff", *shas, "--repo", str(tmp_path / "repo"), "--format", "json")
+    reason = json.loads(result.out)["changed"][0]["head"]["unevaluable"]
+    assert reason == f"at {shas[1][:10]}: {outcome.value}"
 
 
 def test_a_matrix_binding_makes_it_evaluable(tmp_path):
@@ -146,7 +149,19 @@ def test_a_missing_file_is_absent_and_a_change_from_absent_counts(tmp_path):
     report = json.loads(result.out)
     assert result.code == 1
     assert len(report["changed"]) == 349_920  # every cell: absent -> a page_size
-    assert report["changed"][0]["base"] == {"absent": outcome.value}
+    assert report["changed"][0]["base"] == {"absent": f"at {first[:10]}: {outcome.value}"}
+
+
+def test_the_same_failure_at_both_revisions_is_no_change_but_warns(tmp_path):
+    top = "from sglang.srt.utils import is_flashinfer_available\n"
+    body = "def _fa4_page_constraint(view):\n    return {} if is_flashinfer_available() else {}\n"
+    shas = commit_versions(
+        tmp_path / "repo", [module(body, top=top), module(body, top=top) + "\n# x\n"]
+    )
+    result = run_cli("diff", *shas, "--repo", str(tmp_path / "repo"))
+    assert result.code == 0
+    assert result.out.count("unevaluable at ") == 2
+    assert "neither revision could be evaluated" in result.err
 
 
 def test_exceptions_are_per_cell_outcomes_and_changes(tmp_path):

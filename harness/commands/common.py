@@ -9,6 +9,16 @@ from harness.matrix import DEFAULT_MATRIX
 FORMATS = ("text", "markdown", "json")
 
 
+def add_command(commands: argparse._SubParsersAction, name: str, summary: str, description: str):
+    """A subcommand whose --help keeps the description's own line breaks."""
+    return commands.add_parser(
+        name,
+        help=summary,
+        description=description,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+
+
 def add_matrix_option(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--matrix",

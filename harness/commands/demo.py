@@ -13,6 +13,7 @@ import tempfile
 from pathlib import Path
 
 from harness import git
+from harness.commands.common import add_command
 from harness.commands.diff import write
 from harness.errors import HarnessError
 from harness.matrix import load_matrix
@@ -26,11 +27,8 @@ Build a small SGLang-shaped git history in a temporary directory (with PR
 
 
 def register(commands: argparse._SubParsersAction) -> None:
-    parser = commands.add_parser(
-        "demo",
-        help="diff PR #30835 against its parent on a built-in example history",
-        description=HELP,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+    parser = add_command(
+        commands, "demo", "diff PR #30835 against its parent on a built-in example history", HELP
     )
     parser.add_argument(
         "--keep",

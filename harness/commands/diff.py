@@ -8,6 +8,7 @@ import sys
 from harness import git
 from harness.commands.common import (
     FORMATS,
+    add_command,
     add_matrix_option,
     add_repo_option,
     add_where_option,
@@ -32,12 +33,7 @@ as #30835^ for its parent. Exit status: 0 no change, 1 changes, 2 error."""
 
 
 def register(commands: argparse._SubParsersAction) -> None:
-    parser = commands.add_parser(
-        "diff",
-        help="compare outcomes between two revisions",
-        description=HELP,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+    parser = add_command(commands, "diff", "compare outcomes between two revisions", HELP)
     parser.add_argument("revisions", nargs="*", metavar="REV", help="zero, one or two revisions")
     parser.add_argument("--format", choices=FORMATS, default="text", help="report format")
     parser.add_argument(
@@ -71,7 +67,18 @@ def run(args: argparse.Namespace) -> int:
     base, head = pick_revisions(repo, args.revisions)
     report = diff(repo, matrix, base, head, exhaustive=args.exhaustive, where=where)
     write(report, args.format, args.sample)
+    warn_if_blind(report)
     return 1 if report.changed else 0
+
+
+def warn_if_blind(report: DiffReport) -> None:
+    """Two unevaluable (or absent) revisions compare equal: say that nothing was compared."""
+    if not report.changed and len(report.notes) == 2:
+        print(
+            "harness: warning: neither revision could be evaluated, so nothing was compared "
+            "(see the reasons in the report)",
+            file=sys.stderr,
+        )
 
 
 def pick_revisions(repo, revisions: list[str]) -> tuple[git.Revision, git.Revision]:

@@ -6,7 +6,7 @@ import argparse
 import json
 import sys
 
-from harness.commands.common import add_matrix_option, add_where_option
+from harness.commands.common import add_command, add_matrix_option, add_where_option
 from harness.matrix import Matrix, format_value, iter_cells, load_matrix, parse_where
 
 HELP = """\
@@ -16,11 +16,8 @@ pairs; json: one JSON object per line)."""
 
 
 def register(commands: argparse._SubParsersAction) -> None:
-    parser = commands.add_parser(
-        "matrix",
-        help="show the matrix (axes, values, cell count) or stream its cells",
-        description=HELP,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+    parser = add_command(
+        commands, "matrix", "show the matrix (axes, values, cell count) or stream its cells", HELP
     )
     parser.add_argument("--format", choices=("text", "json"), default="text")
     parser.add_argument("--cells", action="store_true", help="stream the cells, one per line")

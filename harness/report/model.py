@@ -76,20 +76,22 @@ class DiffReport:
         comp, field = self.comparison, self.matrix.target.output
         cell = self.matrix.values_of(self.matrix.cell(comp.indices[k]))
         given = cell[field] if field in cell else self.matrix.fields.get(field)
+        base, head = comp.outcomes[comp.base_codes[k]], comp.outcomes[comp.head_codes[k]]
         return {
             "cell": cell,
-            "base": outcome_json(comp.outcomes[comp.base_codes[k]], field, given),
-            "head": outcome_json(comp.outcomes[comp.head_codes[k]], field, given),
+            "base": outcome_json(base, field, given, self.base.label),
+            "head": outcome_json(head, field, given, self.head.label),
         }
 
 
 def build_report(
     matrix: Matrix, base: Revision, head: Revision, comparison: Comparison, tables: dict
 ) -> DiffReport:
-    notes = {}
+    notes, revisions = {}, {"base": base, "head": head}
     for side, table in tables.items():
         if len(table.outcomes) == 1 and table.outcomes[0].revision_wide:
-            notes[side] = f"{table.outcomes[0].kind}: {table.outcomes[0].value}"
+            outcome = table.outcomes[0]
+            notes[side] = f"{outcome.kind} at {revisions[side].label}: {outcome.value}"
     rules = [rule_view(matrix, rule) for rule in comparison.rules]
     return DiffReport(matrix, base, head, comparison, notes, rules)
 
@@ -120,12 +122,14 @@ def outcome_label(outcome: Outcome, field: str) -> str:
     return outcome.kind
 
 
-def outcome_json(outcome: Outcome, field: str, given: Any) -> dict[str, Any]:
+def outcome_json(outcome: Outcome, field: str, given: Any, revision: str) -> dict[str, Any]:
     """OUTCOME as the JSON report writes it: {field: v} | {"error"|"absent"|"unevaluable": str}."""
     if outcome.kind == VALUE:
         return {field: outcome.value}
     if outcome.kind == KEPT:
         return {field: given}
-    if outcome.kind in (ERROR, ABSENT, UNEVALUABLE):
-        return {outcome.kind: str(outcome.value)}
+    if outcome.kind == ERROR:
+        return {ERROR: str(outcome.value)}
+    if outcome.kind in (ABSENT, UNEVALUABLE):
+        return {outcome.kind: f"at {revision}: {outcome.value}"}
     raise AssertionError(f"unknown outcome kind {outcome.kind}")
