@@ -8,7 +8,7 @@ from harness.compare import compare
 from harness.evaluate import ABSENT, ERROR, UNEVALUABLE
 from harness.matrix import parse_matrix
 from tests import oracle
-from tests.conftest import run_cli
+from tests.conftest import one_line_error, run_cli
 from tests.helpers import PATH, commit_versions, evaluate_at, module, resolved_outcomes
 
 SIMPLE = """
@@ -224,3 +224,32 @@ def _matrix_text() -> str:
     from harness.matrix import shipped_dir
 
     return (shipped_dir() / "sglang-fa4-page-size.yaml").read_text()
+
+
+def test_binding_forms_value_call_object_axis(tmp_path):
+    top = "from sglang.srt.layers import KV_LIMITS, hw, pick\n"
+    body = """
+    def _fa4_page_constraint(view):
+        if hw.vendor.get() == "nvidia" and pick() == "sm120":
+            return {"page_size": KV_LIMITS["sm120"]}
+        return {}
+    """
+    (sha,) = commit_versions(tmp_path / "repo", [module(body, top=top)])
+    text = _matrix_text().replace(
+        "bindings: {}",
+        "bindings:\n"
+        "  KV_LIMITS: {value: {sm120: 32}}\n"
+        "  hw: {object: {vendor: {object: {get: {call: nvidia}}}}}\n"
+        "  pick: {call: {axis: platform}}\n",
+    )
+    matrix = parse_matrix(text, str(tmp_path / "custom.yaml"))
+    got = resolved_outcomes(evaluate_at(tmp_path / "repo", sha, matrix).table, matrix)
+    assert got == [32 if c["platform"] == "sm120" else c["page_size"] for c in oracle.all_cells()]
+
+
+def test_a_bad_binding_form_is_a_clear_error(history, tmp_path):
+    path = tmp_path / "m.yaml"
+    path.write_text(_matrix_text().replace("bindings: {}", "bindings:\n  x: {lambda: 1}\n"))
+    result = run_cli("diff", "--matrix", str(path), "--repo", history.repo())
+    line = one_line_error(result)
+    assert "bindings.x" in line and "unknown binding form 'lambda'" in line
