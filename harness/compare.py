@@ -45,7 +45,9 @@ class Comparison:
         return len(self.indices)
 
 
-def compare(matrix: Matrix, base: OutcomeTable, head: OutcomeTable, where=None) -> Comparison:
+def compare(
+    matrix: Matrix, base: OutcomeTable, head: OutcomeTable, where: tuple[int, ...] | None = None
+) -> Comparison:
     """Every cell (inside the `where` cube, if given) whose resolved outcome differs."""
     outcomes, head_codes = _merge_palettes(base, head)
     resolver = _Resolver(matrix, outcomes)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import git
 
 from harness.compare import compare
-from harness.evaluate import Evaluation, evaluate
+from harness.evaluate import evaluate
 from harness.git import Revision, read_file
 from harness.matrix import Matrix
 from harness.report.model import DiffReport, build_report
@@ -18,13 +18,6 @@ def bind_matrix(matrix: Matrix) -> Bound:
     return bind(world_named(matrix.world, matrix.source), matrix)
 
 
-def evaluate_revision(
-    repo: git.Repo, matrix: Matrix, bound: Bound, rev: Revision, exhaustive: bool = False
-) -> Evaluation:
-    source = read_file(repo, rev, matrix.target.path)
-    return evaluate(source, matrix, bound, rev.label, exhaustive=exhaustive)
-
-
 def diff(
     repo: git.Repo,
     matrix: Matrix,
@@ -33,11 +26,17 @@ def diff(
     exhaustive: bool = False,
     where: tuple[int, ...] | None = None,
 ) -> DiffReport:
-    """Evaluate both revisions over the matrix and compare their outcomes."""
+    """Evaluate both revisions over the matrix and compare their outcomes.
+
+    Outcomes name no revision, so when both sides hold the same text (a commit
+    that left the file alone) the one evaluation serves both.
+    """
     bound = bind_matrix(matrix)
-    tables = {
-        side: evaluate_revision(repo, matrix, bound, rev, exhaustive).table
-        for side, rev in (("base", base), ("head", head))
-    }
+    tables, by_source = {}, {}
+    for side, rev in (("base", base), ("head", head)):
+        source = read_file(repo, rev, matrix.target.path)
+        if source not in by_source:
+            by_source[source] = evaluate(source, matrix, bound, rev.label, exhaustive).table
+        tables[side] = by_source[source]
     comparison = compare(matrix, tables["base"], tables["head"], where)
     return build_report(matrix, base, head, comparison, tables)

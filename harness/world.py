@@ -225,7 +225,6 @@ class World:
     names: dict[str, Spec] = field(default_factory=dict)
     view_attrs: dict[str, Spec] = field(default_factory=dict)
     consumed: frozenset[str] = frozenset()
-    notes: str = ""
     validate: Callable[[Matrix], None] | None = None
 
 
@@ -256,7 +255,6 @@ class Bound:
     probe: Probe
     view: StrictObject
     names: dict[str, Any]
-    sources: dict[str, str]
 
 
 def bind(world: World, matrix: Matrix) -> Bound:
@@ -273,13 +271,11 @@ def bind(world: World, matrix: Matrix) -> Bound:
             view_specs[name] = Const(value)
     view_specs.update(world.view_attrs)
     view = Obj("view", view_specs).compile(ctx)(ctx.probe)
-    names, sources = {}, {}
-    for name, spec in world.names.items():
-        names[name], sources[name] = spec.compile(ctx)(ctx.probe), f"world {world.name}"
+    names = {name: spec.compile(ctx)(ctx.probe) for name, spec in world.names.items()}
     for name, raw in matrix.bindings.items():
         spec = parse_binding(raw, f"{matrix.source}: bindings.{name}", name)
-        names[name], sources[name] = spec.compile(ctx)(ctx.probe), matrix.source
-    return Bound(probe=ctx.probe, view=view, names=names, sources=sources)
+        names[name] = spec.compile(ctx)(ctx.probe)
+    return Bound(probe=ctx.probe, view=view, names=names)
 
 
 # --- declarative bindings --------------------------------------------------------

@@ -2,7 +2,6 @@ from __future__ import annotations
 
 import contextlib
 import io
-import shlex
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,15 +20,7 @@ class Result:
 
 
 def run_cli(*argv: str) -> Result:
-    """Run `harness ARGV` in-process, capturing its output."""
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        code = main(list(argv))
-    return Result(code, out.getvalue(), err.getvalue())
-
-
-def run_cli_exit(*argv: str) -> Result:
-    """As run_cli, for argv that argparse rejects (it raises SystemExit)."""
+    """Run `harness ARGV` in-process, capturing its output (argparse exits count too)."""
     out, err = io.StringIO(), io.StringIO()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
         try:
@@ -75,7 +66,3 @@ def one_line_error(result: Result) -> str:
     assert len(lines) == 1, result.err
     assert "Traceback" not in result.err
     return lines[0]
-
-
-def quote(*argv: str) -> str:
-    return " ".join(shlex.quote(a) for a in argv)

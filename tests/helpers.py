@@ -6,9 +6,9 @@ import textwrap
 from pathlib import Path
 
 from harness import git
-from harness.evaluate import KEPT, VALUE
+from harness.evaluate import KEPT, VALUE, evaluate
 from harness.matrix import Matrix, load_matrix
-from harness.pipeline import bind_matrix, evaluate_revision
+from harness.pipeline import bind_matrix
 from harness.testing.gitrepo import FixtureRepo
 
 PATH = "python/sglang/srt/arg_groups/overrides.py"
@@ -39,7 +39,8 @@ def evaluate_at(root: Path, rev: str, matrix: Matrix | None = None, exhaustive: 
     matrix = matrix or load_matrix()
     repo = git.open_repo(str(root))
     revision = git.resolve(repo, rev)
-    return evaluate_revision(repo, matrix, bind_matrix(matrix), revision, exhaustive)
+    source = git.read_file(repo, revision, matrix.target.path)
+    return evaluate(source, matrix, bind_matrix(matrix), revision.label, exhaustive)
 
 
 def resolved_outcomes(table, matrix: Matrix) -> list:

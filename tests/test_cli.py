@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from tests.conftest import git_out, one_line_error, run_cli, run_cli_exit
+from tests.conftest import git_out, one_line_error, run_cli
 
 MATRIX = """\
 name: tiny
@@ -101,15 +101,15 @@ def test_bad_where(history, where, expected):
 
 
 def test_argparse_errors_are_one_line_too():
-    result = run_cli_exit("diff", "--format", "yaml")
+    result = run_cli("diff", "--format", "yaml")
     line = one_line_error(result)
     assert "invalid choice: 'yaml'" in line and "--help" in line
-    assert one_line_error(run_cli_exit("frobnicate"))
+    assert one_line_error(run_cli("frobnicate"))
 
 
 @pytest.mark.parametrize("command", ["diff", "matrix", "demo"])
 def test_every_command_explains_itself(command):
-    result = run_cli_exit(command, "--help")
+    result = run_cli(command, "--help")
     assert result.code == 0 and "usage: harness" in result.out and "--" in result.out
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from harness.matrix import load_matrix
 from tests import oracle
 from tests.conftest import run_cli
 from tests.helpers import commit_versions, evaluate_at, module, resolved_outcomes
@@ -93,7 +94,7 @@ def test_the_helper_spelling_matches_the_predicate(spellings):
     root, shas = spellings
     evaluation = evaluate_at(root, shas["helpers"])
     matrix_cells = list(oracle.all_cells())
-    got = resolved_outcomes(evaluation.table, _matrix())
+    got = resolved_outcomes(evaluation.table, load_matrix())
     assert got == [oracle.page_size(cell, full_clause=False) for cell in matrix_cells]
 
 
@@ -103,9 +104,3 @@ def test_other_spellings_show_no_change(spellings, spelling):
     result = run_cli("diff", shas["helpers"], shas[spelling], "--repo", str(root))
     assert result.code == 0, result.out
     assert "No cell changes page_size" in result.out
-
-
-def _matrix():
-    from harness.matrix import load_matrix
-
-    return load_matrix()

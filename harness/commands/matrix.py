@@ -47,6 +47,7 @@ def render_text(matrix: Matrix) -> str:
     target = matrix.target
     lines = [
         f"{matrix.name}  ({matrix.source})",
+        *([matrix.description] if matrix.description else []),
         f"target: {target.function} in {target.path}, output {target.output}, world {matrix.world}",
         "axes:",
     ]

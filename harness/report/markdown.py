@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from harness.matrix import format_value
-from harness.report.model import DiffReport
+from harness.report.model import DiffReport, short_outcome
 from harness.report.text import revision_line
 
 
@@ -43,17 +43,10 @@ def _sample(report: DiffReport, sample: int) -> list[str]:
     ]
     for item in report.sample(shown):
         values = [format_value(item["cell"][a]) for a in axes]
-        ends = [_outcome(item[side], field) for side in ("base", "head")]
+        ends = [_escape(short_outcome(item[side], field)) for side in ("base", "head")]
         lines.append("| " + " | ".join(values + ends) + " |")
     lines.extend(["", "</details>"])
     return lines
-
-
-def _outcome(outcome: dict, field: str) -> str:
-    if field in outcome:
-        return format_value(outcome[field])
-    ((kind, message),) = outcome.items()
-    return _escape(message if kind == "error" else kind)
 
 
 def _escape(text: str) -> str:

@@ -91,7 +91,7 @@ def build_report(
     for side, table in tables.items():
         if len(table.outcomes) == 1 and table.outcomes[0].revision_wide:
             outcome = table.outcomes[0]
-            notes[side] = f"{outcome.kind} at {revisions[side].label}: {outcome.value}"
+            notes[side] = f"{outcome.kind} {revision_reason(outcome, revisions[side].label)}"
     rules = [rule_view(matrix, rule) for rule in comparison.rules]
     return DiffReport(matrix, base, head, comparison, notes, rules)
 
@@ -131,5 +131,18 @@ def outcome_json(outcome: Outcome, field: str, given: Any, revision: str) -> dic
     if outcome.kind == ERROR:
         return {ERROR: str(outcome.value)}
     if outcome.kind in (ABSENT, UNEVALUABLE):
-        return {outcome.kind: f"at {revision}: {outcome.value}"}
+        return {outcome.kind: revision_reason(outcome, revision)}
     raise AssertionError(f"unknown outcome kind {outcome.kind}")
+
+
+def revision_reason(outcome: Outcome, revision: str) -> str:
+    """A revision-wide reason with the revision it applies to (outcomes leave it out)."""
+    return f"at {revision}: {outcome.value}"
+
+
+def short_outcome(outcome: dict[str, Any], field: str) -> str:
+    """A JSON OUTCOME in a few words, for a sample row: the value, the error, or the kind."""
+    if field in outcome:
+        return format_value(outcome[field])
+    ((kind, message),) = outcome.items()
+    return message if kind == ERROR else kind

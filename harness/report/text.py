@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from harness.git import Revision
 from harness.matrix import format_value
-from harness.report.model import DiffReport
+from harness.report.model import DiffReport, short_outcome
 
 
 def render(report: DiffReport, sample: int = 10) -> str:
@@ -70,13 +70,6 @@ def _sample(report: DiffReport, sample: int) -> list[str]:
     lines = ["", f"Changed cells ({shown} of {report.changed:,}; --format json lists all):"]
     for item in report.sample(shown):
         cell = " ".join(f"{k}={format_value(v)}" for k, v in item["cell"].items())
-        before, after = _short(item["base"], field), _short(item["head"], field)
+        before, after = short_outcome(item["base"], field), short_outcome(item["head"], field)
         lines.append(f"  {cell}: {before} -> {after}")
     return lines
-
-
-def _short(outcome: dict, field: str) -> str:
-    if field in outcome:
-        return format_value(outcome[field])
-    ((kind, message),) = outcome.items()
-    return message if kind == "error" else kind

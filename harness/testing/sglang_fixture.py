@@ -178,7 +178,12 @@ def history_steps(padding: int = 0) -> list[Step]:
     comment = replace(refactor, comment="FA4 kernels tile the KV cache 128 tokens at a time.")
     pr30835 = replace(comment, full_clause=True)
     return [
-        Step("initial", "Add server-argument post-process passes (#30001)", initial),
+        Step(
+            "initial",
+            "Add server-argument post-process passes (#30001)",
+            initial,
+            {"README.md": README},
+        ),
         Step("noise", "Raise the chunked prefill default (#30123)", noise),
         Step(
             "refactor",
@@ -202,19 +207,17 @@ def history_steps(padding: int = 0) -> list[Step]:
     ]
 
 
+README = "# sglang (fixture)\n"
 DOCS = "# Page size\n\nThe FA4 pass forces 128-token pages on SM100 GPUs.\n"
 
 
 def build_history(root: Path, padding: int = 0) -> dict[str, str]:
     """Create the fixture repository at `root`; returns {step key: sha}."""
     repo = FixtureRepo(root)
-    repo.write("README.md", "# sglang (fixture)\n")
     shas = {}
     for step in history_steps(padding):
         files = dict(step.other or {})
         if step.overrides is not None:
             files[OVERRIDES] = overrides_source(step.overrides)
-        if step.key == "initial":
-            files["README.md"] = "# sglang (fixture)\n"
         shas[step.key] = repo.commit(step.subject, files)
     return shas

@@ -7,7 +7,7 @@ from harness.world import World
 from harness.worlds import sglang
 
 WORLDS: dict[str, World] = {
-    "plain": World(name="plain", notes="Binds nothing: axes and fields are view attributes."),
+    "plain": World(name="plain"),  # binds nothing: axes and fields are view attributes
     "sglang": sglang.WORLD,
 }
 

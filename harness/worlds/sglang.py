@@ -150,6 +150,5 @@ WORLD = World(
     consumed=frozenset(
         {"platform", "use_mla", "prefill_cuda_graph", "decode_cuda_graph", "architecture"}
     ),
-    notes=__doc__ or "",
     validate=check_platforms,
 )
