@@ -1,7 +1,9 @@
-"""The one user-facing error type.
+"""The user-facing error type, and the two states a revision can be in besides "runs".
 
 A `HarnessError` carries one actionable sentence: what was wrong, where, and
 the fix. The CLI catches it once and exits 2; anything else is a bug.
+`Absent` and `Unevaluable` are not user errors: they become a revision's
+outcome ("no such function there", "syntax error at line 12").
 """
 
 from __future__ import annotations
@@ -9,3 +11,11 @@ from __future__ import annotations
 
 class HarnessError(Exception):
     """A user error (bad input, missing revision, bad matrix file)."""
+
+
+class Absent(Exception):
+    """The target file or function does not exist at this revision."""
+
+
+class Unevaluable(Exception):
+    """The closure cannot be evaluated (syntax error, unbound name); the message says why."""

@@ -17,7 +17,8 @@ from dataclasses import dataclass
 from types import TracebackType
 from typing import Any
 
-from harness.extract import ALLOWED_BUILTINS, Absent, Closure, Unevaluable, extract_closure
+from harness.errors import Absent, Unevaluable
+from harness.extract import ALLOWED_BUILTINS, Closure, extract_closure
 from harness.matrix import Matrix, bits_of
 from harness.world import Bound, Unbound
 

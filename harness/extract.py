@@ -4,7 +4,9 @@ The closure is the target function plus the module-level definitions it
 needs (helpers, constants, classes), found transitively by free names. The
 module itself never runs: its imports and side effects are left out, and
 every imported name must be bound by the world. Two closures with the same
-`digest` behave the same under the same world and matrix.
+`digest` behave the same under the same world and matrix, so the digest is
+what outcome tables are cached by; computing it parses only statements not
+seen before (see `harness.source`) and builds no nodes.
 """
 
 from __future__ import annotations
@@ -16,6 +18,11 @@ import hashlib
 import symtable
 from collections.abc import Collection
 from dataclasses import dataclass
+from functools import cached_property
+from typing import NamedTuple
+
+from harness.errors import Absent, Unevaluable
+from harness.source import Layout, Statement, layout
 
 # Builtins the evaluated code may use: pure functions, types and exceptions.
 # (Not id() or hash(): their answers change from run to run.)
@@ -100,32 +107,37 @@ ALLOWED_BUILTINS = frozenset(
 IMPORT = "import"
 DEFINITION = "definition"
 CONDITIONAL = "conditional"
+TARGET, HELPER = "target", "helper"  # how a statement enters a closure
 
 
-class Absent(Exception):
-    """The target file or function does not exist at this revision."""
-
-
-class Unevaluable(Exception):
-    """The closure cannot be evaluated (syntax error, unbound name); the message says why."""
-
-
-@dataclass(frozen=True)
-class Binding:
-    """One top-level statement that binds a name."""
+class Binding(NamedTuple):
+    """One top-level statement that binds a name (made lazily: files bind hundreds)."""
 
     kind: str
-    node: ast.stmt
+    module: Layout
+    piece: int
+    position: int
+
+    @property
+    def statement(self) -> Statement:
+        return self.module.statement(self.piece, self.position)
 
 
 @dataclass(frozen=True)
 class Closure:
+    """What the target needs, chosen without building anything: the nodes come on demand."""
+
     path: str
     function: str
     lineno: int
-    nodes: tuple[ast.stmt, ...]
+    parts: tuple[tuple[Statement, str], ...]  # (statement, TARGET | HELPER), in file order
     needs: tuple[tuple[str, str], ...]  # (name in the module, name the world binds)
     digest: str
+
+    @cached_property
+    def nodes(self) -> tuple[ast.stmt, ...]:
+        """The closure's statements: annotations stripped, at their lines in the file."""
+        return tuple(_materialize(statement, role) for statement, role in self.parts)
 
     def module(self) -> ast.Module:
         return ast.Module(body=list(self.nodes), type_ignores=[])
@@ -136,56 +148,78 @@ def extract_closure(
 ) -> Closure:
     """The closure of `function` in `source`; names in `bound` come from the world.
 
+    Cheap when the file differs from one already seen in a few statements:
+    only those are parsed, and the digest is built from per-statement memos.
     `matrix_file` is where messages tell the user to add a binding.
     """
-    tree = _parse(source, path)
-    index = index_module(tree)
+    index = index_module(layout(source, path))
     target = _find_target(index, path, function)
     resolver = _Resolver(index, set(bound), path, matrix_file)
     resolver.visit(function, target)
-    nodes = sorted(resolver.included.values(), key=lambda n: n.lineno)
+    parts = tuple(sorted(resolver.included.values(), key=lambda part: part[0].lineno))
     needs = tuple(sorted(resolver.needs.items()))
-    return Closure(path, function, target.lineno, tuple(nodes), needs, _digest(nodes, needs))
+    return Closure(path, function, target.lineno, parts, needs, _digest(parts, needs))
 
 
-def _parse(source: str, path: str) -> ast.Module:
-    try:
-        return ast.parse(source, filename=path)
-    except SyntaxError as exc:
-        raise Unevaluable(f"syntax error in {path} line {exc.lineno}: {exc.msg}") from None
-    except ValueError as exc:  # e.g. null bytes
-        raise Unevaluable(f"{path} cannot be parsed: {exc}") from None
-
-
-def _find_target(index: dict[str, list[Binding]], path: str, function: str) -> ast.FunctionDef:
+def _find_target(index: dict[str, list[Binding]], path: str, function: str) -> Statement:
     bindings = index.get(function, [])
     if not bindings or bindings[-1].kind != DEFINITION:
         raise Absent(f"no top-level function {function} in {path}")
-    node = bindings[-1].node
-    if isinstance(node, ast.AsyncFunctionDef):
+    statement = bindings[-1].statement
+    if isinstance(statement.node, ast.AsyncFunctionDef):
         raise Unevaluable(
-            f"{function} in {path} line {node.lineno} is async; only plain functions run"
+            f"{function} in {path} line {statement.lineno} is async; only plain functions run"
         )
-    if not isinstance(node, ast.FunctionDef):
-        raise Absent(f"{function} in {path} line {node.lineno} is not a function")
-    return node
+    if not isinstance(statement.node, ast.FunctionDef):
+        raise Absent(f"{function} in {path} line {statement.lineno} is not a function")
+    return statement
 
 
-def _digest(nodes: list[ast.stmt], needs: tuple[tuple[str, str], ...]) -> str:
-    text = "\n".join(ast.unparse(node) for node in nodes) + "\0" + repr(needs)
-    return hashlib.sha256(text.encode()).hexdigest()
+def _digest(parts: tuple[tuple[Statement, str], ...], needs: tuple[tuple[str, str], ...]) -> str:
+    text = "\n".join(_shape(statement, role)[0] for statement, role in parts)
+    return hashlib.sha256((text + "\0" + repr(needs)).encode()).hexdigest()
+
+
+def _shape(statement: Statement, role: str) -> tuple[str, frozenset[str]]:
+    """The statement as it enters a closure: its normalized text and its free names."""
+
+    def compute(node: ast.stmt) -> tuple[str, frozenset[str]]:
+        stripped = _stripped(node, role)
+        return ast.unparse(stripped), frozenset(free_names(stripped))
+
+    return statement.memo(("shape", role), compute)
+
+
+def _stripped(node: ast.stmt, role: str) -> ast.stmt:
+    stripped = strip_annotations(node)
+    if role == TARGET:
+        stripped.decorator_list = []
+    return stripped
+
+
+def _materialize(statement: Statement, role: str) -> ast.stmt:
+    node = _stripped(statement.node, role)
+    return ast.increment_lineno(node, statement.offset)
 
 
 # --- the module index ------------------------------------------------------------
 
 
-def index_module(tree: ast.Module) -> dict[str, list[Binding]]:
+def index_module(module: Layout) -> dict[str, list[Binding]]:
     """Every top-level binding statement, by the names it binds, in file order."""
     index: dict[str, list[Binding]] = {}
-    for stmt in tree.body:
-        for name, kind in _bindings_of(stmt, top=True):
-            index.setdefault(name, []).append(Binding(kind, stmt))
+    for i, piece in enumerate(module.pieces):
+        for name, kind, position in piece.memo("binds", _piece_bindings):
+            index.setdefault(name, []).append(Binding(kind, module, i, position))
     return index
+
+
+def _piece_bindings(nodes: list[ast.stmt]) -> list[tuple[str, str, int]]:
+    return [
+        (name, kind, position)
+        for position, node in enumerate(nodes)
+        for name, kind in _bindings_of(node, top=True)
+    ]
 
 
 def _bindings_of(stmt: ast.stmt, top: bool) -> list[tuple[str, str]]:
@@ -239,22 +273,20 @@ class _Resolver:
         self, index: dict[str, list[Binding]], bound: set[str], path: str, matrix_file: str
     ) -> None:
         self.index, self.bound, self.path, self.matrix_file = index, bound, path, matrix_file
-        self.included: dict[int, ast.stmt] = {}
+        self.included: dict[int, tuple[Statement, str]] = {}
         self.needs: dict[str, str] = {}
         self.seen: set[str] = set()
 
-    def visit(self, function: str, target: ast.FunctionDef) -> None:
-        node = strip_annotations(target)
-        node.decorator_list = []
-        self.included[id(target)] = node
+    def visit(self, function: str, target: Statement) -> None:
         self.seen.add(function)
-        self._resolve_all(node)
+        self._add(target, TARGET)
 
-    def _resolve_all(self, node: ast.stmt) -> None:
-        for name in sorted(free_names(node)):
-            self._resolve(name, node)
+    def _add(self, statement: Statement, role: str) -> None:
+        self.included[id(statement)] = (statement, role)
+        for name in sorted(_shape(statement, role)[1]):
+            self._resolve(name, statement)
 
-    def _resolve(self, name: str, user: ast.stmt) -> None:
+    def _resolve(self, name: str, user: Statement) -> None:
         if name in self.seen:
             return
         self.seen.add(name)
@@ -262,7 +294,7 @@ class _Resolver:
             self.needs[name] = name
             return
         bindings = self.index.get(name)
-        original = _import_original(bindings[-1].node, name) if bindings else None
+        original = _import_original(bindings[-1].statement.node, name) if bindings else None
         if original in self.bound:
             self.needs[name] = original
         elif bindings:
@@ -270,28 +302,25 @@ class _Resolver:
         elif name not in ALLOWED_BUILTINS:
             raise Unevaluable(self._unknown(name, user))
 
-    def _include(self, name: str, bindings: list[Binding], user: ast.stmt) -> None:
+    def _include(self, name: str, bindings: list[Binding], user: Statement) -> None:
         last = bindings[-1]
         if last.kind != DEFINITION:
             raise Unevaluable(self._unbound(name, user, last))
         for binding in bindings:
-            if binding.kind == DEFINITION and id(binding.node) not in self.included:
-                node = strip_annotations(binding.node)
-                self.included[id(binding.node)] = node
-                self._resolve_all(node)
+            if binding.kind == DEFINITION and id(binding.statement) not in self.included:
+                self._add(binding.statement, HELPER)
 
-    def _unbound(self, name: str, user: ast.stmt, last: Binding) -> str:
+    def _unbound(self, name: str, user: Statement, last: Binding) -> str:
         how = "imported" if last.kind == IMPORT else "defined conditionally"
-        origin = ""
-        if isinstance(last.node, ast.ImportFrom):
-            origin = f" from {last.node.module}"
+        node = last.statement.node
+        origin = f" from {node.module}" if isinstance(node, ast.ImportFrom) else ""
         return (
             f"name {name} (used at {self.path}:{_use_line(user, name)}) is {how}{origin} at "
-            f"line {last.node.lineno} and not bound by the world: bind it under `bindings:` "
-            f"in {self.matrix_file}"
+            f"line {last.statement.lineno} and not bound by the world: bind it under "
+            f"`bindings:` in {self.matrix_file}"
         )
 
-    def _unknown(self, name: str, user: ast.stmt) -> str:
+    def _unknown(self, name: str, user: Statement) -> str:
         where = f"{self.path}:{_use_line(user, name)}"
         if hasattr(builtins, name):
             return f"builtin {name} (used at {where}) is not available to evaluated code"
@@ -310,11 +339,12 @@ def _import_original(node: ast.stmt, name: str) -> str | None:
     return None
 
 
-def _use_line(node: ast.AST, name: str) -> int:
-    for child in ast.walk(node):
+def _use_line(statement: Statement, name: str) -> int:
+    """The file line where `statement` first reads `name`."""
+    for child in ast.walk(statement.node):
         if isinstance(child, ast.Name) and child.id == name:
-            return child.lineno
-    return getattr(node, "lineno", 0)
+            return child.lineno + statement.offset
+    return statement.lineno
 
 
 def free_names(stmt: ast.stmt) -> set[str]:

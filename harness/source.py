@@ -1,0 +1,206 @@
+"""A module's top-level statements, parsed a piece at a time and remembered by text.
+
+Consecutive revisions of an 80 KB file differ in a few statements, so the
+file is cut before every line that starts a top-level statement and each
+piece is parsed on its own, once per distinct text. A cut inside a string,
+a bracket or a backslash continuation leaves the piece before it
+unparseable; any piece that fails sends the whole file through one
+`ast.parse`, so a bad cut costs time, never a different tree.
+
+Parsed pieces are shared between revisions and never mutated: a piece's
+statements carry line numbers relative to the piece, and `Statement.offset`
+turns them into file lines.
+"""
+
+from __future__ import annotations
+
+import ast
+import bisect
+import itertools
+import re
+from dataclasses import dataclass, field
+from typing import Any, NamedTuple
+
+from harness.errors import Unevaluable
+
+# A line that may start a top-level statement: column 0, not blank, not a
+# comment, not a closing bracket. (Matches the newline before it.)
+_STATEMENT_START = re.compile(r"\n(?=[^\s#)\]}])")
+# Lines at column 0 that continue the statement before them.
+_CONTINUATION = re.compile(r"(?:else|elif|except|finally)\b")
+MAX_PIECES = 50_000
+
+
+@dataclass(eq=False)
+class Piece:
+    """One piece of source text and its statements (shared by every file holding it)."""
+
+    text: str
+    nodes: list[ast.stmt]
+    facts: dict[Any, Any] = field(default_factory=dict)  # memo of line-free derived facts
+
+    def memo(self, name: Any, compute) -> Any:
+        """A fact about the piece's statements (not their lines), computed once."""
+        if name not in self.facts:
+            self.facts[name] = compute(self.nodes)
+        return self.facts[name]
+
+
+class Statement(NamedTuple):
+    """A top-level statement of one file (a tuple: files have hundreds, made per revision)."""
+
+    piece: Piece
+    position: int  # index into piece.nodes
+    offset: int  # file line of the piece's first line, minus one
+
+    @property
+    def node(self) -> ast.stmt:
+        """The shared, piece-relative node: read it, never change it."""
+        return self.piece.nodes[self.position]
+
+    @property
+    def lineno(self) -> int:
+        return self.node.lineno + self.offset
+
+    def memo(self, name: str, compute) -> Any:
+        """A fact about this statement that does not depend on where it stands in the file."""
+        node = self.node
+        return self.piece.memo((name, self.position), lambda nodes: compute(node))
+
+
+@dataclass
+class Layout:
+    """A file cut into pieces: each piece with its first character and line offset."""
+
+    source: str
+    pieces: list[Piece]
+    starts: list[int]
+    lines: list[int]
+
+    def statement(self, index: int, position: int) -> Statement:
+        return Statement(self.pieces[index], position, self.lines[index])
+
+
+_pieces: dict[str, Piece] = {}
+_last: list[Layout] = []  # the last layout made: the next revision is cut against it
+
+
+def layout(source: str, path: str) -> Layout:
+    """`source` in parsed pieces, re-cutting only the part that differs from the last file."""
+    previous = _last[0] if _last else None
+    made = _relayout(previous, source) if previous else _cut(source, 0, len(source), 0)
+    if made is None:
+        return _whole(source, path)
+    _last[:] = [made]
+    return made
+
+
+def statements(source: str, path: str) -> list[Statement]:
+    """The top-level statements of `source`, in file order."""
+    made = layout(source, path)
+    return [
+        made.statement(i, n) for i, piece in enumerate(made.pieces) for n in range(len(piece.nodes))
+    ]
+
+
+def _relayout(old: Layout, source: str) -> Layout | None:
+    """Reuse `old`'s pieces before and after the changed span; cut and parse the span."""
+    if old.source == source:
+        return old
+    lo, old_hi = _changed_span(old.source, source)
+    first = max(bisect.bisect_right(old.starts, lo) - 2, 0)  # one piece of margin
+    after = bisect.bisect_right(old.starts, old_hi) + 1  # old pieces from here are kept
+    shift = len(source) - len(old.source)
+    if after >= len(old.starts):
+        middle = _cut(source, old.starts[first], len(source), old.lines[first])
+        return middle and _join(source, old, first, middle, len(old.starts), shift, 0)
+    end = old.starts[after] + shift
+    middle = _cut(source, old.starts[first], end, old.lines[first])
+    if middle is None:
+        return None
+    moved = middle.lines[-1] + middle.pieces[-1].text.count("\n") - old.lines[after]
+    return _join(source, old, first, middle, after, shift, moved)
+
+
+def _join(source, old, first, middle, after, shift, moved) -> Layout:
+    return Layout(
+        source,
+        old.pieces[:first] + middle.pieces + old.pieces[after:],
+        old.starts[:first] + middle.starts + [s + shift for s in old.starts[after:]],
+        old.lines[:first] + middle.lines + [n + moved for n in old.lines[after:]],
+    )
+
+
+def _changed_span(old: str, new: str) -> tuple[int, int]:
+    """Where `old` starts and stops differing from `new` (the end is exclusive)."""
+    limit = min(len(old), len(new))
+    lo = _common_length(lambda n: old[:n] == new[:n], limit)
+    tail = _common_length(lambda n: old[len(old) - n :] == new[len(new) - n :], limit - lo)
+    return lo, len(old) - tail
+
+
+def _common_length(same, limit: int) -> int:
+    """The largest n <= limit with same(n), by bisection (each test runs at C speed)."""
+    lo, hi = 0, limit
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if same(mid):
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
+
+
+def _cut(source: str, lo: int, hi: int, line: int) -> Layout | None:
+    """Cut source[lo:hi] (which starts at a cut) into parsed pieces; None: one did not parse."""
+    pieces, starts, lines = [], [], []
+    for text, start, offset in split(source, lo, hi, line):
+        piece = _pieces.get(text) or _parse_piece(text)
+        if piece is None:
+            return None
+        pieces.append(piece)
+        starts.append(start)
+        lines.append(offset)
+    return Layout(source, pieces, starts, lines)
+
+
+def split(source: str, lo: int = 0, hi: int | None = None, line: int = 0):
+    """(text, first character, line offset) of the pieces of source[lo:hi]."""
+    hi = len(source) if hi is None else hi
+    cuts, decorated = [lo], source.startswith("@", lo)
+    for match in _STATEMENT_START.finditer(source, lo, hi):
+        start = match.end()
+        if start >= hi or _CONTINUATION.match(source, start):
+            continue
+        if not decorated:  # decorator lines stay with the definition below them
+            cuts.append(start)
+        decorated = source.startswith("@", start)
+    cuts.append(hi)
+    pieces = []
+    for start, end in itertools.pairwise(cuts):
+        text = source[start:end]
+        pieces.append((text, start, line))
+        line += text.count("\n")
+    return pieces
+
+
+def _parse_piece(text: str) -> Piece | None:
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError):
+        return None
+    if len(_pieces) >= MAX_PIECES:
+        _pieces.clear()
+    piece = _pieces[text] = Piece(text, tree.body)
+    return piece
+
+
+def _whole(source: str, path: str) -> Layout:
+    """Parse the file in one go: the true error, or the tree a bad cut could not give."""
+    try:
+        tree = ast.parse(source, filename=path)
+    except SyntaxError as exc:
+        raise Unevaluable(f"syntax error in {path} line {exc.lineno}: {exc.msg}") from None
+    except ValueError as exc:  # e.g. null bytes
+        raise Unevaluable(f"{path} cannot be parsed: {exc}") from None
+    return Layout(source, [Piece(source, tree.body)], [0], [0])

@@ -1,0 +1,116 @@
+"""Piecewise parsing gives exactly the tree `ast.parse` gives, edit after edit."""
+
+from __future__ import annotations
+
+import ast
+import copy
+import random
+
+import pytest
+
+from harness.errors import Unevaluable
+from harness.source import layout, statements
+from harness.testing.sglang_fixture import Overrides, overrides_source
+
+TRICKY = '''\
+"""Module docstring."""
+import os
+
+X = """
+def not_a_function():
+    return 1
+"""
+
+@decorator_one
+@decorator_two(
+    arg=1,
+)
+def decorated(view):
+    return {"page_size": 1}
+
+if os.environ:
+    def conditional():
+        return 1
+else:
+    def conditional():
+        return 2
+
+try:
+    import thing
+except ImportError:
+    thing = None
+finally:
+    pass
+
+TOTAL = 1 + \\
+2
+
+CALL = dict(
+a=1,
+)
+
+class Holder:
+    value = 3
+# a trailing comment
+'''
+
+
+def whole_tree(source: str) -> list[str]:
+    """What one `ast.parse` of the file says: each top-level statement, lines included."""
+    return [ast.dump(node, include_attributes=True) for node in ast.parse(source).body]
+
+
+def piecewise_tree(source: str) -> list[str]:
+    return [
+        ast.dump(ast.increment_lineno(copy.deepcopy(s.node), s.offset), include_attributes=True)
+        for s in statements(source, "m.py")
+    ]
+
+
+def edits(source: str, seed: int, count: int) -> list[str]:
+    """A chain of random line edits: delete, duplicate, insert a statement or a stray quote."""
+    rng = random.Random(seed)
+    inserts = ["Y = 2\n", "def extra():\n    return 3\n", "else:\n", '"""\n', "@deco\n", "(\n"]
+    versions, lines = [], source.splitlines(keepends=True)
+    for _ in range(count):
+        at = rng.randrange(len(lines) + 1)
+        action = rng.choice(("delete", "duplicate", "insert"))
+        if action == "delete" and at < len(lines):
+            del lines[at]
+        elif action == "duplicate" and at < len(lines):
+            lines.insert(at, lines[at])
+        else:
+            lines.insert(at, rng.choice(inserts))
+        versions.append("".join(lines))
+    return versions
+
+
+@pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize("base", ["tricky", "fixture"])
+def test_piecewise_parse_matches_one_parse_after_every_edit(base, seed):
+    source = TRICKY if base == "tricky" else overrides_source(Overrides(padding=3))
+    for version in [source, *edits(source, seed, 25)]:
+        try:
+            expected = whole_tree(version)
+        except SyntaxError:
+            with pytest.raises(Unevaluable, match="syntax error"):
+                statements(version, "m.py")
+            continue
+        assert piecewise_tree(version) == expected
+
+
+def test_an_edit_reuses_the_pieces_around_it():
+    source = overrides_source(Overrides(padding=20))
+    before = layout(source, "m.py")
+    after = layout(source.replace("return {}", "return {}  # edited", 1), "m.py")
+    shared = {id(p) for p in before.pieces} & {id(p) for p in after.pieces}
+    assert len(before.pieces) > 20  # one piece per pass at least: not one whole-file parse
+    assert len(before.pieces) == len(after.pieces)
+    assert len(shared) == len(before.pieces) - 1
+
+
+def test_a_syntax_error_names_its_line_in_the_file():
+    source = TRICKY + "\n\ndef broken(:\n    pass\n"
+    line = source.splitlines().index("def broken(:") + 1
+    with pytest.raises(Unevaluable, match=f"syntax error in m.py line {line}:"):
+        statements(source, "m.py")
