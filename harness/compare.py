@@ -14,7 +14,7 @@ from array import array
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from harness.evaluate import CODE_TYPE, KEPT, Outcome, OutcomeTable
+from harness.evaluate import CODE_TYPE, KEPT, VALUE, Outcome, OutcomeTable
 from harness.matrix import Matrix, bits_of
 
 BLOCK = 4096
@@ -118,6 +118,19 @@ class _Resolver:
             return True  # distinct codes, neither or both kept: distinct outcomes
         value = oh.value if ob.kind == KEPT else ob.value
         return not _same(self.input_at(index), value)
+
+
+def resolved_keys(matrix: Matrix, comparison: Comparison, side: str) -> list:
+    """Per changed cell, the identity of its base or head outcome with `kept` resolved."""
+    resolver = _Resolver(matrix, comparison.outcomes)
+    codes = comparison.base_codes if side == "base" else comparison.head_codes
+    keys = []
+    for index, code in zip(comparison.indices, codes, strict=True):
+        outcome = comparison.outcomes[code]
+        if outcome.kind == KEPT:
+            outcome = Outcome(VALUE, resolver.input_at(index))
+        keys.append(outcome.key)
+    return keys
 
 
 def _same(a, b) -> bool:

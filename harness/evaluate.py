@@ -73,25 +73,37 @@ def evaluate(
     Reasons do not name the revision (`label` only names the compiled code), so
     the same failure at two revisions is the same outcome; reports add the revision.
     """
+    try:
+        closure = extract(source, matrix, bound)
+    except (Absent, Unevaluable) as exc:
+        return revision_wide(exc, matrix)
+    return evaluate_closure(closure, matrix, bound, label, exhaustive)
+
+
+def extract(source: str | None, matrix: Matrix, bound: Bound) -> Closure:
+    """The target's closure in `source`; raises Absent or Unevaluable."""
     target = matrix.target
     if source is None:
-        return _revision_wide(Outcome(ABSENT, f"{target.path} does not exist"), matrix)
+        raise Absent(f"{target.path} does not exist")
+    return extract_closure(source, target.path, target.function, bound.names, matrix.edit_hint)
+
+
+def evaluate_closure(
+    closure: Closure, matrix: Matrix, bound: Bound, label: str, exhaustive: bool = False
+) -> Evaluation:
     try:
-        closure = extract_closure(
-            source, target.path, target.function, bound.names, matrix.edit_hint
-        )
         fn = load_function(closure, bound, label)
         runner = _Runner(fn, bound, matrix)
         table = runner.run_all() if exhaustive else runner.explore()
-    except Absent as exc:
-        return _revision_wide(Outcome(ABSENT, str(exc)), matrix)
     except Unevaluable as exc:
-        return _revision_wide(Outcome(UNEVALUABLE, str(exc)), matrix)
+        return revision_wide(exc, matrix)
     return Evaluation(table, closure, runner.calls)
 
 
-def _revision_wide(outcome: Outcome, matrix: Matrix) -> Evaluation:
-    return Evaluation(uniform_table(outcome, matrix.size), None, 0)
+def revision_wide(exc: Absent | Unevaluable, matrix: Matrix) -> Evaluation:
+    """The one outcome of every cell when the revision cannot run at all."""
+    kind = ABSENT if isinstance(exc, Absent) else UNEVALUABLE
+    return Evaluation(uniform_table(Outcome(kind, str(exc)), matrix.size), None, 0)
 
 
 # --- loading -----------------------------------------------------------------------

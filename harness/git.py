@@ -121,13 +121,79 @@ def read_file(repo: git.Repo, revision: Revision, path: str) -> str | None:
     """The text of `path` at `revision` (None: no such file there)."""
     if revision.sha is None:
         return _read_worktree(repo, path)
+    blob = blob_of(repo, revision.sha, path)
+    return None if blob is None else read_blob(repo, blob)
+
+
+def blob_of(repo: git.Repo, commit: str, path: str) -> str | None:
+    """The blob id of `path` at `commit` (None: no such file), from git's object header."""
     try:
-        item = repo.commit(revision.sha).tree / path
-    except KeyError:
+        sha, kind, _ = repo.git.get_object_header(f"{commit}:{path}")
+    except ValueError:
         return None
-    if item.type != "blob":
-        return None
-    return item.data_stream.read().decode("utf-8", errors="replace")
+    return sha.decode() if kind == b"blob" else None
+
+
+def read_blob(repo: git.Repo, blob: str) -> str:
+    _, _, _, data = repo.git.get_object_data(blob)
+    return data.decode("utf-8", errors="replace")
+
+
+@dataclass(frozen=True)
+class Commit:
+    """One commit of a scan: its first parent, committer date and subject."""
+
+    sha: str
+    parent: str | None
+    date: str
+    subject: str
+
+    @property
+    def pr(self) -> int | None:
+        return pr_number(self.subject)
+
+    @property
+    def short(self) -> str:
+        return self.sha[:10]
+
+    def revision(self) -> Revision:
+        return Revision(self.sha, self.sha, self.subject, self.date)
+
+
+def commits_touching(
+    repo: git.Repo, revisions: list[str], path: str, first_parent: bool = False
+) -> list[Commit]:
+    """Commits in `revisions` (rev-list arguments) that change `path`, oldest first."""
+    options = ["--first-parent"] if first_parent else []
+    out = repo.git.log(
+        "--reverse",
+        "--topo-order",
+        "--format=%H%x00%P%x00%cI%x00%s",
+        *options,
+        *revisions,
+        "--",
+        path,
+    )
+    commits = []
+    for line in out.splitlines():
+        sha, parents, date, subject = line.split("\0", 3)
+        commits.append(Commit(sha, parents.split(" ")[0] or None, date, subject))
+    return commits
+
+
+def commit_of(repo: git.Repo, revision: Revision) -> Commit:
+    parents = repo.commit(revision.sha).parents
+    return Commit(
+        revision.sha, parents[0].hexsha if parents else None, revision.date, revision.subject
+    )
+
+
+def is_ancestor(repo: git.Repo, older: str, newer: str) -> bool:
+    try:
+        repo.git.merge_base("--is-ancestor", older, newer)
+    except git.GitCommandError:
+        return False
+    return True
 
 
 def _read_worktree(repo: git.Repo, path: str) -> str | None:

@@ -66,3 +66,11 @@ def one_line_error(result: Result) -> str:
     assert len(lines) == 1, result.err
     assert "Traceback" not in result.err
     return lines[0]
+
+
+@pytest.fixture(autouse=True)
+def private_cache(tmp_path_factory, monkeypatch) -> Path:
+    """Each test's default cache is its own directory, never the user's ~/.cache."""
+    directory = tmp_path_factory.mktemp("xdg-cache")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(directory))
+    return directory / "harness"

@@ -8,8 +8,8 @@ from pathlib import Path
 from harness import git
 from harness.evaluate import KEPT, VALUE, evaluate
 from harness.matrix import Matrix, load_matrix
-from harness.pipeline import bind_matrix
 from harness.testing.gitrepo import FixtureRepo
+from harness.versions import bind_matrix
 
 PATH = "python/sglang/srt/arg_groups/overrides.py"
 

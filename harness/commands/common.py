@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
+from harness import git
+from harness.cache import TableCache, default_directory
 from harness.matrix import DEFAULT_MATRIX
 
 FORMATS = ("text", "markdown", "json")
@@ -55,3 +58,30 @@ def nonnegative(text: str) -> int:
     if value < 0:
         raise argparse.ArgumentTypeError(f"expected 0 or more, got {value}")
     return value
+
+
+def add_cache_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--cache-dir",
+        metavar="DIR",
+        help="where outcome tables are kept between runs "
+        "(default: $XDG_CACHE_HOME/harness, else ~/.cache/harness)",
+    )
+    parser.add_argument(
+        "--no-cache", action="store_true", help="neither read nor write the on-disk cache"
+    )
+
+
+def table_cache(args: argparse.Namespace) -> TableCache:
+    if args.no_cache:
+        return TableCache(None)
+    return TableCache(Path(args.cache_dir) if args.cache_dir else default_directory())
+
+
+def add_revision_options(parser: argparse.ArgumentParser) -> None:
+    """Options that change how revisions resolve (#N / pr:N)."""
+
+
+def revision_resolver(args: argparse.Namespace, repo):
+    """expr -> Revision, as the command's options ask."""
+    return lambda expr: git.resolve(repo, expr)

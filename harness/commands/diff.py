@@ -8,11 +8,13 @@ import sys
 from harness import git
 from harness.commands.common import (
     FORMATS,
+    add_cache_options,
     add_command,
     add_matrix_option,
     add_repo_option,
     add_where_option,
     nonnegative,
+    table_cache,
 )
 from harness.errors import HarnessError
 from harness.matrix import load_matrix, parse_where
@@ -52,6 +54,7 @@ def register(commands: argparse._SubParsersAction) -> None:
     add_where_option(parser)
     add_matrix_option(parser)
     add_repo_option(parser)
+    add_cache_options(parser)
     parser.set_defaults(handler=run)
 
 
@@ -65,7 +68,7 @@ def run(args: argparse.Namespace) -> int:
     where = parse_where(matrix, args.where)
     repo = git.open_repo(args.repo)
     base, head = pick_revisions(repo, args.revisions)
-    report = diff(repo, matrix, base, head, exhaustive=args.exhaustive, where=where)
+    report = diff(repo, matrix, base, head, args.exhaustive, where, cache=table_cache(args))
     write(report, args.format, args.sample)
     warn_if_blind(report)
     return 1 if report.changed else 0

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from harness.git import Revision
-from harness.report.model import DiffReport
+from harness.report.model import DiffReport, RuleView
 
 
 def render_chunks(report: DiffReport) -> Iterator[str]:
@@ -22,15 +22,16 @@ def render_chunks(report: DiffReport) -> Iterator[str]:
     yield json.dumps(head)[:-1] + ', "changed": ['
     for n, item in enumerate(report.changed_cells()):
         yield ("" if n == 0 else ", ") + json.dumps(item)
-    summary = [
-        {"where": rule.where, "cells": rule.cells, "transition": rule.transition}
-        for rule in report.rules
-    ]
-    yield '], "summary": ' + json.dumps(summary) + "}\n"
+    yield '], "summary": ' + json.dumps(summary_json(report.rules)) + "}\n"
 
 
 def render(report: DiffReport) -> str:
     return "".join(render_chunks(report))
+
+
+def summary_json(rules: list[RuleView]) -> list[dict[str, Any]]:
+    """The rules as every JSON report writes them."""
+    return [{"where": r.where, "cells": r.cells, "transition": r.transition} for r in rules]
 
 
 def revision_json(rev: Revision) -> dict[str, Any]:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from harness.matrix import format_value
-from harness.report.model import DiffReport, short_outcome
+from harness.report.model import DiffReport, RuleView, short_outcome
 from harness.report.text import revision_line
 
 
@@ -12,22 +12,28 @@ def render(report: DiffReport, sample: int = 10) -> str:
     lines = [
         f"### {report.matrix.name}: `{target.function}` in `{target.path}`",
         "",
-        f"- base: {_escape(revision_line(report.base))}",
-        f"- head: {_escape(revision_line(report.head))}",
+        f"- base: {escape(revision_line(report.base))}",
+        f"- head: {escape(revision_line(report.head))}",
     ]
-    lines.extend(f"- {side}: {_escape(note)}" for side, note in report.notes.items())
+    lines.extend(f"- {side}: {escape(note)}" for side, note in report.notes.items())
     lines.append("")
     if not report.changed:
         lines.append(f"No cell changes `{field}` ({report.matrix.size:,} cells compared).")
         return "\n".join(lines) + "\n"
     lines.append(f"**{report.changed:,} of {report.matrix.size:,} cells change `{field}`:**")
-    lines.extend(["", "| # | cells | transition | where |", "|---|---:|---|---|"])
-    for n, rule in enumerate(report.rules, 1):
-        where = ", ".join(f"`{c.text()}`" for c in rule.conditions) or "every cell"
-        lines.append(f"| {n} | {rule.cells:,} | {_escape(rule.transition)} | {where} |")
+    lines.append("")
+    lines.extend(rule_table(report.rules))
     if sample > 0:
         lines.extend(_sample(report, sample))
     return "\n".join(lines) + "\n"
+
+
+def rule_table(rules: list[RuleView]) -> list[str]:
+    lines = ["| # | cells | transition | where |", "|---|---:|---|---|"]
+    for n, rule in enumerate(rules, 1):
+        where = ", ".join(f"`{c.text()}`" for c in rule.conditions) or "every cell"
+        lines.append(f"| {n} | {rule.cells:,} | {escape(rule.transition)} | {where} |")
+    return lines
 
 
 def _sample(report: DiffReport, sample: int) -> list[str]:
@@ -43,11 +49,11 @@ def _sample(report: DiffReport, sample: int) -> list[str]:
     ]
     for item in report.sample(shown):
         values = [format_value(item["cell"][a]) for a in axes]
-        ends = [_escape(short_outcome(item[side], field)) for side in ("base", "head")]
+        ends = [escape(short_outcome(item[side], field)) for side in ("base", "head")]
         lines.append("| " + " | ".join(values + ends) + " |")
     lines.extend(["", "</details>"])
     return lines
 
 
-def _escape(text: str) -> str:
+def escape(text: str) -> str:
     return text.replace("|", "\\|").replace("<", "&lt;")

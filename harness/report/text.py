@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from harness.git import Revision
 from harness.matrix import format_value
-from harness.report.model import DiffReport, short_outcome
+from harness.report.model import DiffReport, RuleView, short_outcome
 
 
 def render(report: DiffReport, sample: int = 10) -> str:
@@ -43,22 +43,30 @@ def _body(report: DiffReport, sample: int) -> list[str]:
         f"covered by {count} rule{'s' if count != 1 else ''}:",
         "",
     ]
-    for n, rule in enumerate(report.rules, 1):
-        lines.append(f"  {n}. {rule.cells:,} cells: {rule.transition}")
-        lines.extend(wrap_conditions([c.text() for c in rule.conditions] or ["every cell"]))
+    lines.extend(rule_lines(report.rules))
     if sample > 0:
         lines.extend(_sample(report, sample))
     return lines
 
 
-def wrap_conditions(parts: list[str], width: int = 96) -> list[str]:
+def rule_lines(rules: list[RuleView], indent: str = "  ") -> list[str]:
+    """Numbered rules, each with its cell count, transition and wrapped conditions."""
+    lines = []
+    for n, rule in enumerate(rules, 1):
+        lines.append(f"{indent}{n}. {rule.cells:,} cells: {rule.transition}")
+        parts = [c.text() for c in rule.conditions] or ["every cell"]
+        lines.extend(wrap_conditions(parts, indent + "   "))
+    return lines
+
+
+def wrap_conditions(parts: list[str], indent: str, width: int = 96) -> list[str]:
     """`where a = 1, b in {x, y}, ...` wrapped under the rule, at most `width` wide."""
-    lines, line = [], "     where"
+    lines, line = [], f"{indent}where"
     for n, part in enumerate(parts):
         piece = f" {part}" + ("," if n < len(parts) - 1 else "")
         if len(line) + len(piece) > width and line.strip() != "where":
             lines.append(line)
-            line = "          "
+            line = indent + "     "
         line += piece
     lines.append(line)
     return lines

@@ -1,0 +1,82 @@
+"""`harness history [RANGE]`: every commit that changed outcomes, and what it changed."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from harness import git
+from harness.commands.common import (
+    FORMATS,
+    add_cache_options,
+    add_command,
+    add_matrix_option,
+    add_repo_option,
+    add_revision_options,
+    add_where_option,
+    revision_resolver,
+    table_cache,
+)
+from harness.errors import HarnessError
+from harness.history import history
+from harness.matrix import load_matrix, parse_where
+from harness.report import history as report
+from harness.versions import Versions
+
+HELP = """\
+List the commits that changed the outcomes of the matrix's target function.
+
+  harness history              every commit reachable from HEAD
+  harness history A..B         commits after A, up to B (either side may be
+                               left out: A.. means A..HEAD)
+  harness history REV          every commit reachable from REV
+
+Only commits that change the target file are considered (as git log -- PATH).
+Each is compared with its first parent; a commit whose change exactly undoes
+an earlier one is marked "reverts <sha> (#PR)". Commits that cannot be
+evaluated (a syntax error, no such function) are listed as skipped and the
+comparison carries on from the last evaluable commit. Each distinct version of
+the function is evaluated once and cached on disk.
+
+Exit status: 0 no commit changed outcomes, 1 some did, 2 error."""
+
+
+def register(commands: argparse._SubParsersAction) -> None:
+    parser = add_command(commands, "history", "list the commits that changed outcomes", HELP)
+    parser.add_argument("range", nargs="?", metavar="RANGE", help="A..B, or one revision")
+    parser.add_argument("--format", choices=FORMATS, default="text", help="report format")
+    parser.add_argument(
+        "--first-parent",
+        action="store_true",
+        help="follow only the first parent of merges (the mainline's own commits)",
+    )
+    add_where_option(parser)
+    add_matrix_option(parser)
+    add_repo_option(parser)
+    add_revision_options(parser)
+    add_cache_options(parser)
+    parser.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    matrix = load_matrix(args.matrix)
+    where = parse_where(matrix, args.where)
+    repo = git.open_repo(args.repo)
+    text, revisions = parse_range(args.range, revision_resolver(args, repo))
+    versions = Versions(repo, matrix, table_cache(args))
+    found = history(repo, versions, text, revisions, where, args.first_parent)
+    render = {"json": report.render_json, "markdown": report.render_markdown}
+    sys.stdout.write(render.get(args.format, report.render_text)(found))
+    return 1 if found.changes else 0
+
+
+def parse_range(text: str | None, resolve) -> tuple[str, list[str]]:
+    """The range as shown, and as rev-list arguments: `A..B` -> ^A B; `B` -> B."""
+    if text is None:
+        return "HEAD", [resolve("HEAD").sha]
+    if "..." in text:
+        raise HarnessError(f"range {text!r}: symmetric ranges (A...B) are not supported; use A..B")
+    if ".." not in text:
+        return text, [resolve(text).sha]
+    older, newer = text.split("..", 1)
+    return text, [f"^{resolve(older or 'HEAD').sha}", resolve(newer or "HEAD").sha]

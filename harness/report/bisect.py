@@ -1,0 +1,101 @@
+"""`harness bisect` reports: the steps as they happen, then the culprit (text, markdown, json)."""
+
+from __future__ import annotations
+
+import json
+
+from harness.bisect import BisectResult, Step
+from harness.git import Commit
+from harness.matrix import Matrix
+from harness.report.history import commit_line
+from harness.report.jsonfmt import summary_json
+from harness.report.markdown import escape, rule_table
+from harness.report.model import RuleView, rule_view
+from harness.report.text import revision_line, rule_lines
+
+
+def header(matrix: Matrix, good, bad) -> str:
+    target = matrix.target
+    return (
+        f"{matrix.name}: {target.function} in {target.path}\n"
+        f"good: {revision_line(good)}\n"
+        f"bad:  {revision_line(bad)}\n"
+    )
+
+
+def step_line(number: int, step: Step) -> str:
+    line = f"step {number}: {step.commit.short}  {step.commit.subject}: {step.verdict}"
+    return line + (f" ({step.reason})" if step.reason else "")
+
+
+def rules_of(matrix: Matrix, result: BisectResult) -> list[RuleView]:
+    return [rule_view(matrix, rule) for rule in result.comparison.rules] if result.found else []
+
+
+def conclusion_text(matrix: Matrix, result: BisectResult) -> str:
+    field = matrix.target.output
+    if not result.found:
+        return f"No selected cell changes {field} between good and bad.\n"
+    if result.culprit:
+        lines = [f"First bad commit: {commit_line(result.culprit)}"]
+        if result.culprit.pr:
+            lines.append(f"  PR #{result.culprit.pr}")
+    else:
+        lines = ["Skipped commits hide which one changed outcomes; the first bad commit is one of:"]
+        lines += [f"  {commit_line(commit)}" for commit in result.candidates]
+    lines.append(f"  {result.comparison.changed:,} cells changed:")
+    lines.extend(rule_lines(rules_of(matrix, result), "    "))
+    return "\n".join(lines) + "\n"
+
+
+def render_text(matrix: Matrix, result: BisectResult) -> str:
+    steps = "".join(step_line(n, s) + "\n" for n, s in enumerate(result.steps, 1))
+    return (
+        header(matrix, result.good, result.bad)
+        + "\n"
+        + steps
+        + "\n"
+        + conclusion_text(matrix, result)
+    )
+
+
+def render_markdown(matrix: Matrix, result: BisectResult) -> str:
+    target = matrix.target
+    lines = [
+        f"### {matrix.name}: `{target.function}` in `{target.path}`",
+        "",
+        f"- good: {escape(revision_line(result.good))}",
+        f"- bad: {escape(revision_line(result.bad))}",
+        "",
+    ]
+    lines += [
+        f"{n}. `{s.commit.short}` {escape(s.commit.subject)}: **{s.verdict}**"
+        + (f" ({escape(s.reason)})" if s.reason else "")
+        for n, s in enumerate(result.steps, 1)
+    ]
+    lines.append("")
+    if not result.found:
+        lines.append(f"No selected cell changes `{matrix.target.output}` between good and bad.")
+    elif result.culprit:
+        lines.append(f"**First bad commit:** {escape(commit_line(result.culprit))}")
+    else:
+        lines.append("**The first bad commit is one of:**")
+        lines += [f"- {escape(commit_line(c))}" for c in result.candidates]
+    if result.found:
+        lines += ["", f"{result.comparison.changed:,} cells changed:", ""]
+        lines += rule_table(rules_of(matrix, result))
+    return "\n".join(lines) + "\n"
+
+
+def render_json(matrix: Matrix, result: BisectResult) -> str:
+    document = {
+        "culprit": _commit_json(result.culprit) if result.culprit else None,
+        "candidates": [c.sha for c in result.candidates],
+        "steps": [{"sha": s.commit.sha, "verdict": s.verdict} for s in result.steps],
+        "summary": summary_json(rules_of(matrix, result)),
+    }
+    return json.dumps(document) + "\n"
+
+
+def _commit_json(commit: Commit) -> dict:
+    return {"sha": commit.sha, "subject": commit.subject, "pr": commit.pr}

@@ -1,0 +1,122 @@
+"""`harness history` reports: text, markdown, and one JSON object."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from harness.git import Commit
+from harness.history import Change, HistoryReport
+from harness.report.jsonfmt import summary_json
+from harness.report.markdown import escape, rule_table
+from harness.report.model import RuleView, rule_view
+from harness.report.text import rule_lines
+
+SKIPPED_SHOWN = 20  # text and markdown list this many skipped commits, json all
+
+
+def rules_of(report: HistoryReport, change: Change) -> list[RuleView]:
+    return [rule_view(report.matrix, rule) for rule in change.comparison.rules]
+
+
+def commit_line(commit: Commit) -> str:
+    return f"{commit.short}  {commit.date[:10]}  {commit.subject}"
+
+
+def reverts_text(change: Change) -> str:
+    if change.reverts is None:
+        return ""
+    pr = change.reverts.pr
+    return f"reverts {change.reverts.short}" + (f" (#{pr})" if pr else "")
+
+
+def render_text(report: HistoryReport) -> str:
+    lines = [*_header(report), ""]
+    field = report.matrix.target.output
+    if not report.changes:
+        lines.append(f"No commit changes {field}.")
+    else:
+        count = len(report.changes)
+        lines += [f"{count} commit{'s change' if count != 1 else ' changes'} {field}:", ""]
+    for change in report.changes:
+        lines.append(commit_line(change.commit))
+        if change.reverts:
+            lines.append(f"  {reverts_text(change)}")
+        lines.append(f"  {change.comparison.changed:,} cells changed:")
+        lines.extend(rule_lines(rules_of(report, change), "    "))
+    lines.extend(_skipped_text(report))
+    return "\n".join(lines) + "\n"
+
+
+def _header(report: HistoryReport) -> list[str]:
+    target = report.matrix.target
+    count = report.considered
+    lines = [
+        f"{report.matrix.name}: {target.function} in {target.path}",
+        f"range: {report.range} ({count} commit{'s' if count != 1 else ''} touch the file)",
+    ]
+    if report.baseline:
+        lines.append(f"first evaluable: {commit_line(report.baseline)}")
+    return lines
+
+
+def _skipped_text(report: HistoryReport) -> list[str]:
+    if not report.skipped:
+        return []
+    count = len(report.skipped)
+    lines = ["", f"Skipped {count} commit{'s' if count != 1 else ''} that cannot be evaluated:"]
+    for item in report.skipped[:SKIPPED_SHOWN]:
+        lines += [f"  {commit_line(item.commit)}", f"    {item.reason}"]
+    if count > SKIPPED_SHOWN:
+        lines.append(f"  ... and {count - SKIPPED_SHOWN} more (--format json lists all)")
+    return lines
+
+
+def render_markdown(report: HistoryReport) -> str:
+    target, field = report.matrix.target, report.matrix.target.output
+    lines = [
+        f"### {report.matrix.name}: `{target.function}` in `{target.path}`",
+        "",
+        f"Range `{report.range}`: {report.considered} commits touch the file, "
+        f"{len(report.changes)} change `{field}`.",
+    ]
+    for change in report.changes:
+        title = escape(commit_line(change.commit))
+        lines += ["", f"#### {title}", ""]
+        if change.reverts:
+            lines += [f"*{reverts_text(change)}*", ""]
+        lines.append(f"{change.comparison.changed:,} cells changed:")
+        lines += ["", *rule_table(rules_of(report, change))]
+    if report.skipped:
+        lines += ["", "Skipped (cannot be evaluated):", ""]
+        for item in report.skipped[:SKIPPED_SHOWN]:
+            lines.append(
+                f"- `{item.commit.short}` {escape(item.commit.subject)}: {escape(item.reason)}"
+            )
+        if len(report.skipped) > SKIPPED_SHOWN:
+            lines.append(f"- ... and {len(report.skipped) - SKIPPED_SHOWN} more")
+    return "\n".join(lines) + "\n"
+
+
+def render_json(report: HistoryReport) -> str:
+    document = {
+        "range": report.range,
+        "matrix": report.matrix.name,
+        "considered": report.considered,
+        "commits": [_change_json(report, change) for change in report.changes],
+        "skipped": [{"sha": s.commit.sha, "reason": s.reason} for s in report.skipped],
+    }
+    return json.dumps(document) + "\n"
+
+
+def _change_json(report: HistoryReport, change: Change) -> dict[str, Any]:
+    commit = change.commit
+    return {
+        "sha": commit.sha,
+        "date": commit.date,
+        "subject": commit.subject,
+        "pr": commit.pr,
+        "cells_changed": change.comparison.changed,
+        "reverts": change.reverts.sha if change.reverts else None,
+        "summary": summary_json(rules_of(report, change)),
+    }

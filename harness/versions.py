@@ -1,0 +1,100 @@
+"""Outcome tables by content: each distinct closure is evaluated once.
+
+A revision's outcomes depend only on its closure (see `harness.extract`), so
+they are looked up by file blob (same text: same outcomes), then by closure
+digest in memory and on disk, and only then evaluated. A history of 1,000
+commits in which the function changed five times costs five evaluations.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import git as gitpython
+
+from harness import git
+from harness.cache import TableCache, table_key
+from harness.errors import Absent, Unevaluable
+from harness.evaluate import OutcomeTable, evaluate_closure, extract, revision_wide
+from harness.matrix import Matrix
+from harness.world import Bound, bind
+from harness.worlds import world_named
+
+
+def bind_matrix(matrix: Matrix) -> Bound:
+    """The matrix's world, compiled against it (once per run, shared by every revision)."""
+    return bind(world_named(matrix.world, matrix.source), matrix)
+
+
+@dataclass(frozen=True)
+class State:
+    """What a revision's target does: its outcome table, or why it has none."""
+
+    key: str  # equal keys: equal tables
+    table: OutcomeTable
+    reason: str | None = None  # set when the revision cannot be evaluated
+
+    @property
+    def evaluable(self) -> bool:
+        return self.reason is None
+
+
+class Versions:
+    """The states of the matrix's target at revisions of one repository."""
+
+    def __init__(
+        self,
+        repo: gitpython.Repo,
+        matrix: Matrix,
+        cache: TableCache | None = None,
+        exhaustive: bool = False,
+    ) -> None:
+        self.repo, self.matrix, self.exhaustive = repo, matrix, exhaustive
+        self.cache = cache or TableCache(None)
+        self.bound = bind_matrix(matrix)
+        self.by_blob: dict[str | None, State] = {}
+        self.by_key: dict[str, State] = {}
+        self.evaluations = 0
+
+    def at(self, revision: git.Revision) -> State:
+        """The state at a revision (sha None: the working tree)."""
+        path = self.matrix.target.path
+        if revision.sha is None:
+            return self.of_source(git.read_file(self.repo, revision, path), revision.label)
+        return self.at_commit(revision.sha, revision.label)
+
+    def at_commit(self, sha: str, label: str | None = None) -> State:
+        blob = git.blob_of(self.repo, sha, self.matrix.target.path)
+        if blob not in self.by_blob:
+            source = None if blob is None else git.read_blob(self.repo, blob)
+            self.by_blob[blob] = self.of_source(source, label or sha[:10])
+        return self.by_blob[blob]
+
+    def of_source(self, source: str | None, label: str) -> State:
+        try:
+            closure = extract(source, self.matrix, self.bound)
+        except (Absent, Unevaluable) as exc:
+            return _unevaluable(exc, self.matrix)
+        key = table_key(self.matrix.world, self.matrix.digest, closure.digest)
+        if key in self.by_key:
+            return self.by_key[key]
+        table = self.cache.get(key, self.matrix.size)
+        if table is None:
+            self.evaluations += 1
+            evaluation = evaluate_closure(closure, self.matrix, self.bound, label, self.exhaustive)
+            if evaluation.closure is None:  # failed while running: the reason names lines
+                return State(f"unevaluable:{label}", evaluation.table, _reason(evaluation.table))
+            table = evaluation.table
+            self.cache.put(key, table)
+        state = self.by_key[key] = State(key, table)
+        return state
+
+
+def _unevaluable(exc: Absent | Unevaluable, matrix: Matrix) -> State:
+    table = revision_wide(exc, matrix).table
+    return State(f"{table.outcomes[0].kind}:{exc}", table, _reason(table))
+
+
+def _reason(table: OutcomeTable) -> str:
+    outcome = table.outcomes[0]
+    return f"{outcome.kind}: {outcome.value}"
