@@ -59,8 +59,8 @@ class TableCache:
         path = self._path(key)
         try:
             data = path.read_bytes()
-        except FileNotFoundError:
-            return None
+        except (FileNotFoundError, NotADirectoryError):
+            return None  # a miss; a directory that cannot exist fails at the first write
         except OSError as exc:
             return self._give_up(f"cannot read {path} ({exc.strerror})")
         table = _decode(data, key, size)

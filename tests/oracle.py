@@ -69,3 +69,14 @@ def cube_cells(where: dict) -> set[tuple]:
     """The cells a summary rule selects: listed values on its axes, any value elsewhere."""
     choices = [where.get(n, AXES[n]) for n in NAMES]
     return {key(dict(zip(NAMES, values, strict=True))) for values in itertools.product(*choices)}
+
+
+def assert_exact_cover(summary: list[dict], expected: dict) -> None:
+    """A report's rules are disjoint and their union is exactly the expected changed cells."""
+    covered: set[tuple] = set()
+    for rule in summary:
+        cube = cube_cells(rule["where"])
+        assert len(cube) == rule["cells"]
+        assert not covered & cube, "rules overlap"
+        covered |= cube
+    assert covered == set(expected)
