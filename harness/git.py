@@ -8,6 +8,7 @@ in the working tree. Nothing here checks out, writes the index, or moves a ref.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -18,6 +19,7 @@ from harness.errors import HarnessError
 PR_EXPR = re.compile(r"^(?:#|pr:)(\d+)(.*)$")
 PR_SUBJECT = re.compile(r"\(#(\d+)\)\s*$")
 WORKTREE = "worktree"
+PRLookup = Callable[[int], str]  # PR number -> commit sha
 
 
 @dataclass(frozen=True)
@@ -55,12 +57,16 @@ def open_repo(path: str | None) -> git.Repo:
         raise HarnessError(f"not a git repository: {where} ({hint})") from None
 
 
-def resolve(repo: git.Repo, expr: str) -> Revision:
-    """A commit for a revision expression: sha, branch, tag, HEAD~3, #30835, pr:30835^."""
+def resolve(repo: git.Repo, expr: str, lookup: PRLookup | None = None) -> Revision:
+    """A commit for a revision expression: sha, branch, tag, HEAD~3, #30835, pr:30835^.
+
+    `#N` is the commit whose subject ends in (#N); when there is none (or
+    several), `lookup` (the GitHub API, with --github) names it instead.
+    """
     if not expr or expr.startswith("-"):
         raise HarnessError(f"revision {expr!r}: expected a sha, branch, tag, HEAD~N or #PR")
     match = PR_EXPR.match(expr)
-    spelled = find_pr_commit(repo, int(match.group(1))) + match.group(2) if match else expr
+    spelled = pr_commit(repo, int(match.group(1)), lookup) + match.group(2) if match else expr
     try:
         sha = repo.git.rev_parse("--verify", "--quiet", "--end-of-options", f"{spelled}^{{commit}}")
     except git.GitCommandError:
@@ -77,6 +83,16 @@ def worktree(repo: git.Repo) -> Revision:
     return Revision(WORKTREE, None)
 
 
+def pr_commit(repo: git.Repo, number: int, lookup: PRLookup | None = None) -> str:
+    """The commit for #number: found by subject offline first, else through `lookup`."""
+    try:
+        return find_pr_commit(repo, number)
+    except HarnessError:
+        if lookup is None:
+            raise
+    return lookup(number)
+
+
 def find_pr_commit(repo: git.Repo, number: int) -> str:
     """The commit whose subject ends with `(#number)`: reachable from HEAD, else from any ref."""
     for scope in (["HEAD"], ["--all"]):
@@ -90,7 +106,7 @@ def find_pr_commit(repo: git.Repo, number: int) -> str:
             )
     raise HarnessError(
         f"#{number}: no commit subject ends with (#{number}) in {where_of(repo)}; "
-        "fetch the branch that has it, or name the commit by sha"
+        "fetch the branch that has it, name the commit by sha, or pass --github OWNER/REPO"
     )
 
 
@@ -201,3 +217,45 @@ def _read_worktree(repo: git.Repo, path: str) -> str | None:
     if not target.is_file():
         return None
     return target.read_bytes().decode("utf-8", errors="replace")
+
+
+def has_commit(repo: git.Repo, sha: str) -> bool:
+    try:
+        repo.git.rev_parse("--verify", "--quiet", f"{sha}^{{commit}}")
+    except git.GitCommandError:
+        return False
+    return True
+
+
+def merge_base(repo: git.Repo, a: str, b: str) -> str | None:
+    try:
+        return repo.git.merge_base(a, b) or None
+    except git.GitCommandError:
+        return None
+
+
+def remote_for(repo: git.Repo, slug: str) -> str | None:
+    """The name of a remote whose URL points at github.com's OWNER/REPO, if any."""
+    pattern = re.compile(rf"github\.com[:/]{re.escape(slug)}(\.git)?/?$", re.IGNORECASE)
+    for remote in repo.remotes:
+        if any(pattern.search(url) for url in remote.urls):
+            return remote.name
+    return None
+
+
+def fetch_objects(repo: git.Repo, source: str, ref: str) -> None:
+    """Fetch `ref`'s commits into the object store only: no ref, no FETCH_HEAD is written."""
+    try:
+        repo.git.fetch("--quiet", "--no-tags", "--no-write-fetch-head", source, ref)
+    except git.GitCommandError as exc:
+        raise HarnessError(f"cannot fetch {ref} from {source}: {_git_complaint(exc)}") from None
+
+
+def _git_complaint(exc: git.GitCommandError) -> str:
+    """git's own first `fatal:`/`error:` line, without GitPython's wrapping."""
+    text = str(exc.stderr or "").strip().removeprefix("stderr:").strip().strip("'")
+    for line in text.splitlines():
+        line = line.strip()
+        if line.startswith(("fatal:", "error:")):
+            return line
+    return text.splitlines()[0] if text else f"git exited with {exc.status}"

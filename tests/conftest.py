@@ -74,3 +74,17 @@ def private_cache(tmp_path_factory, monkeypatch) -> Path:
     directory = tmp_path_factory.mktemp("xdg-cache")
     monkeypatch.setenv("XDG_CACHE_HOME", str(directory))
     return directory / "harness"
+
+
+TOKEN = "ghp-test-secret-token-0123456789"
+
+
+@pytest.fixture
+def github_api(monkeypatch):
+    """A loopback GitHub API; the harness finds it through GITHUB_API_URL, as in Actions."""
+    from tests.apiserver import FakeGitHub
+
+    with FakeGitHub() as fake:
+        monkeypatch.setenv("GITHUB_API_URL", fake.url)
+        monkeypatch.setenv("GITHUB_TOKEN", TOKEN)
+        yield fake

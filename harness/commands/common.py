@@ -7,7 +7,10 @@ from pathlib import Path
 
 from harness import git
 from harness.cache import TableCache, default_directory
+from harness.errors import HarnessError
+from harness.github import GitHub, check_slug
 from harness.matrix import DEFAULT_MATRIX
+from harness.prs import OnlinePRs
 
 FORMATS = ("text", "markdown", "json")
 
@@ -80,8 +83,29 @@ def table_cache(args: argparse.Namespace) -> TableCache:
 
 def add_revision_options(parser: argparse.ArgumentParser) -> None:
     """Options that change how revisions resolve (#N / pr:N)."""
+    parser.add_argument(
+        "--github",
+        metavar="OWNER/REPO",
+        type=_slug,
+        help="resolve #N through the GitHub API when no local commit subject ends in (#N): "
+        "a merged PR is its merge commit, an open one its head (base URL from "
+        "GITHUB_API_URL, token from GITHUB_TOKEN)",
+    )
+
+
+def _slug(text: str) -> str:
+    try:
+        return check_slug(text)
+    except HarnessError:
+        raise argparse.ArgumentTypeError(f"expected OWNER/REPO, got {text!r}") from None
+
+
+def online_prs(args: argparse.Namespace, repo) -> OnlinePRs | None:
+    return OnlinePRs(repo, GitHub(args.github)) if args.github else None
 
 
 def revision_resolver(args: argparse.Namespace, repo):
     """expr -> Revision, as the command's options ask."""
-    return lambda expr: git.resolve(repo, expr)
+    online = online_prs(args, repo)
+    lookup = online.commit if online else None
+    return lambda expr: git.resolve(repo, expr, lookup)

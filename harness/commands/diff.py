@@ -12,13 +12,17 @@ from harness.commands.common import (
     add_command,
     add_matrix_option,
     add_repo_option,
+    add_revision_options,
     add_where_option,
     nonnegative,
+    online_prs,
+    revision_resolver,
     table_cache,
 )
 from harness.errors import HarnessError
 from harness.matrix import load_matrix, parse_where
 from harness.pipeline import diff
+from harness.prs import pr_revisions
 from harness.report import jsonfmt, markdown, text
 from harness.report.model import DiffReport
 
@@ -28,6 +32,9 @@ Compare the outcomes of the matrix's target function at two revisions.
   harness diff                 HEAD against the working tree
   harness diff REV             REV against the working tree
   harness diff BASE HEAD       BASE against HEAD
+  harness diff --pr N          a PR against its base: the commit ending in
+                               (#N) against its parent; with --github, an
+                               open PR's head against where it left its base
 
 A revision is anything git understands (sha, branch, tag, HEAD~3) or #N /
 pr:N for the commit whose subject ends in (#N), optionally with a suffix such
@@ -37,6 +44,9 @@ as #30835^ for its parent. Exit status: 0 no change, 1 changes, 2 error."""
 def register(commands: argparse._SubParsersAction) -> None:
     parser = add_command(commands, "diff", "compare outcomes between two revisions", HELP)
     parser.add_argument("revisions", nargs="*", metavar="REV", help="zero, one or two revisions")
+    parser.add_argument(
+        "--pr", type=_pr_number, metavar="N", help="compare PR #N with its base (see above)"
+    )
     parser.add_argument("--format", choices=FORMATS, default="text", help="report format")
     parser.add_argument(
         "--sample",
@@ -54,6 +64,7 @@ def register(commands: argparse._SubParsersAction) -> None:
     add_where_option(parser)
     add_matrix_option(parser)
     add_repo_option(parser)
+    add_revision_options(parser)
     add_cache_options(parser)
     parser.set_defaults(handler=run)
 
@@ -67,7 +78,7 @@ def run(args: argparse.Namespace) -> int:
     matrix = load_matrix(args.matrix)
     where = parse_where(matrix, args.where)
     repo = git.open_repo(args.repo)
-    base, head = pick_revisions(repo, args.revisions)
+    base, head = pick_revisions(repo, args)
     report = diff(repo, matrix, base, head, args.exhaustive, where, cache=table_cache(args))
     write(report, args.format, args.sample)
     warn_if_blind(report)
@@ -84,12 +95,26 @@ def warn_if_blind(report: DiffReport) -> None:
         )
 
 
-def pick_revisions(repo, revisions: list[str]) -> tuple[git.Revision, git.Revision]:
+def pick_revisions(repo, args: argparse.Namespace) -> tuple[git.Revision, git.Revision]:
     """As `git diff`: none -> HEAD vs working tree; one -> REV vs working tree; two -> both."""
+    revisions = args.revisions
+    if args.pr is not None:
+        if revisions:
+            raise HarnessError(
+                f"harness diff --pr {args.pr} takes no revisions, got: {' '.join(revisions)}"
+            )
+        return pr_revisions(repo, args.pr, online_prs(args, repo))
+    resolve = revision_resolver(args, repo)
     if len(revisions) == 2:
-        return git.resolve(repo, revisions[0]), git.resolve(repo, revisions[1])
-    base = git.resolve(repo, revisions[0] if revisions else "HEAD")
-    return base, git.worktree(repo)
+        return resolve(revisions[0]), resolve(revisions[1])
+    return resolve(revisions[0] if revisions else "HEAD"), git.worktree(repo)
+
+
+def _pr_number(text: str) -> int:
+    digits = text.removeprefix("#")
+    if not digits.isdigit() or int(digits) == 0:
+        raise argparse.ArgumentTypeError(f"expected a PR number such as 30835, got {text!r}")
+    return int(digits)
 
 
 def write(report: DiffReport, fmt: str, sample: int) -> None:
