@@ -5,7 +5,8 @@ Run: python bench/bench_diff.py [--repeat N]
 Builds the fixture history with an SGLang-sized overrides.py (about 80 KB),
 then, side by side in one run, times:
   - `harness diff '#30835^' '#30835'` as a fresh process (wall clock,
-    interpreter start and imports included), and its peak memory;
+    interpreter start and imports included), and its peak memory, with the
+    cache off, then again with a warm on-disk cache;
   - the same diff in-process (main()), exploring and --exhaustive;
   - a bare loop: the same extracted function, compiled with plain stubs,
     called on a types.SimpleNamespace view for every cell at both revisions,
@@ -48,7 +49,8 @@ def best_of(repeat: int, fn) -> tuple[float, list]:
 
 def harness_in_process(repo: Path, *extra: str) -> None:
     with contextlib.redirect_stdout(io.StringIO()):
-        code = main(["diff", "#30835^", "#30835", "--repo", str(repo), "--format", "json", *extra])
+        code = main(["diff", "#30835^", "#30835", "--repo", str(repo), "--format", "json",
+                     "--no-cache", *extra])  # fmt: skip
     assert code == 1, code
 
 
@@ -62,8 +64,8 @@ print(json.dumps({"code": code, "peak_kb": peak}), file=sys.stderr)
 """
 
 
-def harness_process(repo: Path) -> dict:
-    argv = ["diff", "#30835^", "#30835", "--repo", str(repo), "--format", "json"]
+def harness_process(repo: Path, *extra: str) -> dict:
+    argv = ["diff", "#30835^", "#30835", "--repo", str(repo), "--format", "json", *extra]
     done = subprocess.run([sys.executable, "-c", PEAK, *argv], capture_output=True, text=True)
     return json.loads(done.stderr.strip().splitlines()[-1])
 
@@ -132,7 +134,10 @@ def main_bench() -> None:
 def report(repo: Path, sources: list[str], repeat: int) -> None:
     size_kb = len(sources[1].encode()) / 1024
     bare, counts = best_of(repeat, lambda: bare_loop(sources))
-    process, runs = best_of(repeat, lambda: harness_process(repo))
+    process, runs = best_of(repeat, lambda: harness_process(repo, "--no-cache"))
+    with tempfile.TemporaryDirectory() as cache:
+        harness_process(repo, "--cache-dir", cache)  # fills the cache
+        warm, _ = best_of(repeat, lambda: harness_process(repo, "--cache-dir", cache))
     inproc, _ = best_of(repeat, lambda: harness_in_process(repo))
     exhaustive, _ = best_of(1, lambda: harness_in_process(repo, "--exhaustive"))
     changed, peak_mb = counts[0], max(run["peak_kb"] for run in runs) / 1024
@@ -142,6 +147,8 @@ def report(repo: Path, sources: list[str], repeat: int) -> None:
     print(f"bare CPython loop (SimpleNamespace views):   {bare:7.3f} s")
     print(f"harness diff, fresh process:                  {process:7.3f} s   "
           f"ratio {process / bare:.2f}  (target <= 2.0)")  # fmt: skip
+    print(f"harness diff, fresh process, warm cache:      {warm:7.3f} s   "
+          f"ratio {warm / bare:.2f}")  # fmt: skip
     print(
         f"harness diff, in-process:                     {inproc:7.3f} s   ratio {inproc / bare:.2f}"
     )

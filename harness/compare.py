@@ -18,6 +18,7 @@ from harness.evaluate import CODE_TYPE, KEPT, VALUE, Outcome, OutcomeTable
 from harness.matrix import Matrix, bits_of
 
 BLOCK = 4096
+SUB_BLOCK = 64
 
 
 @dataclass(frozen=True)
@@ -49,18 +50,35 @@ def compare(
     matrix: Matrix, base: OutcomeTable, head: OutcomeTable, where: tuple[int, ...] | None = None
 ) -> Comparison:
     """Every cell (inside the `where` cube, if given) whose resolved outcome differs."""
+    outcomes, changes = _changes(matrix, base, head, where)
+    indices, bcodes, hcodes = array("L"), array(CODE_TYPE), array(CODE_TYPE)
+    for i, b, h in changes:
+        indices.append(i)
+        bcodes.append(b)
+        hcodes.append(h)
+    rules = summarize(matrix, outcomes, indices, bcodes, hcodes)
+    return Comparison(outcomes, indices, bcodes, hcodes, rules)
+
+
+def any_change(
+    matrix: Matrix, base: OutcomeTable, head: OutcomeTable, where: tuple[int, ...] | None = None
+) -> bool:
+    """Whether some cell differs: `compare` that stops at the first one and builds no rules."""
+    _, changes = _changes(matrix, base, head, where)
+    return next(changes, None) is not None
+
+
+def _changes(matrix: Matrix, base: OutcomeTable, head: OutcomeTable, where):
+    """The merged outcome list, and (cell, base code, head code) for each changed cell."""
     outcomes, head_codes = _merge_palettes(base, head)
     resolver = _Resolver(matrix, outcomes)
     inside = _cube_test(matrix, where)
-    indices, bcodes, hcodes = array("L"), array(CODE_TYPE), array(CODE_TYPE)
-    for i in _differing(base.codes, head_codes):
-        b, h = base.codes[i], head_codes[i]
-        if inside(i) and resolver.differs(i, b, h):
-            indices.append(i)
-            bcodes.append(b)
-            hcodes.append(h)
-    rules = summarize(matrix, outcomes, indices, bcodes, hcodes)
-    return Comparison(outcomes, indices, bcodes, hcodes, rules)
+    changes = (
+        (i, base.codes[i], head_codes[i])
+        for i in _differing(base.codes, head_codes)
+        if inside(i) and resolver.differs(i, base.codes[i], head_codes[i])
+    )
+    return outcomes, changes
 
 
 def _merge_palettes(base: OutcomeTable, head: OutcomeTable) -> tuple[list[Outcome], array]:
@@ -79,12 +97,17 @@ def _merge_palettes(base: OutcomeTable, head: OutcomeTable) -> tuple[list[Outcom
 
 
 def _differing(a: array, b: array) -> Iterator[int]:
-    """Indices where the code arrays differ, skipping equal blocks at C speed."""
+    """Indices where the code arrays differ, skipping equal stretches at C speed."""
     abytes, bbytes, width = a.tobytes(), b.tobytes(), a.itemsize
     for first in range(0, len(a), BLOCK):
         lo, hi = first * width, (first + BLOCK) * width
-        if abytes[lo:hi] != bbytes[lo:hi]:
-            yield from (i for i in range(first, min(first + BLOCK, len(a))) if a[i] != b[i])
+        if abytes[lo:hi] == bbytes[lo:hi]:
+            continue
+        for start in range(first, min(first + BLOCK, len(a)), SUB_BLOCK):
+            lo, hi = start * width, (start + SUB_BLOCK) * width
+            if abytes[lo:hi] != bbytes[lo:hi]:
+                end = min(start + SUB_BLOCK, len(a))
+                yield from (i for i in range(start, end) if a[i] != b[i])
 
 
 def _cube_test(matrix: Matrix, where: tuple[int, ...] | None):

@@ -17,12 +17,12 @@ import copy
 import hashlib
 import symtable
 from collections.abc import Collection
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cached_property
 from typing import NamedTuple
 
 from harness.errors import Absent, Unevaluable
-from harness.source import Layout, Statement, layout
+from harness.source import Layout, Piece, Statement, layout
 
 # Builtins the evaluated code may use: pure functions, types and exceptions.
 # (Not id() or hash(): their answers change from run to run.)
@@ -148,17 +148,66 @@ def extract_closure(
 ) -> Closure:
     """The closure of `function` in `source`; names in `bound` come from the world.
 
-    Cheap when the file differs from one already seen in a few statements:
-    only those are parsed, and the digest is built from per-statement memos.
+    Cheap when the file differs from the last one seen in a few statements:
+    only those are parsed, and when none of them binds a name the last
+    closure looked up, that closure is reused (at its new lines).
     `matrix_file` is where messages tell the user to add a binding.
     """
-    index = index_module(layout(source, path))
+    module = layout(source, path)
+    key = (path, function, matrix_file)
+    closure = _reuse(module, key, bound)
+    if closure is not None:
+        return closure
+    index = index_module(module)
     target = _find_target(index, path, function)
     resolver = _Resolver(index, set(bound), path, matrix_file)
     resolver.visit(function, target)
     parts = tuple(sorted(resolver.included.values(), key=lambda part: part[0].lineno))
     needs = tuple(sorted(resolver.needs.items()))
-    return Closure(path, function, target.lineno, parts, needs, _digest(parts, needs))
+    closure = Closure(path, function, target.lineno, parts, needs, _digest(parts, needs))
+    _last[:] = [_Last(module, bound, key, closure, frozenset(resolver.seen))]
+    return closure
+
+
+@dataclass(frozen=True)
+class _Last:
+    """The last closure extracted, and every name its resolution looked up."""
+
+    module: Layout
+    bound: Collection[str]
+    key: tuple[str, str, str]
+    closure: Closure
+    watched: frozenset[str]
+
+
+_last: list[_Last] = []
+
+
+def _reuse(module: Layout, key: tuple[str, str, str], bound: Collection[str]) -> Closure | None:
+    """The last closure, if `module` is its file edited only where no looked-up name is bound."""
+    if not _last or _last[0].key != key or _last[0].bound is not bound:
+        return None
+    last = _last[0]
+    if module is last.module:
+        return last.closure
+    edit = module.edit
+    if edit is None or edit.base is not last.module:
+        return None
+    replaced = edit.removed_pieces() + module.pieces[edit.first : edit.first + edit.added]
+    if any(_names_bound(piece) & last.watched for piece in replaced):
+        return None
+    parts = tuple(
+        (module.statement(edit.slot(statement.slot), statement.position), role)
+        for statement, role in last.closure.parts
+    )
+    (lineno,) = (statement.lineno for statement, role in parts if role == TARGET)
+    closure = replace(last.closure, parts=parts, lineno=lineno)
+    _last[:] = [replace(last, module=module, closure=closure)]
+    return closure
+
+
+def _names_bound(piece: Piece) -> frozenset[str]:
+    return piece.memo("names", lambda nodes: frozenset(n for n, _, _ in _piece_bindings(nodes)))
 
 
 def _find_target(index: dict[str, list[Binding]], path: str, function: str) -> Statement:

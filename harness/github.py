@@ -14,8 +14,6 @@ import re
 import time
 from typing import Any
 
-import requests
-
 from harness.errors import HarnessError
 
 PUBLIC_API = "https://api.github.com"
@@ -38,6 +36,9 @@ class GitHub:
     def __init__(self, slug: str, base_url: str | None = None, token: str | None = None) -> None:
         self.slug = check_slug(slug)
         self.base = (base_url or os.environ.get("GITHUB_API_URL") or PUBLIC_API).rstrip("/")
+        import requests  # deferred: most runs never touch the network, and it costs 0.15 s
+
+        self.requests = requests
         self.session = requests.Session()
         self.session.headers.update(
             {"Accept": "application/vnd.github+json", "X-GitHub-Api-Version": "2022-11-28"}
@@ -62,10 +63,10 @@ class GitHub:
             pause = BACKOFF * 2**attempt
             try:
                 answer = self.session.request(method, url, json=body, timeout=self.timeout)
-            except requests.Timeout:
+            except self.requests.Timeout:
                 problem = f"no answer within {self.timeout:g} s"
                 continue
-            except requests.ConnectionError as exc:
+            except self.requests.ConnectionError as exc:
                 problem = f"cannot connect ({_first_line(exc)})"
                 continue
             if answer.status_code < 300:
@@ -77,7 +78,7 @@ class GitHub:
             "try again later"
         )
 
-    def _retryable(self, answer: requests.Response, what: str) -> tuple[str, float | None]:
+    def _retryable(self, answer, what: str) -> tuple[str, float | None]:
         """A retryable problem and how long to wait (None: the usual backoff), or raise."""
         status = answer.status_code
         if status >= 500:
@@ -111,7 +112,7 @@ class GitHub:
         return f"the GitHub API at {self.base} answered HTTP {status} for {what}"
 
 
-def _is_rate_limit(answer: requests.Response) -> bool:
+def _is_rate_limit(answer) -> bool:
     headers = answer.headers
     return (
         answer.status_code == 429
@@ -120,7 +121,7 @@ def _is_rate_limit(answer: requests.Response) -> bool:
     )
 
 
-def _rate_limit_wait(answer: requests.Response) -> float | None:
+def _rate_limit_wait(answer) -> float | None:
     """Seconds until a rate limit lifts, as the answer says (None: it does not say)."""
     after = answer.headers.get("Retry-After", "").strip()
     if after.isdigit():

@@ -14,6 +14,7 @@ import itertools
 import json
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -101,7 +102,7 @@ class Matrix:
         """A display dict {axis: value} for one cell."""
         return {axis.name: axis.values[d] for axis, d in zip(self.axes, cell, strict=True)}
 
-    @property
+    @cached_property
     def edit_hint(self) -> str:
         """Where a user adds a field or binding: their own file, or a copy of a shipped one."""
         if Path(self.source).resolve().parent == shipped_dir().resolve():

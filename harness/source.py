@@ -52,6 +52,7 @@ class Statement(NamedTuple):
     piece: Piece
     position: int  # index into piece.nodes
     offset: int  # file line of the piece's first line, minus one
+    slot: int  # index of the piece in its layout
 
     @property
     def node(self) -> ast.stmt:
@@ -76,9 +77,31 @@ class Layout:
     pieces: list[Piece]
     starts: list[int]
     lines: list[int]
+    edit: Edit | None = None  # how this layout was made from an earlier one
 
     def statement(self, index: int, position: int) -> Statement:
-        return Statement(self.pieces[index], position, self.lines[index])
+        return Statement(self.pieces[index], position, self.lines[index], index)
+
+
+@dataclass(frozen=True)
+class Edit:
+    """`base`'s pieces [first, after) were replaced by this layout's [first, first + added)."""
+
+    base: Layout
+    first: int
+    after: int
+    added: int
+
+    def removed_pieces(self) -> list[Piece]:
+        return self.base.pieces[self.first : self.after]
+
+    def slot(self, old: int) -> int | None:
+        """Where `base`'s piece `old` is now (None: it was replaced)."""
+        if old < self.first:
+            return old
+        if old >= self.after:
+            return old - self.after + self.first + self.added
+        return None
 
 
 _pieces: dict[str, Piece] = {}
@@ -128,6 +151,7 @@ def _join(source, old, first, middle, after, shift, moved) -> Layout:
         old.pieces[:first] + middle.pieces + old.pieces[after:],
         old.starts[:first] + middle.starts + [s + shift for s in old.starts[after:]],
         old.lines[:first] + middle.lines + [n + moved for n in old.lines[after:]],
+        Edit(old, first, after, len(middle.pieces)),
     )
 
 

@@ -114,3 +114,56 @@ def test_a_syntax_error_names_its_line_in_the_file():
     line = source.splitlines().index("def broken(:") + 1
     with pytest.raises(Unevaluable, match=f"syntax error in m.py line {line}:"):
         statements(source, "m.py")
+
+
+def closure_facts(closure) -> tuple:
+    """Everything a closure is: digest, needs, target line, and its nodes with their lines."""
+    dumped = [ast.dump(node, include_attributes=True) for node in closure.nodes]
+    return closure.digest, closure.needs, closure.lineno, dumped
+
+
+def fixture_edits() -> list[str]:
+    """Edits around the FA4 pass: unrelated ones (the last closure is reused) and ones that
+    change it (a helper, a constant rebound, lines inserted above)."""
+    text = overrides_source(Overrides(padding=6))
+    steps = [
+        ("- 2 % 7}", "- 2 % 9}"),  # an unrelated pass
+        ("_ATTENTION_FIELDS = (", "_EXTRA = 1\n_ATTENTION_FIELDS = ("),  # lines above
+        ("return any(", "return all("),  # the helper the pass uses
+        ("- 4 % 7}", "- 4 % 5}"),
+        ("\n\n@register_post_process\ndef _tuning_pass_5",
+         "\n\nFA4_PAGE_SIZE = 64\n\n\n@register_post_process\ndef _tuning_pass_5"),  # rebound
+        ("- 1 % 7}", "- 1 % 3}"),
+    ]  # fmt: skip
+    versions = [text]
+    for old, new in steps:
+        assert old in text, old
+        text = text.replace(old, new, 1)
+        versions.append(text)
+    return versions
+
+
+def test_a_reused_closure_is_the_closure_a_fresh_extraction_finds():
+    from harness.extract import extract_closure
+
+    names = {
+        "logger",
+        "Backend",
+        "envs",
+        "is_sm100_supported",
+        "is_sm90_supported",
+        "is_hip",
+        "get_platform",
+        "use_mla_backend",
+        "model_config_of",
+        "register_post_process",
+    }
+    shared = set(names)  # one bound object across the chain: reuse is allowed
+    chained = [closure_facts(extract_closure(v, "m.py", "_fa4_page_constraint", shared))
+               for v in fixture_edits()]  # fmt: skip
+    fresh = [closure_facts(extract_closure(v, "m.py", "_fa4_page_constraint", set(names)))
+             for v in fixture_edits()]  # fmt: skip
+    assert chained == fresh
+    digests = [facts[0] for facts in fresh]
+    assert digests[0] == digests[1] == digests[2]  # unrelated edit, lines above
+    assert digests[3] != digests[2] and digests[5] != digests[4]  # helper, constant rebound
