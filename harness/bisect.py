@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 import git as gitpython
 
 from harness import git
-from harness.compare import Comparison, compare
+from harness.compare import Comparison, any_change, compare
 from harness.errors import HarnessError
 from harness.versions import State, Versions
 
@@ -85,9 +85,7 @@ class Search:
     def _differs(self, state: State) -> bool:
         if state.key == self.baseline.key:
             return False
-        return (
-            compare(self.versions.matrix, self.baseline.table, state.table, self.where).changed > 0
-        )
+        return any_change(self.versions.matrix, self.baseline.table, state.table, self.where)
 
     def _search(self, commits: list[git.Commit], bad: git.Revision, result: BisectResult) -> None:
         lo, hi = -1, len(commits) - 1 if commits and commits[-1].sha == bad.sha else len(commits)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import git
@@ -163,6 +163,8 @@ class Commit:
     parent: str | None
     date: str
     subject: str
+    # (the file's blob at the parent, at the commit) when git log said; None: ask git
+    blobs: tuple[str | None, str | None] | None = field(default=None, compare=False)
 
     @property
     def pr(self) -> int | None:
@@ -179,22 +181,29 @@ class Commit:
 def commits_touching(
     repo: git.Repo, revisions: list[str], path: str, first_parent: bool = False
 ) -> list[Commit]:
-    """Commits in `revisions` (rev-list arguments) that change `path`, oldest first."""
+    """Commits in `revisions` (rev-list arguments) that change `path`, oldest first, with
+    the file's blob before and after each (read from the same `git log`)."""
     options = ["--first-parent"] if first_parent else []
     out = repo.git.log(
-        "--reverse",
-        "--topo-order",
-        "--format=%H%x00%P%x00%cI%x00%s",
-        *options,
-        *revisions,
-        "--",
-        path,
-    )
-    commits = []
-    for line in out.splitlines():
-        sha, parents, date, subject = line.split("\0", 3)
-        commits.append(Commit(sha, parents.split(" ")[0] or None, date, subject))
-    return commits
+        "--reverse", "--topo-order", "--raw", "--no-abbrev", "--no-renames",
+        "--format=%x01%H%x00%P%x00%cI%x00%s", *options, *revisions, "--", path,
+    )  # fmt: skip
+    return [_commit_from(record) for record in out.split("\x01")[1:]]
+
+
+def _commit_from(record: str) -> Commit:
+    header, _, rest = record.partition("\n")
+    sha, parents, date, subject = header.split("\0", 3)
+    blobs = None
+    for line in rest.splitlines():
+        if line.startswith(":"):  # :oldmode newmode oldblob newblob status<TAB>path
+            fields = line.split(maxsplit=4)
+            blobs = (_blob_or_none(fields[2]), _blob_or_none(fields[3]))
+    return Commit(sha, parents.split(" ")[0] or None, date, subject, blobs)
+
+
+def _blob_or_none(sha: str) -> str | None:
+    return None if not sha.strip("0") else sha
 
 
 def commit_of(repo: git.Repo, revision: Revision) -> Commit:

@@ -58,7 +58,7 @@ def history(
     last = _start(versions, commits)
     with Progress(len(commits), "history") as bar:
         for commit in commits:
-            state = versions.at_commit(commit.sha)
+            state = _state(versions, commit, after=True)
             bar.advance()
             if not state.evaluable:
                 report.skipped.append(Skipped(commit, state.reason))
@@ -83,10 +83,17 @@ def _start(versions: Versions, commits: list[git.Commit]) -> State | None:
 def _before(versions: Versions, commit: git.Commit, last: State | None) -> State | None:
     """The state a commit is compared with: its first parent's, else the last evaluable one."""
     if commit.parent is not None:
-        state = versions.at_commit(commit.parent)
+        state = _state(versions, commit, after=False)
         if state.evaluable:
             return state
     return last
+
+
+def _state(versions: Versions, commit: git.Commit, after: bool) -> State:
+    """The state at the commit (after) or at its first parent, from the blobs git log gave."""
+    if commit.blobs is not None:
+        return versions.at_blob(commit.blobs[after], commit.short)
+    return versions.at_commit(commit.sha if after else commit.parent)
 
 
 def _record(report: HistoryReport, commit: git.Commit, comparison: Comparison) -> None:

@@ -14,7 +14,7 @@ import itertools
 import json
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from functools import cached_property
+from functools import cache, cached_property
 from pathlib import Path
 from typing import Any
 
@@ -62,11 +62,11 @@ class Matrix:
     description: str = ""
     digest: str = ""
 
-    @property
+    @cached_property
     def radices(self) -> tuple[int, ...]:
         return tuple(len(axis.values) for axis in self.axes)
 
-    @property
+    @cached_property
     def strides(self) -> tuple[int, ...]:
         strides, step = [], 1
         for radix in reversed(self.radices):
@@ -74,7 +74,7 @@ class Matrix:
             step *= radix
         return tuple(reversed(strides))
 
-    @property
+    @cached_property
     def size(self) -> int:
         total = 1
         for radix in self.radices:
@@ -129,15 +129,16 @@ def iter_cells(masks: tuple[int, ...]) -> Iterator[tuple[int, ...]]:
     return itertools.product(*(bits_of(mask) for mask in masks))
 
 
-def bits_of(mask: int) -> list[int]:
-    """The indices of the set bits of `mask`, ascending."""
+@cache
+def bits_of(mask: int) -> tuple[int, ...]:
+    """The indices of the set bits of `mask`, ascending (masks are few: remembered)."""
     out, i = [], 0
     while mask:
         if mask & 1:
             out.append(i)
         mask >>= 1
         i += 1
-    return out
+    return tuple(out)
 
 
 def parse_where(matrix: Matrix, exprs: list[str]) -> tuple[int, ...]:

@@ -158,17 +158,29 @@ def _join(source, old, first, middle, after, shift, moved) -> Layout:
 def _changed_span(old: str, new: str) -> tuple[int, int]:
     """Where `old` starts and stops differing from `new` (the end is exclusive)."""
     limit = min(len(old), len(new))
-    lo = _common_length(lambda n: old[:n] == new[:n], limit)
-    tail = _common_length(lambda n: old[len(old) - n :] == new[len(new) - n :], limit - lo)
+    lo = _common_length(lambda a, b: old[a:b] == new[a:b], limit)
+    tail = _common_length(
+        lambda a, b: old[len(old) - b : len(old) - a] == new[len(new) - b : len(new) - a],
+        limit - lo,
+    )
     return lo, len(old) - tail
 
 
-def _common_length(same, limit: int) -> int:
-    """The largest n <= limit with same(n), by bisection (each test runs at C speed)."""
-    lo, hi = 0, limit
+def _common_length(same, limit: int, chunk: int = 1024) -> int:
+    """The largest n <= limit with same(0, n): in chunks that double while equal, then by
+    bisection in the first chunk that differs (each comparison runs at C speed)."""
+    start = 0
+    while start < limit:
+        end = min(start + chunk, limit)
+        if not same(start, end):
+            break
+        start, chunk = end, chunk * 2
+    else:
+        return limit
+    lo, hi = start, end - 1  # the answer lies in [start, end)
     while lo < hi:
         mid = (lo + hi + 1) // 2
-        if same(mid):
+        if same(start, mid):
             lo = mid
         else:
             hi = mid - 1

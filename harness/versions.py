@@ -64,10 +64,13 @@ class Versions:
         return self.at_commit(revision.sha, revision.label)
 
     def at_commit(self, sha: str, label: str | None = None) -> State:
-        blob = git.blob_of(self.repo, sha, self.matrix.target.path)
+        return self.at_blob(git.blob_of(self.repo, sha, self.matrix.target.path), label or sha[:10])
+
+    def at_blob(self, blob: str | None, label: str) -> State:
+        """The state of the file whose blob is `blob` (None: no such file)."""
         if blob not in self.by_blob:
             source = None if blob is None else git.read_blob(self.repo, blob)
-            self.by_blob[blob] = self.of_source(source, label or sha[:10])
+            self.by_blob[blob] = self.of_source(source, label)
         return self.by_blob[blob]
 
     def of_source(self, source: str | None, label: str) -> State:

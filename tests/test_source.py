@@ -167,3 +167,29 @@ def test_a_reused_closure_is_the_closure_a_fresh_extraction_finds():
     digests = [facts[0] for facts in fresh]
     assert digests[0] == digests[1] == digests[2]  # unrelated edit, lines above
     assert digests[3] != digests[2] and digests[5] != digests[4]  # helper, constant rebound
+
+
+@pytest.mark.parametrize("chunk", [1, 3, 1024])
+def test_the_changed_span_is_what_a_character_by_character_scan_finds(chunk, monkeypatch):
+    import harness.source as source
+
+    real = source._common_length
+    monkeypatch.setattr(source, "_common_length", lambda same, n: real(same, n, chunk=chunk))
+    rng = random.Random(chunk)
+    for _ in range(1500):
+        old = "".join(rng.choice("ab\n") for _ in range(rng.randrange(40)))
+        new = list(old)
+        for _ in range(rng.randrange(3)):
+            at = rng.randrange(len(new) + 1)
+            if rng.random() < 0.5:
+                new.insert(at, rng.choice("abc"))
+            elif at < len(new):
+                del new[at]
+        new = "".join(new)
+        head = 0
+        while head < min(len(old), len(new)) and old[head] == new[head]:
+            head += 1
+        tail = 0
+        while tail < min(len(old), len(new)) - head and old[-1 - tail] == new[-1 - tail]:
+            tail += 1
+        assert source._changed_span(old, new) == (head, len(old) - tail)
