@@ -129,7 +129,7 @@ def main() -> None:
         report = json.loads(done.stdout)
         diff_s, _ = cold(args.repeat, [*HARNESS, "diff", shas[0], shas[-1], *where])
         print(f"harness history (whole range):     {history_s:7.2f} s   "
-              f"({len(report['commits'])} behavior changes found)")  # fmt: skip
+              f"({len(report['commits'])} behavior-changing commit(s) found)")  # fmt: skip
         print(f"harness diff of its endpoints:     {diff_s:7.2f} s")
         print(f"ratio history / diff:              {history_s / diff_s:7.2f}    (target <= 3)")
         bisect_s, done = cold(args.repeat, [*HARNESS, "bisect", shas[0], shas[-1], *where])

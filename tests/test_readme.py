@@ -44,3 +44,17 @@ def test_demo_keep_leaves_a_repository_to_explore(tmp_path):
     assert run_cli("demo", "--keep", str(target), "--format", "json").code == 0
     assert run_cli("diff", "#30871^", "#30871", "--repo", str(target)).code == 1
     assert run_cli("demo", "--keep", str(target)).code == 2  # exists already
+
+
+def test_the_cli_reference_names_every_command_and_option():
+    from harness.cli import build_parser
+
+    readme = (ROOT / "README.md").read_text()
+    reference = readme.split("## CLI reference", 1)[1].split("\n## ", 1)[0]
+    commands = next(a for a in build_parser()._actions if a.dest == "command").choices
+    for name, parser in commands.items():
+        assert f"harness {name}" in reference, name
+        for action in parser._actions:
+            for option in action.option_strings:
+                if option.startswith("--") and option != "--help":
+                    assert option in reference, f"harness {name} {option}"

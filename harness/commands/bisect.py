@@ -5,20 +5,8 @@ from __future__ import annotations
 import argparse
 import sys
 
-from harness import git
 from harness.bisect import bisect
-from harness.commands.common import (
-    FORMATS,
-    add_cache_options,
-    add_command,
-    add_matrix_option,
-    add_repo_option,
-    add_revision_options,
-    add_where_option,
-    revision_resolver,
-    table_cache,
-)
-from harness.matrix import load_matrix, parse_where
+from harness.commands.common import add_command, add_evaluation_options, set_up
 from harness.report import bisect as report
 from harness.versions import Versions
 
@@ -42,25 +30,17 @@ def register(commands: argparse._SubParsersAction) -> None:
     parser = add_command(commands, "bisect", "find the commit that changed outcomes", HELP)
     parser.add_argument("good", metavar="GOOD", help="a revision with the old outcomes")
     parser.add_argument("bad", metavar="BAD", help="a later revision with changed outcomes")
-    parser.add_argument("--format", choices=FORMATS, default="text", help="report format")
     parser.add_argument(
         "--first-parent", action="store_true", help="search the first-parent chain only"
     )
-    add_where_option(parser)
-    add_matrix_option(parser)
-    add_repo_option(parser)
-    add_revision_options(parser)
-    add_cache_options(parser)
-    parser.set_defaults(handler=run)
+    add_evaluation_options(parser, run)
 
 
 def run(args: argparse.Namespace) -> int:
-    matrix = load_matrix(args.matrix)
-    where = parse_where(matrix, args.where)
-    repo = git.open_repo(args.repo)
-    resolve = revision_resolver(args, repo)
-    good, bad = resolve(args.good), resolve(args.bad)
-    versions = Versions(repo, matrix, table_cache(args))
+    setup = set_up(args)
+    matrix, repo, where = setup.matrix, setup.repo, setup.where
+    good, bad = setup.resolve(args.good), setup.resolve(args.bad)
+    versions = Versions(repo, matrix, setup.cache)
     live = args.format == "text"
     if live:
         _write(report.header(matrix, good, bad) + "\n")

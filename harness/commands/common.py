@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from harness import git
 from harness.cache import TableCache, default_directory
 from harness.errors import HarnessError
 from harness.github import GitHub, check_slug
-from harness.matrix import DEFAULT_MATRIX
+from harness.matrix import DEFAULT_MATRIX, Matrix, load_matrix, parse_where
 from harness.prs import OnlinePRs
 
 FORMATS = ("text", "markdown", "json")
@@ -104,8 +107,39 @@ def online_prs(args: argparse.Namespace, repo) -> OnlinePRs | None:
     return OnlinePRs(repo, GitHub(args.github)) if args.github else None
 
 
-def revision_resolver(args: argparse.Namespace, repo):
-    """expr -> Revision, as the command's options ask."""
-    online = online_prs(args, repo)
+def revision_resolver(repo, online: OnlinePRs | None) -> Callable[[str], git.Revision]:
+    """expr -> Revision; #N falls back to the GitHub API when `online` is given."""
     lookup = online.commit if online else None
     return lambda expr: git.resolve(repo, expr, lookup)
+
+
+def add_evaluation_options(parser: argparse.ArgumentParser, handler) -> None:
+    """What every command that evaluates revisions takes, after its own arguments."""
+    parser.add_argument("--format", choices=FORMATS, default="text", help="report format")
+    add_where_option(parser)
+    add_matrix_option(parser)
+    add_repo_option(parser)
+    add_revision_options(parser)
+    add_cache_options(parser)
+    parser.set_defaults(handler=handler)
+
+
+@dataclass
+class Setup:
+    """The matrix, the selected cells, the repository and its revision resolver."""
+
+    matrix: Matrix
+    where: tuple[int, ...] | None
+    repo: Any
+    resolve: Callable[[str], git.Revision]
+    online: OnlinePRs | None  # with --github
+    cache: TableCache
+
+
+def set_up(args: argparse.Namespace) -> Setup:
+    """Load and check everything the options name, in the order users expect errors."""
+    matrix = load_matrix(args.matrix)
+    where = parse_where(matrix, args.where)
+    repo = git.open_repo(args.repo)
+    online = online_prs(args, repo)
+    return Setup(matrix, where, repo, revision_resolver(repo, online), online, table_cache(args))

@@ -7,20 +7,13 @@ import sys
 
 from harness import git
 from harness.commands.common import (
-    FORMATS,
-    add_cache_options,
+    Setup,
     add_command,
-    add_matrix_option,
-    add_repo_option,
-    add_revision_options,
-    add_where_option,
+    add_evaluation_options,
     nonnegative,
-    online_prs,
-    revision_resolver,
-    table_cache,
+    set_up,
 )
 from harness.errors import HarnessError
-from harness.matrix import load_matrix, parse_where
 from harness.pipeline import diff
 from harness.prs import pr_revisions
 from harness.report import jsonfmt, markdown, text
@@ -47,7 +40,6 @@ def register(commands: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--pr", type=_pr_number, metavar="N", help="compare PR #N with its base (see above)"
     )
-    parser.add_argument("--format", choices=FORMATS, default="text", help="report format")
     parser.add_argument(
         "--sample",
         type=nonnegative,
@@ -61,12 +53,7 @@ def register(commands: argparse._SubParsersAction) -> None:
         help="run the function on every cell instead of once per decision path (slower; "
         "for functions that are not pure)",
     )
-    add_where_option(parser)
-    add_matrix_option(parser)
-    add_repo_option(parser)
-    add_revision_options(parser)
-    add_cache_options(parser)
-    parser.set_defaults(handler=run)
+    add_evaluation_options(parser, run)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -75,11 +62,11 @@ def run(args: argparse.Namespace) -> int:
         raise HarnessError(
             f"harness diff takes at most two revisions, got {len(args.revisions)}: {shown}"
         )
-    matrix = load_matrix(args.matrix)
-    where = parse_where(matrix, args.where)
-    repo = git.open_repo(args.repo)
-    base, head = pick_revisions(repo, args)
-    report = diff(repo, matrix, base, head, args.exhaustive, where, cache=table_cache(args))
+    setup = set_up(args)
+    base, head = pick_revisions(setup, args)
+    report = diff(
+        setup.repo, setup.matrix, base, head, args.exhaustive, setup.where, cache=setup.cache
+    )
     write(report, args.format, args.sample)
     warn_if_blind(report)
     return 1 if report.changed else 0
@@ -95,16 +82,15 @@ def warn_if_blind(report: DiffReport) -> None:
         )
 
 
-def pick_revisions(repo, args: argparse.Namespace) -> tuple[git.Revision, git.Revision]:
+def pick_revisions(setup: Setup, args: argparse.Namespace) -> tuple[git.Revision, git.Revision]:
     """As `git diff`: none -> HEAD vs working tree; one -> REV vs working tree; two -> both."""
-    revisions = args.revisions
+    revisions, repo, resolve = args.revisions, setup.repo, setup.resolve
     if args.pr is not None:
         if revisions:
             raise HarnessError(
                 f"harness diff --pr {args.pr} takes no revisions, got: {' '.join(revisions)}"
             )
-        return pr_revisions(repo, args.pr, online_prs(args, repo))
-    resolve = revision_resolver(args, repo)
+        return pr_revisions(repo, args.pr, setup.online)
     if len(revisions) == 2:
         return resolve(revisions[0]), resolve(revisions[1])
     return resolve(revisions[0] if revisions else "HEAD"), git.worktree(repo)

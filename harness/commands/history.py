@@ -5,21 +5,9 @@ from __future__ import annotations
 import argparse
 import sys
 
-from harness import git
-from harness.commands.common import (
-    FORMATS,
-    add_cache_options,
-    add_command,
-    add_matrix_option,
-    add_repo_option,
-    add_revision_options,
-    add_where_option,
-    revision_resolver,
-    table_cache,
-)
+from harness.commands.common import add_command, add_evaluation_options, set_up
 from harness.errors import HarnessError
 from harness.history import history
-from harness.matrix import load_matrix, parse_where
 from harness.report import history as report
 from harness.versions import Versions
 
@@ -44,27 +32,19 @@ Exit status: 0 no commit changed outcomes, 1 some did, 2 error."""
 def register(commands: argparse._SubParsersAction) -> None:
     parser = add_command(commands, "history", "list the commits that changed outcomes", HELP)
     parser.add_argument("range", nargs="?", metavar="RANGE", help="A..B, or one revision")
-    parser.add_argument("--format", choices=FORMATS, default="text", help="report format")
     parser.add_argument(
         "--first-parent",
         action="store_true",
         help="follow only the first parent of merges (the mainline's own commits)",
     )
-    add_where_option(parser)
-    add_matrix_option(parser)
-    add_repo_option(parser)
-    add_revision_options(parser)
-    add_cache_options(parser)
-    parser.set_defaults(handler=run)
+    add_evaluation_options(parser, run)
 
 
 def run(args: argparse.Namespace) -> int:
-    matrix = load_matrix(args.matrix)
-    where = parse_where(matrix, args.where)
-    repo = git.open_repo(args.repo)
-    text, revisions = parse_range(args.range, revision_resolver(args, repo))
-    versions = Versions(repo, matrix, table_cache(args))
-    found = history(repo, versions, text, revisions, where, args.first_parent)
+    setup = set_up(args)
+    text, revisions = parse_range(args.range, setup.resolve)
+    versions = Versions(setup.repo, setup.matrix, setup.cache)
+    found = history(setup.repo, versions, text, revisions, setup.where, args.first_parent)
     render = {"json": report.render_json, "markdown": report.render_markdown}
     sys.stdout.write(render.get(args.format, report.render_text)(found))
     return 1 if found.changes else 0
