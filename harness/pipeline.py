@@ -23,6 +23,6 @@ def diff(
 ) -> DiffReport:
     """Evaluate both revisions over the matrix (or find them cached) and compare."""
     versions = Versions(repo, matrix, cache, exhaustive)
-    tables = {"base": versions.at(base).table, "head": versions.at(head).table}
-    comparison = compare(matrix, tables["base"], tables["head"], where)
-    return build_report(matrix, base, head, comparison, tables)
+    states = {"base": versions.at(base), "head": versions.at(head)}
+    comparison = compare(matrix, states["base"].table, states["head"].table, where)
+    return build_report(matrix, base, head, comparison, states)

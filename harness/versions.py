@@ -33,6 +33,7 @@ class State:
     key: str  # equal keys: equal tables
     table: OutcomeTable
     reason: str | None = None  # set when the revision cannot be evaluated
+    line: int | None = None  # the target function's line in the file
 
     @property
     def evaluable(self) -> bool:
@@ -53,7 +54,7 @@ class Versions:
         self.cache = cache or TableCache(None)
         self.bound = bind_matrix(matrix)
         self.by_blob: dict[str | None, State] = {}
-        self.by_key: dict[str, State] = {}
+        self.by_key: dict[str, OutcomeTable] = {}
         self.evaluations = 0
 
     def at(self, revision: git.Revision) -> State:
@@ -79,18 +80,17 @@ class Versions:
         except (Absent, Unevaluable) as exc:
             return _unevaluable(exc, self.matrix)
         key = table_key(self.matrix.world, self.matrix.digest, closure.digest)
-        if key in self.by_key:
-            return self.by_key[key]
-        table = self.cache.get(key, self.matrix.size)
+        table = self.by_key.get(key) or self.cache.get(key, self.matrix.size)
         if table is None:
             self.evaluations += 1
             evaluation = evaluate_closure(closure, self.matrix, self.bound, label, self.exhaustive)
             if evaluation.closure is None:  # failed while running: the reason names lines
-                return State(f"unevaluable:{label}", evaluation.table, _reason(evaluation.table))
+                reason = _reason(evaluation.table)
+                return State(f"unevaluable:{label}", evaluation.table, reason, closure.lineno)
             table = evaluation.table
             self.cache.put(key, table)
-        state = self.by_key[key] = State(key, table)
-        return state
+        self.by_key[key] = table
+        return State(key, table, None, closure.lineno)
 
 
 def _unevaluable(exc: Absent | Unevaluable, matrix: Matrix) -> State:

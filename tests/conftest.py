@@ -88,3 +88,8 @@ def github_api(monkeypatch):
         monkeypatch.setenv("GITHUB_API_URL", fake.url)
         monkeypatch.setenv("GITHUB_TOKEN", TOKEN)
         yield fake
+
+
+def rev_sha(revision: dict) -> dict:
+    """A JSON report's revision, as the user named it and as it resolved."""
+    return {"rev": revision["rev"], "sha": revision["sha"]}

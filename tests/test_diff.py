@@ -7,7 +7,7 @@ import json
 import pytest
 
 from tests import oracle
-from tests.conftest import run_cli
+from tests.conftest import git_out, run_cli
 
 
 def diff_json(history, *revs: str, extra: tuple[str, ...] = ()) -> tuple[int, dict]:
@@ -80,12 +80,20 @@ def test_commits_that_keep_behavior_show_no_change(history, base, head):
 def test_json_names_matrix_target_revisions_and_cell_count(history):
     _, report = diff_json(history, "#30835^", "pr:30835")
     assert report["matrix"] == "sglang-fa4-page-size"
+    path = "python/sglang/srt/arg_groups/overrides.py"
     assert report["target"] == {
-        "path": "python/sglang/srt/arg_groups/overrides.py",
+        "path": path,
         "function": "_fa4_page_constraint",
+        "output": "page_size",
     }
-    assert report["base"] == {"rev": "#30835^", "sha": history.shas["comment"]}
-    assert report["head"] == {"rev": "pr:30835", "sha": history.shas["pr30835"]}
+    for side, key, rev in (("base", "comment", "#30835^"), ("head", "pr30835", "pr:30835")):
+        sha = history.shas[key]
+        text = git_out(history.root, "show", f"{sha}:{path}").splitlines()
+        line = text.index("def _fa4_page_constraint(view) -> Dict[str, Any]:") + 1
+        subject = git_out(history.root, "log", "-1", "--format=%s", sha).strip()
+        assert report[side] == {"rev": rev, "sha": sha, "subject": subject, "line": line}
+    assert report["axes"] == oracle.AXES
+    assert report["notes"] == {}
     total = 1
     for values in oracle.AXES.values():
         total *= len(values)

@@ -13,7 +13,7 @@ from harness.testing.gitrepo import FixtureRepo
 from harness.testing.sglang_fixture import OVERRIDES, Overrides, overrides_source
 from tests import oracle
 from tests.apiserver import Reply
-from tests.conftest import TOKEN, git_out, one_line_error, run_cli
+from tests.conftest import TOKEN, git_out, one_line_error, rev_sha, run_cli
 
 PULL = "/repos/octo/sglang/pulls/{}"
 PULL_OR = "/repos/o/r/pulls/{}"
@@ -77,7 +77,7 @@ def test_a_merged_pr_is_its_merge_commit(github_api, upstream, local):
     github_api.on("GET", PULL.format(42), Reply(body=pull(42, True, upstream["squash"])))
     code, report, _ = diff_json(local, "#42^", "#42")
     assert code == 1
-    assert report["head"] == {"rev": "#42", "sha": upstream["squash"]}
+    assert rev_sha(report["head"]) == {"rev": "#42", "sha": upstream["squash"]}
     assert report["base"]["sha"] == upstream["base"]
     assert changed(report) == FORWARD
     (seen,) = {(s.method, s.path) for s in github_api.seen}
@@ -93,8 +93,11 @@ def test_an_open_pr_is_fetched_as_refs_pull_without_writing_a_ref(github_api, up
     )))  # fmt: skip
     code, report, _ = diff_json(local, "--pr", "7")
     assert code == 1
-    assert report["head"] == {"rev": "#7", "sha": upstream["pr7"]}
-    assert report["base"] == {"rev": "#7 base", "sha": upstream["base"]}  # where it branched
+    assert rev_sha(report["head"]) == {"rev": "#7", "sha": upstream["pr7"]}
+    assert rev_sha(report["base"]) == {
+        "rev": "#7 base",
+        "sha": upstream["base"],
+    }  # where it branched
     assert changed(report) == FORWARD
     assert git_out(local, "for-each-ref") == refs_before
     assert not (local / ".git" / "FETCH_HEAD").exists()

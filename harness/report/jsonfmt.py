@@ -1,4 +1,9 @@
-"""The diff report as one JSON object (the schema is in the README)."""
+"""The diff report as one JSON object (the schema is in the README).
+
+The same document, with a sample of cells instead of all of them, is what the
+markdown renderer reads, so a report rendered in CI from the JSON artifact
+and one rendered at the terminal are the same text.
+"""
 
 from __future__ import annotations
 
@@ -7,19 +12,35 @@ from collections.abc import Iterator
 from typing import Any
 
 from harness.git import Revision
-from harness.report.model import DiffReport, RuleView
+from harness.report.model import DiffReport, RuleView, axes_of
+
+
+def document_head(report: DiffReport) -> dict[str, Any]:
+    target = report.matrix.target
+    return {
+        "matrix": report.matrix.name,
+        "target": {"path": target.path, "function": target.function, "output": target.output},
+        "base": revision_json(report.base, report.lines.get("base")),
+        "head": revision_json(report.head, report.lines.get("head")),
+        "cells": report.matrix.size,
+        "axes": axes_of(report.matrix),
+        "notes": report.notes,
+    }
+
+
+def document(report: DiffReport, sample: int) -> dict[str, Any]:
+    """The JSON document with `changed` cut to a sample (one cell per rule first)."""
+    return {
+        **document_head(report),
+        "changed_count": report.changed,
+        "changed": report.sample(sample),
+        "summary": summary_json(report.rules),
+    }
 
 
 def render_chunks(report: DiffReport) -> Iterator[str]:
     """The JSON text in pieces, so a large `changed` list streams instead of piling up."""
-    head = {
-        "matrix": report.matrix.name,
-        "target": {"path": report.matrix.target.path, "function": report.matrix.target.function},
-        "base": revision_json(report.base),
-        "head": revision_json(report.head),
-        "cells": report.matrix.size,
-    }
-    yield json.dumps(head)[:-1] + ', "changed": ['
+    yield json.dumps(document_head(report))[:-1] + ', "changed": ['
     for n, item in enumerate(report.changed_cells()):
         yield ("" if n == 0 else ", ") + json.dumps(item)
     yield '], "summary": ' + json.dumps(summary_json(report.rules)) + "}\n"
@@ -34,5 +55,5 @@ def summary_json(rules: list[RuleView]) -> list[dict[str, Any]]:
     return [{"where": r.where, "cells": r.cells, "transition": r.transition} for r in rules]
 
 
-def revision_json(rev: Revision) -> dict[str, Any]:
-    return {"rev": rev.expr, "sha": rev.sha}
+def revision_json(rev: Revision, line: int | None = None) -> dict[str, Any]:
+    return {"rev": rev.expr, "sha": rev.sha, "subject": rev.subject, "line": line}

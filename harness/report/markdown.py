@@ -1,59 +1,122 @@
-"""The diff report as GitHub-flavoured markdown (step summaries, PR comments)."""
+"""The diff report as GitHub-flavoured markdown (step summaries, PR comments).
+
+Rendered from the JSON document (`jsonfmt.document`), so the PR comment, made
+from the JSON artifact by a job that never runs PR code, is the same text as
+`harness diff --format markdown`. Everything taken from the document is
+escaped: in CI it comes from an untrusted job.
+"""
 
 from __future__ import annotations
 
+from typing import Any
+
 from harness.matrix import format_value
-from harness.report.model import DiffReport, RuleView, short_outcome
-from harness.report.text import revision_line
+from harness.report.jsonfmt import document
+from harness.report.model import DiffReport, RuleView, conditions_of, same_value, short_outcome
+from harness.report.text import revision_text
 
 
 def render(report: DiffReport, sample: int = 10) -> str:
-    target, field = report.matrix.target, report.matrix.target.output
+    return render_document(document(report, sample), sample)
+
+
+def render_document(doc: dict[str, Any], sample: int = 10, details: str | None = None) -> str:
+    """Markdown for a diff document; `details`: a link to the full report, if any."""
+    target, field = doc["target"], doc["target"]["output"]
     lines = [
-        f"### {report.matrix.name}: `{target.function}` in `{target.path}`",
+        f"### {escape(doc['matrix'])}: `{code(target['function'])}` in `{code(target['path'])}`",
         "",
-        f"- base: {escape(revision_line(report.base))}",
-        f"- head: {escape(revision_line(report.head))}",
+        f"- base: {escape(_revision(doc['base']))}",
+        f"- head: {escape(_revision(doc['head']))}",
     ]
-    lines.extend(f"- {side}: {escape(note)}" for side, note in report.notes.items())
+    lines.extend(f"- {side}: {escape(note)}" for side, note in doc.get("notes", {}).items())
     lines.append("")
-    if not report.changed:
-        lines.append(f"No cell changes `{field}` ({report.matrix.size:,} cells compared).")
-        return "\n".join(lines) + "\n"
-    lines.append(f"**{report.changed:,} of {report.matrix.size:,} cells change `{field}`:**")
-    lines.append("")
-    lines.extend(rule_table(report.rules))
-    if sample > 0:
-        lines.extend(_sample(report, sample))
+    changed, cells = changed_count(doc), doc["cells"]
+    if not changed:
+        lines.append(f"No cell changes `{code(field)}` ({cells:,} cells compared).")
+    else:
+        lines += [f"**{changed:,} of {cells:,} cells change `{code(field)}`:**", ""]
+        lines.extend(rule_table(rules_of(doc)))
+        if sample > 0:
+            lines.extend(_sample(doc, sample))
+    if details:
+        lines += ["", f"[Full report]({details})"]
     return "\n".join(lines) + "\n"
+
+
+def changed_count(doc: dict[str, Any]) -> int:
+    return doc.get("changed_count", len(doc["changed"]))
+
+
+def rules_of(doc: dict[str, Any]) -> list[RuleView]:
+    return [
+        RuleView(r["where"], conditions_of(r["where"], doc["axes"]), r["cells"], r["transition"])
+        for r in doc["summary"]
+    ]
 
 
 def rule_table(rules: list[RuleView]) -> list[str]:
     lines = ["| # | cells | transition | where |", "|---|---:|---|---|"]
     for n, rule in enumerate(rules, 1):
-        where = ", ".join(f"`{c.text()}`" for c in rule.conditions) or "every cell"
+        where = ", ".join(f"`{code(c.text())}`" for c in rule.conditions) or "every cell"
         lines.append(f"| {n} | {rule.cells:,} | {escape(rule.transition)} | {where} |")
     return lines
 
 
-def _sample(report: DiffReport, sample: int) -> list[str]:
-    axes = [axis.name for axis in report.matrix.axes]
-    field = report.matrix.target.output
-    shown = min(sample, report.changed)
+def pick_sample(doc: dict[str, Any], limit: int) -> list[dict[str, Any]]:
+    """Up to `limit` changed cells: the first of each rule, then the next in order."""
+    items = doc["changed"]
+    chosen: list[int] = []
+    for rule in doc["summary"]:
+        for k, item in enumerate(items):
+            if _inside(item["cell"], rule["where"]):
+                if k not in chosen:
+                    chosen.append(k)
+                break
+    for k in range(len(items)):
+        if k not in chosen:
+            chosen.append(k)
+    return [items[k] for k in sorted(chosen[:limit])]
+
+
+def _inside(cell: dict[str, Any], where: dict[str, list[Any]]) -> bool:
+    return all(any(same_value(cell[a], v) for v in values) for a, values in where.items())
+
+
+def _sample(doc: dict[str, Any], limit: int) -> list[str]:
+    axes, field = list(doc["axes"]), doc["target"]["output"]
+    shown = pick_sample(doc, limit)
     lines = [
         "",
-        f"<details><summary>Changed cells ({shown} of {report.changed:,})</summary>",
+        f"<details><summary>Changed cells ({len(shown)} of {changed_count(doc):,})</summary>",
         "",
-        "| " + " | ".join(axes) + " | base | head |",
+        "| " + " | ".join(escape(a) for a in axes) + " | base | head |",
         "|" + "---|" * (len(axes) + 2),
     ]
-    for item in report.sample(shown):
-        values = [format_value(item["cell"][a]) for a in axes]
+    for item in shown:
+        values = [escape(format_value(item["cell"][a])) for a in axes]
         ends = [escape(short_outcome(item[side], field)) for side in ("base", "head")]
         lines.append("| " + " | ".join(values + ends) + " |")
     lines.extend(["", "</details>"])
     return lines
 
 
+def _revision(rev: dict[str, Any]) -> str:
+    return revision_text(rev["rev"], rev["sha"], rev.get("subject") or "")
+
+
 def escape(text: str) -> str:
-    return text.replace("|", "\\|").replace("<", "&lt;")
+    """Safe in a table cell and inert as markup: no pipes, tags or @mentions."""
+    return (
+        str(text)
+        .replace("&", "&amp;")
+        .replace("|", "\\|")
+        .replace("<", "&lt;")
+        .replace("@", "&#64;")
+        .replace("\n", " ")
+    )
+
+
+def code(text: str) -> str:
+    """Text for inside a `code span`: no backtick can end it early, no newline breaks it."""
+    return str(text).replace("`", "'").replace("\n", " ")

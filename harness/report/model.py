@@ -43,6 +43,7 @@ class DiffReport:
     comparison: Comparison
     notes: dict[str, str]  # revision-wide states: {"base"/"head": reason}
     rules: list[RuleView]
+    lines: dict[str, int | None]  # the target function's line at each side
 
     @property
     def changed(self) -> int:
@@ -85,31 +86,52 @@ class DiffReport:
 
 
 def build_report(
-    matrix: Matrix, base: Revision, head: Revision, comparison: Comparison, tables: dict
+    matrix: Matrix, base: Revision, head: Revision, comparison: Comparison, states: dict
 ) -> DiffReport:
+    """`states`: {"base"/"head": versions.State}."""
     notes, revisions = {}, {"base": base, "head": head}
-    for side, table in tables.items():
-        if len(table.outcomes) == 1 and table.outcomes[0].revision_wide:
-            outcome = table.outcomes[0]
-            notes[side] = f"{outcome.kind} {revision_reason(outcome, revisions[side].label)}"
+    for side, state in states.items():
+        outcomes = state.table.outcomes
+        if len(outcomes) == 1 and outcomes[0].revision_wide:
+            notes[side] = (
+                f"{outcomes[0].kind} {revision_reason(outcomes[0], revisions[side].label)}"
+            )
     rules = [rule_view(matrix, rule) for rule in comparison.rules]
-    return DiffReport(matrix, base, head, comparison, notes, rules)
+    lines = {side: state.line for side, state in states.items()}
+    return DiffReport(matrix, base, head, comparison, notes, rules, lines)
 
 
 def rule_view(matrix: Matrix, rule: Rule) -> RuleView:
-    where, conditions = {}, []
+    where = {}
     for axis, mask in zip(matrix.axes, rule.masks, strict=True):
         chosen = bits_of(mask)
-        if len(chosen) == len(axis.values):
-            continue
-        where[axis.name] = [axis.values[i] for i in chosen]
-        others = [v for i, v in enumerate(axis.values) if i not in chosen]
-        negated = len(others) < len(chosen)
-        shown = others if negated else where[axis.name]
-        conditions.append(Condition(axis.name, tuple(shown), negated))
+        if len(chosen) < len(axis.values):
+            where[axis.name] = [axis.values[i] for i in chosen]
     field = matrix.target.output
     transition = f"{outcome_label(rule.base, field)} -> {outcome_label(rule.head, field)}"
-    return RuleView(where, tuple(conditions), rule.cells, transition)
+    return RuleView(where, conditions_of(where, axes_of(matrix)), rule.cells, transition)
+
+
+def axes_of(matrix: Matrix) -> dict[str, list[Any]]:
+    return {axis.name: list(axis.values) for axis in matrix.axes}
+
+
+def conditions_of(where: dict[str, list[Any]], axes: dict[str, list[Any]]) -> tuple[Condition, ...]:
+    """A rule's `where` as conditions, each written the shorter way round (`!= fa4`)."""
+    conditions = []
+    for name, values in axes.items():
+        if name not in where:
+            continue
+        chosen = [v for v in values if any(same_value(v, c) for c in where[name])]
+        others = [v for v in values if not any(same_value(v, c) for c in where[name])]
+        negated = len(others) < len(chosen)
+        conditions.append(Condition(name, tuple(others if negated else chosen), negated))
+    return tuple(conditions)
+
+
+def same_value(a: Any, b: Any) -> bool:
+    """Equal as matrix values: 1, 1.0 and true are three different values."""
+    return type(a) is type(b) and a == b
 
 
 def outcome_label(outcome: Outcome, field: str) -> str:

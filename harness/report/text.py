@@ -25,11 +25,16 @@ def header(report: DiffReport) -> list[str]:
 
 
 def revision_line(rev: Revision) -> str:
-    if rev.sha is None:
+    return revision_text(rev.expr, rev.sha, rev.subject)
+
+
+def revision_text(expr: str, sha: str | None, subject: str) -> str:
+    """`1a2b3c4d5e  subject  [#30835]`: the sha, the subject, and the name used if other."""
+    if sha is None:
         return "working tree"
-    text = f"{rev.short}  {rev.subject}".rstrip()
-    if not rev.sha.startswith(rev.expr):
-        text += f"  [{rev.expr}]"
+    text = f"{sha[:10]}  {subject}".rstrip()
+    if not sha.startswith(expr):
+        text += f"  [{expr}]"
     return text
 
 
