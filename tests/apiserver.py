@@ -5,9 +5,11 @@ from __future__ import annotations
 import json
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+from urllib.parse import parse_qs, urlsplit
 
 
 @dataclass
@@ -31,6 +33,7 @@ class FakeGitHub:
 
     def __init__(self) -> None:
         self.script: dict[tuple[str, str], list[Reply]] = {}
+        self.handlers: dict[tuple[str, str], Callable[[Seen], Reply]] = {}
         self.seen: list[Seen] = []
         self.lock = threading.Lock()
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self))
@@ -45,7 +48,18 @@ class FakeGitHub:
     def on(self, method: str, path: str, *replies: Reply) -> None:
         self.script[(method, path)] = list(replies)
 
-    def next_reply(self, method: str, path: str) -> Reply:
+    def serve(self, method: str, path: str, handler: Callable[[Seen], Reply]) -> None:
+        """Answer METHOD PATH (query string aside; a last segment `*` matches any) by calling
+        `handler` with the request."""
+        self.handlers[(method, path)] = handler
+
+    def next_reply(self, seen: Seen) -> Reply:
+        method, path = seen.method, seen.path
+        bare = urlsplit(path).path
+        handler = self.handlers.get((method, bare))
+        handler = handler or self.handlers.get((method, bare.rsplit("/", 1)[0] + "/*"))
+        if handler is not None:
+            return handler(seen)
         with self.lock:
             queue = self.script.get((method, path))
             if not queue:
@@ -67,9 +81,10 @@ def _handler(fake: FakeGitHub):
             length = int(self.headers.get("Content-Length") or 0)
             raw = self.rfile.read(length) if length else b""
             body = json.loads(raw) if raw else None
+            seen = Seen(self.command, self.path, dict(self.headers), body)
             with fake.lock:
-                fake.seen.append(Seen(self.command, self.path, dict(self.headers), body))
-            reply = fake.next_reply(self.command, self.path)
+                fake.seen.append(seen)
+            reply = fake.next_reply(seen)
             time.sleep(reply.delay)
             data = b"" if reply.body is None else json.dumps(reply.body).encode()
             try:
@@ -89,3 +104,39 @@ def _handler(fake: FakeGitHub):
             pass
 
     return Handler
+
+
+class Comments:
+    """Issue comments of one pull request, kept as GitHub keeps them (list, create, edit)."""
+
+    def __init__(self, fake: FakeGitHub, slug: str, pr: int) -> None:
+        self.items: list[dict[str, Any]] = []
+        self.slug, self.pr = slug, pr
+        base = f"/repos/{slug}/issues"
+        fake.serve("GET", f"{base}/{pr}/comments", self.list)
+        fake.serve("POST", f"{base}/{pr}/comments", self.create)
+        fake.serve("PATCH", f"{base}/comments/*", self.edit)
+
+    def add(self, body: str) -> dict[str, Any]:
+        number = 1000 + len(self.items)
+        url = f"https://github.invalid/{self.slug}/pull/{self.pr}#issuecomment-{number}"
+        comment = {"id": number, "body": body, "html_url": url}
+        self.items.append(comment)
+        return comment
+
+    def list(self, seen: Seen) -> Reply:
+        query = parse_qs(urlsplit(seen.path).query)
+        per_page = min(int(query.get("per_page", ["30"])[0]), 100)
+        page = int(query.get("page", ["1"])[0])
+        return Reply(body=self.items[(page - 1) * per_page : page * per_page])
+
+    def create(self, seen: Seen) -> Reply:
+        return Reply(201, self.add(seen.body["body"]))
+
+    def edit(self, seen: Seen) -> Reply:
+        number = int(urlsplit(seen.path).path.rsplit("/", 1)[1])
+        for comment in self.items:
+            if comment["id"] == number:
+                comment["body"] = seen.body["body"]
+                return Reply(body=comment)
+        return Reply(404, {"message": "Not Found"})

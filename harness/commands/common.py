@@ -89,14 +89,14 @@ def add_revision_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--github",
         metavar="OWNER/REPO",
-        type=_slug,
+        type=slug_argument,
         help="resolve #N through the GitHub API when no local commit subject ends in (#N): "
         "a merged PR is its merge commit, an open one its head (base URL from "
         "GITHUB_API_URL, token from GITHUB_TOKEN)",
     )
 
 
-def _slug(text: str) -> str:
+def slug_argument(text: str) -> str:
     try:
         return check_slug(text)
     except HarnessError:
@@ -113,9 +113,11 @@ def revision_resolver(repo, online: OnlinePRs | None) -> Callable[[str], git.Rev
     return lambda expr: git.resolve(repo, expr, lookup)
 
 
-def add_evaluation_options(parser: argparse.ArgumentParser, handler) -> None:
+def add_evaluation_options(
+    parser: argparse.ArgumentParser, handler, formats: tuple[str, ...] = FORMATS
+) -> None:
     """What every command that evaluates revisions takes, after its own arguments."""
-    parser.add_argument("--format", choices=FORMATS, default="text", help="report format")
+    parser.add_argument("--format", choices=formats, default="text", help="report format")
     add_where_option(parser)
     add_matrix_option(parser)
     add_repo_option(parser)

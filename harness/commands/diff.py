@@ -16,8 +16,10 @@ from harness.commands.common import (
 from harness.errors import HarnessError
 from harness.pipeline import diff
 from harness.prs import pr_revisions
-from harness.report import jsonfmt, markdown, text
+from harness.report import annotations, jsonfmt, junit, markdown, text
 from harness.report.model import DiffReport
+
+DIFF_FORMATS = ("text", "markdown", "json", "junit", "github")
 
 HELP = """\
 Compare the outcomes of the matrix's target function at two revisions.
@@ -31,7 +33,13 @@ Compare the outcomes of the matrix's target function at two revisions.
 
 A revision is anything git understands (sha, branch, tag, HEAD~3) or #N /
 pr:N for the commit whose subject ends in (#N), optionally with a suffix such
-as #30835^ for its parent. Exit status: 0 no change, 1 changes, 2 error."""
+as #30835^ for its parent.
+
+Formats: text (rules, then a sample of cells), markdown (for a step summary
+or a PR comment), json (every changed cell), junit (one failed test case per
+rule), github (a ::warning annotation at the target function, for Actions).
+
+Exit status: 0 no change, 1 changes, 2 error."""
 
 
 def register(commands: argparse._SubParsersAction) -> None:
@@ -53,7 +61,7 @@ def register(commands: argparse._SubParsersAction) -> None:
         help="run the function on every cell instead of once per decision path (slower; "
         "for functions that are not pure)",
     )
-    add_evaluation_options(parser, run)
+    add_evaluation_options(parser, run, DIFF_FORMATS)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -110,6 +118,10 @@ def write(report: DiffReport, fmt: str, sample: int) -> None:
             out.write(chunk)
     elif fmt == "markdown":
         out.write(markdown.render(report, sample))
+    elif fmt == "junit":
+        out.write(junit.render(report))
+    elif fmt == "github":
+        out.write(annotations.render(report))
     else:
         out.write(text.render(report, sample))
     out.flush()
