@@ -19,7 +19,7 @@ from typing import Any
 
 from harness.errors import Absent, Unevaluable
 from harness.extract import ALLOWED_BUILTINS, Closure, extract_closure
-from harness.matrix import Matrix, bits_of
+from harness.matrix import Matrix, bits_of, cube_runs, iter_cells
 from harness.world import Bound, Unbound
 
 VALUE, KEPT, ERROR, ABSENT, UNEVALUABLE = "value", "kept", "error", "absent", "unevaluable"
@@ -89,12 +89,19 @@ def extract(source: str | None, matrix: Matrix, bound: Bound) -> Closure:
 
 
 def evaluate_closure(
-    closure: Closure, matrix: Matrix, bound: Bound, label: str, exhaustive: bool = False
+    closure: Closure,
+    matrix: Matrix,
+    bound: Bound,
+    label: str,
+    exhaustive: bool = False,
+    cube: tuple[int, ...] | None = None,
 ) -> Evaluation:
+    """The closure's outcome table; with `cube`, only the cells inside it are filled."""
+    cube = cube or matrix.full_masks()
     try:
         fn = load_function(closure, bound, label)
         runner = _Runner(fn, bound, matrix)
-        table = runner.run_all() if exhaustive else runner.explore()
+        table = runner.run_all(cube) if exhaustive else runner.explore(cube)
     except Unevaluable as exc:
         return revision_wide(exc, matrix)
     return Evaluation(table, closure, runner.calls)
@@ -201,15 +208,22 @@ class _Runner:
             self.outcomes.append(outcome)
         return code
 
-    def run_all(self) -> OutcomeTable:
-        cells = itertools.product(*(range(r) for r in self.matrix.radices))
-        codes = array(CODE_TYPE, (self.run(cell)[0] for cell in cells))
+    def run_all(self, cube: tuple[int, ...]) -> OutcomeTable:
+        if cube == self.matrix.full_masks():
+            cells = itertools.product(*(range(r) for r in self.matrix.radices))
+            codes = array(CODE_TYPE, (self.run(cell)[0] for cell in cells))
+            return OutcomeTable(self.outcomes, codes)
+        codes = array(CODE_TYPE, bytes(array(CODE_TYPE).itemsize * self.matrix.size))
+        starts, length = cube_runs(self.matrix, cube)
+        indices = (start + j for start in starts for j in range(length))
+        for index, cell in zip(indices, iter_cells(cube), strict=True):
+            codes[index] = self.run(cell)[0]
         return OutcomeTable(self.outcomes, codes)
 
-    def explore(self) -> OutcomeTable:
-        """Cover the matrix by decision paths: one call per region of equal outcome."""
-        filler = _Filler(self.matrix)
-        stack = [self.matrix.full_masks()]
+    def explore(self, cube: tuple[int, ...]) -> OutcomeTable:
+        """Cover the cube by decision paths: one call per region of equal outcome."""
+        filler = Filler(self.matrix)
+        stack = [cube]
         while stack:
             cube = stack.pop()
             cell = tuple((mask & -mask).bit_length() - 1 for mask in cube)
@@ -224,30 +238,21 @@ class _Runner:
         return OutcomeTable(self.outcomes, filler.codes)
 
 
-class _Filler:
-    """Writes one code over every cell of a cube, a contiguous slice at a time."""
+class Filler:
+    """Writes one code over every cell of a cube, a contiguous run at a time."""
 
-    def __init__(self, matrix: Matrix) -> None:
-        self.strides, self.full = matrix.strides, matrix.full_masks()
-        self.codes = array(CODE_TYPE, bytes(array(CODE_TYPE).itemsize * matrix.size))
+    def __init__(self, matrix: Matrix, initial: int = 0) -> None:
+        self.matrix = matrix
+        self.codes = array(CODE_TYPE, [initial]) * matrix.size
         self.pieces: dict[tuple[int, int], array] = {}
 
-    def fill(self, masks: list[int], code: int) -> None:
-        k = len(masks)
-        while k and masks[k - 1] == self.full[k - 1]:
-            k -= 1
-        block = self.strides[k - 1] if k else len(self.codes)
-        piece = self.pieces.get((code, block))
+    def fill(self, masks: list[int] | tuple[int, ...], code: int) -> None:
+        starts, length = cube_runs(self.matrix, tuple(masks))
+        piece = self.pieces.get((code, length))
         if piece is None:
-            piece = self.pieces[(code, block)] = array(CODE_TYPE, [code]) * block
-        for start in self._starts(masks[:k]):
-            self.codes[start : start + block] = piece
-
-    def _starts(self, prefix: list[int]) -> list[int]:
-        starts = [0]
-        for mask, stride in zip(prefix, self.strides, strict=False):
-            starts = [s + d * stride for s in starts for d in bits_of(mask)]
-        return starts
+            piece = self.pieces[(code, length)] = array(CODE_TYPE, [code]) * length
+        for start in starts:
+            self.codes[start : start + length] = piece
 
 
 # --- messages ----------------------------------------------------------------------

@@ -63,6 +63,10 @@ class Matrix:
     digest: str = ""
 
     @cached_property
+    def axis_names(self) -> tuple[str, ...]:
+        return tuple(axis.name for axis in self.axes)
+
+    @cached_property
     def radices(self) -> tuple[int, ...]:
         return tuple(len(axis.values) for axis in self.axes)
 
@@ -127,6 +131,22 @@ def format_value(value: Any) -> str:
 def iter_cells(masks: tuple[int, ...]) -> Iterator[tuple[int, ...]]:
     """Every cell inside the cube `masks` (a bitmask of allowed values per axis), in order."""
     return itertools.product(*(bits_of(mask) for mask in masks))
+
+
+def cube_runs(matrix: Matrix, masks: tuple[int, ...]) -> tuple[list[int], int]:
+    """The cube's cells as contiguous runs: their start indices (ascending) and common length.
+
+    Trailing axes the cube leaves whole make each run long; the axes before
+    them multiply the number of runs.
+    """
+    k, full = len(masks), matrix.full_masks()
+    while k and masks[k - 1] == full[k - 1]:
+        k -= 1
+    length = matrix.strides[k - 1] if k else matrix.size
+    starts = [0]
+    for mask, stride in zip(masks[:k], matrix.strides, strict=False):
+        starts = [s + d * stride for s in starts for d in bits_of(mask)]
+    return starts, length
 
 
 @cache

@@ -93,3 +93,6 @@ def github_api(monkeypatch):
 def rev_sha(revision: dict) -> dict:
     """A JSON report's revision, as the user named it and as it resolved."""
     return {"rev": revision["rev"], "sha": revision["sha"]}
+
+
+pytest_plugins = ["pytester"]  # runs pytest itself, for the pytest entry point tests

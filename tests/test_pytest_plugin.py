@@ -1,0 +1,123 @@
+"""The pytest entry point and `harness snapshot`: a revision against a committed baseline."""
+
+from __future__ import annotations
+
+import json
+import re
+from importlib.metadata import entry_points
+
+import pytest
+
+from harness.baseline import read
+from harness.evaluate import KEPT, VALUE
+from harness.matrix import load_matrix
+from tests import oracle
+from tests.conftest import run_cli
+
+MATRIX = "sglang-fa4-page-size"
+
+
+def snapshot(history, rev: str, path) -> str:
+    result = run_cli("snapshot", rev, "-o", str(path), "--repo", history.repo())
+    assert (result.code, result.err) == (0, "")
+    return path.read_text()
+
+
+def run_pytest(pytester, history, baseline, rev: str, *extra: str):
+    return pytester.runpytest_subprocess(
+        "-p", "no:cacheprovider", "--override-matrix", MATRIX, "--override-baseline",
+        str(baseline), "--override-repo", history.repo(), "--override-rev", rev, *extra,
+    )  # fmt: skip
+
+
+def slice_counts() -> dict[str, int]:
+    """Per slice (first two axes), how many cells #30835 changes: from the predicate."""
+    counts: dict[str, int] = {}
+    for cell in oracle.all_cells():
+        if oracle.page_size(cell, False) != oracle.page_size(cell, True):
+            a, d = (cell[n] for n in oracle.NAMES[:2])
+            key = f"attention_backend={_fmt(a)},decode_attention_backend={_fmt(d)}"
+            counts[key] = counts.get(key, 0) + 1
+    return counts
+
+
+def _fmt(value) -> str:
+    return "null" if value is None else str(value)
+
+
+def test_the_entry_point_is_registered():
+    names = {ep.value for ep in entry_points(group="pytest11")}
+    assert "harness.pytest_plugin" in names
+
+
+def test_a_snapshot_holds_every_cell_compactly_and_stably(history, tmp_path):
+    text = snapshot(history, "#30835^", tmp_path / "a.json")
+    assert snapshot(history, "#30835^", tmp_path / "b.json") == text  # stable
+    doc = json.loads(text)
+    cubes = sum(len(entry["where"]) for entry in doc["outcomes"])
+    assert cubes < 50 and len(text.splitlines()) < 100  # not one object per cell
+    assert doc["cells"] == 349_920 and doc["sha"] == history.shas["comment"]
+    matrix = load_matrix()
+    table = read(str(tmp_path / "a.json"), matrix)
+    page = matrix.axis_index("page_size")
+    for index, cell in enumerate(oracle.all_cells()):
+        outcome = table.outcome_at(index)
+        got = outcome.value if outcome.kind == VALUE else None
+        if outcome.kind == KEPT:
+            got = matrix.axes[page].values[matrix.cell(index)[page]]
+        assert got == oracle.page_size(cell, full_clause=False)
+    revert = snapshot(history, "#30871", tmp_path / "c.json")
+    strip = [line for line in text.splitlines() if '"rev"' not in line and '"sha"' not in line]
+    assert strip == [ln for ln in revert.splitlines() if '"rev"' not in ln and '"sha"' not in ln]
+
+
+def test_passes_against_a_fresh_baseline(pytester, history, tmp_path):
+    baseline = tmp_path / "baseline.json"
+    snapshot(history, "#30835^", baseline)
+    result = run_pytest(pytester, history, baseline, "#30835^")
+    result.assert_outcomes(passed=81)
+
+
+@pytest.mark.parametrize("workers", ["0", "2"])
+def test_fails_after_30835_with_the_rule_summary(pytester, history, tmp_path, workers):
+    baseline = tmp_path / "baseline.json"
+    snapshot(history, "#30835^", baseline)
+    result = run_pytest(pytester, history, baseline, "#30835", "-n", workers)
+    expected = slice_counts()
+    result.assert_outcomes(failed=len(expected), passed=81 - len(expected))
+    text = result.stdout.str()
+    heading = r"_ sglang-fa4-page-size\[(.*?)\] _+\n(?:\[gw\d+\] .*\n)?"  # xdist names the worker
+    found = dict(re.findall(heading + r"([\d,]+) cells of this", text))
+    assert {k: int(v.replace(",", "")) for k, v in found.items()} == expected
+    assert "128 -> input page_size" in text and "prefill_cuda_graph = full" in text
+
+
+def test_update_rewrites_the_baseline(pytester, history, tmp_path):
+    baseline = tmp_path / "baseline.json"
+    snapshot(history, "#30835^", baseline)
+    result = run_pytest(pytester, history, baseline, "#30835", "--override-update", "-n", "2")
+    result.assert_outcomes(passed=81)
+    assert json.loads(baseline.read_text())["sha"] == history.shas["pr30835"]
+
+
+def test_inert_unless_asked(pytester):
+    pytester.makepyfile(test_plain="def test_one():\n    assert True\n")
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider")
+    result.assert_outcomes(passed=1)
+    assert "override" not in result.stdout.str()
+    assert "--override-matrix" in pytester.runpytest_subprocess("--help").stdout.str()
+
+
+def test_bad_options_are_usage_errors(pytester, history, tmp_path):
+    result = pytester.runpytest_subprocess("--override-matrix", MATRIX)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert "--override-baseline" in result.stderr.str()
+    result = run_pytest(pytester, history, tmp_path / "missing.json", "HEAD")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert "does not exist" in result.stderr.str() and "--override-update" in result.stderr.str()
+    other = tmp_path / "other.json"
+    doc = json.loads(snapshot(history, "HEAD", tmp_path / "ok.json"))
+    doc["axes"]["platform"] = ["sm90"]
+    other.write_text(json.dumps(doc))
+    result = run_pytest(pytester, history, other, "HEAD")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR and "other axes" in result.stderr.str()
