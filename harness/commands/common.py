@@ -114,11 +114,16 @@ def revision_resolver(repo, online: OnlinePRs | None) -> Callable[[str], git.Rev
 
 
 def add_evaluation_options(
-    parser: argparse.ArgumentParser, handler, formats: tuple[str, ...] = FORMATS
+    parser: argparse.ArgumentParser,
+    handler,
+    formats: tuple[str, ...] | None = FORMATS,
+    where: bool = True,
 ) -> None:
     """What every command that evaluates revisions takes, after its own arguments."""
-    parser.add_argument("--format", choices=formats, default="text", help="report format")
-    add_where_option(parser)
+    if formats:
+        parser.add_argument("--format", choices=formats, default="text", help="report format")
+    if where:
+        add_where_option(parser)
     add_matrix_option(parser)
     add_repo_option(parser)
     add_revision_options(parser)
@@ -141,7 +146,7 @@ class Setup:
 def set_up(args: argparse.Namespace) -> Setup:
     """Load and check everything the options name, in the order users expect errors."""
     matrix = load_matrix(args.matrix)
-    where = parse_where(matrix, args.where)
+    where = parse_where(matrix, getattr(args, "where", []))
     repo = git.open_repo(args.repo)
     online = online_prs(args, repo)
     return Setup(matrix, where, repo, revision_resolver(repo, online), online, table_cache(args))

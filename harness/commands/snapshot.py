@@ -24,7 +24,7 @@ def register(commands: argparse._SubParsersAction) -> None:
     parser.add_argument("rev", nargs="?", default="HEAD", metavar="REV")
     parser.add_argument("-o", "--output", default="-", metavar="FILE",
                         help="where to write it (default: standard output)")  # fmt: skip
-    add_evaluation_options(parser, run, ("json",))
+    add_evaluation_options(parser, run, formats=None, where=False)
 
 
 def run(args: argparse.Namespace) -> int:
