@@ -94,8 +94,10 @@ def test_a_skipped_neighbour_leaves_candidates(tmp_path):
 def test_bad_endpoints_are_one_line_errors(tmp_path):
     shas = commit_versions(tmp_path, [GOOD_TEXT, BROKEN_TEXT, BAD_TEXT])
     repo = str(tmp_path)
-    line = one_line_error(run_cli("bisect", shas[1], shas[2], "--repo", repo))
+    result = run_cli("bisect", shas[1], shas[2], "--repo", repo)
+    line = one_line_error(result)
     assert "GOOD" in line and "cannot be evaluated" in line and "syntax error" in line
+    assert result.out == ""  # no half-printed report before the error
     line = one_line_error(run_cli("bisect", shas[2], shas[0], "--repo", repo))
     assert "not an ancestor" in line
     line = one_line_error(run_cli("bisect", shas[0], shas[2], "--repo", repo, "--where", "x=1"))

@@ -8,6 +8,7 @@ from harness import git
 from harness.cache import TableCache
 from harness.history import history
 from harness.matrix import load_matrix
+from harness.testing.gitrepo import FixtureRepo
 from harness.testing.sglang_fixture import Overrides, history_steps, overrides_source
 from harness.versions import Versions
 from tests import oracle
@@ -136,3 +137,12 @@ def test_only_commits_touching_the_target_are_considered(history):
     assert code == 1
     touching = [k for k, step in STEPS.items() if step.overrides is not None]
     assert report["considered"] == len(touching) == len(STEPS) - 1  # not the docs commit
+
+
+def test_a_repository_without_the_target_file_warns(tmp_path):
+    repo = FixtureRepo(tmp_path)
+    repo.commit("Unrelated", {"README.md": "hello\n"})
+    result = run_cli("history", "--repo", str(tmp_path))
+    assert result.code == 0 and "No commit changes page_size." in result.out
+    (warning,) = result.err.strip().splitlines()
+    assert "no commit in HEAD changes python/sglang/srt/arg_groups/overrides.py" in warning

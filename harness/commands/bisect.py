@@ -42,18 +42,19 @@ def run(args: argparse.Namespace) -> int:
     good, bad = setup.resolve(args.good), setup.resolve(args.bad)
     versions = Versions(repo, matrix, setup.cache)
     live = args.format == "text"
-    if live:
-        _write(report.header(matrix, good, bad) + "\n")
     steps = 0
 
-    def show(step) -> None:
+    def show(step) -> None:  # the header waits for GOOD and BAD to pass their checks
         nonlocal steps
         steps += 1
+        if steps == 1:
+            _write(report.header(matrix, good, bad) + "\n")
         _write(report.step_line(steps, step) + "\n")
 
     result = bisect(repo, versions, good, bad, where, args.first_parent, show if live else None)
     if live:
-        _write(("\n" if steps else "") + report.conclusion_text(matrix, result))
+        head = "\n" if steps else report.header(matrix, good, bad) + "\n"
+        _write(head + report.conclusion_text(matrix, result))
     elif args.format == "json":
         _write(report.render_json(matrix, result))
     else:

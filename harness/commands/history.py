@@ -45,6 +45,12 @@ def run(args: argparse.Namespace) -> int:
     text, revisions = parse_range(args.range, setup.resolve)
     versions = Versions(setup.repo, setup.matrix, setup.cache)
     found = history(setup.repo, versions, text, revisions, setup.where, args.first_parent)
+    if not found.considered:
+        print(
+            f"harness: warning: no commit in {text} changes {setup.matrix.target.path}: "
+            "is --repo an SGLang clone, and --matrix the right target?",
+            file=sys.stderr,
+        )
     render = {"json": report.render_json, "markdown": report.render_markdown}
     sys.stdout.write(render.get(args.format, report.render_text)(found))
     return 1 if found.changes else 0
