@@ -116,12 +116,15 @@ def revision_wide(exc: Absent | Unevaluable, matrix: Matrix) -> Evaluation:
 # --- loading -----------------------------------------------------------------------
 
 
-def load_function(closure: Closure, bound: Bound, label: str) -> Callable[..., Any]:
+def load_function(
+    closure: Closure, bound: Bound, label: str, extra: dict[str, Any] | None = None
+) -> Callable[..., Any]:
     """Compile the closure alone and return the target function object."""
     filename = f"{closure.path}@{label}"
     code = compile(closure.module(), filename, "exec")
     namespace = {"__builtins__": safe_builtins(bound), "__name__": "harness.closure"}
     namespace.update({name: bound.names[world_name] for name, world_name in closure.needs})
+    namespace.update(extra or {})
     try:
         exec(code, namespace)
     except Unbound as exc:
@@ -164,6 +167,13 @@ class _ImportProxy:
 
 
 # --- running -----------------------------------------------------------------------
+
+
+def run_cell(fn: Callable[..., Any], bound: Bound, matrix: Matrix, cell: tuple[int, ...]):
+    """The outcome of one call on one cell (raises Unevaluable as a whole table would)."""
+    runner = _Runner(fn, bound, matrix)
+    code, _ = runner.run(cell)
+    return runner.outcomes[code]
 
 
 class _Runner:

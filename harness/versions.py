@@ -16,6 +16,7 @@ from harness import git
 from harness.cache import TableCache, table_key
 from harness.errors import Absent, Unevaluable
 from harness.evaluate import OutcomeTable, evaluate_closure, extract, revision_wide
+from harness.extract import Closure
 from harness.matrix import Matrix
 from harness.world import Bound, bind
 from harness.worlds import world_named
@@ -91,6 +92,23 @@ class Versions:
             self.cache.put(key, table)
         self.by_key[key] = table
         return State(key, table, None, closure.lineno)
+
+
+class Code:
+    """A revision's target as code: what tracing one cell needs."""
+
+    def __init__(self, closure: Closure, source: str, label: str) -> None:
+        self.closure, self.source, self.label = closure, source, label
+
+
+def code_at(versions: Versions, revision: git.Revision) -> Code | None:
+    """The closure and source at `revision`, or None when it cannot be evaluated."""
+    source = git.read_file(versions.repo, revision, versions.matrix.target.path)
+    try:
+        closure = extract(source, versions.matrix, versions.bound)
+    except (Absent, Unevaluable):
+        return None
+    return Code(closure, source, revision.label)
 
 
 def _unevaluable(exc: Absent | Unevaluable, matrix: Matrix) -> State:

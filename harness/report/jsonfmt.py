@@ -11,6 +11,7 @@ import json
 from collections.abc import Iterator
 from typing import Any
 
+from harness.because import difference_json
 from harness.git import Revision
 from harness.report.model import DiffReport, RuleView, axes_of
 
@@ -51,8 +52,15 @@ def render(report: DiffReport) -> str:
 
 
 def summary_json(rules: list[RuleView]) -> list[dict[str, Any]]:
-    """The rules as every JSON report writes them."""
-    return [{"where": r.where, "cells": r.cells, "transition": r.transition} for r in rules]
+    """The rules as every JSON report writes them (`because` when it was worked out)."""
+    return [_rule_json(rule) for rule in rules]
+
+
+def _rule_json(rule: RuleView) -> dict[str, Any]:
+    out = {"where": rule.where, "cells": rule.cells, "transition": rule.transition}
+    if rule.because:
+        out["because"] = [{**difference_json(d), "text": d.text()} for d in rule.because]
+    return out
 
 
 def revision_json(rev: Revision, line: int | None = None) -> dict[str, Any]:

@@ -49,18 +49,34 @@ def changed_count(doc: dict[str, Any]) -> int:
 
 
 def rules_of(doc: dict[str, Any]) -> list[RuleView]:
-    return [
-        RuleView(r["where"], conditions_of(r["where"], doc["axes"]), r["cells"], r["transition"])
-        for r in doc["summary"]
-    ]
+    return [_rule(r, doc["axes"]) for r in doc["summary"]]
+
+
+def _rule(rule: dict[str, Any], axes: dict[str, list[Any]]) -> RuleView:
+    conditions = conditions_of(rule["where"], axes)
+    because = tuple(b["text"] for b in rule.get("because", []))
+    return RuleView(rule["where"], conditions, rule["cells"], rule["transition"], because)
 
 
 def rule_table(rules: list[RuleView]) -> list[str]:
-    lines = ["| # | cells | transition | where |", "|---|---:|---|---|"]
+    """The rules as a table; a `because` column when some rule was explained."""
+    explained = any(rule.because for rule in rules)
+    lines = ["| # | cells | transition | where |" + (" because |" if explained else ""),
+             "|---|---:|---|---|" + ("---|" if explained else "")]  # fmt: skip
     for n, rule in enumerate(rules, 1):
         where = ", ".join(f"`{code(c.text())}`" for c in rule.conditions) or "every cell"
-        lines.append(f"| {n} | {rule.cells:,} | {escape(rule.transition)} | {where} |")
+        row = f"| {n} | {rule.cells:,} | {escape(rule.transition)} | {where} |"
+        if explained:
+            row += " " + "<br>".join(_because(b) for b in rule.because) + " |"
+        lines.append(row)
     return lines
+
+
+def _because(reason: Any) -> str:
+    """A because text: its `code` kept as code, the rest escaped."""
+    text = reason if isinstance(reason, str) else reason.text()
+    parts = text.split("`")
+    return "".join(f"`{code(p)}`" if n % 2 else escape(p) for n, p in enumerate(parts))
 
 
 def pick_sample(doc: dict[str, Any], limit: int) -> list[dict[str, Any]]:

@@ -33,6 +33,7 @@ class RuleView:
     conditions: tuple[Condition, ...]
     cells: int
     transition: str
+    because: tuple[Any, ...] = ()  # harness.because.Difference, when explained
 
 
 @dataclass

@@ -61,6 +61,7 @@ def rule_lines(rules: list[RuleView], indent: str = "  ") -> list[str]:
         lines.append(f"{indent}{n}. {rule.cells:,} cells: {rule.transition}")
         parts = [c.text() for c in rule.conditions] or ["every cell"]
         lines.extend(wrap_conditions(parts, indent + "   "))
+        lines.extend(f"{indent}   because {d.text()}" for d in rule.because)
     return lines
 
 

@@ -1,0 +1,160 @@
+"""Why a cell got its outcome: the target function, instrumented, run on one cell.
+
+The extracted target's AST is rewritten so that every `if`/`elif` test and
+conditional expression reports its value, and so does each operand of its
+`and`/`or`/`not` structure (the leaves: comparisons, calls, names). Each
+operand is wrapped in a call that records and returns it, in place, so
+short-circuiting is preserved (an operand never reached is not recorded) and
+every expression is evaluated exactly once. `return` and `raise` report their
+line. The logic is the function's own; nothing is re-implemented.
+"""
+
+from __future__ import annotations
+
+import ast
+import copy
+from dataclasses import dataclass
+from typing import Any
+
+from harness.evaluate import Outcome, load_function, run_cell
+from harness.extract import Closure
+from harness.matrix import Matrix
+from harness.world import Bound
+
+RECORD = "__harness_record__"
+CONDITION, OPERAND, RETURN, RAISE = "condition", "operand", "return", "raise"
+
+
+@dataclass(frozen=True)
+class Event:
+    kind: str  # CONDITION, OPERAND, RETURN or RAISE
+    line: int
+    source: str  # the expression as written at that revision
+    key: str  # normalized text (ast.unparse): the same expression at two revisions
+    value: Any = None
+
+
+@dataclass(frozen=True)
+class Trace:
+    outcome: Outcome
+    events: tuple[Event, ...]
+
+    def operands(self) -> dict[str, Event]:
+        """The operand events by normalized text (the last, if one is evaluated twice)."""
+        return {e.key: e for e in self.events if e.kind == OPERAND}
+
+
+class _Sites:
+    """What each instrumentation point is: kind, line, written text, normalized text."""
+
+    def __init__(self, source: str) -> None:
+        self.source, self.sites = source, []
+
+    def add(self, kind: str, node: ast.AST) -> int:
+        written = ast.get_source_segment(self.source, node) if self.source else None
+        normalized = ast.unparse(node)
+        self.sites.append(
+            (kind, node.lineno, " ".join((written or normalized).split()), normalized)
+        )
+        return len(self.sites) - 1
+
+
+class _Instrument(ast.NodeTransformer):
+    def __init__(self, sites: _Sites) -> None:
+        self.sites = sites
+
+    def _record(self, kind: str, node: ast.expr, value: ast.expr) -> ast.expr:
+        site = self.sites.add(kind, node)
+        call = ast.Call(ast.Name(RECORD, ast.Load()), [ast.Constant(site), value], [])
+        return ast.copy_location(call, node)
+
+    def _test(self, test: ast.expr) -> ast.expr:
+        return self._record(CONDITION, test, self._operands(test))
+
+    def _operands(self, node: ast.expr) -> ast.expr:
+        """`a and not b` -> `rec(a) and not rec(b)`: leaves recorded, structure kept."""
+        if isinstance(node, ast.BoolOp):
+            values = [self._operands(v) for v in node.values]
+            return ast.copy_location(ast.BoolOp(node.op, values), node)
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
+            inner = ast.copy_location(ast.UnaryOp(node.op, self._operands(node.operand)), node)
+            return self._record(OPERAND, node, inner)
+        return self._record(OPERAND, node, self.visit(node))
+
+    def visit_If(self, node: ast.If) -> ast.If:
+        self.generic_visit(node)
+        node.test = self._test(node.test)
+        return node
+
+    def visit_IfExp(self, node: ast.IfExp) -> ast.IfExp:
+        self.generic_visit(node)
+        node.test = self._test(node.test)
+        return node
+
+    def visit_Return(self, node: ast.Return) -> ast.Return:
+        self.generic_visit(node)
+        value = node.value or ast.Constant(None)
+        node.value = self._record(RETURN, node, value)
+        return node
+
+    def visit_Raise(self, node: ast.Raise) -> list[ast.stmt]:
+        self.generic_visit(node)
+        mark = ast.Expr(self._record(RAISE, node, ast.Constant(None)))
+        return [ast.copy_location(mark, node), node]
+
+    def visit_FunctionDef(self, node: ast.FunctionDef) -> ast.FunctionDef:
+        if getattr(self, "_inside", False):
+            return node  # nested functions run untraced
+        self._inside = True
+        self.generic_visit(node)
+        return node
+
+    def visit_Lambda(self, node: ast.Lambda) -> ast.Lambda:
+        return node  # untraced, like nested functions
+
+    def visit_ClassDef(self, node: ast.ClassDef) -> ast.ClassDef:
+        return node
+
+
+def instrument(closure: Closure, source: str) -> tuple[Closure, list[tuple]]:
+    """A closure whose target records events, and the table of its recording sites."""
+    sites = _Sites(source)
+    nodes = list(closure.nodes)
+    for n, node in enumerate(nodes):
+        if isinstance(node, ast.FunctionDef) and node.name == closure.function:
+            nodes[n] = ast.fix_missing_locations(_Instrument(sites).visit(_fresh(node)))
+    traced = _Traced(closure, tuple(nodes))
+    return traced, sites.sites
+
+
+def _fresh(node: ast.FunctionDef) -> ast.FunctionDef:
+    return copy.deepcopy(node)  # the closure's own nodes stay as they are
+
+
+class _Traced:
+    """Quacks like a Closure for `load_function`: the same closure with instrumented nodes."""
+
+    def __init__(self, closure: Closure, nodes: tuple[ast.stmt, ...]) -> None:
+        self.path, self.function, self.needs, self.nodes = (
+            closure.path, closure.function, closure.needs, nodes,
+        )  # fmt: skip
+
+    def module(self) -> ast.Module:
+        return ast.Module(body=list(self.nodes), type_ignores=[])
+
+
+def trace_cell(
+    closure: Closure, source: str, matrix: Matrix, bound: Bound, label: str, cell: tuple[int, ...]
+) -> Trace:
+    """Run the target on one cell, recording what its conditions and operands evaluated to."""
+    traced, sites = instrument(closure, source)
+    events: list[Event] = []
+
+    def record(site: int, value: Any) -> Any:
+        kind, line, written, normalized = sites[site]
+        events.append(Event(kind, line, written, normalized, value))
+        return value
+
+    fn = load_function(traced, bound, label, extra={RECORD: record})
+    outcome = run_cell(fn, bound, matrix, cell)
+    return Trace(outcome, tuple(events))
