@@ -1,0 +1,130 @@
+"""`harness explain` and the `because` of diff rules: the instrumented target, one cell at a time."""
+
+from __future__ import annotations
+
+import json
+
+from tests import oracle
+from tests.conftest import git_out, one_line_error, run_cli
+from tests.helpers import PATH, commit_versions, module
+
+CLAUSE = "view.cuda_graph_config.prefill.backend != Backend.FULL"
+FA4_CELL = {"attention_backend": "fa4", "decode_attention_backend": "null",
+            "prefill_attention_backend": "null", "use_mla": "false",
+            "speculative_eagle_topk": "null", "prefill_cuda_graph": "full",
+            "platform": "sm100", "page_size": "16"}  # fmt: skip
+
+
+def where(cell: dict) -> list[str]:
+    return [arg for axis, value in cell.items() for arg in ("--where", f"{axis}={value}")]
+
+
+def explain_json(repo: str, rev: str, cell: dict = FA4_CELL) -> dict:
+    result = run_cli("explain", rev, "--repo", repo, "--format", "json", *where(cell))
+    assert (result.code, result.err) == (0, "")
+    return json.loads(result.out)
+
+
+def line_of(history, rev_key: str, text: str) -> int:
+    source = git_out(history.root, "show", f"{history.shas[rev_key]}:{PATH}").splitlines()
+    (line,) = [n for n, s in enumerate(source, 1) if text in s]
+    return line
+
+
+def operands(report: dict) -> dict[str, object]:
+    return {e["source"]: e["value"] for e in report["trace"] if e["kind"] == "operand"}
+
+
+def test_the_fa4_condition_operand_by_operand_at_30835_and_its_parent(history):
+    head = explain_json(history.repo(), "#30835")
+    base = explain_json(history.repo(), "#30835^")
+    cell = {k: json.loads(v) if v not in ("fa4", "full", "sm100") else v
+            for k, v in FA4_CELL.items()}  # fmt: skip
+    assert (
+        base["outcome"]
+        == {"page_size": oracle.page_size(cell, full_clause=False)}
+        == {"page_size": 128}
+    )
+    assert head["outcome"] == {"page_size": oracle.page_size(cell, full_clause=True)}
+    assert operands(base) == {
+        '_uses_backend(view, "fa4")': True,
+        "use_mla_backend(view)": False,
+        "not use_mla_backend(view)": True,
+        "get_platform().is_sm100": True,
+        "(view.speculative_eagle_topk or 0) <= 1": True,
+    }
+    assert operands(head) == {**operands(base), CLAUSE: False}
+    clause = next(e for e in head["trace"] if e["source"] == CLAUSE)
+    assert clause["line"] == line_of(history, "pr30835", CLAUSE)
+    (condition,) = [e for e in head["trace"] if e["kind"] == "condition"]
+    assert condition["value"] is False and condition["source"].endswith(CLAUSE)
+    returns = [e for e in head["trace"] if e["kind"] == "return"]
+    assert [r["source"] for r in returns] == ["return {}"]
+    assert head["cell"]["page_size"] == 16 and head["passes"] == []
+
+
+def test_short_circuit_operands_are_not_run(history):
+    report = explain_json(history.repo(), "#30835", {**FA4_CELL, "platform": "sm90"})
+    assert operands(report)["get_platform().is_sm100"] is False
+    assert "(view.speculative_eagle_topk or 0) <= 1" not in operands(report)
+    assert CLAUSE not in operands(report)
+
+
+def test_each_operand_runs_exactly_once(tmp_path):
+    """An operand with a side effect: evaluated twice, it would answer differently."""
+    body = """
+    _CALLS = []
+
+    def _first_call(view):
+        _CALLS.append(view.attention_backend)
+        return len(_CALLS) == 1
+
+    def _fa4_page_constraint(view):
+        if _first_call(view) and view.attention_backend == "fa4":
+            return {"page_size": 128}
+        return {}
+    """
+    (sha,) = commit_versions(tmp_path, [module(body)])
+    report = explain_json(str(tmp_path), sha)
+    assert report["outcome"] == {"page_size": 128}
+    assert operands(report) == {"_first_call(view)": True, 'view.attention_backend == "fa4"': True}
+
+
+def test_text_shows_the_condition_then_its_operands(history):
+    result = run_cli("explain", "#30835", "--repo", history.repo(), *where(FA4_CELL))
+    lines = result.out.splitlines()
+    assert "outcome: page_size = 16 (the input page_size: nothing declared)" in lines
+    first = next(n for n, line in enumerate(lines) if line.startswith("line ") and " if " in line)
+    assert lines[first].endswith(": False")
+    assert any(CLAUSE in line and line.endswith("= False") for line in lines[first + 1 :])
+
+
+def test_a_cell_needs_one_value_per_axis(history):
+    line = one_line_error(run_cli("explain", "HEAD", "--repo", history.repo()))
+    assert "no --where and no default for: attention_backend" in line
+    two = {**FA4_CELL, "platform": "sm90,sm100"}
+    line = one_line_error(run_cli("explain", "HEAD", "--repo", history.repo(), *where(two)))
+    assert "give one value" in line and "sm90, sm100" in line
+
+
+def test_an_unevaluable_revision_says_why(history):
+    result = run_cli("explain", "#30902", "--repo", history.repo(), *where(FA4_CELL))
+    assert result.code == 0 and "outcome: unevaluable: syntax error" in result.out
+
+
+def test_diff_rules_say_because_the_clause_was_added_then_removed(history):
+    forward = json.loads(run_cli("diff", "#30835^", "#30835", "--repo", history.repo(),
+                                 "--format", "json").out)  # fmt: skip
+    line = line_of(history, "pr30835", CLAUSE)
+    for rule in forward["summary"]:
+        (reason,) = rule["because"]
+        assert reason["source"] == CLAUSE and reason["base"] is None
+        assert reason["head"] == {"line": line, "value": False}
+    backward = json.loads(run_cli("diff", "#30871^", "#30871", "--repo", history.repo(),
+                                  "--format", "json").out)  # fmt: skip
+    for rule in backward["summary"]:
+        (reason,) = rule["because"]
+        assert (reason["source"], reason["head"]) == (CLAUSE, None)
+        assert reason["base"] == {"line": line, "value": False}
+    text = run_cli("diff", "#30835^", "#30835", "--repo", history.repo()).out
+    assert f"because `{CLAUSE}` (line {line}) is new at head: False here" in text
