@@ -8,12 +8,14 @@ Tracing runs on these cells only, never over the matrix.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
-from harness.trace import OPERAND, Event, Trace
+from harness.errors import Unevaluable
+from harness.trace import OPERAND, Event, Trace, trace_cell
 
 MAX_REASONS = 3
+MAX_EXPLAINED = 10  # rules that get a `because` (each costs two traced calls)
 
 
 @dataclass(frozen=True)
@@ -93,3 +95,31 @@ def json_value(value: Any) -> Any:
     if isinstance(value, dict) and all(isinstance(k, str) for k in value):
         return {k: json_value(v) for k, v in value.items()}
     return repr(value)
+
+
+def explain_rules(versions, base, head, rules: list) -> list[list[Difference]]:
+    """Per rule (the first MAX_EXPLAINED), the operands that differ on its first cell.
+
+    `base`/`head` are `versions.Code` (None when that side cannot run: no reasons).
+    """
+    if base is None or head is None:
+        return [[] for _ in rules]
+    reasons = []
+    for rule in rules[:MAX_EXPLAINED]:
+        cell = tuple((mask & -mask).bit_length() - 1 for mask in rule.masks)
+        try:
+            traces = [_trace(versions, code, cell) for code in (base, head)]
+        except Unevaluable:
+            reasons.append([])
+            continue
+        reasons.append(differences(*traces))
+    return reasons + [[] for _ in rules[MAX_EXPLAINED:]]
+
+
+def _trace(versions, code, cell: tuple[int, ...]) -> Trace:
+    return trace_cell(code.closure, code.source, versions.matrix, versions.bound, code.label, cell)
+
+
+def with_because(views: list, reasons: list[list[Difference]]) -> list:
+    """Rule views with their reasons attached."""
+    return [replace(v, because=tuple(r)) for v, r in zip(views, reasons, strict=True)]

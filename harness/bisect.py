@@ -14,9 +14,10 @@ from dataclasses import dataclass, field
 import git as gitpython
 
 from harness import git
+from harness.because import Difference, explain_rules
 from harness.compare import Comparison, any_change, compare
 from harness.errors import HarnessError
-from harness.versions import State, Versions
+from harness.versions import State, Versions, code_of_state
 
 GOOD, BAD, SKIP = "good", "bad", "skip"
 
@@ -37,6 +38,7 @@ class BisectResult:
     culprit: git.Commit | None = None
     candidates: list[git.Commit] = field(default_factory=list)
     comparison: Comparison | None = None  # what the culprit (or the first bad) changed
+    because: list[list[Difference]] = field(default_factory=list)  # per rule
 
     @property
     def found(self) -> bool:
@@ -110,6 +112,9 @@ class Search:
         before = self.versions.at_commit(commits[lo].sha) if lo >= 0 else self.baseline
         after = self.versions.at_commit(first_bad.sha)
         result.comparison = compare(self.versions.matrix, before.table, after.table, self.where)
+        codes = (code_of_state(self.versions, state, label) for state, label in
+                 ((before, "the last good"), (after, first_bad.short)))  # fmt: skip
+        result.because = explain_rules(self.versions, *codes, result.comparison.rules)
 
     def _test(self, commit: git.Commit, result: BisectResult) -> str:
         state = self.versions.at_commit(commit.sha)

@@ -18,7 +18,7 @@ from types import TracebackType
 from typing import Any
 
 from harness.errors import Absent, Unevaluable
-from harness.extract import ALLOWED_BUILTINS, Closure, extract_closure
+from harness.extract import ALLOWED_BUILTINS, Closure, Pipeline, extract_closure, extract_pipeline
 from harness.matrix import Matrix, bits_of, cube_runs, iter_cells
 from harness.world import Bound, Unbound
 
@@ -80,11 +80,13 @@ def evaluate(
     return evaluate_closure(closure, matrix, bound, label, exhaustive)
 
 
-def extract(source: str | None, matrix: Matrix, bound: Bound) -> Closure:
-    """The target's closure in `source`; raises Absent or Unevaluable."""
+def extract(source: str | None, matrix: Matrix, bound: Bound) -> Closure | Pipeline:
+    """The target's closure (or each pass's) in `source`; raises Absent or Unevaluable."""
     target = matrix.target
     if source is None:
         raise Absent(f"{target.path} does not exist")
+    if target.pipeline:
+        return extract_pipeline(source, target.path, target.passes, bound.names, matrix.edit_hint)
     return extract_closure(source, target.path, target.function, bound.names, matrix.edit_hint)
 
 
@@ -99,7 +101,7 @@ def evaluate_closure(
     """The closure's outcome table; with `cube`, only the cells inside it are filled."""
     cube = cube or matrix.full_masks()
     try:
-        fn = load_function(closure, bound, label)
+        fn = load_target(closure, bound, label)
         runner = _Runner(fn, bound, matrix)
         table = runner.run_all(cube) if exhaustive else runner.explore(cube)
     except Unevaluable as exc:
@@ -114,6 +116,48 @@ def revision_wide(exc: Absent | Unevaluable, matrix: Matrix) -> Evaluation:
 
 
 # --- loading -----------------------------------------------------------------------
+
+
+def load_target(closure: Closure | Pipeline, bound: Bound, label: str) -> Callable[..., Any]:
+    """The callable a cell runs: the target function, or the passes chained."""
+    if isinstance(closure, Pipeline):
+        passes = [load_function(c, bound, label) for _, c in closure.passes if c is not None]
+        composite = chain(passes)
+        composite.label = label  # names the passes' code, for error lines
+        return composite
+    return load_function(closure, bound, label)
+
+
+def chain(passes: list[Callable[..., Any]]) -> Callable[..., Any]:
+    """Run passes in order, each seeing the view with the earlier declarations overlaid."""
+
+    def pipeline(view: Any) -> dict[str, Any]:
+        declared: dict[str, Any] = {}
+        for fn in passes:
+            result = fn(Overlay(view, declared))
+            if not isinstance(result, dict):
+                kind = type(result).__name__
+                raise TypeError(f"{fn.__name__} returned {kind}, not a dict of declared fields")
+            declared.update(result)
+        return declared
+
+    return pipeline
+
+
+class Overlay:
+    """The view as a later pass sees it: declared fields first, then the view itself."""
+
+    __slots__ = ("_declared", "_view")
+
+    def __init__(self, view: Any, declared: dict[str, Any]) -> None:
+        object.__setattr__(self, "_view", view)
+        object.__setattr__(self, "_declared", declared)
+
+    def __getattr__(self, name: str) -> Any:
+        declared = object.__getattribute__(self, "_declared")
+        if name in declared:
+            return declared[name]
+        return getattr(object.__getattribute__(self, "_view"), name)
 
 
 def load_function(
@@ -179,7 +223,9 @@ def run_cell(fn: Callable[..., Any], bound: Bound, matrix: Matrix, cell: tuple[i
 class _Runner:
     def __init__(self, fn: Callable[..., Any], bound: Bound, matrix: Matrix) -> None:
         self.fn, self.bound, self.matrix = fn, bound, matrix
-        self.filename = fn.__code__.co_filename
+        self.filename = f"{matrix.target.path}@{getattr(fn, 'label', None)}"
+        if hasattr(fn, "__code__") and fn.__code__.co_filename.startswith(matrix.target.path):
+            self.filename = fn.__code__.co_filename
         self.output = matrix.target.output
         self.outcomes: list[Outcome] = []
         self.codes: dict[tuple[str, Any], int] = {}

@@ -165,8 +165,41 @@ def extract_closure(
     parts = tuple(sorted(resolver.included.values(), key=lambda part: part[0].lineno))
     needs = tuple(sorted(resolver.needs.items()))
     closure = Closure(path, function, target.lineno, parts, needs, _digest(parts, needs))
-    _last[:] = [_Last(module, bound, key, closure, frozenset(resolver.seen))]
+    _remember(_Last(module, bound, key, closure, frozenset(resolver.seen)))
     return closure
+
+
+@dataclass(frozen=True)
+class Pipeline:
+    """Passes run in order, each seeing the earlier declarations; None: absent here."""
+
+    path: str
+    passes: tuple[tuple[str, Closure | None], ...]
+    digest: str
+
+    @property
+    def lineno(self) -> int | None:
+        return next((c.lineno for _, c in self.passes if c is not None), None)
+
+    @property
+    def skipped(self) -> tuple[str, ...]:
+        return tuple(name for name, closure in self.passes if closure is None)
+
+
+def extract_pipeline(
+    source: str, path: str, names: tuple[str, ...], bound: Collection[str], matrix_file: str
+) -> Pipeline:
+    """Each pass's closure; a pass missing at this revision is skipped, not an error."""
+    passes = []
+    for name in names:
+        try:
+            passes.append((name, extract_closure(source, path, name, bound, matrix_file)))
+        except Absent:
+            passes.append((name, None))
+    if all(closure is None for _, closure in passes):
+        raise Absent(f"none of the passes {', '.join(names)} is in {path}")
+    text = "\0".join(f"{name}={c.digest if c else '-'}" for name, c in passes)
+    return Pipeline(path, tuple(passes), hashlib.sha256(text.encode()).hexdigest())
 
 
 @dataclass(frozen=True)
@@ -180,14 +213,21 @@ class _Last:
     watched: frozenset[str]
 
 
-_last: list[_Last] = []
+_last: dict[tuple[str, str, str], _Last] = {}  # per target: a pipeline has several
+MAX_REMEMBERED = 16
+
+
+def _remember(last: _Last) -> None:
+    if len(_last) >= MAX_REMEMBERED and last.key not in _last:
+        _last.clear()
+    _last[last.key] = last
 
 
 def _reuse(module: Layout, key: tuple[str, str, str], bound: Collection[str]) -> Closure | None:
     """The last closure, if `module` is its file edited only where no looked-up name is bound."""
-    if not _last or _last[0].key != key or _last[0].bound is not bound:
+    last = _last.get(key)
+    if last is None or last.bound is not bound:
         return None
-    last = _last[0]
     if module is last.module:
         return last.closure
     edit = module.edit
@@ -202,7 +242,7 @@ def _reuse(module: Layout, key: tuple[str, str, str], bound: Collection[str]) ->
     )
     (lineno,) = (statement.lineno for statement, role in parts if role == TARGET)
     closure = replace(last.closure, parts=parts, lineno=lineno)
-    _last[:] = [replace(last, module=module, closure=closure)]
+    _remember(replace(last, module=module, closure=closure))
     return closure
 
 

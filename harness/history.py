@@ -15,10 +15,11 @@ from dataclasses import dataclass, field
 import git as gitpython
 
 from harness import git
+from harness.because import Difference, explain_rules
 from harness.compare import Comparison, compare, resolved_keys
 from harness.matrix import Matrix
 from harness.progress import Progress
-from harness.versions import State, Versions
+from harness.versions import State, Versions, code_of_state
 
 
 @dataclass
@@ -26,6 +27,7 @@ class Change:
     commit: git.Commit
     comparison: Comparison
     reverts: git.Commit | None = None
+    because: list[list[Difference]] = field(default_factory=list)  # per rule
 
 
 @dataclass
@@ -67,7 +69,9 @@ def history(
             if before is None:
                 report.baseline = commit
             elif before.key != state.key:
-                _record(report, commit, compare(matrix, before.table, state.table, where))
+                change = _record(report, commit, compare(matrix, before.table, state.table, where))
+                if change:
+                    change.because = _because(versions, before, state, change)
             last = state
     return report
 
@@ -96,9 +100,15 @@ def _state(versions: Versions, commit: git.Commit, after: bool) -> State:
     return versions.at_commit(commit.sha if after else commit.parent)
 
 
-def _record(report: HistoryReport, commit: git.Commit, comparison: Comparison) -> None:
+def _because(versions: Versions, before: State, after: State, change: Change):
+    base = code_of_state(versions, before, "the commit before")
+    head = code_of_state(versions, after, change.commit.short)
+    return explain_rules(versions, base, head, change.comparison.rules)
+
+
+def _record(report: HistoryReport, commit: git.Commit, comparison: Comparison) -> Change | None:
     if not comparison.changed:
-        return
+        return None
     change = Change(commit, comparison)
     reverted = {c.reverts.sha for c in report.changes if c.reverts}
     for earlier in reversed(report.changes):
@@ -106,6 +116,7 @@ def _record(report: HistoryReport, commit: git.Commit, comparison: Comparison) -
             change.reverts = earlier.commit
             break
     report.changes.append(change)
+    return change
 
 
 def undoes(matrix: Matrix, later: Comparison, earlier: Change) -> bool:

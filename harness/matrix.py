@@ -23,7 +23,7 @@ import yaml
 from harness.errors import HarnessError
 
 TOP_KEYS = {"name", "description", "target", "world", "axes", "fields", "bindings"}
-TARGET_KEYS = {"path", "function", "output"}
+TARGET_KEYS = {"path", "function", "passes", "output"}
 SCALAR_TYPES = (type(None), bool, int, float, str)
 NO_DEFAULT = object()
 
@@ -45,9 +45,16 @@ class Axis:
 
 @dataclass(frozen=True)
 class Target:
+    """One function, or a pipeline of passes run in order (`function` then names them all)."""
+
     path: str
     function: str
     output: str
+    passes: tuple[str, ...] = ()
+
+    @property
+    def pipeline(self) -> bool:
+        return len(self.passes) > 1
 
 
 @dataclass(frozen=True)
@@ -258,11 +265,24 @@ def _first_line(exc: Exception) -> str:
 
 
 def _parse_target(check: _Checker, raw: Any) -> Target:
-    data = check.mapping(raw, "target", TARGET_KEYS, required={"path", "function", "output"})
+    data = check.mapping(raw, "target", TARGET_KEYS, required={"path", "output"})
+    if ("function" in data) == ("passes" in data):
+        check.fail("target", "needs either function: NAME or passes: [NAME, ...] (not both)")
+    if "function" in data:
+        passes = (check.string(data["function"], "target.function"),)
+    else:
+        raw_passes = data["passes"]
+        if not isinstance(raw_passes, list) or not raw_passes:
+            check.fail("target.passes", "needs a list of function names, run in that order")
+        passes = tuple(check.string(p, f"target.passes[{n}]") for n, p in enumerate(raw_passes))
+    for n, name in enumerate(passes):
+        if not name.isidentifier():
+            check.fail(f"target.passes[{n}]", f"{name!r} is not a function name")
     return Target(
         path=check.string(data["path"], "target.path").strip("/"),
-        function=check.string(data["function"], "target.function"),
+        function=" -> ".join(passes),
         output=check.string(data["output"], "target.output"),
+        passes=passes,
     )
 
 

@@ -16,13 +16,14 @@ import copy
 from dataclasses import dataclass
 from typing import Any
 
-from harness.evaluate import Outcome, load_function, run_cell
-from harness.extract import Closure
+from harness.evaluate import Outcome, chain, load_function, run_cell
+from harness.extract import Closure, Pipeline
 from harness.matrix import Matrix
 from harness.world import Bound
 
 RECORD = "__harness_record__"
 CONDITION, OPERAND, RETURN, RAISE = "condition", "operand", "return", "raise"
+PASS = "pass"  # pipeline mode: a pass starts (source: its name)
 
 
 @dataclass(frozen=True)
@@ -38,6 +39,7 @@ class Event:
 class Trace:
     outcome: Outcome
     events: tuple[Event, ...]
+    passes: tuple[dict[str, Any], ...] = ()  # pipeline mode: what each pass declared
 
     def operands(self) -> dict[str, Event]:
         """The operand events by normalized text (the last, if one is evaluated twice)."""
@@ -116,19 +118,13 @@ class _Instrument(ast.NodeTransformer):
         return node
 
 
-def instrument(closure: Closure, source: str) -> tuple[Closure, list[tuple]]:
-    """A closure whose target records events, and the table of its recording sites."""
-    sites = _Sites(source)
+def _instrumented(closure: Closure, sites: _Sites) -> _Traced:
+    """The closure with its target function rewritten to record events at `sites`."""
     nodes = list(closure.nodes)
     for n, node in enumerate(nodes):
         if isinstance(node, ast.FunctionDef) and node.name == closure.function:
-            nodes[n] = ast.fix_missing_locations(_Instrument(sites).visit(_fresh(node)))
-    traced = _Traced(closure, tuple(nodes))
-    return traced, sites.sites
-
-
-def _fresh(node: ast.FunctionDef) -> ast.FunctionDef:
-    return copy.deepcopy(node)  # the closure's own nodes stay as they are
+            nodes[n] = ast.fix_missing_locations(_Instrument(sites).visit(copy.deepcopy(node)))
+    return _Traced(closure, tuple(nodes))
 
 
 class _Traced:
@@ -144,17 +140,45 @@ class _Traced:
 
 
 def trace_cell(
-    closure: Closure, source: str, matrix: Matrix, bound: Bound, label: str, cell: tuple[int, ...]
+    target: Closure | Pipeline,
+    source: str,
+    matrix: Matrix,
+    bound: Bound,
+    label: str,
+    cell: tuple[int, ...],
 ) -> Trace:
-    """Run the target on one cell, recording what its conditions and operands evaluated to."""
-    traced, sites = instrument(closure, source)
-    events: list[Event] = []
+    """Run the target (or each pass, in order) on one cell, recording what its conditions
+    and operands evaluated to, and what each pass declared."""
+    sites, events, log = _Sites(source), [], []
 
     def record(site: int, value: Any) -> Any:
-        kind, line, written, normalized = sites[site]
+        kind, line, written, normalized = sites.sites[site]
         events.append(Event(kind, line, written, normalized, value))
         return value
 
-    fn = load_function(traced, bound, label, extra={RECORD: record})
-    outcome = run_cell(fn, bound, matrix, cell)
-    return Trace(outcome, tuple(events))
+    def load(closure: Closure):
+        return load_function(_instrumented(closure, sites), bound, label, extra={RECORD: record})
+
+    if isinstance(target, Pipeline):
+        fns = []
+        for name, closure in target.passes:
+            if closure is None:
+                log.append({"pass": name, "absent": True})
+            else:
+                start = Event(PASS, closure.lineno, name, name)
+                fns.append(_logged(name, load(closure), log, events, start))
+        fn = chain(fns)
+        fn.label = label
+    else:
+        fn = load(target)
+    return Trace(run_cell(fn, bound, matrix, cell), tuple(events), tuple(log))
+
+
+def _logged(name: str, fn, log: list[dict[str, Any]], events: list[Event], start: Event):
+    def run(view: Any) -> Any:
+        events.append(start)
+        result = fn(view)
+        log.append({"pass": name, "declared": result})
+        return result
+
+    return run

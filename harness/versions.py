@@ -8,7 +8,7 @@ commits in which the function changed five times costs five evaluations.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import git as gitpython
 
@@ -35,6 +35,8 @@ class State:
     table: OutcomeTable
     reason: str | None = None  # set when the revision cannot be evaluated
     line: int | None = None  # the target function's line in the file
+    blob: str | None = None  # the file's blob, when read from a commit
+    skipped: tuple[str, ...] = ()  # pipeline mode: passes absent at this revision
 
     @property
     def evaluable(self) -> bool:
@@ -72,7 +74,7 @@ class Versions:
         """The state of the file whose blob is `blob` (None: no such file)."""
         if blob not in self.by_blob:
             source = None if blob is None else git.read_blob(self.repo, blob)
-            self.by_blob[blob] = self.of_source(source, label)
+            self.by_blob[blob] = replace(self.of_source(source, label), blob=blob)
         return self.by_blob[blob]
 
     def of_source(self, source: str | None, label: str) -> State:
@@ -91,7 +93,8 @@ class Versions:
             table = evaluation.table
             self.cache.put(key, table)
         self.by_key[key] = table
-        return State(key, table, None, closure.lineno)
+        skipped = getattr(closure, "skipped", ())
+        return State(key, table, None, closure.lineno, skipped=skipped)
 
 
 class Code:
@@ -104,11 +107,22 @@ class Code:
 def code_at(versions: Versions, revision: git.Revision) -> Code | None:
     """The closure and source at `revision`, or None when it cannot be evaluated."""
     source = git.read_file(versions.repo, revision, versions.matrix.target.path)
+    return code_of(versions, source, revision.label)
+
+
+def code_of_state(versions: Versions, state: State, label: str) -> Code | None:
+    """The code behind a state read from a commit (None: not evaluable, or no blob)."""
+    if state.blob is None or not state.evaluable:
+        return None
+    return code_of(versions, git.read_blob(versions.repo, state.blob), label)
+
+
+def code_of(versions: Versions, source: str | None, label: str) -> Code | None:
     try:
         closure = extract(source, versions.matrix, versions.bound)
     except (Absent, Unevaluable):
         return None
-    return Code(closure, source, revision.label)
+    return Code(closure, source, label)
 
 
 def _unevaluable(exc: Absent | Unevaluable, matrix: Matrix) -> State:

@@ -12,7 +12,7 @@ from harness.errors import HarnessError
 from harness.matrix import NO_DEFAULT, Matrix, bits_of, format_value
 from harness.report.model import outcome_json, outcome_label
 from harness.report.text import revision_line
-from harness.trace import CONDITION, OPERAND, Event, Trace, trace_cell
+from harness.trace import CONDITION, OPERAND, PASS, Event, Trace, trace_cell
 from harness.versions import Versions, code_at
 
 HELP = """\
@@ -100,6 +100,10 @@ def render_text(matrix: Matrix, revision, cell: tuple[int, ...], trace: Trace) -
         "",
     ]
     lines.extend(_trace_lines(trace.events) or ["(nothing traced: the function did not run)"])
+    if trace.passes:
+        lines += ["", "passes:"]
+        lines += [f"  {p['pass']}: " + ("absent at this revision" if p.get("absent") else
+                  f"declared {short(p['declared'], 60)}") for p in trace.passes]  # fmt: skip
     return "\n".join(lines) + "\n"
 
 
@@ -110,7 +114,9 @@ def _trace_lines(events: tuple[Event, ...]) -> list[str]:
         if event.kind == OPERAND:
             pending.append(event)
             continue
-        if event.kind == CONDITION:
+        if event.kind == PASS:
+            lines.append(f"pass {event.source} (line {event.line})")
+        elif event.kind == CONDITION:
             lines.append(f"line {event.line:<5} if {event.source}: {short(event.value)}")
             lines += [f"    line {e.line:<5} {e.source} = {short(e.value)}" for e in pending]
         else:
@@ -130,6 +136,6 @@ def render_json(matrix: Matrix, revision, cell: tuple[int, ...], trace: Trace) -
             {"kind": e.kind, "line": e.line, "source": e.source, "value": json_value(e.value)}
             for e in trace.events
         ],
-        "passes": [],
+        "passes": [{k: json_value(v) for k, v in p.items()} for p in trace.passes],
     }
     return json.dumps(document) + "\n"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+from harness.because import with_because
 from harness.bisect import BisectResult, Step
 from harness.git import Commit
 from harness.matrix import Matrix
@@ -29,7 +30,10 @@ def step_line(number: int, step: Step) -> str:
 
 
 def rules_of(matrix: Matrix, result: BisectResult) -> list[RuleView]:
-    return [rule_view(matrix, rule) for rule in result.comparison.rules] if result.found else []
+    if not result.found:
+        return []
+    views = [rule_view(matrix, rule) for rule in result.comparison.rules]
+    return with_because(views, result.because) if result.because else views
 
 
 def conclusion_text(matrix: Matrix, result: BisectResult) -> str:

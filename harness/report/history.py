@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from harness.because import with_because
 from harness.git import Commit
 from harness.history import Change, HistoryReport
 from harness.report.jsonfmt import summary_json
@@ -16,7 +17,8 @@ SKIPPED_SHOWN = 20  # text and markdown list this many skipped commits, json all
 
 
 def rules_of(report: HistoryReport, change: Change) -> list[RuleView]:
-    return [rule_view(report.matrix, rule) for rule in change.comparison.rules]
+    views = [rule_view(report.matrix, rule) for rule in change.comparison.rules]
+    return with_because(views, change.because) if change.because else views
 
 
 def commit_line(commit: Commit) -> str:

@@ -17,12 +17,20 @@ from harness.testing.gitrepo import FixtureRepo
 OVERRIDES = "python/sglang/srt/arg_groups/overrides.py"
 
 HELPER_IMPORTS = """\
-from sglang.srt.utils import is_hip, is_sm90_supported, is_sm100_supported
+from sglang.srt.utils import (
+    is_hip,
+    is_musa,
+    is_sm90_supported,
+    is_sm100_supported,
+    is_xpu,
+    xpu_has_xmx_support,
+)
 """
 
 PLATFORM_IMPORTS = """\
 from sglang.srt.arg_groups.view import model_config_of, use_mla_backend
 from sglang.srt.platforms import get_platform
+from sglang.srt.utils import xpu_has_xmx_support
 """
 
 HEADER = '''\
@@ -69,6 +77,8 @@ MLA_PASS = """
 def _mla_backend_page_constraints(view) -> Dict[str, Any]:
     if not {mla_check}:
         return {{}}
+    if ({hip_check} or {musa_check}) and envs.SGLANG_AITER_KV_CACHE_LAYOUT.get() == "blocked":
+        return {{"page_size": 16}}
     size = _MLA_PAGE_SIZES.get(view.attention_backend)
     return {{"page_size": size}} if size else {{}}
 """
@@ -103,9 +113,11 @@ TAIL_PASSES = """
 
 @register_post_process
 def _intel_xpu_page_constraint(view) -> Dict[str, Any]:
-    if {xpu_check} and view.attention_backend == "intel_xpu":
+    if not ({xpu_check} and view.attention_backend == "intel_xpu"):
+        return {{}}
+    if not xpu_has_xmx_support() or view.kv_cache_dtype != "auto":
         return {{"page_size": 64 if view.page_size is None else max(view.page_size, 64)}}
-    return {{}}
+    return {{"page_size": 128 if view.page_size is None else view.page_size}}
 
 
 @register_post_process
@@ -143,7 +155,11 @@ def overrides_source(o: Overrides) -> str:
     parts = [
         HEADER.format(imports=HELPER_IMPORTS if helpers else PLATFORM_IMPORTS),
         CHUNKED_PREFILL.format(chunk=o.chunk),
-        MLA_PASS.format(mla_check=mla_check),
+        MLA_PASS.format(
+            mla_check=mla_check,
+            hip_check="is_hip()" if helpers else "get_platform().is_hip",
+            musa_check="is_musa()" if helpers else "get_platform().is_musa",
+        ),
         USES_BACKEND,
         FA4_PASS.format(
             comment=o.comment,
@@ -151,7 +167,7 @@ def overrides_source(o: Overrides) -> str:
             sm100_check="is_sm100_supported()" if helpers else "get_platform().is_sm100",
             full_clause=FULL_CLAUSE if o.full_clause else "",
         ),
-        TAIL_PASSES.format(xpu_check="not is_hip()" if helpers else "get_platform().is_xpu"),
+        TAIL_PASSES.format(xpu_check="is_xpu()" if helpers else "get_platform().is_xpu"),
     ]
     parts.extend(PADDING_PASS.format(n=n) for n in range(o.padding))
     if o.broken:
