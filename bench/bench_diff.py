@@ -10,7 +10,8 @@ then, side by side in one run, times:
   - the same diff in-process (main()), exploring and --exhaustive;
   - a bare loop: the same extracted function, compiled with plain stubs,
     called on a types.SimpleNamespace view for every cell at both revisions,
-    results compared in a list.
+    results compared in a list;
+  - the same diff on the pipeline matrix (four passes), in-process.
 and prints the ratios. Best of --repeat runs for each.
 """
 
@@ -155,6 +156,16 @@ def report(repo: Path, sources: list[str], repeat: int) -> None:
     print(f"harness diff --exhaustive, in-process:        {exhaustive:7.3f} s   "
           f"ratio {exhaustive / bare:.2f}")  # fmt: skip
     print(f"harness diff peak memory (fresh process):     {peak_mb:7.1f} MB  (target < 400)")
+    pipeline_bench(repo, repeat, inproc)
+
+
+def pipeline_bench(repo: Path, repeat: int, single: float) -> None:
+    """The 4-pass pipeline matrix against the single-function one, in-process, no cache."""
+    matrix = load_matrix("sglang-page-size-pipeline")
+    took, _ = best_of(repeat, lambda: harness_in_process(repo, "--matrix", matrix.name))
+    print(f"harness diff, pipeline matrix ({len(matrix.target.passes)} passes, "
+          f"{matrix.size:,} cells), in-process: {took:.3f} s   "
+          f"ratio to the single-function diff {took / single:.2f}  (target <= 4)")  # fmt: skip
 
 
 if __name__ == "__main__":

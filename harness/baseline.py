@@ -45,6 +45,8 @@ def table_cover(matrix: Matrix, table: OutcomeTable) -> list[tuple[Cube, int]]:
 
     def block(axis: int, start: int) -> tuple[tuple[Cube, int], ...]:
         """The cover of the sub-table from `axis` on, starting at cell `start`."""
+        if axis == len(radices):  # one cell
+            return (((), table.codes[start]),)
         length = strides[axis] * radices[axis]
         cells = raw[start * width : (start + length) * width]
         if cells == cells[:width] * length:  # one outcome throughout

@@ -121,6 +121,10 @@ class Matrix:
         return self.source
 
     def full_masks(self) -> tuple[int, ...]:
+        return self._full_masks
+
+    @cached_property
+    def _full_masks(self) -> tuple[int, ...]:
         return tuple((1 << radix) - 1 for radix in self.radices)
 
 
@@ -150,10 +154,15 @@ def cube_runs(matrix: Matrix, masks: tuple[int, ...]) -> tuple[list[int], int]:
     while k and masks[k - 1] == full[k - 1]:
         k -= 1
     length = matrix.strides[k - 1] if k else matrix.size
-    starts = [0]
+    offset, starts = 0, None
     for mask, stride in zip(masks[:k], matrix.strides, strict=False):
-        starts = [s + d * stride for s in starts for d in bits_of(mask)]
-    return starts, length
+        if not mask & (mask - 1):  # one value: a fixed offset, no fan-out
+            offset += (mask.bit_length() - 1) * stride
+        elif starts is None:
+            starts = [d * stride for d in bits_of(mask)]
+        else:
+            starts = [s + d * stride for s in starts for d in bits_of(mask)]
+    return ([offset] if starts is None else [s + offset for s in starts]), length
 
 
 @cache

@@ -50,15 +50,33 @@ class _Sites:
     """What each instrumentation point is: kind, line, written text, normalized text."""
 
     def __init__(self, source: str) -> None:
-        self.source, self.sites = source, []
+        self.lines = source.splitlines(keepends=True) if source else []
+        self.sites: list[tuple[str, int, str, str]] = []
 
     def add(self, kind: str, node: ast.AST) -> int:
-        written = ast.get_source_segment(self.source, node) if self.source else None
+        written = self._segment(node)
         normalized = ast.unparse(node)
-        self.sites.append(
-            (kind, node.lineno, " ".join((written or normalized).split()), normalized)
-        )
+        shown = " ".join((written or normalized).split())
+        self.sites.append((kind, node.lineno, shown, normalized))
         return len(self.sites) - 1
+
+    def _segment(self, node: ast.AST) -> str | None:
+        """The node's text in the file (as ast.get_source_segment, without splitting the
+        whole file again for every node)."""
+        end = getattr(node, "end_lineno", None)
+        if end is None or end > len(self.lines):
+            return None
+        first, last = node.lineno - 1, end - 1
+        if first == last:
+            return _columns(self.lines[first], node.col_offset, node.end_col_offset)
+        head = _columns(self.lines[first], node.col_offset, None)
+        tail = _columns(self.lines[last], 0, node.end_col_offset)
+        return head + "".join(self.lines[first + 1 : last]) + tail
+
+
+def _columns(line: str, start: int, end: int | None) -> str:
+    """A slice of a line by UTF-8 byte columns (ast's col_offset counts bytes)."""
+    return line.encode()[start:end].decode(errors="replace")
 
 
 class _Instrument(ast.NodeTransformer):

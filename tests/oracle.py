@@ -80,3 +80,50 @@ def assert_exact_cover(summary: list[dict], expected: dict) -> None:
         assert not covered & cube, "rules overlap"
         covered |= cube
     assert covered == set(expected)
+
+
+# --- the pipeline matrix (matrices/sglang-page-size-pipeline.yaml) -------------------
+
+PIPELINE_BACKENDS = [*BACKENDS, "intel_xpu"]
+PIPELINE_AXES = {
+    "attention_backend": PIPELINE_BACKENDS,
+    "decode_attention_backend": [None, "fa4", "triton"],
+    "prefill_attention_backend": [None, "fa4", "triton"],
+    "use_mla": [False, True],
+    "speculative_eagle_topk": [None, 1, 2],
+    "prefill_cuda_graph": ["full", "breakable", "disabled"],
+    "platform": ["sm90", "sm100", "sm120", "hip", "musa", "xpu"],
+    "page_size": [None, 1, 16, 64, 128],
+}
+MLA_PAGE_SIZES = {"flashmla": 64, "cutlass_mla": 128, "trtllm_mla": 64}
+
+
+def pipeline_cells():
+    names = list(PIPELINE_AXES)
+    for values in itertools.product(*PIPELINE_AXES.values()):
+        yield dict(zip(names, values, strict=True))
+
+
+def pipeline_page_size(cell: dict, full_clause: bool, aiter_layout: str = "default"):
+    """The fixture's four passes in order, each seeing the page_size declared so far.
+
+    MLA: HIP/MUSA with the blocked AITER layout -> 16, else the MLA backend's size.
+    FA4: 128 as in `fa4_forces_128`. XPU: an intel_xpu backend on an XPU (with XMX
+    and the auto KV dtype, the matrix defaults) keeps a given size, else 128.
+    Default: 1 when nothing is set.
+    """
+    page = cell["page_size"]
+    if cell["use_mla"]:
+        if cell["platform"] in ("hip", "musa") and aiter_layout == "blocked":
+            page = 16
+        elif MLA_PAGE_SIZES.get(cell["attention_backend"]):
+            page = MLA_PAGE_SIZES[cell["attention_backend"]]
+    if fa4_forces_128(cell, full_clause):
+        page = 128
+    if cell["platform"] == "xpu" and cell["attention_backend"] == "intel_xpu":
+        page = 128 if page is None else page
+    return 1 if page is None else page
+
+
+def key_of(cell: dict, axes: dict) -> tuple:
+    return tuple((type(cell[n]).__name__, cell[n]) for n in axes)

@@ -18,11 +18,18 @@ from harness.report.model import DiffReport, RuleView, axes_of
 
 def document_head(report: DiffReport) -> dict[str, Any]:
     target = report.matrix.target
+    sides = {}
+    for side, rev in (("base", report.base), ("head", report.head)):
+        sides[side] = revision_json(rev, report.lines.get(side))
+        if target.pipeline:
+            sides[side]["skipped_passes"] = list(report.skipped.get(side, ()))
+    described = {"path": target.path, "function": target.function, "output": target.output}
+    if target.pipeline:
+        described["passes"] = list(target.passes)
     return {
         "matrix": report.matrix.name,
-        "target": {"path": target.path, "function": target.function, "output": target.output},
-        "base": revision_json(report.base, report.lines.get("base")),
-        "head": revision_json(report.head, report.lines.get("head")),
+        "target": described,
+        **sides,
         "cells": report.matrix.size,
         "axes": axes_of(report.matrix),
         "notes": report.notes,

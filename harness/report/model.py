@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from harness.compare import Comparison, Rule
@@ -45,6 +45,7 @@ class DiffReport:
     notes: dict[str, str]  # revision-wide states: {"base"/"head": reason}
     rules: list[RuleView]
     lines: dict[str, int | None]  # the target function's line at each side
+    skipped: dict[str, tuple[str, ...]] = field(default_factory=dict)  # absent passes
 
     @property
     def changed(self) -> int:
@@ -99,7 +100,8 @@ def build_report(
             )
     rules = [rule_view(matrix, rule) for rule in comparison.rules]
     lines = {side: state.line for side, state in states.items()}
-    return DiffReport(matrix, base, head, comparison, notes, rules, lines)
+    skipped = {side: state.skipped for side, state in states.items() if state.skipped}
+    return DiffReport(matrix, base, head, comparison, notes, rules, lines, skipped)
 
 
 def rule_view(matrix: Matrix, rule: Rule) -> RuleView:

@@ -21,6 +21,8 @@ def header(report: DiffReport) -> list[str]:
         lines.append(f"{side}: {revision_line(rev)}")
         if side in report.notes:
             lines.append(f"      {report.notes[side]}")
+        if report.skipped.get(side):
+            lines.append(f"      passes absent here (skipped): {', '.join(report.skipped[side])}")
     return lines
 
 
