@@ -30,6 +30,7 @@ from harness.evaluate import (
 )
 from harness.git import Revision
 from harness.matrix import Matrix, bits_of
+from harness.outputs import declared
 from harness.report.model import axes_of, same_value
 
 FORMAT = 1
@@ -62,20 +63,26 @@ def table_cover(matrix: Matrix, table: OutcomeTable) -> list[tuple[Cube, int]]:
     return list(block(0, 0)) if matrix.size else []
 
 
-def outcome_json(outcome: Outcome, field: str) -> dict[str, Any]:
-    if outcome.kind == VALUE:
-        return {field: outcome.value}
-    if outcome.kind == KEPT:
-        return {"keeps": field}
-    return {outcome.kind: str(outcome.value)}
+def outcome_json(outcome: Outcome, fields: tuple[str, ...]) -> dict[str, Any]:
+    """One output: {field: v} | {"keeps": field}; several: {"declares": {field: v, ...}}."""
+    values = declared(outcome, fields)
+    if values is None:
+        return {outcome.kind: str(outcome.value)}
+    if len(fields) > 1:
+        return {"declares": values}
+    return {fields[0]: values[fields[0]]} if values else {"keeps": fields[0]}
 
 
-def outcome_from_json(data: Any, field: str, where: str) -> Outcome:
+def outcome_from_json(data: Any, fields: tuple[str, ...], where: str) -> Outcome:
     if isinstance(data, dict) and len(data) == 1:
         ((kind, value),) = data.items()
-        if kind == field:
+        multi = len(fields) > 1 and kind == "declares" and isinstance(value, dict)
+        if multi and set(value) <= set(fields):
+            pairs = tuple((f, value[f]) for f in fields if f in value)
+            return Outcome(VALUE, pairs) if pairs else Outcome(KEPT)
+        if len(fields) == 1 and kind == fields[0]:
             return Outcome(VALUE, value)
-        if kind == "keeps" and value == field:
+        if len(fields) == 1 and kind == "keeps" and value == fields[0]:
             return Outcome(KEPT)
         if kind in (ERROR, ABSENT, UNEVALUABLE):
             return Outcome(kind, value)
@@ -84,12 +91,12 @@ def outcome_from_json(data: Any, field: str, where: str) -> Outcome:
 
 def render(matrix: Matrix, revision: Revision, table: OutcomeTable) -> str:
     """The baseline file's text."""
-    field = matrix.target.output
+    field, fields = matrix.target.output, matrix.target.outputs
     by_code: dict[int, list[Cube]] = {}
     for masks, code in table_cover(matrix, table):
         by_code.setdefault(code, []).append(masks)
     entries = sorted(
-        (json.dumps(outcome_json(table.outcomes[code], field)), sorted(cubes))
+        (json.dumps(outcome_json(table.outcomes[code], fields)), sorted(cubes))
         for code, cubes in by_code.items()
     )
     head = {
@@ -185,10 +192,10 @@ def _check_axes(path: str, axes: Any, matrix: Matrix) -> None:
 
 def _decode(path: str, doc: dict[str, Any], matrix: Matrix) -> OutcomeTable:
     filler, outcomes, total = Filler(matrix, UNSET), [], 0
-    field = matrix.target.output
+    fields = matrix.target.outputs
     for n, entry in enumerate(doc.get("outcomes") or []):
         where = f"baseline {path}, outcome {n + 1}"
-        outcomes.append(outcome_from_json(entry.get("outcome"), field, where))
+        outcomes.append(outcome_from_json(entry.get("outcome"), fields, where))
         for cube_where in entry.get("where") or []:
             cube = _cube(matrix, cube_where, where)
             total += _size(cube)

@@ -14,8 +14,9 @@ from array import array
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from harness.evaluate import CODE_TYPE, KEPT, VALUE, Outcome, OutcomeTable
+from harness.evaluate import CODE_TYPE, KEPT, Outcome, OutcomeTable
 from harness.matrix import Matrix, bits_of, cube_runs
+from harness.outputs import Inputs
 
 BLOCK = 4096
 SUB_BLOCK = 64
@@ -115,39 +116,25 @@ class _Resolver:
 
     def __init__(self, matrix: Matrix, outcomes: list[Outcome]) -> None:
         self.outcomes = outcomes
-        output = matrix.target.output
-        self.axis = matrix.axis_index(output)
-        if self.axis is None:
-            self.constant = matrix.fields.get(output)
-        else:
-            self.stride = matrix.strides[self.axis]
-            self.radix = matrix.radices[self.axis]
-            self.values = matrix.axes[self.axis].values
-
-    def input_at(self, index: int):
-        if self.axis is None:
-            return self.constant
-        return self.values[index // self.stride % self.radix]
+        self.inputs = Inputs(matrix)
+        self.single = len(matrix.target.outputs) == 1
 
     def differs(self, index: int, b: int, h: int) -> bool:
         ob, oh = self.outcomes[b], self.outcomes[h]
+        if not self.single:
+            return self.inputs.resolved(ob, index) != self.inputs.resolved(oh, index)
         if (ob.kind == KEPT) == (oh.kind == KEPT):
             return True  # distinct codes, neither or both kept: distinct outcomes
         value = oh.value if ob.kind == KEPT else ob.value
-        return not _same(self.input_at(index), value)
+        return not _same(self.inputs.one(self.inputs.fields[0], index), value)
 
 
 def resolved_keys(matrix: Matrix, comparison: Comparison, side: str) -> list:
     """Per changed cell, the identity of its base or head outcome with `kept` resolved."""
-    resolver = _Resolver(matrix, comparison.outcomes)
+    inputs = Inputs(matrix)
     codes = comparison.base_codes if side == "base" else comparison.head_codes
-    keys = []
-    for index, code in zip(comparison.indices, codes, strict=True):
-        outcome = comparison.outcomes[code]
-        if outcome.kind == KEPT:
-            outcome = Outcome(VALUE, resolver.input_at(index))
-        keys.append(outcome.key)
-    return keys
+    pairs = zip(comparison.indices, codes, strict=True)
+    return [inputs.resolved(comparison.outcomes[code], index) for index, code in pairs]
 
 
 def _same(a, b) -> bool:

@@ -226,7 +226,7 @@ class _Runner:
         self.filename = f"{matrix.target.path}@{getattr(fn, 'label', None)}"
         if hasattr(fn, "__code__") and fn.__code__.co_filename.startswith(matrix.target.path):
             self.filename = fn.__code__.co_filename
-        self.output = matrix.target.output
+        self.outputs = matrix.target.outputs
         self.outcomes: list[Outcome] = []
         self.codes: dict[tuple[str, Any], int] = {}
         self.calls = 0
@@ -253,9 +253,11 @@ class _Runner:
         if not isinstance(result, dict):
             kind = type(result).__name__
             return Outcome(ERROR, f"TypeError: returned {kind}, not a dict of declared fields")
-        if self.output in result:
-            return Outcome(VALUE, result[self.output])
-        return Outcome(KEPT)
+        if len(self.outputs) == 1:
+            field = self.outputs[0]
+            return Outcome(VALUE, result[field]) if field in result else Outcome(KEPT)
+        pairs = tuple((f, result[f]) for f in self.outputs if f in result)
+        return Outcome(VALUE, pairs) if pairs else Outcome(KEPT)
 
     def _code(self, outcome: Outcome) -> int:
         code = self.codes.get(outcome.key)

@@ -49,8 +49,9 @@ class Target:
 
     path: str
     function: str
-    output: str
+    output: str  # the output field, or several joined by ", " (for reports)
     passes: tuple[str, ...] = ()
+    outputs: tuple[str, ...] = ()  # each output field, in order
 
     @property
     def pipeline(self) -> bool:
@@ -287,11 +288,19 @@ def _parse_target(check: _Checker, raw: Any) -> Target:
     for n, name in enumerate(passes):
         if not name.isidentifier():
             check.fail(f"target.passes[{n}]", f"{name!r} is not a function name")
+    raw_outputs = data["output"]
+    if isinstance(raw_outputs, list) and raw_outputs:
+        outputs = tuple(check.string(o, f"target.output[{n}]") for n, o in enumerate(raw_outputs))
+    else:
+        outputs = (check.string(raw_outputs, "target.output"),)
+    if len(set(outputs)) < len(outputs):
+        check.fail("target.output", "names a field twice")
     return Target(
         path=check.string(data["path"], "target.path").strip("/"),
         function=" -> ".join(passes),
-        output=check.string(data["output"], "target.output"),
+        output=", ".join(outputs),
         passes=passes,
+        outputs=outputs,
     )
 
 
@@ -318,12 +327,13 @@ def _parse_axis(check: _Checker, name: Any, spec: Any) -> Axis:
 
 
 def _check_output(check: _Checker, target: Target, axes: tuple[Axis, ...], fields: dict) -> None:
-    if target.output not in fields and not any(a.name == target.output for a in axes):
-        check.fail(
-            "target.output",
-            f"{target.output} must also be an axis or a field: it is the input value "
-            "a cell keeps when the function declares nothing",
-        )
+    for output in target.outputs:
+        if output not in fields and not any(a.name == output for a in axes):
+            check.fail(
+                "target.output",
+                f"{output} must also be an axis or a field: it is the input value "
+                "a cell keeps when the function declares nothing",
+            )
 
 
 def _same(a: Any, b: Any) -> bool:

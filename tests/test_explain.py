@@ -93,7 +93,7 @@ def test_each_operand_runs_exactly_once(tmp_path):
 def test_text_shows_the_condition_then_its_operands(history):
     result = run_cli("explain", "#30835", "--repo", history.repo(), *where(FA4_CELL))
     lines = result.out.splitlines()
-    assert "outcome: page_size = 16 (the input page_size: nothing declared)" in lines
+    assert "outcome: page_size = 16 (the input: nothing declared)" in lines
     first = next(n for n, line in enumerate(lines) if line.startswith("line ") and " if " in line)
     assert lines[first].endswith(": False")
     assert any(CLAUSE in line and line.endswith("= False") for line in lines[first + 1 :])

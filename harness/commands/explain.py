@@ -10,6 +10,7 @@ from harness.because import json_value, short
 from harness.commands.common import add_command, add_evaluation_options, set_up
 from harness.errors import HarnessError
 from harness.matrix import NO_DEFAULT, Matrix, bits_of, format_value
+from harness.outputs import Inputs, declared
 from harness.report.model import outcome_json, outcome_label
 from harness.report.text import revision_line
 from harness.trace import CONDITION, OPERAND, PASS, Event, Trace, trace_cell
@@ -77,26 +78,37 @@ def one_cell(matrix: Matrix, masks: tuple[int, ...]) -> tuple[int, ...]:
     return tuple(cell)
 
 
-def _given(matrix: Matrix, cell: tuple[int, ...]):
-    field = matrix.target.output
-    values = matrix.values_of(cell)
-    return values[field] if field in values else matrix.fields.get(field)
+def _given(matrix: Matrix, cell: tuple[int, ...]) -> dict:
+    return Inputs(matrix).given(matrix.index(cell))
+
+
+def outcome_text(matrix: Matrix, cell: tuple[int, ...], outcome) -> str:
+    """`page_size = 16 (the input: nothing declared)`, per output field; or what went wrong."""
+    fields = matrix.target.outputs
+    values = declared(outcome, fields)
+    if values is None:
+        return (
+            outcome_label(outcome, fields)
+            if not outcome.revision_wide
+            else (f"{outcome.kind}: {outcome.value}")
+        )
+    given = _given(matrix, cell)
+    parts = [
+        f"{f} = {format_value(values[f])}" if f in values
+        else f"{f} = {format_value(given[f])} (the input: nothing declared)"
+        for f in fields
+    ]  # fmt: skip
+    return ", ".join(parts)
 
 
 def render_text(matrix: Matrix, revision, cell: tuple[int, ...], trace: Trace) -> str:
-    target, field = matrix.target, matrix.target.output
+    target = matrix.target
     shown = " ".join(f"{k}={format_value(v)}" for k, v in matrix.values_of(cell).items())
-    outcome = trace.outcome
-    label = outcome_label(outcome, field)
-    if outcome.revision_wide:
-        label = f"{outcome.kind}: {outcome.value}"
-    if outcome.kind == "kept":
-        label = f"{format_value(_given(matrix, cell))} (the input {field}: nothing declared)"
     lines = [
         f"{matrix.name}: {target.function} in {target.path}",
         f"rev:     {revision_line(revision)}",
         f"cell:    {shown}",
-        f"outcome: {field} = {label}" if outcome.kind in ("value", "kept") else f"outcome: {label}",
+        f"outcome: {outcome_text(matrix, cell, trace.outcome)}",
         "",
     ]
     lines.extend(_trace_lines(trace.events) or ["(nothing traced: the function did not run)"])
@@ -126,12 +138,12 @@ def _trace_lines(events: tuple[Event, ...]) -> list[str]:
 
 
 def render_json(matrix: Matrix, revision, cell: tuple[int, ...], trace: Trace) -> str:
-    field = matrix.target.output
+    fields = matrix.target.outputs
     document = {
         "rev": revision.expr,
         "sha": revision.sha,
         "cell": matrix.values_of(cell),
-        "outcome": outcome_json(trace.outcome, field, _given(matrix, cell), revision.label),
+        "outcome": outcome_json(trace.outcome, fields, _given(matrix, cell), revision.label),
         "trace": [
             {"kind": e.kind, "line": e.line, "source": e.source, "value": json_value(e.value)}
             for e in trace.events

@@ -26,6 +26,8 @@ def document_head(report: DiffReport) -> dict[str, Any]:
     described = {"path": target.path, "function": target.function, "output": target.output}
     if target.pipeline:
         described["passes"] = list(target.passes)
+    if len(target.outputs) > 1:
+        described["outputs"] = list(target.outputs)
     return {
         "matrix": report.matrix.name,
         "target": described,

@@ -100,7 +100,7 @@ def _inside(cell: dict[str, Any], where: dict[str, list[Any]]) -> bool:
 
 
 def _sample(doc: dict[str, Any], limit: int) -> list[str]:
-    axes, field = list(doc["axes"]), doc["target"]["output"]
+    axes, fields = list(doc["axes"]), doc["target"].get("outputs") or [doc["target"]["output"]]
     shown = pick_sample(doc, limit)
     lines = [
         "",
@@ -111,7 +111,7 @@ def _sample(doc: dict[str, Any], limit: int) -> list[str]:
     ]
     for item in shown:
         values = [escape(format_value(item["cell"][a])) for a in axes]
-        ends = [escape(short_outcome(item[side], field)) for side in ("base", "head")]
+        ends = [escape(short_outcome(item[side], fields)) for side in ("base", "head")]
         lines.append("| " + " | ".join(values + ends) + " |")
     lines.extend(["", "</details>"])
     return lines

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 from harness.compare import Comparison, Rule
-from harness.evaluate import ABSENT, ERROR, KEPT, UNEVALUABLE, VALUE, Outcome
+from harness.evaluate import ABSENT, ERROR, UNEVALUABLE, Outcome
 from harness.git import Revision
 from harness.matrix import Matrix, bits_of, format_value
+from harness.outputs import Inputs, declared
 
 
 @dataclass(frozen=True)
@@ -76,15 +78,20 @@ class DiffReport:
         return firsts
 
     def _item(self, k: int) -> dict[str, Any]:
-        comp, field = self.comparison, self.matrix.target.output
-        cell = self.matrix.values_of(self.matrix.cell(comp.indices[k]))
-        given = cell[field] if field in cell else self.matrix.fields.get(field)
+        comp, fields = self.comparison, self.matrix.target.outputs
+        index = comp.indices[k]
+        cell = self.matrix.values_of(self.matrix.cell(index))
+        given = self._inputs.given(index)
         base, head = comp.outcomes[comp.base_codes[k]], comp.outcomes[comp.head_codes[k]]
         return {
             "cell": cell,
-            "base": outcome_json(base, field, given, self.base.label),
-            "head": outcome_json(head, field, given, self.head.label),
+            "base": outcome_json(base, fields, given, self.base.label),
+            "head": outcome_json(head, fields, given, self.head.label),
         }
+
+    @cached_property
+    def _inputs(self) -> Inputs:
+        return Inputs(self.matrix)
 
 
 def build_report(
@@ -110,8 +117,7 @@ def rule_view(matrix: Matrix, rule: Rule) -> RuleView:
         chosen = bits_of(mask)
         if len(chosen) < len(axis.values):
             where[axis.name] = [axis.values[i] for i in chosen]
-    field = matrix.target.output
-    transition = f"{outcome_label(rule.base, field)} -> {outcome_label(rule.head, field)}"
+    transition = transition_text(rule.base, rule.head, matrix.target.outputs)
     return RuleView(where, conditions_of(where, axes_of(matrix)), rule.cells, transition)
 
 
@@ -137,22 +143,40 @@ def same_value(a: Any, b: Any) -> bool:
     return type(a) is type(b) and a == b
 
 
-def outcome_label(outcome: Outcome, field: str) -> str:
-    if outcome.kind == VALUE:
-        return format_value(outcome.value)
-    if outcome.kind == KEPT:
-        return f"input {field}"
-    if outcome.kind == ERROR:
-        return str(outcome.value)
-    return outcome.kind
+def outcome_label(outcome: Outcome, fields: tuple[str, ...]) -> str:
+    """`128`, `input page_size`, the error; with several fields, `field=value, ...`."""
+    labels = field_labels(outcome, fields)
+    if labels is None:
+        return str(outcome.value) if outcome.kind == ERROR else outcome.kind
+    if len(fields) == 1:
+        return labels[fields[0]]
+    return ", ".join(f"{f}={labels[f]}" for f in fields)
 
 
-def outcome_json(outcome: Outcome, field: str, given: Any, revision: str) -> dict[str, Any]:
-    """OUTCOME as the JSON report writes it: {field: v} | {"error"|"absent"|"unevaluable": str}."""
-    if outcome.kind == VALUE:
-        return {field: outcome.value}
-    if outcome.kind == KEPT:
-        return {field: given}
+def field_labels(outcome: Outcome, fields: tuple[str, ...]) -> dict[str, str] | None:
+    values = declared(outcome, fields)
+    if values is None:
+        return None
+    return {f: format_value(values[f]) if f in values else f"input {f}" for f in fields}
+
+
+def transition_text(base: Outcome, head: Outcome, fields: tuple[str, ...]) -> str:
+    """`128 -> input page_size`; with several fields, only those that change, named."""
+    before, after = field_labels(base, fields), field_labels(head, fields)
+    if len(fields) == 1 or before is None or after is None:
+        return f"{outcome_label(base, fields)} -> {outcome_label(head, fields)}"
+    changed = [f for f in fields if before[f] != after[f]] or list(fields)
+    return "; ".join(f"{f}: {before[f]} -> {after[f]}" for f in changed)
+
+
+def outcome_json(
+    outcome: Outcome, fields: tuple[str, ...], given: dict[str, Any], revision: str
+) -> dict[str, Any]:
+    """OUTCOME as the JSON report writes it: {field: v, ...} (a kept field has its input) |
+    {"error"|"absent"|"unevaluable": str}."""
+    values = declared(outcome, fields)
+    if values is not None:
+        return {f: values[f] if f in values else given[f] for f in fields}
     if outcome.kind == ERROR:
         return {ERROR: str(outcome.value)}
     if outcome.kind in (ABSENT, UNEVALUABLE):
@@ -165,9 +189,11 @@ def revision_reason(outcome: Outcome, revision: str) -> str:
     return f"at {revision}: {outcome.value}"
 
 
-def short_outcome(outcome: dict[str, Any], field: str) -> str:
-    """A JSON OUTCOME in a few words, for a sample row: the value, the error, or the kind."""
-    if field in outcome:
-        return format_value(outcome[field])
+def short_outcome(outcome: dict[str, Any], fields: list[str] | tuple[str, ...]) -> str:
+    """A JSON OUTCOME in a few words, for a sample row: the value(s), the error, or the kind."""
+    if all(f in outcome for f in fields):
+        if len(fields) == 1:
+            return format_value(outcome[fields[0]])
+        return ", ".join(f"{f}={format_value(outcome[f])}" for f in fields)
     ((kind, message),) = outcome.items()
     return message if kind == ERROR else kind

@@ -82,10 +82,10 @@ def wrap_conditions(parts: list[str], indent: str, width: int = 96) -> list[str]
 
 def _sample(report: DiffReport, sample: int) -> list[str]:
     shown = min(sample, report.changed)
-    field = report.matrix.target.output
+    fields = report.matrix.target.outputs
     lines = ["", f"Changed cells ({shown} of {report.changed:,}; --format json lists all):"]
     for item in report.sample(shown):
         cell = " ".join(f"{k}={format_value(v)}" for k, v in item["cell"].items())
-        before, after = short_outcome(item["base"], field), short_outcome(item["head"], field)
+        before, after = short_outcome(item["base"], fields), short_outcome(item["head"], fields)
         lines.append(f"  {cell}: {before} -> {after}")
     return lines
