@@ -40,7 +40,7 @@ class Outcome:
     @property
     def key(self) -> tuple[str, Any]:
         """A hashable identity, also for unhashable declared values (a list)."""
-        return (self.kind, _freeze(self.value))
+        return (self.kind, freeze(self.value))
 
 
 @dataclass
@@ -336,7 +336,8 @@ def _describe(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {message}" if message else type(exc).__name__
 
 
-def _freeze(value: Any) -> Any:
+def freeze(value: Any) -> Any:
+    """A hashable, type-aware identity for a value (1, 1.0 and True differ)."""
     try:
         hash(value)
     except TypeError:

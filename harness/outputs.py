@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from harness.evaluate import KEPT, VALUE, Outcome
+from harness.evaluate import KEPT, VALUE, Outcome, freeze
 from harness.matrix import Matrix
 
 
@@ -50,15 +50,7 @@ class Inputs:
         if fields is None:
             return outcome.key
         values = (fields[f] if f in fields else self.one(f, index) for f in self.fields)
-        return tuple(_typed(v) for v in values)
+        return tuple(freeze(v) for v in values)
 
     def given(self, index: int) -> dict[str, Any]:
         return {f: self.one(f, index) for f in self.fields}
-
-
-def _typed(value: Any) -> Any:
-    try:
-        hash(value)
-    except TypeError:
-        return ("unhashable", repr(value))
-    return (type(value).__name__, value)
