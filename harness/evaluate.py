@@ -102,7 +102,7 @@ def evaluate_closure(
     cube = cube or matrix.full_masks()
     try:
         fn = load_target(closure, bound, label)
-        runner = _Runner(fn, bound, matrix)
+        runner = _Runner(fn, bound, matrix, code_name(closure.path, label))
         table = runner.run_all(cube) if exhaustive else runner.explore(cube)
     except Unevaluable as exc:
         return revision_wide(exc, matrix)
@@ -118,13 +118,16 @@ def revision_wide(exc: Absent | Unevaluable, matrix: Matrix) -> Evaluation:
 # --- loading -----------------------------------------------------------------------
 
 
+def code_name(path: str, label: str) -> str:
+    """The file name evaluated code is compiled under: the path and the revision."""
+    return f"{path}@{label}"
+
+
 def load_target(closure: Closure | Pipeline, bound: Bound, label: str) -> Callable[..., Any]:
     """The callable a cell runs: the target function, or the passes chained."""
     if isinstance(closure, Pipeline):
         passes = [load_function(c, bound, label) for _, c in closure.passes if c is not None]
-        composite = chain(passes)
-        composite.label = label  # names the passes' code, for error lines
-        return composite
+        return chain(passes)
     return load_function(closure, bound, label)
 
 
@@ -164,7 +167,7 @@ def load_function(
     closure: Closure, bound: Bound, label: str, extra: dict[str, Any] | None = None
 ) -> Callable[..., Any]:
     """Compile the closure alone and return the target function object."""
-    filename = f"{closure.path}@{label}"
+    filename = code_name(closure.path, label)
     code = compile(closure.module(), filename, "exec")
     namespace = {"__builtins__": safe_builtins(bound), "__name__": "harness.closure"}
     namespace.update({name: bound.names[world_name] for name, world_name in closure.needs})
@@ -213,19 +216,19 @@ class _ImportProxy:
 # --- running -----------------------------------------------------------------------
 
 
-def run_cell(fn: Callable[..., Any], bound: Bound, matrix: Matrix, cell: tuple[int, ...]):
+def run_cell(
+    fn: Callable[..., Any], bound: Bound, matrix: Matrix, cell: tuple[int, ...], label: str
+) -> Outcome:
     """The outcome of one call on one cell (raises Unevaluable as a whole table would)."""
-    runner = _Runner(fn, bound, matrix)
+    runner = _Runner(fn, bound, matrix, code_name(matrix.target.path, label))
     code, _ = runner.run(cell)
     return runner.outcomes[code]
 
 
 class _Runner:
-    def __init__(self, fn: Callable[..., Any], bound: Bound, matrix: Matrix) -> None:
+    def __init__(self, fn: Callable[..., Any], bound: Bound, matrix: Matrix, filename: str) -> None:
         self.fn, self.bound, self.matrix = fn, bound, matrix
-        self.filename = f"{matrix.target.path}@{getattr(fn, 'label', None)}"
-        if hasattr(fn, "__code__") and fn.__code__.co_filename.startswith(matrix.target.path):
-            self.filename = fn.__code__.co_filename
+        self.filename = filename  # the compiled code's name: error lines are found by it
         self.outputs = matrix.target.outputs
         self.outcomes: list[Outcome] = []
         self.codes: dict[tuple[str, Any], int] = {}

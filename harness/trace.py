@@ -186,10 +186,9 @@ def trace_cell(
                 start = Event(PASS, closure.lineno, name, name)
                 fns.append(_logged(name, load(closure), log, events, start))
         fn = chain(fns)
-        fn.label = label
     else:
         fn = load(target)
-    return Trace(run_cell(fn, bound, matrix, cell), tuple(events), tuple(log))
+    return Trace(run_cell(fn, bound, matrix, cell, label), tuple(events), tuple(log))
 
 
 def _logged(name: str, fn, log: list[dict[str, Any]], events: list[Event], start: Event):

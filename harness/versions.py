@@ -16,7 +16,7 @@ from harness import git
 from harness.cache import TableCache, table_key
 from harness.errors import Absent, Unevaluable
 from harness.evaluate import OutcomeTable, evaluate_closure, extract, revision_wide
-from harness.extract import Closure
+from harness.extract import Closure, Pipeline
 from harness.matrix import Matrix
 from harness.world import Bound, bind
 from harness.worlds import world_named
@@ -97,11 +97,13 @@ class Versions:
         return State(key, table, None, closure.lineno, skipped=skipped)
 
 
+@dataclass(frozen=True)
 class Code:
     """A revision's target as code: what tracing one cell needs."""
 
-    def __init__(self, closure: Closure, source: str, label: str) -> None:
-        self.closure, self.source, self.label = closure, source, label
+    closure: Closure | Pipeline
+    source: str
+    label: str
 
 
 def code_at(versions: Versions, revision: git.Revision) -> Code | None:

@@ -106,3 +106,15 @@ def test_a_missing_pass_is_skipped_and_reported(tmp_path):
     )
     text = run_cli("diff", *shas, "--repo", str(tmp_path), "--matrix", PIPELINE).out
     assert "passes absent here (skipped): _intel_xpu_page_constraint" in text
+
+
+def test_an_undeclared_attribute_in_a_later_pass_names_its_line(tmp_path):
+    text = overrides_source(Overrides()).replace(
+        "if view.page_size is None else {}", "if view.page_size is None and view.nope else {}"
+    )
+    (sha,) = commit_versions(tmp_path, [text])
+    line = next(n for n, s in enumerate(text.splitlines(), 1) if "view.nope" in s)
+    result = run_cli("diff", sha, sha, "--repo", str(tmp_path), "--matrix", PIPELINE,
+                     "--format", "json")  # fmt: skip
+    note = json.loads(result.out)["notes"]["head"]
+    assert f"view.nope is read at python/sglang/srt/arg_groups/overrides.py:{line}" in note
