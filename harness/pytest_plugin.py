@@ -1,8 +1,10 @@
 """pytest entry point: a revision's outcomes against a committed baseline, as test items.
 
-Inert unless `--override-matrix` is given. The matrix is split on its leading
-axes into enough slices (at least 32) that `pytest -n auto` spreads them over
-workers; each item evaluates its slice (every cell, unless
+Inert unless `--override-matrix` is given: this module imports nothing but
+pytest, so every other pytest run pays nothing for it; the machinery lives in
+`harness.pytest_items`, imported only when asked. The matrix is split on its
+leading axes into enough slices (at least 32) that `pytest -n auto` spreads
+them over workers; each item evaluates its slice (every cell, unless
 `--override-explore`) and compares it with the baseline, failing with the
 rule summary of its mismatches. `--override-update` rewrites the baseline
 first (once, in the controlling process), so every item then passes.
@@ -10,23 +12,10 @@ first (once, in the controlling process), so every item then passes.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from pathlib import Path
-
 import pytest
 
-from harness import baseline, git
-from harness.compare import compare
-from harness.errors import Absent, HarnessError, Unevaluable
-from harness.evaluate import OutcomeTable, evaluate_closure, extract, revision_wide
-from harness.matrix import Matrix, format_value, load_matrix
-from harness.report.model import rule_view
-from harness.report.text import rule_lines
-from harness.versions import Versions, bind_matrix
-from harness.world import Bound
-
-MIN_ITEMS = 32
 MARKER = "override_matrix"
+TARGET = pytest.StashKey[object]()
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -52,6 +41,11 @@ def pytest_configure(config: pytest.Config) -> None:
         return
     if not config.getoption("override_baseline"):
         raise pytest.UsageError("--override-matrix needs --override-baseline FILE")
+    # Deferred: only a run that asks for the matrix pays for git, yaml and the evaluator.
+    from harness import baseline
+    from harness.errors import HarnessError
+    from harness.pytest_items import Target
+
     try:
         target = Target.from_config(config)
         if config.getoption("override_update") and not hasattr(config, "workerinput"):
@@ -68,152 +62,7 @@ def pytest_collection_modifyitems(
     target = config.stash.get(TARGET, None)
     if target is None:
         return
+    from harness.pytest_items import MatrixCollector
+
     name = f"override-matrix:{target.matrix.name}"
     items.extend(MatrixCollector.from_parent(session, name=name).collect())
-
-
-class MatrixCollector(pytest.Collector):
-    """The slices of the matrix, under one name: `override-matrix:NAME::NAME[axis=v,...]`."""
-
-    def collect(self) -> list[pytest.Item]:
-        target = self.config.stash[TARGET]
-        items = []
-        for name, cube in slices(target.matrix):
-            item = SliceItem.from_parent(self, name=name, cube=cube)
-            item.add_marker(MARKER)
-            items.append(item)
-        return items
-
-
-def slices(matrix: Matrix) -> list[tuple[str, tuple[int, ...]]]:
-    """One cube per combination of values of the fewest leading axes giving >= MIN_ITEMS."""
-    count, depth = 1, 0
-    while depth < len(matrix.axes) and count < MIN_ITEMS:
-        count *= matrix.radices[depth]
-        depth += 1
-    full = matrix.full_masks()
-    out = []
-    for index in range(count):
-        digits, rest = [], index
-        for radix in reversed(matrix.radices[:depth]):
-            rest, digit = divmod(rest, radix)
-            digits.append(digit)
-        digits.reverse()
-        cube = tuple(1 << d for d in digits) + full[depth:]
-        label = ",".join(
-            f"{axis.name}={format_value(axis.values[d])}"
-            for axis, d in zip(matrix.axes, digits, strict=False)
-        )
-        out.append((f"{matrix.name}[{label}]", cube))
-    return out
-
-
-@dataclass
-class Target:
-    """What the items test: a revision of a repository against a baseline, per process."""
-
-    matrix: Matrix
-    repo_path: str | None
-    rev: str
-    baseline_path: str
-    explore: bool
-
-    @classmethod
-    def from_config(cls, config: pytest.Config) -> Target:
-        path = config.getoption("override_baseline")
-        return cls(
-            load_matrix(config.getoption("override_matrix")),
-            config.getoption("override_repo"),
-            config.getoption("override_rev"),
-            str(Path(path).resolve()),
-            config.getoption("override_explore"),
-        )
-
-    def update_baseline(self) -> None:
-        repo = git.open_repo(self.repo_path)
-        revision = git.resolve(repo, self.rev)
-        table = Versions(repo, self.matrix).at(revision).table
-        baseline.write(self.baseline_path, baseline.render(self.matrix, revision, table))
-
-    def loaded(self) -> Loaded:
-        if not hasattr(self, "_loaded"):
-            self._loaded = Loaded.of(self)
-        return self._loaded
-
-
-@dataclass
-class Loaded:
-    """The baseline table and the revision's closure, made once per process."""
-
-    expected: OutcomeTable
-    bound: Bound
-    closure: object | None
-    failure: OutcomeTable | None  # the whole revision is absent or unevaluable
-    label: str
-
-    @classmethod
-    def of(cls, target: Target) -> Loaded:
-        matrix = target.matrix
-        expected = baseline.read(target.baseline_path, matrix)
-        repo = git.open_repo(target.repo_path)
-        revision = git.resolve(repo, target.rev)
-        source = git.read_file(repo, revision, matrix.target.path)
-        bound = bind_matrix(matrix)
-        try:
-            closure = extract(source, matrix, bound)
-        except (Absent, Unevaluable) as exc:
-            return cls(expected, bound, None, revision_wide(exc, matrix).table, revision.label)
-        return cls(expected, bound, closure, None, revision.label)
-
-    def actual(self, target: Target, cube: tuple[int, ...]) -> OutcomeTable:
-        if self.failure is not None:
-            return self.failure
-        evaluation = evaluate_closure(
-            self.closure, target.matrix, self.bound, self.label, not target.explore, cube
-        )
-        return evaluation.table
-
-
-TARGET = pytest.StashKey[Target]()
-
-
-class Mismatch(Exception):
-    def __init__(self, lines: list[str]) -> None:
-        super().__init__("\n".join(lines))
-        self.lines = lines
-
-
-class SliceItem(pytest.Item):
-    """One slice of the matrix: its outcomes at the revision equal the baseline's."""
-
-    def __init__(self, *, cube: tuple[int, ...], **kwargs) -> None:
-        super().__init__(**kwargs)
-        self.cube = cube
-
-    def runtest(self) -> None:
-        target = self.config.stash[TARGET]
-        try:
-            loaded = target.loaded()
-        except HarnessError as exc:
-            raise Mismatch([f"harness: {exc}"]) from None
-        actual = loaded.actual(target, self.cube)
-        comparison = compare(target.matrix, loaded.expected, actual, self.cube)
-        if comparison.changed:
-            raise Mismatch(self._summary(target, loaded, comparison))
-
-    def _summary(self, target: Target, loaded: Loaded, comparison) -> list[str]:
-        field = target.matrix.target.output
-        views = [rule_view(target.matrix, rule) for rule in comparison.rules]
-        head = (
-            f"{comparison.changed:,} cells of this slice differ from the baseline "
-            f"({target.baseline_path}) at {loaded.label}; {field}, baseline -> now:"
-        )
-        return [head, *rule_lines(views)]
-
-    def repr_failure(self, excinfo, style=None) -> str:
-        if isinstance(excinfo.value, Mismatch):
-            return str(excinfo.value)
-        return super().repr_failure(excinfo, style)
-
-    def reportinfo(self):
-        return self.config.stash[TARGET].baseline_path, None, self.name

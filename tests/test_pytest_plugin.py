@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import re
+import subprocess
+import sys
 from importlib.metadata import entry_points
 
 import pytest
@@ -98,6 +100,12 @@ def test_update_rewrites_the_baseline(pytester, history, tmp_path):
     result = run_pytest(pytester, history, baseline, "#30835", "--override-update", "-n", "2")
     result.assert_outcomes(passed=81)
     assert json.loads(baseline.read_text())["sha"] == history.shas["pr30835"]
+
+
+def test_the_inert_plugin_imports_nothing_heavy():
+    code = "import sys, harness.pytest_plugin; print(sorted({'git', 'yaml', 'harness.evaluate'} & set(sys.modules)))"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "[]"
 
 
 def test_inert_unless_asked(pytester):
