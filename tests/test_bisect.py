@@ -104,3 +104,15 @@ def test_bad_endpoints_are_one_line_errors(tmp_path):
     assert "x" in line
     line = one_line_error(run_cli("bisect", "nope", shas[2], "--repo", repo))
     assert "unknown revision 'nope'" in line
+
+
+def test_the_culprit_says_because(history):
+    _, report = bisect_json(history.repo(), "#30835^", "#30871^")
+    clause = "view.cuda_graph_config.prefill.backend != Backend.FULL"
+    assert report["summary"]
+    for rule in report["summary"]:
+        (reason,) = rule["because"]
+        assert (reason["source"], reason["base"], reason["head"]["value"]) == (clause, None, False)
+    markdown = run_cli("bisect", "#30835^", "#30871^", "--repo", history.repo(),
+                       "--format", "markdown").out  # fmt: skip
+    assert "| because |" in markdown and f"`{clause}`" in markdown

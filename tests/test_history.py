@@ -146,3 +146,15 @@ def test_a_repository_without_the_target_file_warns(tmp_path):
     assert result.code == 0 and "No commit changes page_size." in result.out
     (warning,) = result.err.strip().splitlines()
     assert "no commit in HEAD changes python/sglang/srt/arg_groups/overrides.py" in warning
+
+
+def test_each_change_says_because(history):
+    _, report = history_json(history.repo())
+    clause = "view.cuda_graph_config.prefill.backend != Backend.FULL"
+    pr, revert = report["commits"]
+    for rule in pr["summary"]:
+        (reason,) = rule["because"]
+        assert (reason["source"], reason["base"], reason["head"]["value"]) == (clause, None, False)
+    for rule in revert["summary"]:
+        (reason,) = rule["because"]
+        assert (reason["source"], reason["head"], reason["base"]["value"]) == (clause, None, False)
