@@ -29,9 +29,10 @@ from harness.evaluate import (
     OutcomeTable,
 )
 from harness.git import Revision
-from harness.matrix import Matrix, bits_of
+from harness.matrix import Matrix, bits_of, same_value
 from harness.outputs import declared
-from harness.report.model import axes_of, same_value
+from harness.report.model import axes_of
+from harness.versions import Versions
 
 FORMAT = 1
 UNSET = 0xFFFFFFFF
@@ -145,6 +146,11 @@ def _size(cube: Cube) -> int:
     for mask in cube:
         total *= len(bits_of(mask))
     return total
+
+
+def snapshot(versions: Versions, revision: Revision, path: str) -> None:
+    """Write the outcome table of `revision` as the baseline file `path` ("-": stdout)."""
+    write(path, render(versions.matrix, revision, versions.at(revision).table))
 
 
 def write(path: str, text: str) -> None:

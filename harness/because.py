@@ -12,6 +12,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from harness.errors import Unevaluable
+from harness.matrix import same_value
 from harness.trace import OPERAND, Event, Trace, trace_cell
 
 MAX_REASONS = 3
@@ -63,8 +64,9 @@ def _operands(trace: Trace) -> dict[str, Event]:
 
 
 def _same(a: Any, b: Any) -> bool:
+    """`same_value`, for whatever a traced operand held (its `==` may raise)."""
     try:
-        return type(a) is type(b) and bool(a == b)
+        return bool(same_value(a, b))
     except Exception:
         return False
 

@@ -17,7 +17,7 @@ from harness import git
 from harness.because import Difference, explain_rules
 from harness.compare import Comparison, any_change, compare
 from harness.errors import HarnessError
-from harness.versions import State, Versions, code_of_state
+from harness.versions import State, Versions, code_for
 
 GOOD, BAD, SKIP = "good", "bad", "skip"
 
@@ -109,15 +109,15 @@ class Search:
             result.candidates = [commits[i] for i in range(lo + 1, hi)] + [first_bad]
         else:
             result.culprit = first_bad
-        before = self.versions.at_commit(commits[lo].sha) if lo >= 0 else self.baseline
-        after = self.versions.at_commit(first_bad.sha)
+        before = self.versions.at_scanned(commits[lo]) if lo >= 0 else self.baseline
+        after = self.versions.at_scanned(first_bad)
         result.comparison = compare(self.versions.matrix, before.table, after.table, self.where)
-        codes = (code_of_state(self.versions, state, label) for state, label in
-                 ((before, "the last good"), (after, first_bad.short)))  # fmt: skip
-        result.because = explain_rules(self.versions, *codes, result.comparison.rules)
+        base = code_for(self.versions, before, "the last good")
+        head = code_for(self.versions, after, first_bad.short)
+        result.because = explain_rules(self.versions, base, head, result.comparison.rules)
 
     def _test(self, commit: git.Commit, result: BisectResult) -> str:
-        state = self.versions.at_commit(commit.sha)
+        state = self.versions.at_scanned(commit)
         if not state.evaluable:
             step = Step(commit, SKIP, state.reason)
         else:

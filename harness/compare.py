@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from harness.evaluate import CODE_TYPE, KEPT, Outcome, OutcomeTable
-from harness.matrix import Matrix, bits_of, cube_runs
+from harness.matrix import Matrix, bits_of, cube_runs, same_value
 from harness.outputs import Inputs
 
 BLOCK = 4096
@@ -126,7 +126,7 @@ class _Resolver:
         if (ob.kind == KEPT) == (oh.kind == KEPT):
             return True  # distinct codes, neither or both kept: distinct outcomes
         value = oh.value if ob.kind == KEPT else ob.value
-        return not _same(self.inputs.one(self.inputs.fields[0], index), value)
+        return not same_value(self.inputs.one(self.inputs.fields[0], index), value)
 
 
 def resolved_keys(matrix: Matrix, comparison: Comparison, side: str) -> list:
@@ -135,10 +135,6 @@ def resolved_keys(matrix: Matrix, comparison: Comparison, side: str) -> list:
     codes = comparison.base_codes if side == "base" else comparison.head_codes
     pairs = zip(comparison.indices, codes, strict=True)
     return [inputs.resolved(comparison.outcomes[code], index) for index, code in pairs]
-
-
-def _same(a, b) -> bool:
-    return type(a) is type(b) and a == b
 
 
 # --- the rule cover ----------------------------------------------------------------

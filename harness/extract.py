@@ -142,6 +142,11 @@ class Closure:
     def module(self) -> ast.Module:
         return ast.Module(body=list(self.nodes), type_ignores=[])
 
+    @property
+    def skipped(self) -> tuple[str, ...]:
+        """Passes absent here: none, for one function (see `Pipeline`)."""
+        return ()
+
 
 def extract_closure(
     source: str, path: str, function: str, bound: Collection[str], matrix_file: str = "the matrix"

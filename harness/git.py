@@ -174,9 +174,6 @@ class Commit:
     def short(self) -> str:
         return self.sha[:10]
 
-    def revision(self) -> Revision:
-        return Revision(self.sha, self.sha, self.subject, self.date)
-
 
 def commits_touching(
     repo: git.Repo, revisions: list[str], path: str, first_parent: bool = False

@@ -19,7 +19,7 @@ from harness.because import Difference, explain_rules
 from harness.compare import Comparison, compare, resolved_keys
 from harness.matrix import Matrix
 from harness.progress import Progress
-from harness.versions import State, Versions, code_of_state
+from harness.versions import State, Versions, code_for
 
 
 @dataclass
@@ -60,7 +60,7 @@ def history(
     last = _start(versions, commits)
     with Progress(len(commits), "history") as bar:
         for commit in commits:
-            state = _state(versions, commit, after=True)
+            state = versions.at_scanned(commit)
             bar.advance()
             if not state.evaluable:
                 report.skipped.append(Skipped(commit, state.reason))
@@ -80,29 +80,22 @@ def _start(versions: Versions, commits: list[git.Commit]) -> State | None:
     """The state the range starts from: the first commit's parent, if it can be evaluated."""
     if not commits or commits[0].parent is None:
         return None
-    state = versions.at_commit(commits[0].parent)
+    state = versions.at_scanned(commits[0], parent=True)
     return state if state.evaluable else None
 
 
 def _before(versions: Versions, commit: git.Commit, last: State | None) -> State | None:
     """The state a commit is compared with: its first parent's, else the last evaluable one."""
     if commit.parent is not None:
-        state = _state(versions, commit, after=False)
+        state = versions.at_scanned(commit, parent=True)
         if state.evaluable:
             return state
     return last
 
 
-def _state(versions: Versions, commit: git.Commit, after: bool) -> State:
-    """The state at the commit (after) or at its first parent, from the blobs git log gave."""
-    if commit.blobs is not None:
-        return versions.at_blob(commit.blobs[after], commit.short)
-    return versions.at_commit(commit.sha if after else commit.parent)
-
-
 def _because(versions: Versions, before: State, after: State, change: Change):
-    base = code_of_state(versions, before, "the commit before")
-    head = code_of_state(versions, after, change.commit.short)
+    base = code_for(versions, before, "the commit before")
+    head = code_for(versions, after, change.commit.short)
     return explain_rules(versions, base, head, change.comparison.rules)
 
 

@@ -321,7 +321,7 @@ def _parse_axis(check: _Checker, name: Any, spec: Any) -> Axis:
         default = spec.get("default", NO_DEFAULT)
         spec = spec["values"]
     values = check.values(spec, key)
-    if default is not NO_DEFAULT and not any(_same(default, v) for v in values):
+    if default is not NO_DEFAULT and not any(same_value(default, v) for v in values):
         check.fail(f"{key}.default", f"{format_value(default)} is not one of the axis values")
     return Axis(name=name, values=values, default=default)
 
@@ -336,7 +336,8 @@ def _check_output(check: _Checker, target: Target, axes: tuple[Axis, ...], field
             )
 
 
-def _same(a: Any, b: Any) -> bool:
+def same_value(a: Any, b: Any) -> bool:
+    """Equal as matrix values: 1, 1.0 and true are three different values."""
     return type(a) is type(b) and a == b
 
 

@@ -10,7 +10,7 @@ from harness.compare import compare
 from harness.git import Revision
 from harness.matrix import Matrix
 from harness.report.model import DiffReport, build_report
-from harness.versions import Versions, code_at
+from harness.versions import Versions, code_for
 
 
 def diff(
@@ -27,6 +27,8 @@ def diff(
     states = {"base": versions.at(base), "head": versions.at(head)}
     comparison = compare(matrix, states["base"].table, states["head"].table, where)
     report = build_report(matrix, base, head, comparison, states)
-    codes = code_at(versions, base), code_at(versions, head)
+    codes = (
+        code_for(versions, states[s], rev.label) for s, rev in (("base", base), ("head", head))
+    )
     report.rules = with_because(report.rules, explain_rules(versions, *codes, comparison.rules))
     return report

@@ -6,20 +6,20 @@ Imported by `harness.pytest_plugin` only when `--override-matrix` is given.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 
 import pytest
 
 from harness import baseline, git
 from harness.compare import compare
-from harness.errors import Absent, HarnessError, Unevaluable
-from harness.evaluate import OutcomeTable, evaluate_closure, extract, revision_wide
+from harness.errors import HarnessError
+from harness.evaluate import OutcomeTable, evaluate_closure
 from harness.matrix import Matrix, format_value, load_matrix
 from harness.pytest_plugin import MARKER, TARGET
 from harness.report.model import rule_view
 from harness.report.text import rule_lines
-from harness.versions import Versions, bind_matrix
-from harness.world import Bound
+from harness.versions import Code, Versions, code_at
 
 MIN_ITEMS = 32
 
@@ -83,53 +83,47 @@ class Target:
 
     def update_baseline(self) -> None:
         repo = git.open_repo(self.repo_path)
-        revision = git.resolve(repo, self.rev)
-        table = Versions(repo, self.matrix).at(revision).table
-        baseline.write(self.baseline_path, baseline.render(self.matrix, revision, table))
+        baseline.snapshot(
+            Versions(repo, self.matrix), git.resolve(repo, self.rev), self.baseline_path
+        )
 
+    @cached_property
     def loaded(self) -> Loaded:
-        if not hasattr(self, "_loaded"):
-            self._loaded = Loaded.of(self)
-        return self._loaded
+        return Loaded.of(self)
 
 
 @dataclass
 class Loaded:
-    """The baseline table and the revision's closure, made once per process."""
+    """The baseline table and the revision's code, made once per process."""
 
     expected: OutcomeTable
-    bound: Bound
-    closure: object | None
+    versions: Versions
+    code: Code | None
     failure: OutcomeTable | None  # the whole revision is absent or unevaluable
-    label: str
+    label: str  # the revision, as messages name it
 
     @classmethod
     def of(cls, target: Target) -> Loaded:
-        matrix = target.matrix
-        expected = baseline.read(target.baseline_path, matrix)
+        expected = baseline.read(target.baseline_path, target.matrix)
         repo = git.open_repo(target.repo_path)
         revision = git.resolve(repo, target.rev)
-        source = git.read_file(repo, revision, matrix.target.path)
-        bound = bind_matrix(matrix)
-        try:
-            closure = extract(source, matrix, bound)
-        except (Absent, Unevaluable) as exc:
-            return cls(expected, bound, None, revision_wide(exc, matrix).table, revision.label)
-        return cls(expected, bound, closure, None, revision.label)
+        versions = Versions(repo, target.matrix)
+        code = code_at(versions, revision)
+        failure = versions.at(revision).table if code is None else None  # revision-wide
+        return cls(expected, versions, code, failure, revision.label)
 
     def actual(self, target: Target, cube: tuple[int, ...]) -> OutcomeTable:
         if self.failure is not None:
             return self.failure
-        evaluation = evaluate_closure(
-            self.closure, target.matrix, self.bound, self.label, not target.explore, cube
-        )
-        return evaluation.table
+        code, bound = self.code, self.versions.bound
+        exhaustive = not target.explore
+        return evaluate_closure(
+            code.closure, target.matrix, bound, code.label, exhaustive, cube
+        ).table
 
 
 class Mismatch(Exception):
-    def __init__(self, lines: list[str]) -> None:
-        super().__init__("\n".join(lines))
-        self.lines = lines
+    """A slice that differs from the baseline; the message is the report."""
 
 
 class SliceItem(pytest.Item):
@@ -142,13 +136,13 @@ class SliceItem(pytest.Item):
     def runtest(self) -> None:
         target = self.config.stash[TARGET]
         try:
-            loaded = target.loaded()
+            loaded = target.loaded
         except HarnessError as exc:
-            raise Mismatch([f"harness: {exc}"]) from None
+            raise Mismatch(f"harness: {exc}") from None
         actual = loaded.actual(target, self.cube)
         comparison = compare(target.matrix, loaded.expected, actual, self.cube)
         if comparison.changed:
-            raise Mismatch(self._summary(target, loaded, comparison))
+            raise Mismatch("\n".join(self._summary(target, loaded, comparison)))
 
     def _summary(self, target: Target, loaded: Loaded, comparison) -> list[str]:
         field = target.matrix.target.output

@@ -8,7 +8,7 @@ commits in which the function changed five times costs five evaluations.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 import git as gitpython
 
@@ -28,6 +28,15 @@ def bind_matrix(matrix: Matrix) -> Bound:
 
 
 @dataclass(frozen=True)
+class Code:
+    """A revision's target as code: what tracing one cell needs."""
+
+    closure: Closure | Pipeline
+    source: str
+    label: str
+
+
+@dataclass(frozen=True)
 class State:
     """What a revision's target does: its outcome table, or why it has none."""
 
@@ -37,6 +46,7 @@ class State:
     line: int | None = None  # the target function's line in the file
     blob: str | None = None  # the file's blob, when read from a commit
     skipped: tuple[str, ...] = ()  # pipeline mode: passes absent at this revision
+    code: Code | None = field(default=None, compare=False)  # what made it, when still held
 
     @property
     def evaluable(self) -> bool:
@@ -70,12 +80,25 @@ class Versions:
     def at_commit(self, sha: str, label: str | None = None) -> State:
         return self.at_blob(git.blob_of(self.repo, sha, self.matrix.target.path), label or sha[:10])
 
+    def at_scanned(self, commit: git.Commit, parent: bool = False) -> State:
+        """The state at a commit of a scan (or at its first parent), by the blob ids
+        `git log` gave, when it gave them."""
+        if commit.blobs is not None:
+            return self.at_blob(commit.blobs[0 if parent else 1], commit.short)
+        return self.at_commit(commit.parent if parent else commit.sha)
+
     def at_blob(self, blob: str | None, label: str) -> State:
-        """The state of the file whose blob is `blob` (None: no such file)."""
-        if blob not in self.by_blob:
-            source = None if blob is None else git.read_blob(self.repo, blob)
-            self.by_blob[blob] = replace(self.of_source(source, label), blob=blob)
-        return self.by_blob[blob]
+        """The state of the file whose blob is `blob` (None: no such file).
+
+        The first answer holds the code it came from; the remembered one does not
+        (a 1,000-commit history would otherwise keep every file's text).
+        """
+        if blob in self.by_blob:
+            return self.by_blob[blob]
+        source = None if blob is None else git.read_blob(self.repo, blob)
+        state = replace(self.of_source(source, label), blob=blob)
+        self.by_blob[blob] = replace(state, code=None)
+        return state
 
     def of_source(self, source: str | None, label: str) -> State:
         try:
@@ -93,17 +116,8 @@ class Versions:
             table = evaluation.table
             self.cache.put(key, table)
         self.by_key[key] = table
-        skipped = getattr(closure, "skipped", ())
-        return State(key, table, None, closure.lineno, skipped=skipped)
-
-
-@dataclass(frozen=True)
-class Code:
-    """A revision's target as code: what tracing one cell needs."""
-
-    closure: Closure | Pipeline
-    source: str
-    label: str
+        code = Code(closure, source, label)
+        return State(key, table, None, closure.lineno, skipped=closure.skipped, code=code)
 
 
 def code_at(versions: Versions, revision: git.Revision) -> Code | None:
@@ -112,10 +126,10 @@ def code_at(versions: Versions, revision: git.Revision) -> Code | None:
     return code_of(versions, source, revision.label)
 
 
-def code_of_state(versions: Versions, state: State, label: str) -> Code | None:
-    """The code behind a state read from a commit (None: not evaluable, or no blob)."""
-    if state.blob is None or not state.evaluable:
-        return None
+def code_for(versions: Versions, state: State, label: str) -> Code | None:
+    """The code behind an evaluable state: held, else read again from its blob."""
+    if state.code is not None or state.blob is None or not state.evaluable:
+        return state.code
     return code_of(versions, git.read_blob(versions.repo, state.blob), label)
 
 

@@ -12,7 +12,7 @@ from harness.errors import HarnessError
 from harness.matrix import NO_DEFAULT, Matrix, bits_of, format_value
 from harness.outputs import Inputs, declared
 from harness.report.model import outcome_json, outcome_label
-from harness.report.text import revision_line
+from harness.report.text import revision_line, title
 from harness.trace import CONDITION, OPERAND, PASS, Event, Trace, trace_cell
 from harness.versions import Versions, code_at
 
@@ -102,10 +102,9 @@ def outcome_text(matrix: Matrix, cell: tuple[int, ...], outcome) -> str:
 
 
 def render_text(matrix: Matrix, revision, cell: tuple[int, ...], trace: Trace) -> str:
-    target = matrix.target
     shown = " ".join(f"{k}={format_value(v)}" for k, v in matrix.values_of(cell).items())
     lines = [
-        f"{matrix.name}: {target.function} in {target.path}",
+        title(matrix),
         f"rev:     {revision_line(revision)}",
         f"cell:    {shown}",
         f"outcome: {outcome_text(matrix, cell, trace.outcome)}",

@@ -30,6 +30,5 @@ def register(commands: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     setup = set_up(args)
     revision = setup.resolve(args.rev)
-    state = Versions(setup.repo, setup.matrix, setup.cache).at(revision)
-    baseline.write(args.output, baseline.render(setup.matrix, revision, state.table))
+    baseline.snapshot(Versions(setup.repo, setup.matrix, setup.cache), revision, args.output)
     return 0

@@ -10,18 +10,13 @@ from harness.git import Commit
 from harness.matrix import Matrix
 from harness.report.history import commit_line
 from harness.report.jsonfmt import summary_json
-from harness.report.markdown import escape, rule_table
+from harness.report.markdown import escape, heading, rule_table
 from harness.report.model import RuleView, rule_view
-from harness.report.text import revision_line, rule_lines
+from harness.report.text import revision_line, rule_lines, title
 
 
 def header(matrix: Matrix, good, bad) -> str:
-    target = matrix.target
-    return (
-        f"{matrix.name}: {target.function} in {target.path}\n"
-        f"good: {revision_line(good)}\n"
-        f"bad:  {revision_line(bad)}\n"
-    )
+    return f"{title(matrix)}\ngood: {revision_line(good)}\nbad:  {revision_line(bad)}\n"
 
 
 def step_line(number: int, step: Step) -> str:
@@ -66,7 +61,7 @@ def render_text(matrix: Matrix, result: BisectResult) -> str:
 def render_markdown(matrix: Matrix, result: BisectResult) -> str:
     target = matrix.target
     lines = [
-        f"### {matrix.name}: `{target.function}` in `{target.path}`",
+        heading(matrix.name, target.function, target.path),
         "",
         f"- good: {escape(revision_line(result.good))}",
         f"- bad: {escape(revision_line(result.bad))}",

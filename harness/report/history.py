@@ -9,9 +9,9 @@ from harness.because import with_because
 from harness.git import Commit
 from harness.history import Change, HistoryReport
 from harness.report.jsonfmt import summary_json
-from harness.report.markdown import escape, rule_table
+from harness.report.markdown import escape, heading, rule_table
 from harness.report.model import RuleView, rule_view
-from harness.report.text import rule_lines
+from harness.report.text import rule_lines, title
 
 SKIPPED_SHOWN = 20  # text and markdown list this many skipped commits, json all
 
@@ -51,10 +51,9 @@ def render_text(report: HistoryReport) -> str:
 
 
 def _header(report: HistoryReport) -> list[str]:
-    target = report.matrix.target
     count = report.considered
     lines = [
-        f"{report.matrix.name}: {target.function} in {target.path}",
+        title(report.matrix),
         f"range: {report.range} ({count} commit{'s' if count != 1 else ''} touch the file)",
     ]
     if report.baseline:
@@ -77,7 +76,7 @@ def _skipped_text(report: HistoryReport) -> list[str]:
 def render_markdown(report: HistoryReport) -> str:
     target, field = report.matrix.target, report.matrix.target.output
     lines = [
-        f"### {report.matrix.name}: `{target.function}` in `{target.path}`",
+        heading(report.matrix.name, target.function, target.path),
         "",
         f"Range `{report.range}`: {report.considered} commits touch the file, "
         f"{len(report.changes)} change `{field}`.",

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from harness.matrix import format_value
+from harness.matrix import format_value, same_value
 from harness.report.jsonfmt import document
-from harness.report.model import DiffReport, RuleView, conditions_of, same_value, short_outcome
+from harness.report.model import DiffReport, RuleView, conditions_of, short_outcome
 from harness.report.text import revision_text
 
 
@@ -24,7 +24,7 @@ def render_document(doc: dict[str, Any], sample: int = 10, details: str | None =
     """Markdown for a diff document; `details`: a link to the full report, if any."""
     target, field = doc["target"], doc["target"]["output"]
     lines = [
-        f"### {escape(doc['matrix'])}: `{code(target['function'])}` in `{code(target['path'])}`",
+        heading(doc["matrix"], target["function"], target["path"]),
         "",
         f"- base: {escape(_revision(doc['base']))}",
         f"- head: {escape(_revision(doc['head']))}",
@@ -42,6 +42,11 @@ def render_document(doc: dict[str, Any], sample: int = 10, details: str | None =
     if details:
         lines += ["", f"[Full report]({details})"]
     return "\n".join(lines) + "\n"
+
+
+def heading(matrix: str, function: str, path: str) -> str:
+    """The first line of every markdown report: the matrix and what it targets."""
+    return f"### {escape(matrix)}: `{code(function)}` in `{code(path)}`"
 
 
 def changed_count(doc: dict[str, Any]) -> int:

@@ -10,7 +10,7 @@ from typing import Any
 from harness.compare import Comparison, Rule
 from harness.evaluate import ABSENT, ERROR, UNEVALUABLE, Outcome
 from harness.git import Revision
-from harness.matrix import Matrix, bits_of, format_value
+from harness.matrix import Matrix, bits_of, format_value, same_value
 from harness.outputs import Inputs, declared
 
 
@@ -136,11 +136,6 @@ def conditions_of(where: dict[str, list[Any]], axes: dict[str, list[Any]]) -> tu
         negated = len(others) < len(chosen)
         conditions.append(Condition(name, tuple(others if negated else chosen), negated))
     return tuple(conditions)
-
-
-def same_value(a: Any, b: Any) -> bool:
-    """Equal as matrix values: 1, 1.0 and true are three different values."""
-    return type(a) is type(b) and a == b
 
 
 def outcome_label(outcome: Outcome, fields: tuple[str, ...]) -> str:

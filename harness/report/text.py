@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from harness.git import Revision
-from harness.matrix import format_value
+from harness.matrix import Matrix, format_value
 from harness.report.model import DiffReport, RuleView, short_outcome
 
 
@@ -15,8 +15,7 @@ def render(report: DiffReport, sample: int = 10) -> str:
 
 
 def header(report: DiffReport) -> list[str]:
-    target = report.matrix.target
-    lines = [f"{report.matrix.name}: {target.function} in {target.path}"]
+    lines = [title(report.matrix)]
     for side, rev in (("base", report.base), ("head", report.head)):
         lines.append(f"{side}: {revision_line(rev)}")
         if side in report.notes:
@@ -24,6 +23,11 @@ def header(report: DiffReport) -> list[str]:
         if report.skipped.get(side):
             lines.append(f"      passes absent here (skipped): {', '.join(report.skipped[side])}")
     return lines
+
+
+def title(matrix: Matrix) -> str:
+    """The first line of every text report: the matrix and what it targets."""
+    return f"{matrix.name}: {matrix.target.function} in {matrix.target.path}"
 
 
 def revision_line(rev: Revision) -> str:
