@@ -18,6 +18,7 @@ and prints the ratios. Best of --repeat runs for each.
 from __future__ import annotations
 
 import argparse
+import ast
 import contextlib
 import io
 import itertools
@@ -29,10 +30,11 @@ import time
 from pathlib import Path
 from types import SimpleNamespace
 
-from harness import git
-from harness.cli import main
-from harness.extract import extract_closure
-from harness.matrix import load_matrix
+from harness import gitio
+from harness.cli.main import main
+from harness.closure.extract import extract_closure
+from harness.closure.pieces import SourceCache
+from harness.matrix.load import load_matrix
 from harness.testing.sglang_fixture import OVERRIDES, build_history
 
 PADDING = 200  # unrelated passes appended: brings overrides.py to about 80 KB
@@ -57,7 +59,7 @@ def harness_in_process(repo: Path, *extra: str) -> None:
 
 PEAK = """
 import contextlib, io, json, resource, sys
-from harness.cli import main
+from harness.cli.main import main
 with contextlib.redirect_stdout(io.StringIO()):
     code = main(sys.argv[1:])
 peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
@@ -94,9 +96,10 @@ def plain_stubs(state: SimpleNamespace) -> dict:
 
 def bare_function(source: str, state: SimpleNamespace):
     stubs = plain_stubs(state)
-    closure = extract_closure(source, OVERRIDES, "_fa4_page_constraint", stubs)
+    closure = extract_closure(SourceCache(), source, OVERRIDES, "_fa4_page_constraint", stubs)
     namespace = dict(stubs)
-    exec(compile(closure.module(), "bare", "exec"), namespace)
+    module = ast.Module(body=list(closure.nodes), type_ignores=[])
+    exec(compile(module, "bare", "exec"), namespace)
     return namespace["_fa4_page_constraint"]
 
 
@@ -126,9 +129,9 @@ def main_bench() -> None:
     with tempfile.TemporaryDirectory() as scratch:
         repo = Path(scratch) / "sglang"
         build_history(repo, padding=PADDING)
-        handle = git.open_repo(str(repo))
-        revs = [git.resolve(handle, r) for r in ("#30835^", "#30835")]
-        sources = [git.read_file(handle, r, OVERRIDES) for r in revs]
+        handle = gitio.open_repo(str(repo))
+        revs = [gitio.resolve(handle, r) for r in ("#30835^", "#30835")]
+        sources = [gitio.read_file(handle, r, OVERRIDES) for r in revs]
         report(repo, sources, args.repeat)
 
 

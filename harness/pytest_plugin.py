@@ -1,8 +1,8 @@
 """pytest entry point: a revision's outcomes against a committed baseline, as test items.
 
 Inert unless `--override-matrix` is given: this module imports nothing but
-pytest, so every other pytest run pays nothing for it; the machinery lives in
-`harness.pytest_items`, imported only when asked. The matrix is split on its
+pytest, so every other pytest run pays nothing for it: the rest of harness is
+imported inside the functions that need it, which run only when asked. The matrix is split on its
 leading axes into enough slices (at least 32) that `pytest -n auto` spreads
 them over workers; each item evaluates its slice (every cell, unless
 `--override-explore`) and compares it with the baseline, failing with the
@@ -11,6 +11,11 @@ first (once, in the controlling process), so every item then passes.
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cached_property
+from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -42,9 +47,8 @@ def pytest_configure(config: pytest.Config) -> None:
     if not config.getoption("override_baseline"):
         raise pytest.UsageError("--override-matrix needs --override-baseline FILE")
     # Deferred: only a run that asks for the matrix pays for git, yaml and the evaluator.
-    from harness import baseline
     from harness.errors import HarnessError
-    from harness.pytest_items import Target
+    from harness.report import baseline
 
     try:
         target = Target.from_config(config)
@@ -62,7 +66,174 @@ def pytest_collection_modifyitems(
     target = config.stash.get(TARGET, None)
     if target is None:
         return
-    from harness.pytest_items import MatrixCollector
-
     name = f"override-matrix:{target.matrix.name}"
     items.extend(MatrixCollector.from_parent(session, name=name).collect())
+
+
+# --- the items (harness itself is imported only inside them) ---------------
+
+MIN_ITEMS = 32
+
+
+class MatrixCollector(pytest.Collector):
+    """The slices of the matrix, under one name: `override-matrix:NAME::NAME[axis=v,...]`."""
+
+    def collect(self) -> list[pytest.Item]:
+        target = self.config.stash[TARGET]
+        items = []
+        for name, cube in slices(target.matrix):
+            item = SliceItem.from_parent(self, name=name, cube=cube)
+            item.add_marker(MARKER)
+            items.append(item)
+        return items
+
+
+def slices(matrix) -> list[tuple[str, tuple[int, ...]]]:
+    """One cube per combination of values of the fewest leading axes giving >= MIN_ITEMS."""
+    count, depth = 1, 0
+    while depth < len(matrix.axes) and count < MIN_ITEMS:
+        count *= matrix.radices[depth]
+        depth += 1
+    from harness.matrix.model import format_value
+
+    full = matrix.full_masks()
+    out = []
+    for index in range(count):
+        digits, rest = [], index
+        for radix in reversed(matrix.radices[:depth]):
+            rest, digit = divmod(rest, radix)
+            digits.append(digit)
+        digits.reverse()
+        cube = tuple(1 << d for d in digits) + full[depth:]
+        label = ",".join(
+            f"{axis.name}={format_value(axis.values[d])}"
+            for axis, d in zip(matrix.axes, digits, strict=False)
+        )
+        out.append((f"{matrix.name}[{label}]", cube))
+    return out
+
+
+@dataclass
+class Target:
+    """What the items test: a revision of a repository against a baseline, per process."""
+
+    matrix: Any  # harness.matrix.model.Matrix
+    repo_path: str | None
+    rev: str
+    baseline_path: str
+    explore: bool
+
+    @classmethod
+    def from_config(cls, config: pytest.Config) -> Target:
+        from harness.matrix.load import load_matrix
+
+        path = config.getoption("override_baseline")
+        return cls(
+            load_matrix(config.getoption("override_matrix")),
+            config.getoption("override_repo"),
+            config.getoption("override_rev"),
+            str(Path(path).resolve()),
+            config.getoption("override_explore"),
+        )
+
+    def update_baseline(self) -> None:
+        from harness import gitio
+        from harness.report import baseline
+        from harness.scan.versions import Versions
+
+        repo = gitio.open_repo(self.repo_path)
+        revision = gitio.resolve(repo, self.rev)
+        table = Versions(repo, self.matrix).at(revision).table
+        baseline.snapshot(self.matrix, revision, table, self.baseline_path)
+
+    @cached_property
+    def loaded(self) -> Loaded:
+        return Loaded.of(self)
+
+
+@dataclass
+class Loaded:
+    """The baseline table and the revision's code, made once per process."""
+
+    expected: Any  # the baseline's OutcomeTable
+    versions: Any  # harness.scan.versions.Versions
+    code: Any  # harness.scan.versions.Code, None when the revision cannot run
+    failure: Any  # the OutcomeTable of a revision that is absent or unevaluable
+    label: str  # the revision, as messages name it
+
+    @classmethod
+    def of(cls, target: Target) -> Loaded:
+        from harness import gitio
+        from harness.report import baseline
+        from harness.scan.versions import Versions
+
+        expected = baseline.read(target.baseline_path, target.matrix)
+        repo = gitio.open_repo(target.repo_path)
+        revision = gitio.resolve(repo, target.rev)
+        versions = Versions(repo, target.matrix)
+        code = versions.code_at(revision)
+        failure = versions.at(revision).table if code is None else None  # revision-wide
+        return cls(expected, versions, code, failure, revision.label)
+
+    def actual(self, target: Target, cube: tuple[int, ...]):
+        """The revision's outcome table, filled inside `cube`."""
+        from harness.engine.explore import evaluate_closure
+        from harness.engine.outcome import revision_wide
+        from harness.errors import Unevaluable
+
+        if self.failure is not None:
+            return self.failure
+        code, bound, matrix = self.code, self.versions.bound, target.matrix
+        try:
+            run = evaluate_closure(
+                code.closure, matrix, bound, code.label, not target.explore, cube
+            )
+        except Unevaluable as exc:
+            return revision_wide(exc, matrix.size)
+        return run.table
+
+
+class Mismatch(Exception):
+    """A slice that differs from the baseline; the message is the report."""
+
+
+class SliceItem(pytest.Item):
+    """One slice of the matrix: its outcomes at the revision equal the baseline's."""
+
+    def __init__(self, *, cube: tuple[int, ...], **kwargs) -> None:
+        super().__init__(**kwargs)
+        self.cube = cube
+
+    def runtest(self) -> None:
+        from harness.errors import HarnessError
+        from harness.scan.compare import compare
+
+        target = self.config.stash[TARGET]
+        try:
+            loaded = target.loaded
+        except HarnessError as exc:
+            raise Mismatch(f"harness: {exc}") from None
+        actual = loaded.actual(target, self.cube)
+        comparison = compare(target.matrix, loaded.expected, actual, self.cube)
+        if comparison.changed:
+            raise Mismatch("\n".join(self._summary(target, loaded, comparison)))
+
+    def _summary(self, target: Target, loaded: Loaded, comparison) -> list[str]:
+        from harness.report.model import output_label, rule_view
+        from harness.report.text import rule_lines
+
+        field = output_label(target.matrix.target)
+        views = [rule_view(target.matrix, rule) for rule in comparison.rules]
+        head = (
+            f"{comparison.changed:,} cells of this slice differ from the baseline "
+            f"({target.baseline_path}) at {loaded.label}; {field}, baseline -> now:"
+        )
+        return [head, *rule_lines(views)]
+
+    def repr_failure(self, excinfo, style=None) -> str:
+        if isinstance(excinfo.value, Mismatch):
+            return str(excinfo.value)
+        return super().repr_failure(excinfo, style)
+
+    def reportinfo(self):
+        return self.config.stash[TARGET].baseline_path, None, self.name

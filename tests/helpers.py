@@ -3,13 +3,18 @@
 from __future__ import annotations
 
 import textwrap
+from dataclasses import dataclass
 from pathlib import Path
 
-from harness import git
-from harness.evaluate import KEPT, VALUE, evaluate
-from harness.matrix import Matrix, load_matrix
+from harness import gitio
+from harness.closure.extract import Closure, Pipeline
+from harness.engine.explore import evaluate_closure
+from harness.engine.outcome import KEPT, VALUE, OutcomeTable, revision_wide
+from harness.errors import Absent, Unevaluable
+from harness.matrix.load import load_matrix
+from harness.matrix.model import Matrix
+from harness.scan.versions import Versions
 from harness.testing.gitrepo import FixtureRepo
-from harness.versions import bind_matrix
 
 PATH = "python/sglang/srt/arg_groups/overrides.py"
 
@@ -35,12 +40,30 @@ def commit_versions(root: Path, versions: list[str]) -> list[str]:
     return [repo.commit(f"version {n}", {PATH: text}) for n, text in enumerate(versions)]
 
 
-def evaluate_at(root: Path, rev: str, matrix: Matrix | None = None, exhaustive: bool = False):
+@dataclass
+class Evaluated:
+    table: OutcomeTable
+    closure: Closure | Pipeline | None  # None: nothing could be extracted
+    calls: int
+
+
+def evaluate_at(
+    root: Path, rev: str, matrix: Matrix | None = None, exhaustive: bool = False
+) -> Evaluated:
+    """The real extraction and evaluation of the target at `rev` (no cache)."""
     matrix = matrix or load_matrix()
-    repo = git.open_repo(str(root))
-    revision = git.resolve(repo, rev)
-    source = git.read_file(repo, revision, matrix.target.path)
-    return evaluate(source, matrix, bind_matrix(matrix), revision.label, exhaustive)
+    repo = gitio.open_repo(str(root))
+    versions = Versions(repo, matrix, exhaustive=exhaustive)
+    revision = gitio.resolve(repo, rev)
+    try:
+        closure = versions.extract(gitio.read_file(repo, revision, matrix.target.path))
+    except (Absent, Unevaluable) as exc:
+        return Evaluated(revision_wide(exc, matrix.size), None, 0)
+    try:
+        run = evaluate_closure(closure, matrix, versions.bound, revision.label, exhaustive)
+    except Unevaluable as exc:
+        return Evaluated(revision_wide(exc, matrix.size), closure, 0)
+    return Evaluated(run.table, closure, run.calls)
 
 
 def resolved_outcomes(table, matrix: Matrix) -> list:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.comment import MAX_BODY, marker
+from harness.github.comment import MAX_BODY, marker
 from tests import oracle
 from tests.apiserver import Comments, Reply
 from tests.conftest import TOKEN, one_line_error, run_cli

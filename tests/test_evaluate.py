@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import json
 
-from harness.compare import compare
-from harness.evaluate import ABSENT, ERROR, UNEVALUABLE
-from harness.matrix import load_matrix, parse_matrix, shipped_dir
+from harness.engine.outcome import ABSENT, ERROR, UNEVALUABLE
+from harness.matrix.load import load_matrix, parse_matrix, shipped_dir
+from harness.scan.compare import compare
 from tests import oracle
 from tests.conftest import one_line_error, run_cli
 from tests.helpers import PATH, commit_versions, evaluate_at, module, resolved_outcomes

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import json
 
-from harness import git
-from harness.cache import TableCache
-from harness.history import history
-from harness.matrix import load_matrix
+from harness import gitio
+from harness.matrix.load import load_matrix
+from harness.scan.cache import TableCache
+from harness.scan.history import history
+from harness.scan.versions import Versions
 from harness.testing.gitrepo import FixtureRepo
 from harness.testing.sglang_fixture import Overrides, history_steps, overrides_source
-from harness.versions import Versions
 from tests import oracle
 from tests.conftest import one_line_error, run_cli
 from tests.helpers import commit_versions
@@ -98,7 +98,7 @@ def test_each_distinct_function_is_evaluated_once_and_then_read_from_the_cache(t
             clause = not clause
         texts.append(overrides_source(Overrides(full_clause=clause, chunk=1024 + n)))
     shas = commit_versions(repo_root, texts)
-    repo, matrix = git.open_repo(str(repo_root)), load_matrix()
+    repo, matrix = gitio.open_repo(str(repo_root)), load_matrix()
     cache = TableCache(tmp_path / "cache")
     first = Versions(repo, matrix, cache)
     report = history(repo, first, "HEAD", ["HEAD"])

@@ -6,11 +6,11 @@ import itertools
 import json
 from pathlib import Path
 
-from harness import git
-from harness.baseline import read
-from harness.compare import compare
-from harness.matrix import load_matrix
-from harness.versions import Versions
+from harness import gitio
+from harness.matrix.load import load_matrix
+from harness.report.baseline import read
+from harness.scan.compare import compare
+from harness.scan.versions import Versions
 from tests.conftest import run_cli
 from tests.helpers import commit_versions, module
 
@@ -102,8 +102,8 @@ def test_a_baseline_of_several_outputs_reads_back_the_same_table(tmp_path):
     assert result.code == 0, result.err
     assert '"declares"' in baseline.read_text()
     matrix = load_matrix(str(matrix_file))
-    handle = git.open_repo(str(repo))
-    table = Versions(handle, matrix).at(git.resolve(handle, shas[1])).table
+    handle = gitio.open_repo(str(repo))
+    table = Versions(handle, matrix).at(gitio.resolve(handle, shas[1])).table
     assert compare(matrix, table, read(str(baseline), matrix)).changed == 0
 
 

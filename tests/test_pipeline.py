@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import json
 
-from harness.baseline import read
-from harness.evaluate import KEPT, VALUE
-from harness.matrix import load_matrix
+from harness.engine.outcome import KEPT, VALUE
+from harness.matrix.load import load_matrix
+from harness.report.baseline import read
 from harness.testing.sglang_fixture import Overrides, overrides_source
 from tests import oracle
 from tests.conftest import run_cli

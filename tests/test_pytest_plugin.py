@@ -10,9 +10,9 @@ from importlib.metadata import entry_points
 
 import pytest
 
-from harness.baseline import read
-from harness.evaluate import KEPT, VALUE
-from harness.matrix import load_matrix
+from harness.engine.outcome import KEPT, VALUE
+from harness.matrix.load import load_matrix
+from harness.report.baseline import read
 from tests import oracle
 from tests.conftest import run_cli
 

@@ -47,7 +47,7 @@ def test_demo_keep_leaves_a_repository_to_explore(tmp_path):
 
 
 def test_the_cli_reference_names_every_command_and_option():
-    from harness.cli import build_parser
+    from harness.cli.main import build_parser
 
     readme = (ROOT / "README.md").read_text()
     reference = readme.split("## CLI reference", 1)[1].split("\n## ", 1)[0]

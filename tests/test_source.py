@@ -8,8 +8,8 @@ import random
 
 import pytest
 
+from harness.closure.pieces import Layout, SourceCache, changed_span
 from harness.errors import Unevaluable
-from harness.source import layout, statements
 from harness.testing.sglang_fixture import Overrides, overrides_source
 
 TRICKY = '''\
@@ -60,10 +60,16 @@ def whole_tree(source: str) -> list[str]:
     return [ast.dump(node, include_attributes=True) for node in ast.parse(source).body]
 
 
-def piecewise_tree(source: str) -> list[str]:
+def statements(layout: Layout) -> list:
+    return [
+        layout.statement(i, n) for i, p in enumerate(layout.pieces) for n in range(len(p.nodes))
+    ]
+
+
+def piecewise_tree(cache: SourceCache, source: str) -> list[str]:
     return [
         ast.dump(ast.increment_lineno(copy.deepcopy(s.node), s.offset), include_attributes=True)
-        for s in statements(source, "m.py")
+        for s in statements(cache.layout(source, "m.py"))
     ]
 
 
@@ -89,20 +95,22 @@ def edits(source: str, seed: int, count: int) -> list[str]:
 @pytest.mark.parametrize("base", ["tricky", "fixture"])
 def test_piecewise_parse_matches_one_parse_after_every_edit(base, seed):
     source = TRICKY if base == "tricky" else overrides_source(Overrides(padding=3))
+    cache = SourceCache()  # one across the chain: each version is cut against the last
     for version in [source, *edits(source, seed, 25)]:
         try:
             expected = whole_tree(version)
         except SyntaxError:
             with pytest.raises(Unevaluable, match="syntax error"):
-                statements(version, "m.py")
+                cache.layout(version, "m.py")
             continue
-        assert piecewise_tree(version) == expected
+        assert piecewise_tree(cache, version) == expected
 
 
 def test_an_edit_reuses_the_pieces_around_it():
     source = overrides_source(Overrides(padding=20))
-    before = layout(source, "m.py")
-    after = layout(source.replace("return {}", "return {}  # edited", 1), "m.py")
+    cache = SourceCache()
+    before = cache.layout(source, "m.py")
+    after = cache.layout(source.replace("return {}", "return {}  # edited", 1), "m.py")
     shared = {id(p) for p in before.pieces} & {id(p) for p in after.pieces}
     assert len(before.pieces) > 20  # one piece per pass at least: not one whole-file parse
     assert len(before.pieces) == len(after.pieces)
@@ -113,7 +121,7 @@ def test_a_syntax_error_names_its_line_in_the_file():
     source = TRICKY + "\n\ndef broken(:\n    pass\n"
     line = source.splitlines().index("def broken(:") + 1
     with pytest.raises(Unevaluable, match=f"syntax error in m.py line {line}:"):
-        statements(source, "m.py")
+        SourceCache().layout(source, "m.py")
 
 
 def closure_facts(closure) -> tuple:
@@ -144,7 +152,7 @@ def fixture_edits() -> list[str]:
 
 
 def test_a_reused_closure_is_the_closure_a_fresh_extraction_finds():
-    from harness.extract import extract_closure
+    from harness.closure.extract import extract_closure
 
     names = {
         "logger",
@@ -158,10 +166,10 @@ def test_a_reused_closure_is_the_closure_a_fresh_extraction_finds():
         "model_config_of",
         "register_post_process",
     }
-    shared = set(names)  # one bound object across the chain: reuse is allowed
-    chained = [closure_facts(extract_closure(v, "m.py", "_fa4_page_constraint", shared))
+    cache = SourceCache()  # one across the chain: layouts and closures are reused
+    chained = [closure_facts(extract_closure(cache, v, "m.py", "_fa4_page_constraint", names))
                for v in fixture_edits()]  # fmt: skip
-    fresh = [closure_facts(extract_closure(v, "m.py", "_fa4_page_constraint", set(names)))
+    fresh = [closure_facts(extract_closure(SourceCache(), v, "m.py", "_fa4_page_constraint", names))
              for v in fixture_edits()]  # fmt: skip
     assert chained == fresh
     digests = [facts[0] for facts in fresh]
@@ -170,11 +178,7 @@ def test_a_reused_closure_is_the_closure_a_fresh_extraction_finds():
 
 
 @pytest.mark.parametrize("chunk", [1, 3, 1024])
-def test_the_changed_span_is_what_a_character_by_character_scan_finds(chunk, monkeypatch):
-    import harness.source as source
-
-    real = source._common_length
-    monkeypatch.setattr(source, "_common_length", lambda same, n: real(same, n, chunk=chunk))
+def test_the_changed_span_is_what_a_character_by_character_scan_finds(chunk):
     rng = random.Random(chunk)
     for _ in range(1500):
         old = "".join(rng.choice("ab\n") for _ in range(rng.randrange(40)))
@@ -192,4 +196,4 @@ def test_the_changed_span_is_what_a_character_by_character_scan_finds(chunk, mon
         tail = 0
         while tail < min(len(old), len(new)) - head and old[-1 - tail] == new[-1 - tail]:
             tail += 1
-        assert source._changed_span(old, new) == (head, len(old) - tail)
+        assert changed_span(old, new, chunk) == (head, len(old) - tail)

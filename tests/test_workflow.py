@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from harness.comment import marker
-from harness.matrix import load_matrix
+from harness.github.comment import marker
+from harness.matrix.load import load_matrix
 from tests import oracle
 from tests.apiserver import Comments, Reply
 from tests.conftest import TOKEN, git_out

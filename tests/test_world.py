@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from harness.matrix import load_matrix
+from harness.matrix.load import load_matrix
 from tests import oracle
 from tests.conftest import run_cli
 from tests.helpers import commit_versions, evaluate_at, module, resolved_outcomes

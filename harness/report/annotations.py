@@ -7,13 +7,13 @@ changed; nothing when none did.
 
 from __future__ import annotations
 
-from harness.report.model import DiffReport
+from harness.report.model import DiffReport, function_label, output_label
 
 
 def render(report: DiffReport) -> str:
     if not report.changed:
         return ""
-    matrix, field = report.matrix, report.matrix.target.output
+    matrix, field = report.matrix, output_label(report.matrix.target)
     count = len(report.rules)
     first = report.rules[0]
     where = ", ".join(c.text() for c in first.conditions) or "every cell"
@@ -23,7 +23,7 @@ def render(report: DiffReport) -> str:
         f"{first.transition} where {where}"
     )
     line = report.lines.get("head") or report.lines.get("base")
-    props = {"file": matrix.target.path, "title": f"{matrix.name}: {matrix.target.function}"}
+    props = {"file": matrix.target.path, "title": f"{matrix.name}: {function_label(matrix.target)}"}
     if line:
         props["line"] = str(line)
     shown = ",".join(f"{k}={_property(v)}" for k, v in props.items())

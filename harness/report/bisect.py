@@ -4,15 +4,15 @@ from __future__ import annotations
 
 import json
 
-from harness.because import with_because
-from harness.bisect import BisectResult, Step
-from harness.git import Commit
-from harness.matrix import Matrix
+from harness.gitio import Commit
+from harness.matrix.model import Matrix
+from harness.report.because import with_because
 from harness.report.history import commit_line
 from harness.report.jsonfmt import summary_json
 from harness.report.markdown import escape, heading, rule_table
-from harness.report.model import RuleView, rule_view
+from harness.report.model import RuleView, function_label, output_label, rule_view
 from harness.report.text import revision_line, rule_lines, title
+from harness.scan.bisect import BisectResult, Step
 
 
 def header(matrix: Matrix, good, bad) -> str:
@@ -28,11 +28,11 @@ def rules_of(matrix: Matrix, result: BisectResult) -> list[RuleView]:
     if not result.found:
         return []
     views = [rule_view(matrix, rule) for rule in result.comparison.rules]
-    return with_because(views, result.because) if result.because else views
+    return with_because(views, result.because)
 
 
 def conclusion_text(matrix: Matrix, result: BisectResult) -> str:
-    field = matrix.target.output
+    field = output_label(matrix.target)
     if not result.found:
         return f"No selected cell changes {field} between good and bad.\n"
     if result.culprit:
@@ -47,21 +47,10 @@ def conclusion_text(matrix: Matrix, result: BisectResult) -> str:
     return "\n".join(lines) + "\n"
 
 
-def render_text(matrix: Matrix, result: BisectResult) -> str:
-    steps = "".join(step_line(n, s) + "\n" for n, s in enumerate(result.steps, 1))
-    return (
-        header(matrix, result.good, result.bad)
-        + "\n"
-        + steps
-        + "\n"
-        + conclusion_text(matrix, result)
-    )
-
-
 def render_markdown(matrix: Matrix, result: BisectResult) -> str:
     target = matrix.target
     lines = [
-        heading(matrix.name, target.function, target.path),
+        heading(matrix.name, function_label(target), target.path),
         "",
         f"- good: {escape(revision_line(result.good))}",
         f"- bad: {escape(revision_line(result.bad))}",
@@ -74,7 +63,9 @@ def render_markdown(matrix: Matrix, result: BisectResult) -> str:
     ]
     lines.append("")
     if not result.found:
-        lines.append(f"No selected cell changes `{matrix.target.output}` between good and bad.")
+        lines.append(
+            f"No selected cell changes `{output_label(matrix.target)}` between good and bad."
+        )
     elif result.culprit:
         lines.append(f"**First bad commit:** {escape(commit_line(result.culprit))}")
     else:

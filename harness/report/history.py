@@ -5,20 +5,20 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from harness.because import with_because
-from harness.git import Commit
-from harness.history import Change, HistoryReport
+from harness.gitio import Commit
+from harness.report.because import with_because
 from harness.report.jsonfmt import summary_json
 from harness.report.markdown import escape, heading, rule_table
-from harness.report.model import RuleView, rule_view
+from harness.report.model import RuleView, function_label, output_label, rule_view
 from harness.report.text import rule_lines, title
+from harness.scan.history import Change, HistoryReport
 
 SKIPPED_SHOWN = 20  # text and markdown list this many skipped commits, json all
 
 
 def rules_of(report: HistoryReport, change: Change) -> list[RuleView]:
     views = [rule_view(report.matrix, rule) for rule in change.comparison.rules]
-    return with_because(views, change.because) if change.because else views
+    return with_because(views, change.because)
 
 
 def commit_line(commit: Commit) -> str:
@@ -34,7 +34,7 @@ def reverts_text(change: Change) -> str:
 
 def render_text(report: HistoryReport) -> str:
     lines = [*_header(report), ""]
-    field = report.matrix.target.output
+    field = output_label(report.matrix.target)
     if not report.changes:
         lines.append(f"No commit changes {field}.")
     else:
@@ -74,9 +74,9 @@ def _skipped_text(report: HistoryReport) -> list[str]:
 
 
 def render_markdown(report: HistoryReport) -> str:
-    target, field = report.matrix.target, report.matrix.target.output
+    target, field = report.matrix.target, output_label(report.matrix.target)
     lines = [
-        heading(report.matrix.name, target.function, target.path),
+        heading(report.matrix.name, function_label(target), target.path),
         "",
         f"Range `{report.range}`: {report.considered} commits touch the file, "
         f"{len(report.changes)} change `{field}`.",

@@ -11,9 +11,9 @@ import json
 from collections.abc import Iterator
 from typing import Any
 
-from harness.because import difference_json
-from harness.git import Revision
-from harness.report.model import DiffReport, RuleView, axes_of
+from harness.gitio import Revision
+from harness.report.because import because_json
+from harness.report.model import DiffReport, RuleView, axes_of, function_label, output_label
 
 
 def document_head(report: DiffReport) -> dict[str, Any]:
@@ -23,7 +23,11 @@ def document_head(report: DiffReport) -> dict[str, Any]:
         sides[side] = revision_json(rev, report.lines.get(side))
         if target.pipeline:
             sides[side]["skipped_passes"] = list(report.skipped.get(side, ()))
-    described = {"path": target.path, "function": target.function, "output": target.output}
+    described = {
+        "path": target.path,
+        "function": function_label(target),
+        "output": output_label(target),
+    }
     if target.pipeline:
         described["passes"] = list(target.passes)
     if len(target.outputs) > 1:
@@ -56,10 +60,6 @@ def render_chunks(report: DiffReport) -> Iterator[str]:
     yield '], "summary": ' + json.dumps(summary_json(report.rules)) + "}\n"
 
 
-def render(report: DiffReport) -> str:
-    return "".join(render_chunks(report))
-
-
 def summary_json(rules: list[RuleView]) -> list[dict[str, Any]]:
     """The rules as every JSON report writes them (`because` when it was worked out)."""
     return [_rule_json(rule) for rule in rules]
@@ -68,7 +68,7 @@ def summary_json(rules: list[RuleView]) -> list[dict[str, Any]]:
 def _rule_json(rule: RuleView) -> dict[str, Any]:
     out = {"where": rule.where, "cells": rule.cells, "transition": rule.transition}
     if rule.because:
-        out["because"] = [{**difference_json(d), "text": d.text()} for d in rule.because]
+        out["because"] = [because_json(d) for d in rule.because]
     return out
 
 

@@ -8,19 +8,19 @@ from __future__ import annotations
 
 import xml.etree.ElementTree as ET
 
-from harness.report.model import DiffReport
+from harness.report.model import DiffReport, function_label, output_label
 from harness.report.text import revision_line
 
 
 def render(report: DiffReport) -> str:
-    matrix, field = report.matrix, report.matrix.target.output
+    matrix, field = report.matrix, output_label(report.matrix.target)
     failures = len(report.rules)
     cases = max(failures, 1)
     suites = ET.Element("testsuites", name="harness diff", tests=str(cases), failures=str(failures))
     suite = ET.SubElement(
         suites,
         "testsuite",
-        name=f"{matrix.name}: {matrix.target.function}",
+        name=f"{matrix.name}: {function_label(matrix.target)}",
         tests=str(cases),
         failures=str(failures),
         errors="0",

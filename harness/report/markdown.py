@@ -10,9 +10,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from harness.matrix import format_value, same_value
+from harness.matrix.model import format_value, same_value
+from harness.report.because import because_text
 from harness.report.jsonfmt import document
-from harness.report.model import DiffReport, RuleView, conditions_of, short_outcome
+from harness.report.model import (
+    DiffReport,
+    RuleView,
+    conditions_of,
+    sample_positions,
+    short_outcome,
+)
 from harness.report.text import revision_text
 
 
@@ -79,7 +86,7 @@ def rule_table(rules: list[RuleView]) -> list[str]:
 
 def _because(reason: Any) -> str:
     """A because text: its `code` kept as code, the rest escaped."""
-    text = reason if isinstance(reason, str) else reason.text()
+    text = reason if isinstance(reason, str) else because_text(reason)
     parts = text.split("`")
     return "".join(f"`{code(p)}`" if n % 2 else escape(p) for n, p in enumerate(parts))
 
@@ -87,17 +94,13 @@ def _because(reason: Any) -> str:
 def pick_sample(doc: dict[str, Any], limit: int) -> list[dict[str, Any]]:
     """Up to `limit` changed cells: the first of each rule, then the next in order."""
     items = doc["changed"]
-    chosen: list[int] = []
+    firsts = []
     for rule in doc["summary"]:
-        for k, item in enumerate(items):
-            if _inside(item["cell"], rule["where"]):
-                if k not in chosen:
-                    chosen.append(k)
-                break
-    for k in range(len(items)):
-        if k not in chosen:
-            chosen.append(k)
-    return [items[k] for k in sorted(chosen[:limit])]
+        inside = (k for k, item in enumerate(items) if _inside(item["cell"], rule["where"]))
+        first = next(inside, None)
+        if first is not None:
+            firsts.append(first)
+    return [items[k] for k in sample_positions(firsts, len(items), limit)]
 
 
 def _inside(cell: dict[str, Any], where: dict[str, list[Any]]) -> bool:

@@ -7,11 +7,25 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
-from harness.compare import Comparison, Rule
-from harness.evaluate import ABSENT, ERROR, UNEVALUABLE, Outcome
-from harness.git import Revision
-from harness.matrix import Matrix, bits_of, format_value, same_value
-from harness.outputs import Inputs, declared
+from harness.engine.outcome import ERROR, Outcome
+from harness.engine.outputs import Inputs, declared
+from harness.gitio import Revision
+from harness.matrix.cells import bits_of, first_cell
+from harness.matrix.model import Matrix, Target, format_value, same_value
+from harness.report.because import with_because
+from harness.scan.because import Difference
+from harness.scan.compare import Comparison, Rule
+from harness.scan.diff import Diff
+
+
+def function_label(target: Target) -> str:
+    """The target as reports name it: the function, or the passes in order."""
+    return " -> ".join(target.passes)
+
+
+def output_label(target: Target) -> str:
+    """The output field, or the several fields, as reports name them."""
+    return ", ".join(target.outputs)
 
 
 @dataclass(frozen=True)
@@ -35,7 +49,7 @@ class RuleView:
     conditions: tuple[Condition, ...]
     cells: int
     transition: str
-    because: tuple[Any, ...] = ()  # harness.because.Difference, when explained
+    because: tuple[Difference | str, ...] = ()  # when explained (text, read from JSON)
 
 
 @dataclass
@@ -60,22 +74,13 @@ class DiffReport:
 
     def sample(self, limit: int) -> list[dict[str, Any]]:
         """Up to `limit` changed cells: one from each rule first, then the next in order."""
-        chosen = self._rule_representatives()[:limit]
-        for k in range(len(self.comparison.indices)):
-            if len(chosen) >= limit:
-                break
-            if k not in chosen:
-                chosen.append(k)
-        return [self._item(k) for k in sorted(chosen)]
+        count = len(self.comparison.indices)
+        return [self._item(k) for k in sample_positions(self._rule_firsts(), count, limit)]
 
-    def _rule_representatives(self) -> list[int]:
-        """Positions (in the changed list) of one cell per rule, largest rule first."""
-        index = {i: k for k, i in enumerate(self.comparison.indices)}
-        firsts = []
-        for rule in self.comparison.rules:
-            cell = tuple((mask & -mask).bit_length() - 1 for mask in rule.masks)
-            firsts.append(index[self.matrix.index(cell)])
-        return firsts
+    def _rule_firsts(self) -> list[int]:
+        """Positions (in the changed list) of each rule's first cell, largest rule first."""
+        position = {i: k for k, i in enumerate(self.comparison.indices)}
+        return [position[self.matrix.index(first_cell(r.masks))] for r in self.comparison.rules]
 
     def _item(self, k: int) -> dict[str, Any]:
         comp, fields = self.comparison, self.matrix.target.outputs
@@ -94,21 +99,32 @@ class DiffReport:
         return Inputs(self.matrix)
 
 
-def build_report(
-    matrix: Matrix, base: Revision, head: Revision, comparison: Comparison, states: dict
-) -> DiffReport:
-    """`states`: {"base"/"head": versions.State}."""
-    notes, revisions = {}, {"base": base, "head": head}
-    for side, state in states.items():
+def sample_positions(firsts: list[int], count: int, limit: int) -> list[int]:
+    """Up to `limit` of `count` changed cells, as sorted positions: the rules' first cells
+    (`firsts`, one per rule) before any other, then the rest in order."""
+    chosen = list(dict.fromkeys(firsts))[:limit]
+    taken = set(chosen)
+    for k in range(count):
+        if len(chosen) >= limit:
+            break
+        if k not in taken:
+            chosen.append(k)
+    return sorted(chosen)
+
+
+def build_report(diff: Diff) -> DiffReport:
+    """The report model of a diff, built once for every renderer."""
+    matrix, notes, revisions = diff.matrix, {}, {"base": diff.base, "head": diff.head}
+    for side, state in diff.states.items():
         outcomes = state.table.outcomes
         if len(outcomes) == 1 and outcomes[0].revision_wide:
             notes[side] = (
                 f"{outcomes[0].kind} {revision_reason(outcomes[0], revisions[side].label)}"
             )
-    rules = [rule_view(matrix, rule) for rule in comparison.rules]
-    lines = {side: state.line for side, state in states.items()}
-    skipped = {side: state.skipped for side, state in states.items() if state.skipped}
-    return DiffReport(matrix, base, head, comparison, notes, rules, lines, skipped)
+    rules = with_because([rule_view(matrix, r) for r in diff.comparison.rules], diff.because)
+    lines = {side: state.line for side, state in diff.states.items()}
+    skipped = {side: state.skipped for side, state in diff.states.items() if state.skipped}
+    return DiffReport(matrix, diff.base, diff.head, diff.comparison, notes, rules, lines, skipped)
 
 
 def rule_view(matrix: Matrix, rule: Rule) -> RuleView:
@@ -165,18 +181,28 @@ def transition_text(base: Outcome, head: Outcome, fields: tuple[str, ...]) -> st
 
 
 def outcome_json(
-    outcome: Outcome, fields: tuple[str, ...], given: dict[str, Any], revision: str
+    outcome: Outcome,
+    fields: tuple[str, ...],
+    given: dict[str, Any] | None = None,
+    revision: str | None = None,
 ) -> dict[str, Any]:
-    """OUTCOME as the JSON report writes it: {field: v, ...} (a kept field has its input) |
-    {"error"|"absent"|"unevaluable": str}."""
+    """OUTCOME as JSON reports and baselines write it.
+
+    With `given` (one cell's inputs) a kept field has its input: {field: v, ...}.
+    Without (a baseline cube spans many inputs) kept stays symbolic: {field: v}
+    or {"keeps": field} for one field, {"declares": {field: v, ...}} for several.
+    Errors and revision-wide states are {kind: message}; with `revision`, a
+    revision-wide message names it.
+    """
     values = declared(outcome, fields)
-    if values is not None:
+    if values is None:
+        wide = revision is not None and outcome.revision_wide
+        return {outcome.kind: revision_reason(outcome, revision) if wide else str(outcome.value)}
+    if given is not None:
         return {f: values[f] if f in values else given[f] for f in fields}
-    if outcome.kind == ERROR:
-        return {ERROR: str(outcome.value)}
-    if outcome.kind in (ABSENT, UNEVALUABLE):
-        return {outcome.kind: revision_reason(outcome, revision)}
-    raise AssertionError(f"unknown outcome kind {outcome.kind}")
+    if len(fields) > 1:
+        return {"declares": values}
+    return {fields[0]: values[fields[0]]} if values else {"keeps": fields[0]}
 
 
 def revision_reason(outcome: Outcome, revision: str) -> str:

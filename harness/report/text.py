@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from harness.git import Revision
-from harness.matrix import Matrix, format_value
-from harness.report.model import DiffReport, RuleView, short_outcome
+from harness.gitio import Revision
+from harness.matrix.model import Matrix, format_value
+from harness.report.because import because_text
+from harness.report.model import DiffReport, RuleView, function_label, output_label, short_outcome
 
 
 def render(report: DiffReport, sample: int = 10) -> str:
@@ -27,7 +28,7 @@ def header(report: DiffReport) -> list[str]:
 
 def title(matrix: Matrix) -> str:
     """The first line of every text report: the matrix and what it targets."""
-    return f"{matrix.name}: {matrix.target.function} in {matrix.target.path}"
+    return f"{matrix.name}: {function_label(matrix.target)} in {matrix.target.path}"
 
 
 def revision_line(rev: Revision) -> str:
@@ -45,7 +46,7 @@ def revision_text(expr: str, sha: str | None, subject: str) -> str:
 
 
 def _body(report: DiffReport, sample: int) -> list[str]:
-    field, total = report.matrix.target.output, report.matrix.size
+    field, total = output_label(report.matrix.target), report.matrix.size
     if not report.changed:
         return [f"No cell changes {field} ({total:,} cells compared)."]
     count = len(report.rules)
@@ -67,7 +68,7 @@ def rule_lines(rules: list[RuleView], indent: str = "  ") -> list[str]:
         lines.append(f"{indent}{n}. {rule.cells:,} cells: {rule.transition}")
         parts = [c.text() for c in rule.conditions] or ["every cell"]
         lines.extend(wrap_conditions(parts, indent + "   "))
-        lines.extend(f"{indent}   because {d.text()}" for d in rule.because)
+        lines.extend(f"{indent}   because {because_text(d)}" for d in rule.because)
     return lines
 
 

@@ -1,0 +1,120 @@
+"""`harness diff [BASE [HEAD]]`: which cells change their outcome between two revisions."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from harness import gitio
+from harness.cli.options import Setup, add_command, add_evaluation_options, nonnegative, set_up
+from harness.errors import HarnessError
+from harness.github.prs import pr_revisions
+from harness.report import annotations, jsonfmt, junit, markdown, text
+from harness.report.model import DiffReport, build_report
+from harness.scan.diff import diff
+
+DIFF_FORMATS = ("text", "markdown", "json", "junit", "github")
+
+HELP = """\
+Compare the outcomes of the matrix's target function at two revisions.
+
+  harness diff                 HEAD against the working tree
+  harness diff REV             REV against the working tree
+  harness diff BASE HEAD       BASE against HEAD
+  harness diff --pr N          a PR against its base: the commit ending in
+                               (#N) against its parent; with --github, an
+                               open PR's head against where it left its base
+
+A revision is anything git understands (sha, branch, tag, HEAD~3) or #N /
+pr:N for the commit whose subject ends in (#N), optionally with a suffix such
+as #30835^ for its parent.
+
+Formats: text (rules, then a sample of cells), markdown (for a step summary
+or a PR comment), json (every changed cell), junit (one failed test case per
+rule), github (a ::warning annotation at the target function, for Actions).
+
+Exit status: 0 no change, 1 changes, 2 error."""
+
+
+def register(commands: argparse._SubParsersAction) -> None:
+    parser = add_command(commands, "diff", "compare outcomes between two revisions", HELP)
+    parser.add_argument("revisions", nargs="*", metavar="REV", help="zero, one or two revisions")
+    parser.add_argument(
+        "--pr", type=_pr_number, metavar="N", help="compare PR #N with its base (see above)"
+    )
+    parser.add_argument(
+        "--sample",
+        type=nonnegative,
+        default=10,
+        metavar="N",
+        help="changed cells listed by text and markdown reports (default 10; json lists all)",
+    )
+    parser.add_argument(
+        "--exhaustive",
+        action="store_true",
+        help="run the function on every cell instead of once per decision path (slower; "
+        "for functions that are not pure)",
+    )
+    add_evaluation_options(parser, run, DIFF_FORMATS)
+
+
+def run(args: argparse.Namespace) -> int:
+    if len(args.revisions) > 2:
+        shown = " ".join(args.revisions)
+        raise HarnessError(
+            f"harness diff takes at most two revisions, got {len(args.revisions)}: {shown}"
+        )
+    setup = set_up(args)
+    base, head = pick_revisions(setup, args)
+    found = diff(setup.repo, setup.matrix, base, head, args.exhaustive, setup.where, setup.cache)
+    report = build_report(found)
+    write(report, args.format, args.sample)
+    warn_if_blind(report)
+    return 1 if report.changed else 0
+
+
+def warn_if_blind(report: DiffReport) -> None:
+    """Two unevaluable (or absent) revisions compare equal: say that nothing was compared."""
+    if not report.changed and len(report.notes) == 2:
+        print(
+            "harness: warning: neither revision could be evaluated, so nothing was compared "
+            "(see the reasons in the report)",
+            file=sys.stderr,
+        )
+
+
+def pick_revisions(setup: Setup, args: argparse.Namespace) -> tuple[gitio.Revision, gitio.Revision]:
+    """As `git diff`: none -> HEAD vs working tree; one -> REV vs working tree; two -> both."""
+    revisions, repo, resolve = args.revisions, setup.repo, setup.resolve
+    if args.pr is not None:
+        if revisions:
+            raise HarnessError(
+                f"harness diff --pr {args.pr} takes no revisions, got: {' '.join(revisions)}"
+            )
+        return pr_revisions(repo, args.pr, setup.online)
+    if len(revisions) == 2:
+        return resolve(revisions[0]), resolve(revisions[1])
+    return resolve(revisions[0] if revisions else "HEAD"), gitio.worktree(repo)
+
+
+def _pr_number(text: str) -> int:
+    digits = text.removeprefix("#")
+    if not digits.isdigit() or int(digits) == 0:
+        raise argparse.ArgumentTypeError(f"expected a PR number such as 30835, got {text!r}")
+    return int(digits)
+
+
+def write(report: DiffReport, fmt: str, sample: int) -> None:
+    out = sys.stdout
+    if fmt == "json":
+        for chunk in jsonfmt.render_chunks(report):
+            out.write(chunk)
+    elif fmt == "markdown":
+        out.write(markdown.render(report, sample))
+    elif fmt == "junit":
+        out.write(junit.render(report))
+    elif fmt == "github":
+        out.write(annotations.render(report))
+    else:
+        out.write(text.render(report, sample))
+    out.flush()

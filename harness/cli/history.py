@@ -1,0 +1,72 @@
+"""`harness history [RANGE]`: every commit that changed outcomes, and what it changed."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from harness.cli.options import add_command, add_evaluation_options, set_up
+from harness.cli.progress import Progress
+from harness.errors import HarnessError
+from harness.report import history as report
+from harness.scan.history import history
+from harness.scan.versions import Versions
+
+HELP = """\
+List the commits that changed the outcomes of the matrix's target function.
+
+  harness history              every commit reachable from HEAD
+  harness history A..B         commits after A, up to B (either side may be
+                               left out: A.. means A..HEAD)
+  harness history REV          every commit reachable from REV
+
+Only commits that change the target file are considered (as git log -- PATH).
+Each is compared with its first parent; a commit whose change exactly undoes
+an earlier one is marked "reverts <sha> (#PR)". Commits that cannot be
+evaluated (a syntax error, no such function) are listed as skipped and the
+comparison carries on from the last evaluable commit. Each distinct version of
+the function is evaluated once and cached on disk.
+
+Exit status: 0 no commit changed outcomes, 1 some did, 2 error."""
+
+
+def register(commands: argparse._SubParsersAction) -> None:
+    parser = add_command(commands, "history", "list the commits that changed outcomes", HELP)
+    parser.add_argument("range", nargs="?", metavar="RANGE", help="A..B, or one revision")
+    parser.add_argument(
+        "--first-parent",
+        action="store_true",
+        help="follow only the first parent of merges (the mainline's own commits)",
+    )
+    add_evaluation_options(parser, run)
+
+
+def run(args: argparse.Namespace) -> int:
+    setup = set_up(args)
+    text, revisions = parse_range(args.range, setup.resolve)
+    versions = Versions(setup.repo, setup.matrix, setup.cache)
+    with Progress("history") as bar:
+        found = history(
+            setup.repo, versions, text, revisions, setup.where, args.first_parent, on_commit=bar
+        )
+    if not found.considered:
+        print(
+            f"harness: warning: no commit in {text} changes {setup.matrix.target.path}: "
+            "is --repo an SGLang clone, and --matrix the right target?",
+            file=sys.stderr,
+        )
+    render = {"json": report.render_json, "markdown": report.render_markdown}
+    sys.stdout.write(render.get(args.format, report.render_text)(found))
+    return 1 if found.changes else 0
+
+
+def parse_range(text: str | None, resolve) -> tuple[str, list[str]]:
+    """The range as shown, and as rev-list arguments: `A..B` -> ^A B; `B` -> B."""
+    if text is None:
+        return "HEAD", [resolve("HEAD").sha]
+    if "..." in text:
+        raise HarnessError(f"range {text!r}: symmetric ranges (A...B) are not supported; use A..B")
+    if ".." not in text:
+        return text, [resolve(text).sha]
+    older, newer = text.split("..", 1)
+    return text, [f"^{resolve(older or 'HEAD').sha}", resolve(newer or "HEAD").sha]

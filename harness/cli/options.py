@@ -1,0 +1,154 @@
+"""Options several commands share."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from harness import gitio
+from harness.errors import HarnessError
+from harness.github.client import GitHub, check_slug
+from harness.github.prs import OnlinePRs
+from harness.matrix.cells import parse_where
+from harness.matrix.load import DEFAULT_MATRIX, load_matrix
+from harness.matrix.model import Matrix
+from harness.scan.cache import TableCache, default_directory
+
+FORMATS = ("text", "markdown", "json")
+
+
+def add_command(commands: argparse._SubParsersAction, name: str, summary: str, description: str):
+    """A subcommand whose --help keeps the description's own line breaks."""
+    return commands.add_parser(
+        name,
+        help=summary,
+        description=description,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+
+
+def add_matrix_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--matrix",
+        metavar="NAME|PATH",
+        default=DEFAULT_MATRIX,
+        help=f"a shipped matrix by name, or a matrix file (default: {DEFAULT_MATRIX})",
+    )
+
+
+def add_repo_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--repo",
+        metavar="PATH",
+        help="the git repository to read (default: the one containing the current directory)",
+    )
+
+
+def add_where_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--where",
+        metavar="AXIS=V[,V...]",
+        action="append",
+        default=[],
+        help="only cells whose AXIS has one of these values, written as in the matrix file "
+        "(null, true, 16, fa4); repeat for more axes",
+    )
+
+
+def nonnegative(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected 0 or more, got {value}")
+    return value
+
+
+def add_cache_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--cache-dir",
+        metavar="DIR",
+        help="where outcome tables are kept between runs "
+        "(default: $XDG_CACHE_HOME/harness, else ~/.cache/harness)",
+    )
+    parser.add_argument(
+        "--no-cache", action="store_true", help="neither read nor write the on-disk cache"
+    )
+
+
+def table_cache(args: argparse.Namespace) -> TableCache:
+    if args.no_cache:
+        return TableCache(None)
+    return TableCache(Path(args.cache_dir) if args.cache_dir else default_directory())
+
+
+def add_revision_options(parser: argparse.ArgumentParser) -> None:
+    """Options that change how revisions resolve (#N / pr:N)."""
+    parser.add_argument(
+        "--github",
+        metavar="OWNER/REPO",
+        type=slug_argument,
+        help="resolve #N through the GitHub API when no local commit subject ends in (#N): "
+        "a merged PR is its merge commit, an open one its head (base URL from "
+        "GITHUB_API_URL, token from GITHUB_TOKEN)",
+    )
+
+
+def slug_argument(text: str) -> str:
+    try:
+        return check_slug(text)
+    except HarnessError:
+        raise argparse.ArgumentTypeError(f"expected OWNER/REPO, got {text!r}") from None
+
+
+def online_prs(args: argparse.Namespace, repo) -> OnlinePRs | None:
+    return OnlinePRs(repo, GitHub(args.github)) if args.github else None
+
+
+def revision_resolver(repo, online: OnlinePRs | None) -> Callable[[str], gitio.Revision]:
+    """expr -> Revision; #N falls back to the GitHub API when `online` is given."""
+    lookup = online.commit if online else None
+    return lambda expr: gitio.resolve(repo, expr, lookup)
+
+
+def add_evaluation_options(
+    parser: argparse.ArgumentParser,
+    handler,
+    formats: tuple[str, ...] | None = FORMATS,
+    where: bool = True,
+) -> None:
+    """What every command that evaluates revisions takes, after its own arguments."""
+    if formats:
+        parser.add_argument("--format", choices=formats, default="text", help="report format")
+    if where:
+        add_where_option(parser)
+    add_matrix_option(parser)
+    add_repo_option(parser)
+    add_revision_options(parser)
+    add_cache_options(parser)
+    parser.set_defaults(handler=handler)
+
+
+@dataclass
+class Setup:
+    """The matrix, the selected cells, the repository and its revision resolver."""
+
+    matrix: Matrix
+    where: tuple[int, ...] | None
+    repo: Any
+    resolve: Callable[[str], gitio.Revision]
+    online: OnlinePRs | None  # with --github
+    cache: TableCache
+
+
+def set_up(args: argparse.Namespace) -> Setup:
+    """Load and check everything the options name, in the order users expect errors."""
+    matrix = load_matrix(args.matrix)
+    where = parse_where(matrix, getattr(args, "where", []))
+    repo = gitio.open_repo(args.repo)
+    online = online_prs(args, repo)
+    return Setup(matrix, where, repo, revision_resolver(repo, online), online, table_cache(args))

@@ -1,0 +1,35 @@
+"""`harness snapshot [REV] -o FILE`: a revision's whole outcome table, as a baseline file."""
+
+from __future__ import annotations
+
+import argparse
+
+from harness.cli.options import add_command, add_evaluation_options, set_up
+from harness.report import baseline
+from harness.scan.versions import Versions
+
+HELP = """\
+Write the outcome table of the matrix's target at REV (default HEAD) as a
+baseline file: per outcome, the cubes of cells that have it (exact, disjoint,
+in a fixed order, one per line). The pytest entry point compares a revision
+with it:
+
+  harness snapshot HEAD -o tests/override-baseline.json
+  pytest --override-matrix sglang-fa4-page-size \\
+         --override-baseline tests/override-baseline.json"""
+
+
+def register(commands: argparse._SubParsersAction) -> None:
+    parser = add_command(commands, "snapshot", "write a revision's outcomes as a baseline", HELP)
+    parser.add_argument("rev", nargs="?", default="HEAD", metavar="REV")
+    parser.add_argument("-o", "--output", default="-", metavar="FILE",
+                        help="where to write it (default: standard output)")  # fmt: skip
+    add_evaluation_options(parser, run, formats=None, where=False)
+
+
+def run(args: argparse.Namespace) -> int:
+    setup = set_up(args)
+    revision = setup.resolve(args.rev)
+    table = Versions(setup.repo, setup.matrix, setup.cache).at(revision).table
+    baseline.snapshot(setup.matrix, revision, table, args.output)
+    return 0

@@ -1,0 +1,1 @@
+"""From source text to closure: pieces (parsing), index (bindings), extract (resolution)."""

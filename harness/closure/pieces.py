@@ -1,0 +1,249 @@
+"""A module's top-level statements, parsed a piece at a time and remembered by text.
+
+Consecutive revisions of an 80 KB file differ in a few statements, so the
+file is cut before every line that starts a top-level statement and each
+piece is parsed on its own, once per distinct text. A cut inside a string,
+a bracket or a backslash continuation leaves the piece before it
+unparseable; any piece that fails sends the whole file through one
+`ast.parse`, so a bad cut costs time, never a different tree.
+
+Parsed pieces are shared between revisions and never mutated: a piece's
+statements carry line numbers relative to the piece, and `Statement.offset`
+turns them into file lines.
+"""
+
+from __future__ import annotations
+
+import ast
+import bisect
+import itertools
+import re
+from dataclasses import dataclass, field
+from typing import Any, NamedTuple
+
+from harness.errors import Unevaluable
+
+# A line that may start a top-level statement: column 0, not blank, not a
+# comment, not a closing bracket. (Matches the newline before it.)
+_STATEMENT_START = re.compile(r"\n(?=[^\s#)\]}])")
+# Lines at column 0 that continue the statement before them.
+_CONTINUATION = re.compile(r"(?:else|elif|except|finally)\b")
+MAX_PIECES = 50_000
+
+
+@dataclass(eq=False)
+class Piece:
+    """One piece of source text and its statements (shared by every file holding it)."""
+
+    text: str
+    nodes: list[ast.stmt]
+    facts: dict[Any, Any] = field(default_factory=dict)  # memo of line-free derived facts
+
+    def memo(self, name: Any, compute) -> Any:
+        """A fact about the piece's statements (not their lines), computed once."""
+        if name not in self.facts:
+            self.facts[name] = compute(self.nodes)
+        return self.facts[name]
+
+
+class Statement(NamedTuple):
+    """A top-level statement of one file (a tuple: files have hundreds, made per revision)."""
+
+    piece: Piece
+    position: int  # index into piece.nodes
+    offset: int  # file line of the piece's first line, minus one
+    slot: int  # index of the piece in its layout
+
+    @property
+    def node(self) -> ast.stmt:
+        """The shared, piece-relative node: read it, never change it."""
+        return self.piece.nodes[self.position]
+
+    @property
+    def lineno(self) -> int:
+        return self.node.lineno + self.offset
+
+    def memo(self, name: str, compute) -> Any:
+        """A fact about this statement that does not depend on where it stands in the file."""
+        node = self.node
+        return self.piece.memo((name, self.position), lambda nodes: compute(node))
+
+
+@dataclass
+class Layout:
+    """A file cut into pieces: each piece with its first character and line offset."""
+
+    source: str
+    pieces: list[Piece]
+    starts: list[int]
+    lines: list[int]
+    edit: Edit | None = None  # how this layout was made from an earlier one
+
+    def statement(self, index: int, position: int) -> Statement:
+        return Statement(self.pieces[index], position, self.lines[index], index)
+
+
+@dataclass(frozen=True)
+class Edit:
+    """`base`'s pieces [first, after) were replaced by this layout's [first, first + added)."""
+
+    base: Layout
+    first: int
+    after: int
+    added: int
+
+    def removed_pieces(self) -> list[Piece]:
+        return self.base.pieces[self.first : self.after]
+
+    def slot(self, old: int) -> int | None:
+        """Where `base`'s piece `old` is now (None: it was replaced)."""
+        if old < self.first:
+            return old
+        if old >= self.after:
+            return old - self.after + self.first + self.added
+        return None
+
+
+class SourceCache:
+    """What one run has parsed: pieces by text, and the last layout made.
+
+    Owned by one run (see `harness.scan.versions.Versions`), so nothing is
+    shared between runs; `closures` is where extraction keeps its own memo.
+    """
+
+    def __init__(self, max_pieces: int = MAX_PIECES) -> None:
+        self.pieces: dict[str, Piece] = {}
+        self.last: Layout | None = None  # the next revision is cut against it
+        self.closures: dict[Any, Any] = {}  # see harness.closure.extract
+        self.max_pieces = max_pieces
+
+    def layout(self, source: str, path: str) -> Layout:
+        """`source` in parsed pieces, re-cutting only the part that differs from the last file."""
+        previous = self.last
+        made = (
+            _relayout(self, previous, source) if previous else _cut(self, source, 0, len(source), 0)
+        )
+        if made is None:
+            return _whole(source, path)
+        self.last = made
+        return made
+
+    def piece(self, text: str) -> Piece | None:
+        """The parsed piece of `text` (None: it does not parse on its own)."""
+        piece = self.pieces.get(text)
+        if piece is not None:
+            return piece
+        try:
+            tree = ast.parse(text)
+        except (SyntaxError, ValueError):
+            return None
+        if len(self.pieces) >= self.max_pieces:
+            self.pieces.clear()
+        piece = self.pieces[text] = Piece(text, tree.body)
+        return piece
+
+
+def _relayout(cache: SourceCache, old: Layout, source: str) -> Layout | None:
+    """Reuse `old`'s pieces before and after the changed span; cut and parse the span."""
+    if old.source == source:
+        return old
+    lo, old_hi = changed_span(old.source, source)
+    first = max(bisect.bisect_right(old.starts, lo) - 2, 0)  # one piece of margin
+    after = bisect.bisect_right(old.starts, old_hi) + 1  # old pieces from here are kept
+    shift = len(source) - len(old.source)
+    if after >= len(old.starts):
+        middle = _cut(cache, source, old.starts[first], len(source), old.lines[first])
+        return middle and _join(source, old, first, middle, len(old.starts), shift, 0)
+    end = old.starts[after] + shift
+    middle = _cut(cache, source, old.starts[first], end, old.lines[first])
+    if middle is None:
+        return None
+    moved = middle.lines[-1] + middle.pieces[-1].text.count("\n") - old.lines[after]
+    return _join(source, old, first, middle, after, shift, moved)
+
+
+def _join(source, old, first, middle, after, shift, moved) -> Layout:
+    return Layout(
+        source,
+        old.pieces[:first] + middle.pieces + old.pieces[after:],
+        old.starts[:first] + middle.starts + [s + shift for s in old.starts[after:]],
+        old.lines[:first] + middle.lines + [n + moved for n in old.lines[after:]],
+        Edit(old, first, after, len(middle.pieces)),
+    )
+
+
+def changed_span(old: str, new: str, chunk: int = 1024) -> tuple[int, int]:
+    """Where `old` starts and stops differing from `new` (the end is exclusive)."""
+    limit = min(len(old), len(new))
+    lo = _common_length(lambda a, b: old[a:b] == new[a:b], limit, chunk)
+    tail = _common_length(
+        lambda a, b: old[len(old) - b : len(old) - a] == new[len(new) - b : len(new) - a],
+        limit - lo,
+        chunk,
+    )
+    return lo, len(old) - tail
+
+
+def _common_length(same, limit: int, chunk: int = 1024) -> int:
+    """The largest n <= limit with same(0, n): in chunks that double while equal, then by
+    bisection in the first chunk that differs (each comparison runs at C speed)."""
+    start = 0
+    while start < limit:
+        end = min(start + chunk, limit)
+        if not same(start, end):
+            break
+        start, chunk = end, chunk * 2
+    else:
+        return limit
+    lo, hi = start, end - 1  # the answer lies in [start, end)
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if same(start, mid):
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
+
+
+def _cut(cache: SourceCache, source: str, lo: int, hi: int, line: int) -> Layout | None:
+    """Cut source[lo:hi] (which starts at a cut) into parsed pieces; None: one did not parse."""
+    pieces, starts, lines = [], [], []
+    for text, start, offset in split(source, lo, hi, line):
+        piece = cache.piece(text)
+        if piece is None:
+            return None
+        pieces.append(piece)
+        starts.append(start)
+        lines.append(offset)
+    return Layout(source, pieces, starts, lines)
+
+
+def split(source: str, lo: int = 0, hi: int | None = None, line: int = 0):
+    """(text, first character, line offset) of the pieces of source[lo:hi]."""
+    hi = len(source) if hi is None else hi
+    cuts, decorated = [lo], source.startswith("@", lo)
+    for match in _STATEMENT_START.finditer(source, lo, hi):
+        start = match.end()
+        if start >= hi or _CONTINUATION.match(source, start):
+            continue
+        if not decorated:  # decorator lines stay with the definition below them
+            cuts.append(start)
+        decorated = source.startswith("@", start)
+    cuts.append(hi)
+    pieces = []
+    for start, end in itertools.pairwise(cuts):
+        text = source[start:end]
+        pieces.append((text, start, line))
+        line += text.count("\n")
+    return pieces
+
+
+def _whole(source: str, path: str) -> Layout:
+    """Parse the file in one go: the true error, or the tree a bad cut could not give."""
+    try:
+        tree = ast.parse(source, filename=path)
+    except SyntaxError as exc:
+        raise Unevaluable(f"syntax error in {path} line {exc.lineno}: {exc.msg}") from None
+    except ValueError as exc:  # e.g. null bytes
+        raise Unevaluable(f"{path} cannot be parsed: {exc}") from None
+    return Layout(source, [Piece(source, tree.body)], [0], [0])

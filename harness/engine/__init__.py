@@ -1,0 +1,1 @@
+"""From closure to outcome table: the world, the sandbox, exploration, tracing."""

@@ -1,0 +1,91 @@
+"""Outcomes and outcome tables: what a cell's evaluation gave, stored compactly.
+
+An outcome is a declared value, the kept input (`kept`: nothing declared),
+an error the code raised, or a revision-wide state (`absent`,
+`unevaluable`). A table is the list of distinct outcomes and one small
+integer per cell indexing into it (an `array`), never a dict per cell.
+"""
+
+from __future__ import annotations
+
+from array import array
+from dataclasses import dataclass
+from typing import Any
+
+from harness.errors import Absent, Unevaluable
+from harness.matrix.cells import Cube, cube_runs
+from harness.matrix.model import Matrix
+
+VALUE, KEPT, ERROR, ABSENT, UNEVALUABLE = "value", "kept", "error", "absent", "unevaluable"
+
+
+CODE_TYPE = "I"
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """One cell's result: a declared value, the kept input, an error, or a revision-wide state."""
+
+    kind: str
+    value: Any = None
+
+    @property
+    def revision_wide(self) -> bool:
+        return self.kind in (ABSENT, UNEVALUABLE)
+
+    @property
+    def key(self) -> tuple[str, Any]:
+        """A hashable identity, also for unhashable declared values (a list)."""
+        return (self.kind, freeze(self.value))
+
+
+@dataclass
+class OutcomeTable:
+    """Distinct outcomes, and one code per cell indexing into them."""
+
+    outcomes: list[Outcome]
+    codes: array
+
+    def outcome_at(self, index: int) -> Outcome:
+        return self.outcomes[self.codes[index]]
+
+
+def uniform_table(outcome: Outcome, size: int) -> OutcomeTable:
+    return OutcomeTable([outcome], zero_codes(size))
+
+
+def zero_codes(size: int) -> array:
+    """`size` codes, all 0."""
+    return array(CODE_TYPE, bytes(array(CODE_TYPE).itemsize * size))
+
+
+def revision_wide(exc: Absent | Unevaluable, size: int) -> OutcomeTable:
+    """The table of a revision that cannot run at all: one outcome for every cell."""
+    kind = ABSENT if isinstance(exc, Absent) else UNEVALUABLE
+    return uniform_table(Outcome(kind, str(exc)), size)
+
+
+class Filler:
+    """Writes one code over every cell of a cube, a contiguous run at a time."""
+
+    def __init__(self, matrix: Matrix, initial: int = 0) -> None:
+        self.matrix = matrix
+        self.codes = array(CODE_TYPE, [initial]) * matrix.size
+        self.pieces: dict[tuple[int, int], array] = {}
+
+    def fill(self, masks: Cube | list[int], code: int) -> None:
+        starts, length = cube_runs(self.matrix, tuple(masks))
+        piece = self.pieces.get((code, length))
+        if piece is None:
+            piece = self.pieces[(code, length)] = array(CODE_TYPE, [code]) * length
+        for start in starts:
+            self.codes[start : start + length] = piece
+
+
+def freeze(value: Any) -> Any:
+    """A hashable, type-aware identity for a value (1, 1.0 and True differ)."""
+    try:
+        hash(value)
+    except TypeError:
+        return ("unhashable", repr(value))
+    return (type(value).__name__, value)

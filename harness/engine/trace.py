@@ -1,0 +1,188 @@
+"""Why a cell got its outcome: the target function, instrumented, run on one cell.
+
+The extracted target's AST is rewritten so that every `if`/`elif` test and
+conditional expression reports its value, and so does each operand of its
+`and`/`or`/`not` structure (the leaves: comparisons, calls, names). Each
+operand is wrapped in a call that records and returns it, in place, so
+short-circuiting is preserved (an operand never reached is not recorded) and
+every expression is evaluated exactly once. `return` and `raise` report their
+line. The logic is the function's own; nothing is re-implemented.
+"""
+
+from __future__ import annotations
+
+import ast
+import copy
+from dataclasses import dataclass
+from typing import Any
+
+from harness.closure.extract import Closure, Pipeline
+from harness.engine.explore import run_cell
+from harness.engine.outcome import Outcome
+from harness.engine.sandbox import chain, load_function
+from harness.engine.world import Bound
+from harness.matrix.model import Matrix
+
+RECORD = "__harness_record__"
+CONDITION, OPERAND, RETURN, RAISE = "condition", "operand", "return", "raise"
+PASS = "pass"  # pipeline mode: a pass starts (source: its name)
+
+
+@dataclass(frozen=True)
+class Event:
+    kind: str  # CONDITION, OPERAND, RETURN or RAISE
+    line: int
+    source: str  # the expression as written at that revision
+    key: str  # normalized text (ast.unparse): the same expression at two revisions
+    value: Any = None
+
+
+@dataclass(frozen=True)
+class Trace:
+    outcome: Outcome
+    events: tuple[Event, ...]
+    passes: tuple[dict[str, Any], ...] = ()  # pipeline mode: what each pass declared
+
+
+class _Sites:
+    """What each instrumentation point is: kind, line, written text, normalized text."""
+
+    def __init__(self, source: str) -> None:
+        self.lines = source.splitlines(keepends=True) if source else []
+        self.sites: list[tuple[str, int, str, str]] = []
+
+    def add(self, kind: str, node: ast.AST) -> int:
+        written = self._segment(node)
+        normalized = ast.unparse(node)
+        shown = " ".join((written or normalized).split())
+        self.sites.append((kind, node.lineno, shown, normalized))
+        return len(self.sites) - 1
+
+    def _segment(self, node: ast.AST) -> str | None:
+        """The node's text in the file (as ast.get_source_segment, without splitting the
+        whole file again for every node)."""
+        end = getattr(node, "end_lineno", None)
+        if end is None or end > len(self.lines):
+            return None
+        first, last = node.lineno - 1, end - 1
+        if first == last:
+            return _columns(self.lines[first], node.col_offset, node.end_col_offset)
+        head = _columns(self.lines[first], node.col_offset, None)
+        tail = _columns(self.lines[last], 0, node.end_col_offset)
+        return head + "".join(self.lines[first + 1 : last]) + tail
+
+
+def _columns(line: str, start: int, end: int | None) -> str:
+    """A slice of a line by UTF-8 byte columns (ast's col_offset counts bytes)."""
+    return line.encode()[start:end].decode(errors="replace")
+
+
+class _Instrument(ast.NodeTransformer):
+    def __init__(self, sites: _Sites) -> None:
+        self.sites = sites
+
+    def _record(self, kind: str, node: ast.expr, value: ast.expr) -> ast.expr:
+        site = self.sites.add(kind, node)
+        call = ast.Call(ast.Name(RECORD, ast.Load()), [ast.Constant(site), value], [])
+        return ast.copy_location(call, node)
+
+    def _test(self, test: ast.expr) -> ast.expr:
+        return self._record(CONDITION, test, self._operands(test))
+
+    def _operands(self, node: ast.expr) -> ast.expr:
+        """`a and not b` -> `rec(a) and not rec(b)`: leaves recorded, structure kept."""
+        if isinstance(node, ast.BoolOp):
+            values = [self._operands(v) for v in node.values]
+            return ast.copy_location(ast.BoolOp(node.op, values), node)
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
+            inner = ast.copy_location(ast.UnaryOp(node.op, self._operands(node.operand)), node)
+            return self._record(OPERAND, node, inner)
+        return self._record(OPERAND, node, self.visit(node))
+
+    def visit_If(self, node: ast.If) -> ast.If:
+        self.generic_visit(node)
+        node.test = self._test(node.test)
+        return node
+
+    def visit_IfExp(self, node: ast.IfExp) -> ast.IfExp:
+        self.generic_visit(node)
+        node.test = self._test(node.test)
+        return node
+
+    def visit_Return(self, node: ast.Return) -> ast.Return:
+        self.generic_visit(node)
+        value = node.value or ast.Constant(None)
+        node.value = self._record(RETURN, node, value)
+        return node
+
+    def visit_Raise(self, node: ast.Raise) -> list[ast.stmt]:
+        self.generic_visit(node)
+        mark = ast.Expr(self._record(RAISE, node, ast.Constant(None)))
+        return [ast.copy_location(mark, node), node]
+
+    def visit_FunctionDef(self, node: ast.FunctionDef) -> ast.FunctionDef:
+        if getattr(self, "_inside", False):
+            return node  # nested functions run untraced
+        self._inside = True
+        self.generic_visit(node)
+        return node
+
+    def visit_Lambda(self, node: ast.Lambda) -> ast.Lambda:
+        return node  # untraced, like nested functions
+
+    def visit_ClassDef(self, node: ast.ClassDef) -> ast.ClassDef:
+        return node
+
+
+def _instrumented(closure: Closure, sites: _Sites) -> tuple[ast.stmt, ...]:
+    """The closure's statements, its target function rewritten to record events at `sites`."""
+    nodes = list(closure.nodes)
+    for n, node in enumerate(nodes):
+        if isinstance(node, ast.FunctionDef) and node.name == closure.function:
+            nodes[n] = ast.fix_missing_locations(_Instrument(sites).visit(copy.deepcopy(node)))
+    return tuple(nodes)
+
+
+def trace_cell(
+    target: Closure | Pipeline,
+    source: str,
+    matrix: Matrix,
+    bound: Bound,
+    label: str,
+    cell: tuple[int, ...],
+) -> Trace:
+    """Run the target (or each pass, in order) on one cell, recording what its conditions
+    and operands evaluated to, and what each pass declared."""
+    sites, events, log = _Sites(source), [], []
+
+    def record(site: int, value: Any) -> Any:
+        kind, line, written, normalized = sites.sites[site]
+        events.append(Event(kind, line, written, normalized, value))
+        return value
+
+    def load(closure: Closure):
+        nodes = _instrumented(closure, sites)
+        return load_function(closure, bound, label, extra={RECORD: record}, nodes=nodes)
+
+    if isinstance(target, Pipeline):
+        fns = []
+        for name, closure in target.passes:
+            if closure is None:
+                log.append({"pass": name, "absent": True})
+            else:
+                start = Event(PASS, closure.lineno, name, name)
+                fns.append(_logged(name, load(closure), log, events, start))
+        fn = chain(fns)
+    else:
+        fn = load(target)
+    return Trace(run_cell(fn, bound, matrix, cell, label), tuple(events), tuple(log))
+
+
+def _logged(name: str, fn, log: list[dict[str, Any]], events: list[Event], start: Event):
+    def run(view: Any) -> Any:
+        events.append(start)
+        result = fn(view)
+        log.append({"pass": name, "declared": result})
+        return result
+
+    return run

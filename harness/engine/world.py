@@ -1,0 +1,330 @@
+"""The world: the view of a cell, and the names the evaluated code may use.
+
+A world answers, for the cell under evaluation, everything the target
+function reads: `view.attention_backend`, `get_platform().is_sm100`,
+`Backend.FULL`. Answers are *specs* compiled against a matrix into resolvers
+(`probe -> value`). Every read of an axis goes through the `Probe`, which
+records it: a pure function's outcome then holds for every cell that agrees
+on the axes it read (see `evaluate.explore`).
+
+Strictness: reading a view attribute or a stub attribute nobody declared
+raises `Unbound`, a `BaseException` so the evaluated code's own
+`except Exception` cannot swallow it.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from harness.errors import HarnessError
+from harness.matrix.model import SCALAR_TYPES, Matrix
+
+Resolver = Callable[["Probe"], Any]
+
+
+class Unbound(BaseException):
+    """The evaluated code read something the matrix and the world do not define."""
+
+    def __init__(self, what: str, fix: str) -> None:
+        super().__init__(what)
+        self.what = what
+        self.fix = fix
+
+
+class Probe:
+    """The cell under evaluation and a bitmask of the axes read so far."""
+
+    __slots__ = ("cell", "read", "values")
+
+    def __init__(self, matrix: Matrix) -> None:
+        self.values = [axis.values for axis in matrix.axes]
+        self.cell: tuple[int, ...] = tuple(0 for _ in matrix.axes)
+        self.read = 0
+
+    def axis(self, i: int) -> Any:
+        self.read |= 1 << i
+        return self.values[i][self.cell[i]]
+
+
+# --- specs ---------------------------------------------------------------------
+
+
+class Spec:
+    """What a name or attribute means; compiled against a matrix into a resolver."""
+
+    def compile(self, ctx: Context) -> Resolver:
+        raise NotImplementedError
+
+
+@dataclass(frozen=True)
+class Const(Spec):
+    value: Any
+
+    def compile(self, ctx: Context) -> Resolver:
+        value = self.value
+        if isinstance(value, SCALAR_TYPES):
+            return lambda probe: value
+        return lambda probe: copy.deepcopy(value)
+
+
+@dataclass(frozen=True)
+class Native(Spec):
+    """A Python object supplied by a world in code (a class, a stub logger)."""
+
+    value: Any
+
+    def compile(self, ctx: Context) -> Resolver:
+        value = self.value
+        return lambda probe: value
+
+
+@dataclass(frozen=True)
+class Param(Spec):
+    """A named input: the cell's value of that axis, else the field, else a default."""
+
+    name: str
+    default: Any = None
+    required: bool = True
+    reader: str = ""
+
+    def compile(self, ctx: Context) -> Resolver:
+        i = ctx.matrix.axis_index(self.name)
+        if i is not None:
+            return lambda probe: probe.axis(i)
+        if self.name in ctx.matrix.fields:
+            return Const(ctx.matrix.fields[self.name]).compile(ctx)
+        if not self.required:
+            return Const(self.default).compile(ctx)
+        return _raiser(
+            f"{self.reader or self.name} needs an input named {self.name}",
+            f"add an axis or a field named {self.name} to {ctx.matrix.edit_hint}",
+        )
+
+
+@dataclass(frozen=True)
+class Test(Spec):
+    """True when a named input satisfies `predicate` (e.g. the platform is an SM100 GPU)."""
+
+    param: Param
+    predicate: Callable[[Any], bool]
+
+    def compile(self, ctx: Context) -> Resolver:
+        get, pred = self.param.compile(ctx), self.predicate
+        return lambda probe: bool(pred(get(probe)))
+
+
+@dataclass(frozen=True)
+class ListOf(Spec):
+    item: Spec
+
+    def compile(self, ctx: Context) -> Resolver:
+        get = self.item.compile(ctx)
+        return lambda probe: [get(probe)]
+
+
+@dataclass(frozen=True)
+class Call(Spec):
+    """A callable taking any arguments and returning the spec's value."""
+
+    returns: Spec
+    label: str = "function"
+
+    def compile(self, ctx: Context) -> Resolver:
+        stub = _StubCall(self.label, self.returns.compile(ctx), ctx.probe)
+        return lambda probe: stub
+
+
+@dataclass(frozen=True)
+class Obj(Spec):
+    """An object whose attributes are specs; reading any other attribute is Unbound."""
+
+    label: str
+    attrs: dict[str, Spec] = field(default_factory=dict)
+    fallback: Callable[[str], Spec] | None = None
+
+    def compile(self, ctx: Context) -> Resolver:
+        attrs = {k: s.compile(ctx) for k, s in self.attrs.items()}
+        obj = StrictObject(self.label, attrs, ctx, self.fallback)
+        return lambda probe: obj
+
+
+def _raiser(what: str, fix: str) -> Resolver:
+    def resolve(probe: Probe) -> Any:
+        raise Unbound(what, fix)
+
+    return resolve
+
+
+class _StubCall:
+    __slots__ = ("get", "label", "probe")
+
+    def __init__(self, label: str, get: Resolver, probe: Probe) -> None:
+        self.label, self.get, self.probe = label, get, probe
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self.get(self.probe)
+
+    def __repr__(self) -> str:
+        return f"<stub {self.label}>"
+
+
+class StrictObject:
+    """A read-only object answering only the attributes it declares."""
+
+    __slots__ = ("_attrs", "_ctx", "_fallback", "_label")
+
+    def __init__(
+        self,
+        label: str,
+        attrs: dict[str, Resolver],
+        ctx: Context,
+        fallback: Callable[[str], Spec] | None = None,
+    ) -> None:
+        object.__setattr__(self, "_label", label)
+        object.__setattr__(self, "_attrs", attrs)
+        object.__setattr__(self, "_ctx", ctx)
+        object.__setattr__(self, "_fallback", fallback)
+
+    def __getattr__(self, name: str) -> Any:
+        resolve = self._attrs.get(name)
+        if resolve is None:
+            resolve = self._resolve_missing(name)
+        return resolve(self._ctx.probe)
+
+    def _resolve_missing(self, name: str) -> Resolver:
+        if name.startswith("__"):
+            raise AttributeError(name)
+        if self._fallback is not None:
+            resolve = self._fallback(name).compile(self._ctx)
+            self._attrs[name] = resolve
+            return resolve
+        raise Unbound(f"{self._label}.{name}", self._ctx.fix_for(self._label, name))
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError(f"{self._label} is read-only: cannot set {name}")
+
+    def __repr__(self) -> str:
+        return f"<{self._label}>"
+
+
+# --- worlds --------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class World:
+    """A family of targets: the view's extra attributes and the names it binds.
+
+    Axes and fields become view attributes of the same name, except those in
+    `consumed` (inputs the world answers through stubs, such as `platform`).
+    """
+
+    name: str
+    names: dict[str, Spec] = field(default_factory=dict)
+    view_attrs: dict[str, Spec] = field(default_factory=dict)
+    consumed: frozenset[str] = frozenset()
+    validate: Callable[[Matrix], None] | None = None
+
+
+class Context:
+    """A world compiled against one matrix: the probe, the view, the bound names."""
+
+    def __init__(self, world: World, matrix: Matrix) -> None:
+        self.world, self.matrix = world, matrix
+        self.probe = Probe(matrix)
+
+    def fix_for(self, label: str, name: str) -> str:
+        source = self.matrix.edit_hint
+        if label == "view":
+            return (
+                f"matrix {self.matrix.name} defines no axis or field {name}: add it under "
+                f"`fields:` (one value) or `axes:` (several) in {source}"
+            )
+        return (
+            f"the {self.world.name} world does not model {label}.{name}: bind the name "
+            f"under `bindings:` in {source} (see Matrix files in the README)"
+        )
+
+
+@dataclass
+class Bound:
+    """A compiled world: the view object and the name bindings, sharing one probe."""
+
+    probe: Probe
+    view: StrictObject
+    names: dict[str, Any]
+
+
+def bind(world: World, matrix: Matrix) -> Bound:
+    """Compile `world` (plus the matrix's own fields and bindings) against `matrix`."""
+    if world.validate is not None:
+        world.validate(matrix)
+    ctx = Context(world, matrix)
+    view_specs: dict[str, Spec] = {}
+    for axis in matrix.axes:
+        if axis.name not in world.consumed:
+            view_specs[axis.name] = Param(axis.name)
+    for name, value in matrix.fields.items():
+        if name not in world.consumed:
+            view_specs[name] = Const(value)
+    view_specs.update(world.view_attrs)
+    view = Obj("view", view_specs).compile(ctx)(ctx.probe)
+    names = {name: spec.compile(ctx)(ctx.probe) for name, spec in world.names.items()}
+    for name, raw in matrix.bindings.items():
+        spec = parse_binding(raw, f"{matrix.source}: bindings.{name}", name)
+        names[name] = spec.compile(ctx)(ctx.probe)
+    return Bound(probe=ctx.probe, view=view, names=names)
+
+
+# --- declarative bindings --------------------------------------------------------
+
+BINDING_FORMS = "value, call, object, axis, axis_in"
+
+
+def parse_binding(raw: Any, where: str, label: str) -> Spec:
+    """A binding written in a matrix file (see the README) as a spec."""
+    if not isinstance(raw, dict):
+        return Const(raw)
+    if len(raw) != 1:
+        raise HarnessError(f"{where}: a binding mapping takes exactly one of {BINDING_FORMS}")
+    ((form, arg),) = raw.items()
+    if form == "value":
+        return Const(arg)
+    if form == "call":
+        return Call(parse_binding(arg, f"{where}.call", label), label=f"{label}()")
+    if form == "object":
+        return _parse_object(arg, where, label)
+    if form == "axis":
+        return Param(_str(arg, f"{where}.axis"), reader=label)
+    if form == "axis_in":
+        return _parse_axis_in(arg, where, label)
+    raise HarnessError(f"{where}: unknown binding form {form!r} (use one of {BINDING_FORMS})")
+
+
+def _parse_object(arg: Any, where: str, label: str) -> Spec:
+    if not isinstance(arg, dict):
+        raise HarnessError(f"{where}.object: expected a mapping of attribute names to bindings")
+    attrs = {k: parse_binding(v, f"{where}.object.{k}", f"{label}.{k}") for k, v in arg.items()}
+    return Obj(label, attrs)
+
+
+def _parse_axis_in(arg: Any, where: str, label: str) -> Spec:
+    if not (isinstance(arg, dict) and len(arg) == 1):
+        raise HarnessError(
+            f"{where}.axis_in: expected {{AXIS: [values]}}, e.g. {{platform: [sm100]}}"
+        )
+    ((name, values),) = arg.items()
+    if not isinstance(values, list):
+        values = [values]
+    allowed = frozenset((type(v), v) for v in values)
+    return Test(
+        Param(_str(name, f"{where}.axis_in"), reader=label), lambda v: (type(v), v) in allowed
+    )
+
+
+def _str(arg: Any, where: str) -> str:
+    if not isinstance(arg, str):
+        raise HarnessError(f"{where}: expected an axis name")
+    return arg

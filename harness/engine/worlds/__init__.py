@@ -1,0 +1,20 @@
+"""Worlds by name, as a matrix file's `world:` key names them."""
+
+from __future__ import annotations
+
+from harness.engine.world import World
+from harness.engine.worlds import sglang
+from harness.errors import HarnessError
+
+WORLDS: dict[str, World] = {
+    "plain": World(name="plain"),  # binds nothing: axes and fields are view attributes
+    "sglang": sglang.WORLD,
+}
+
+
+def world_named(name: str, source: str) -> World:
+    try:
+        return WORLDS[name]
+    except KeyError:
+        known = ", ".join(sorted(WORLDS))
+        raise HarnessError(f"{source}: world: unknown world {name!r} (known: {known})") from None

@@ -1,0 +1,1 @@
+"""GitHub: the REST client, pull requests to commits, and the sticky PR comment."""

@@ -1,0 +1,198 @@
+"""Matrix files: finding, parsing and checking them, with errors that name file and key."""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from harness.errors import HarnessError
+from harness.matrix.model import (
+    NO_DEFAULT,
+    SCALAR_TYPES,
+    Axis,
+    Matrix,
+    Target,
+    format_value,
+    same_value,
+)
+
+TOP_KEYS = {"name", "description", "target", "world", "axes", "fields", "bindings"}
+
+
+TARGET_KEYS = {"path", "function", "passes", "output"}
+
+
+def shipped_dir() -> Path:
+    """Where the shipped matrices live: inside the wheel, or beside the package in a checkout."""
+    package = Path(__file__).resolve().parent.parent
+    for candidate in (package / "matrices", package.parent / "matrices"):
+        if candidate.is_dir():
+            return candidate
+    return package / "matrices"
+
+
+def shipped_names() -> list[str]:
+    return sorted(p.stem for p in shipped_dir().glob("*.yaml"))
+
+
+DEFAULT_MATRIX = "sglang-fa4-page-size"
+
+
+def load_matrix(name_or_path: str | None = None) -> Matrix:
+    """A shipped matrix by name, or a matrix file by path."""
+    spec = name_or_path or DEFAULT_MATRIX
+    path = Path(spec)
+    if not (path.suffix in (".yaml", ".yml") or "/" in spec or path.is_file()):
+        path = shipped_dir() / f"{spec}.yaml"
+        if not path.is_file():
+            names = ", ".join(shipped_names()) or "none"
+            raise HarnessError(
+                f"--matrix {spec}: no shipped matrix of that name (shipped: {names}); "
+                "pass a path to a .yaml file for your own"
+            )
+    if not path.is_file():
+        raise HarnessError(f"--matrix {spec}: file not found")
+    text = path.read_text(encoding="utf-8")
+    shipped = path.resolve().parent == shipped_dir().resolve()
+    return parse_matrix(text, str(path), shipped)
+
+
+def parse_matrix(text: str, source: str, shipped: bool = False) -> Matrix:
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f":{mark.line + 1}" if mark else ""
+        raise HarnessError(f"{source}{where}: not valid YAML ({_first_line(exc)})") from None
+    check = _Checker(source)
+    data = check.mapping(data, "", TOP_KEYS, required={"name", "target", "axes"})
+    target = _parse_target(check, data["target"])
+    axes = _parse_axes(check, data["axes"])
+    fields = check.mapping(data.get("fields") or {}, "fields")
+    bindings = check.mapping(data.get("bindings") or {}, "bindings")
+    _check_output(check, target, axes, fields)
+    return Matrix(
+        name=check.string(data["name"], "name"),
+        source=source,
+        target=target,
+        world=check.string(data.get("world", "plain"), "world"),
+        axes=axes,
+        fields=dict(fields),
+        bindings=dict(bindings),
+        description=str(data.get("description") or ""),
+        digest=hashlib.sha256(text.encode()).hexdigest(),
+        shipped=shipped,
+    )
+
+
+def _first_line(exc: Exception) -> str:
+    return str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+
+
+def _parse_target(check: _Checker, raw: Any) -> Target:
+    data = check.mapping(raw, "target", TARGET_KEYS, required={"path", "output"})
+    if ("function" in data) == ("passes" in data):
+        check.fail("target", "needs either function: NAME or passes: [NAME, ...] (not both)")
+    if "function" in data:
+        passes = (check.string(data["function"], "target.function"),)
+    else:
+        raw_passes = data["passes"]
+        if not isinstance(raw_passes, list) or not raw_passes:
+            check.fail("target.passes", "needs a list of function names, run in that order")
+        passes = tuple(check.string(p, f"target.passes[{n}]") for n, p in enumerate(raw_passes))
+    for n, name in enumerate(passes):
+        if not name.isidentifier():
+            check.fail(f"target.passes[{n}]", f"{name!r} is not a function name")
+    raw_outputs = data["output"]
+    if isinstance(raw_outputs, list) and raw_outputs:
+        outputs = tuple(check.string(o, f"target.output[{n}]") for n, o in enumerate(raw_outputs))
+    else:
+        outputs = (check.string(raw_outputs, "target.output"),)
+    if len(set(outputs)) < len(outputs):
+        check.fail("target.output", "names a field twice")
+    path = check.string(data["path"], "target.path").strip("/")
+    return Target(path=path, passes=passes, outputs=outputs)
+
+
+def _parse_axes(check: _Checker, raw: Any) -> tuple[Axis, ...]:
+    data = check.mapping(raw, "axes")
+    if not data:
+        check.fail("axes", "needs at least one axis")
+    return tuple(_parse_axis(check, name, spec) for name, spec in data.items())
+
+
+def _parse_axis(check: _Checker, name: Any, spec: Any) -> Axis:
+    key = f"axes.{name}"
+    if not isinstance(name, str) or not name.isidentifier():
+        check.fail(key, "axis names must be identifiers such as page_size")
+    default = NO_DEFAULT
+    if isinstance(spec, dict):
+        spec = check.mapping(spec, key, {"values", "default"}, required={"values"})
+        default = spec.get("default", NO_DEFAULT)
+        spec = spec["values"]
+    values = check.values(spec, key)
+    if default is not NO_DEFAULT and not any(same_value(default, v) for v in values):
+        check.fail(f"{key}.default", f"{format_value(default)} is not one of the axis values")
+    return Axis(name=name, values=values, default=default)
+
+
+def _check_output(check: _Checker, target: Target, axes: tuple[Axis, ...], fields: dict) -> None:
+    for output in target.outputs:
+        if output not in fields and not any(a.name == output for a in axes):
+            check.fail(
+                "target.output",
+                f"{output} must also be an axis or a field: it is the input value "
+                "a cell keeps when the function declares nothing",
+            )
+
+
+class _Checker:
+    """Validation helpers whose errors name the file and the key."""
+
+    def __init__(self, source: str) -> None:
+        self.source = source
+
+    def fail(self, key: str, problem: str) -> None:
+        where = f"{self.source}: {key}" if key else self.source
+        raise HarnessError(f"{where}: {problem}")
+
+    def mapping(self, raw: Any, key: str, allowed: set | None = None, required: set = frozenset()):
+        if not isinstance(raw, dict):
+            self.fail(key, f"expected a mapping of keys to values, got {_kind(raw)}")
+        for name in raw:
+            if allowed is not None and name not in allowed:
+                self.fail(_join(key, name), f"unknown key (allowed: {', '.join(sorted(allowed))})")
+        for name in sorted(required - set(raw)):
+            self.fail(_join(key, name), "missing")
+        return raw
+
+    def string(self, raw: Any, key: str) -> str:
+        if not isinstance(raw, str) or not raw:
+            self.fail(key, f"expected a non-empty string, got {_kind(raw)}")
+        return raw
+
+    def values(self, raw: Any, key: str) -> tuple[Any, ...]:
+        if not isinstance(raw, list) or not raw:
+            self.fail(key, "expected a non-empty list of values, e.g. [null, 1, 16]")
+        for value in raw:
+            if not isinstance(value, SCALAR_TYPES):
+                self.fail(
+                    key, f"values must be null, booleans, numbers or strings; got {_kind(value)}"
+                )
+        seen = [(type(v), v) for v in raw]
+        if len(set(seen)) != len(seen):
+            self.fail(key, "a value is listed twice")
+        if len(raw) > 62:
+            self.fail(key, "at most 62 values per axis")
+        return tuple(raw)
+
+
+def _join(key: str, name: Any) -> str:
+    return f"{key}.{name}" if key else str(name)
+
+
+def _kind(raw: Any) -> str:
+    return "nothing" if raw is None else type(raw).__name__

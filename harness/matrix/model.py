@@ -1,0 +1,137 @@
+"""The matrix as data: a target, its axes and values, constant fields and bindings.
+
+A cell is never materialized as a dict for the whole matrix: it is a tuple
+of value indices (one per axis), and its position in the matrix is the
+mixed-radix number those digits spell, first axis most significant.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Any
+
+from harness.errors import HarnessError
+
+SCALAR_TYPES = (type(None), bool, int, float, str)
+
+
+NO_DEFAULT = object()
+
+
+@dataclass(frozen=True)
+class Axis:
+    name: str
+    values: tuple[Any, ...]
+    default: Any = NO_DEFAULT
+
+    def index_of(self, text: str) -> int:
+        """Index of the value written `text` as in the matrix file (`null`, `16`, `fa4`)."""
+        for i, value in enumerate(self.values):
+            if format_value(value) == text:
+                return i
+        shown = ", ".join(format_value(v) for v in self.values)
+        raise HarnessError(f"unknown value {text!r} for axis {self.name} (values: {shown})")
+
+
+@dataclass(frozen=True)
+class Target:
+    """One function, or a pipeline of passes run in order over one view."""
+
+    path: str
+    passes: tuple[str, ...]  # one name: a single function
+    outputs: tuple[str, ...]  # each output field, in order
+
+    @property
+    def pipeline(self) -> bool:
+        return len(self.passes) > 1
+
+
+@dataclass(frozen=True)
+class Matrix:
+    name: str
+    source: str
+    target: Target
+    world: str
+    axes: tuple[Axis, ...]
+    fields: dict[str, Any] = field(default_factory=dict)
+    bindings: dict[str, Any] = field(default_factory=dict)
+    description: str = ""
+    digest: str = ""
+    shipped: bool = False  # one of harness's own matrix files
+
+    @cached_property
+    def axis_names(self) -> tuple[str, ...]:
+        return tuple(axis.name for axis in self.axes)
+
+    @cached_property
+    def radices(self) -> tuple[int, ...]:
+        return tuple(len(axis.values) for axis in self.axes)
+
+    @cached_property
+    def strides(self) -> tuple[int, ...]:
+        strides, step = [], 1
+        for radix in reversed(self.radices):
+            strides.append(step)
+            step *= radix
+        return tuple(reversed(strides))
+
+    @cached_property
+    def size(self) -> int:
+        total = 1
+        for radix in self.radices:
+            total *= radix
+        return total
+
+    def axis_index(self, name: str) -> int | None:
+        for i, axis in enumerate(self.axes):
+            if axis.name == name:
+                return i
+        return None
+
+    def cell(self, index: int) -> tuple[int, ...]:
+        """The value indices of the cell at `index`."""
+        digits = []
+        for radix in reversed(self.radices):
+            index, digit = divmod(index, radix)
+            digits.append(digit)
+        return tuple(reversed(digits))
+
+    def index(self, cell: tuple[int, ...]) -> int:
+        return sum(d * s for d, s in zip(cell, self.strides, strict=True))
+
+    def values_of(self, cell: tuple[int, ...]) -> dict[str, Any]:
+        """A display dict {axis: value} for one cell."""
+        return {axis.name: axis.values[d] for axis, d in zip(self.axes, cell, strict=True)}
+
+    @cached_property
+    def edit_hint(self) -> str:
+        """Where a user adds a field or binding: their own file, or a copy of a shipped one."""
+        if self.shipped:
+            return f"a copy of {self.source} (passed with --matrix PATH)"
+        return self.source
+
+    def full_masks(self) -> tuple[int, ...]:
+        """The cube of every cell: all values of every axis."""
+        return self._full_masks
+
+    @cached_property
+    def _full_masks(self) -> tuple[int, ...]:
+        return tuple((1 << radix) - 1 for radix in self.radices)
+
+
+def format_value(value: Any) -> str:
+    """A value written as in a matrix file: null, true, 16, fa4."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, str):
+        return value
+    return json.dumps(value)
+
+
+def same_value(a: Any, b: Any) -> bool:
+    """Equal as matrix values: 1, 1.0 and true are three different values."""
+    return type(a) is type(b) and a == b

@@ -1,0 +1,47 @@
+"""`harness matrix` reports: the matrix described (text, json), or its cells one per line."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+
+from harness.matrix.cells import Cube, iter_cells
+from harness.matrix.model import Matrix, format_value
+from harness.report.model import axes_of, function_label, output_label
+
+
+def describe(matrix: Matrix) -> dict:
+    return {"name": matrix.name, "axes": axes_of(matrix), "cells": matrix.size}
+
+
+def render_text(matrix: Matrix) -> str:
+    target = matrix.target
+    lines = [
+        f"{matrix.name}  ({matrix.source})",
+        *([matrix.description] if matrix.description else []),
+        f"target: {function_label(target)} in {target.path}, "
+        f"output {output_label(target)}, world {matrix.world}",
+        "axes:",
+    ]
+    width = max(len(axis.name) for axis in matrix.axes)
+    for axis in matrix.axes:
+        values = ", ".join(format_value(v) for v in axis.values)
+        lines.append(f"  {axis.name:<{width}}  ({len(axis.values)})  {values}")
+    if matrix.fields:
+        fields = ", ".join(f"{k}={format_value(v)}" for k, v in matrix.fields.items())
+        lines.append(f"fields: {fields}")
+    lines.append(f"cells: {matrix.size:,}")
+    return "\n".join(lines) + "\n"
+
+
+def cell_lines(matrix: Matrix, where: Cube, fmt: str) -> Iterator[str]:
+    """Each cell inside `where`, in order: `AXIS=VALUE ...` (text) or a JSON object."""
+    names = [axis.name for axis in matrix.axes]
+    if fmt == "json":
+        values = [axis.values for axis in matrix.axes]
+        for cell in iter_cells(where):
+            yield json.dumps({n: v[d] for n, v, d in zip(names, values, cell, strict=True)})
+        return
+    texts = [[f"{axis.name}={format_value(v)}" for v in axis.values] for axis in matrix.axes]
+    for cell in iter_cells(where):
+        yield " ".join(t[d] for t, d in zip(texts, cell, strict=True))

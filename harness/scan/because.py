@@ -1,0 +1,81 @@
+"""Why a rule's cells changed: the condition operands that differ between two revisions.
+
+For each summary rule, one representative cell (its first) is traced at both
+revisions (`harness.engine.trace`); operands are matched by their normalized
+text, and those present on one side only, or with another value, are the
+reason. Tracing runs on these cells only, never over the matrix. How a
+reason reads is the reports' business (`harness.report.because`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from harness.engine.trace import OPERAND, Event, Trace, trace_cell
+from harness.errors import Unevaluable
+from harness.matrix.cells import first_cell
+from harness.matrix.model import same_value
+
+MAX_REASONS = 3
+MAX_EXPLAINED = 10  # rules that get a `because` (each costs two traced calls)
+
+
+@dataclass(frozen=True)
+class Difference:
+    base: Event | None  # None: the operand is not there (or not reached) at base
+    head: Event | None
+
+    @property
+    def source(self) -> str:
+        return (self.head or self.base).source
+
+
+def differences(base: Trace, head: Trace, limit: int = MAX_REASONS) -> list[Difference]:
+    """Operands whose presence or value differs, in the order the head (else base) met them."""
+    before, after = _operands(base), _operands(head)
+    found = []
+    for key in list(after) + [k for k in before if k not in after]:
+        b, h = before.get(key), after.get(key)
+        if b is None or h is None or not _same(b.value, h.value):
+            found.append(Difference(b, h))
+    return found[:limit]
+
+
+def _operands(trace: Trace) -> dict[str, Event]:
+    out: dict[str, Event] = {}
+    for event in trace.events:
+        if event.kind == OPERAND and event.key not in out:
+            out[event.key] = event
+    return out
+
+
+def _same(a: Any, b: Any) -> bool:
+    """`same_value`, for whatever a traced operand held (its `==` may raise)."""
+    try:
+        return bool(same_value(a, b))
+    except Exception:
+        return False
+
+
+def explain_rules(versions, base, head, rules: list) -> list[list[Difference]]:
+    """Per rule (the first MAX_EXPLAINED), the operands that differ on its first cell.
+
+    `base`/`head` are `versions.Code` (None when that side cannot run: no reasons).
+    """
+    if base is None or head is None:
+        return [[] for _ in rules]
+    reasons = []
+    for rule in rules[:MAX_EXPLAINED]:
+        cell = first_cell(rule.masks)
+        try:
+            traces = [_trace(versions, code, cell) for code in (base, head)]
+        except Unevaluable:
+            reasons.append([])
+            continue
+        reasons.append(differences(*traces))
+    return reasons + [[] for _ in rules[MAX_EXPLAINED:]]
+
+
+def _trace(versions, code, cell: tuple[int, ...]) -> Trace:
+    return trace_cell(code.closure, code.source, versions.matrix, versions.bound, code.label, cell)

@@ -1,0 +1,141 @@
+"""The first commit between GOOD and BAD whose outcomes differ from GOOD's.
+
+A binary search over the commits that touch the target file, oldest first.
+A commit that cannot be evaluated is skipped as `git bisect skip` does: the
+search tests a neighbour instead, and if skipped commits end up next to the
+first bad one, the answer is the list of candidates rather than one commit.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import git as gitpython
+
+from harness import gitio
+from harness.errors import HarnessError
+from harness.scan.because import Difference, explain_rules
+from harness.scan.compare import Comparison, any_change, compare
+from harness.scan.versions import State, Versions
+
+GOOD, BAD, SKIP = "good", "bad", "skip"
+
+
+@dataclass(frozen=True)
+class Step:
+    commit: gitio.Commit
+    verdict: str
+    reason: str = ""  # why a commit was skipped
+
+
+@dataclass
+class BisectResult:
+    good: gitio.Revision
+    bad: gitio.Revision
+    considered: int  # commits between GOOD and BAD that touch the target file
+    steps: list[Step] = field(default_factory=list)
+    culprit: gitio.Commit | None = None
+    candidates: list[gitio.Commit] = field(default_factory=list)
+    comparison: Comparison | None = None  # what the culprit (or the first bad) changed
+    because: list[list[Difference]] = field(default_factory=list)  # per rule
+
+    @property
+    def found(self) -> bool:
+        return self.comparison is not None
+
+
+class Search:
+    """One bisection: verdicts by state, the search bounds, and the steps taken."""
+
+    def __init__(
+        self,
+        repo: gitpython.Repo,
+        versions: Versions,
+        where: tuple[int, ...] | None,
+        on_step: Callable[[Step], None] | None = None,
+    ) -> None:
+        self.repo, self.versions, self.where = repo, versions, where
+        self.on_step = on_step or (lambda step: None)
+        self.baseline: State | None = None
+
+    def run(self, good: gitio.Revision, bad: gitio.Revision, first_parent: bool) -> BisectResult:
+        self.baseline = self._endpoint(good, "GOOD")
+        last = self._endpoint(bad, "BAD")
+        if not gitio.is_ancestor(self.repo, good.sha, bad.sha):
+            raise HarnessError(
+                f"GOOD {good.label} is not an ancestor of BAD {bad.label}: "
+                "swap them, or pick a GOOD commit from BAD's history"
+            )
+        path = self.versions.matrix.target.path
+        commits = gitio.commits_touching(self.repo, [f"^{good.sha}", bad.sha], path, first_parent)
+        result = BisectResult(good, bad, len(commits))
+        if not self._differs(last):
+            return result
+        self._search(commits, bad, result)
+        return result
+
+    def _endpoint(self, revision: gitio.Revision, name: str) -> State:
+        state = self.versions.at(revision)
+        if not state.evaluable:
+            raise HarnessError(
+                f"{name} {revision.label} cannot be evaluated ({state.reason}): "
+                "pick a revision where the target function runs"
+            )
+        return state
+
+    def _differs(self, state: State) -> bool:
+        if state.key == self.baseline.key:
+            return False
+        return any_change(self.versions.matrix, self.baseline.table, state.table, self.where)
+
+    def _search(
+        self, commits: list[gitio.Commit], bad: gitio.Revision, result: BisectResult
+    ) -> None:
+        lo, hi = -1, len(commits) - 1 if commits and commits[-1].sha == bad.sha else len(commits)
+        skipped: set[int] = set()
+        while True:
+            untested = [i for i in range(lo + 1, hi) if i not in skipped]
+            if not untested:
+                break
+            middle = min(untested, key=lambda i: (abs(2 * i - lo - hi), i))
+            verdict = self._test(commits[middle], result)
+            if verdict == SKIP:
+                skipped.add(middle)
+            elif verdict == BAD:
+                hi = middle
+            else:
+                lo = middle
+        first_bad = commits[hi] if hi < len(commits) else gitio.commit_of(self.repo, bad)
+        if any(i in skipped for i in range(lo + 1, hi)):
+            result.candidates = [commits[i] for i in range(lo + 1, hi)] + [first_bad]
+        else:
+            result.culprit = first_bad
+        before = self.versions.at_scanned(commits[lo]) if lo >= 0 else self.baseline
+        after = self.versions.at_scanned(first_bad)
+        result.comparison = compare(self.versions.matrix, before.table, after.table, self.where)
+        base = self.versions.code_for(before, "the last good")
+        head = self.versions.code_for(after, first_bad.short)
+        result.because = explain_rules(self.versions, base, head, result.comparison.rules)
+
+    def _test(self, commit: gitio.Commit, result: BisectResult) -> str:
+        state = self.versions.at_scanned(commit)
+        if not state.evaluable:
+            step = Step(commit, SKIP, state.reason)
+        else:
+            step = Step(commit, BAD if self._differs(state) else GOOD)
+        result.steps.append(step)
+        self.on_step(step)
+        return step.verdict
+
+
+def bisect(
+    repo: gitpython.Repo,
+    versions: Versions,
+    good: gitio.Revision,
+    bad: gitio.Revision,
+    where: tuple[int, ...] | None = None,
+    first_parent: bool = False,
+    on_step: Callable[[Step], None] | None = None,
+) -> BisectResult:
+    return Search(repo, versions, where, on_step).run(good, bad, first_parent)

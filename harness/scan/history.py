@@ -1,0 +1,125 @@
+"""Every commit that changed outcomes, in order, with reverts recognized.
+
+Only commits that touch the target file are considered (`git log -- PATH`).
+Each is compared with the state at its first parent; when that state cannot
+be evaluated (a syntax error, say) the comparison carries on from the last
+evaluable state seen. Unevaluable commits are listed as skipped, never as
+changes. A change that exactly undoes an earlier reported one (the same
+cells, each going back to what it was) is marked as reverting it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import git as gitpython
+
+from harness import gitio
+from harness.matrix.model import Matrix
+from harness.scan.because import Difference, explain_rules
+from harness.scan.compare import Comparison, compare, resolved_keys
+from harness.scan.versions import State, Versions
+
+
+@dataclass
+class Change:
+    commit: gitio.Commit
+    comparison: Comparison
+    reverts: gitio.Commit | None = None
+    because: list[list[Difference]] = field(default_factory=list)  # per rule
+
+
+@dataclass
+class Skipped:
+    commit: gitio.Commit
+    reason: str
+
+
+@dataclass
+class HistoryReport:
+    matrix: Matrix
+    range: str
+    considered: int  # commits touching the target file
+    baseline: gitio.Commit | None  # the commit the scan started from, when it is in the range
+    changes: list[Change] = field(default_factory=list)
+    skipped: list[Skipped] = field(default_factory=list)
+
+
+def history(
+    repo: gitpython.Repo,
+    versions: Versions,
+    range_text: str,
+    revisions: list[str],
+    where: tuple[int, ...] | None = None,
+    first_parent: bool = False,
+    on_commit: Callable[[int, int], None] | None = None,
+) -> HistoryReport:
+    """Scan the commits of `revisions` touching the target; `on_commit(done, total)`
+    is told after each one (a progress bar)."""
+    matrix = versions.matrix
+    commits = gitio.commits_touching(repo, revisions, matrix.target.path, first_parent)
+    report = HistoryReport(matrix, range_text, len(commits), None)
+    last = _start(versions, commits)
+    for done, commit in enumerate(commits, 1):
+        state = versions.at_scanned(commit)
+        if on_commit is not None:
+            on_commit(done, len(commits))
+        if not state.evaluable:
+            report.skipped.append(Skipped(commit, state.reason))
+            continue
+        before = _before(versions, commit, last)
+        if before is None:
+            report.baseline = commit
+        elif before.key != state.key:
+            change = _record(report, commit, compare(matrix, before.table, state.table, where))
+            if change:
+                change.because = _because(versions, before, state, change)
+        last = state
+    return report
+
+
+def _start(versions: Versions, commits: list[gitio.Commit]) -> State | None:
+    """The state the range starts from: the first commit's parent, if it can be evaluated."""
+    if not commits or commits[0].parent is None:
+        return None
+    state = versions.at_scanned(commits[0], parent=True)
+    return state if state.evaluable else None
+
+
+def _before(versions: Versions, commit: gitio.Commit, last: State | None) -> State | None:
+    """The state a commit is compared with: its first parent's, else the last evaluable one."""
+    if commit.parent is not None:
+        state = versions.at_scanned(commit, parent=True)
+        if state.evaluable:
+            return state
+    return last
+
+
+def _because(versions: Versions, before: State, after: State, change: Change):
+    base = versions.code_for(before, "the commit before")
+    head = versions.code_for(after, change.commit.short)
+    return explain_rules(versions, base, head, change.comparison.rules)
+
+
+def _record(report: HistoryReport, commit: gitio.Commit, comparison: Comparison) -> Change | None:
+    if not comparison.changed:
+        return None
+    change = Change(commit, comparison)
+    reverted = {c.reverts.sha for c in report.changes if c.reverts}
+    for earlier in reversed(report.changes):
+        if earlier.commit.sha not in reverted and undoes(report.matrix, comparison, earlier):
+            change.reverts = earlier.commit
+            break
+    report.changes.append(change)
+    return change
+
+
+def undoes(matrix: Matrix, later: Comparison, earlier: Change) -> bool:
+    """Whether `later` takes exactly `earlier`'s cells back to what they were before it."""
+    first = earlier.comparison
+    if later.indices != first.indices:
+        return False
+    return resolved_keys(matrix, later, "base") == resolved_keys(
+        matrix, first, "head"
+    ) and resolved_keys(matrix, later, "head") == resolved_keys(matrix, first, "base")
