@@ -12,7 +12,9 @@ then, side by side in one run, times:
     called on a types.SimpleNamespace view for every cell at both revisions,
     results compared in a list;
   - the same diff on the pipeline matrix (four passes), in-process.
-and prints the ratios. Best of --repeat runs for each.
+and prints the ratios. Best of --repeat runs for each. It also prints the
+counts the docs quote: calls exploration makes for the FA4 pass, the rules
+of #30835, and the lines of its baseline file.
 """
 
 from __future__ import annotations
@@ -34,7 +36,11 @@ from harness import gitio
 from harness.cli.main import main
 from harness.closure.extract import extract_closure
 from harness.closure.pieces import SourceCache
+from harness.engine.explore import evaluate_closure
 from harness.matrix.load import load_matrix
+from harness.report import baseline
+from harness.scan.diff import diff
+from harness.scan.versions import Versions
 from harness.testing.sglang_fixture import OVERRIDES, build_history
 
 PADDING = 200  # unrelated passes appended: brings overrides.py to about 80 KB
@@ -160,6 +166,22 @@ def report(repo: Path, sources: list[str], repeat: int) -> None:
           f"ratio {exhaustive / bare:.2f}")  # fmt: skip
     print(f"harness diff peak memory (fresh process):     {peak_mb:7.1f} MB  (target < 400)")
     pipeline_bench(repo, repeat, inproc)
+    counts(repo)
+
+
+def counts(repo: Path) -> None:
+    """Figures the docs quote that are counts, not times."""
+    matrix = load_matrix()
+    handle = gitio.open_repo(str(repo))
+    versions = Versions(handle, matrix)
+    revision = gitio.resolve(handle, "#30835")
+    code = versions.code_at(revision)
+    calls = evaluate_closure(code.closure, matrix, versions.bound, "#30835").calls
+    print(f"exploration: {calls:,} calls of _fa4_page_constraint for {matrix.size:,} cells")
+    found = diff(handle, matrix, gitio.resolve(handle, "#30835^"), revision)
+    print(f"#30835: {found.comparison.changed:,} cells change, {len(found.comparison.rules)} rules")
+    text = baseline.render(matrix, revision, versions.at(revision).table)
+    print(f"baseline of #30835 (harness snapshot): {len(text.splitlines())} lines")
 
 
 def pipeline_bench(repo: Path, repeat: int, single: float) -> None:

@@ -90,20 +90,16 @@ class MatrixCollector(pytest.Collector):
 
 def slices(matrix) -> list[tuple[str, tuple[int, ...]]]:
     """One cube per combination of values of the fewest leading axes giving >= MIN_ITEMS."""
+    from harness.matrix.model import format_value
+
     count, depth = 1, 0
     while depth < len(matrix.axes) and count < MIN_ITEMS:
         count *= matrix.radices[depth]
         depth += 1
-    from harness.matrix.model import format_value
-
-    full = matrix.full_masks()
+    full, step = matrix.full_masks(), matrix.size // count  # cells per slice
     out = []
     for index in range(count):
-        digits, rest = [], index
-        for radix in reversed(matrix.radices[:depth]):
-            rest, digit = divmod(rest, radix)
-            digits.append(digit)
-        digits.reverse()
+        digits = matrix.cell(index * step)[:depth]  # the slice's leading values
         cube = tuple(1 << d for d in digits) + full[depth:]
         label = ",".join(
             f"{axis.name}={format_value(axis.values[d])}"

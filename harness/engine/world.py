@@ -244,7 +244,7 @@ class Context:
             )
         return (
             f"the {self.world.name} world does not model {label}.{name}: bind the name "
-            f"under `bindings:` in {source} (see Matrix files in the README)"
+            f"under `bindings:` in {source} (see docs/matrix-files.md)"
         )
 
 
@@ -284,7 +284,7 @@ BINDING_FORMS = "value, call, object, axis, axis_in"
 
 
 def parse_binding(raw: Any, where: str, label: str) -> Spec:
-    """A binding written in a matrix file (see the README) as a spec."""
+    """A binding written in a matrix file (see docs/matrix-files.md) as a spec."""
     if not isinstance(raw, dict):
         return Const(raw)
     if len(raw) != 1:

@@ -1,4 +1,4 @@
-"""The diff report as one JSON object (the schema is in the README).
+"""The diff report as one JSON object (the schema is in docs/cli.md).
 
 The same document, with a sample of cells instead of all of them, is what the
 markdown renderer reads, so a report rendered in CI from the JSON artifact

@@ -1,0 +1,160 @@
+"""Extraction from strings: what a closure takes from its module, and what it refuses."""
+
+from __future__ import annotations
+
+import ast
+import textwrap
+
+import pytest
+
+from harness.closure.extract import extract_closure, extract_pipeline
+from harness.closure.pieces import SourceCache
+from harness.errors import Absent, Unevaluable
+
+WORLD = frozenset({"get_platform", "Backend", "register_post_process", "logger"})
+
+
+def closure_of(source: str, function: str = "target", bound=WORLD, cache=None):
+    text = textwrap.dedent(source)
+    return extract_closure(cache or SourceCache(), text, "m.py", function, bound, "m.yaml")
+
+
+def names_defined(closure) -> list[str]:
+    """Top-level names the closure's statements define, in order."""
+    out = []
+    for node in closure.nodes:
+        if isinstance(node, ast.FunctionDef | ast.ClassDef):
+            out.append(node.name)
+        elif isinstance(node, ast.Assign):
+            out.extend(t.id for t in node.targets if isinstance(t, ast.Name))
+    return out
+
+
+def test_helpers_constants_and_classes_come_along_transitively_and_nothing_else():
+    closure = closure_of("""
+        import torch
+        torch.cuda.init()
+        BASE = 64
+        SIZE = BASE * 2
+        class Sizes:
+            BIG = SIZE
+        def _helper(view):
+            return Sizes.BIG
+        def unrelated(view):
+            return torch.zeros(1)
+        def target(view):
+            return {"page_size": _helper(view)}
+    """)
+    assert names_defined(closure) == ["BASE", "SIZE", "Sizes", "_helper", "target"]
+    assert closure.needs == ()
+
+
+def test_world_names_are_needs_and_an_import_alias_maps_to_the_imported_name():
+    closure = closure_of("""
+        from sglang.srt.platforms import get_platform as platform_of
+        from sglang.srt.model_executor.cuda_graph_config import Backend
+        def target(view):
+            if platform_of().is_sm100 and view.mode == Backend.FULL:
+                return {"page_size": 1}
+            return {}
+    """)
+    assert closure.needs == (("Backend", "Backend"), ("platform_of", "get_platform"))
+    assert names_defined(closure) == ["target"]
+
+
+def test_an_imported_name_the_world_does_not_bind_names_the_import_and_the_fix():
+    source = """
+        from sglang.srt.utils import is_flashinfer_available
+        def target(view):
+            return {"page_size": 1} if is_flashinfer_available() else {}
+    """
+    with pytest.raises(Unevaluable) as caught:
+        closure_of(source)
+    message = str(caught.value)
+    assert "is_flashinfer_available (used at m.py:4)" in message
+    assert "imported from sglang.srt.utils at line 2" in message
+    assert "`bindings:` in m.yaml" in message
+
+
+def test_a_name_defined_only_under_a_condition_is_refused():
+    source = """
+        try:
+            FAST = True
+        except ImportError:
+            FAST = False
+        def target(view):
+            return {"page_size": 1} if FAST else {}
+    """
+    with pytest.raises(Unevaluable, match=r"FAST .*defined conditionally"):
+        closure_of(source)
+
+
+def test_a_name_defined_nowhere_is_refused_with_its_line():
+    with pytest.raises(Unevaluable, match=r"name nowhere \(used at m.py:3\) is defined nowhere"):
+        closure_of("""
+            def target(view):
+                return nowhere(view)
+        """)
+
+
+def test_a_missing_function_is_absent_and_an_async_one_is_unevaluable():
+    with pytest.raises(Absent, match=r"no top-level function target in m\.py"):
+        closure_of("def other(view):\n    return {}\n")
+    with pytest.raises(Unevaluable, match="async"):
+        closure_of("async def target(view):\n    return {}\n")
+
+
+def test_builtins_are_listed_for_the_policy_not_judged_here():
+    closure = closure_of("""
+        def target(view):
+            return {"page_size": max(len(view.x), 1), "y": open}
+    """)
+    assert closure.builtins == ("len", "max", "open")
+    assert closure.use_line("open") == 3
+
+
+def test_annotations_and_the_target_decorator_are_not_part_of_the_closure():
+    closure = closure_of("""
+        from typing import Dict
+        @register_post_process
+        def target(view) -> Dict[str, int]:
+            size: int = 16
+            return {"page_size": size}
+    """)
+    (node,) = closure.nodes
+    assert node.decorator_list == [] and node.returns is None
+    assert "Dict" not in ast.unparse(node)
+    assert closure.needs == ()  # neither Dict nor register_post_process is needed
+
+
+def digest(source: str) -> str:
+    return closure_of(source).digest
+
+
+def test_the_digest_follows_behavior_not_formatting():
+    plain = "X = 1\ndef target(view):\n    return {'page_size': X}\n"
+    spaced = "# a comment\nX = 1\n\n\n\ndef target(view):\n    return {  'page_size':  X }\n"
+    helper_changed = "X = 2\ndef target(view):\n    return {'page_size': X}\n"
+    unrelated = plain + "\ndef other(view):\n    return {}\n"
+    assert digest(plain) == digest(spaced) == digest(unrelated)
+    assert digest(plain) != digest(helper_changed)
+
+
+def test_a_pipeline_skips_absent_passes_and_is_absent_only_when_all_are():
+    source = "def a(view):\n    return {}\n\ndef c(view):\n    return {}\n"
+    cache = SourceCache()
+    pipeline = extract_pipeline(cache, source, "m.py", ("a", "b", "c"), WORLD, "m.yaml")
+    assert pipeline.skipped == ("b",)
+    assert [name for name, closure in pipeline.passes if closure] == ["a", "c"]
+    with pytest.raises(Absent, match="none of the passes x, y"):
+        extract_pipeline(cache, source, "m.py", ("x", "y"), WORLD, "m.yaml")
+
+
+def test_a_reused_closure_moves_with_its_lines():
+    cache = SourceCache()
+    first = closure_of("X = 1\n\ndef target(view):\n    return {'page_size': X}\n", cache=cache)
+    edited = "Y = 0\nX = 1\n\ndef target(view):\n    return {'page_size': X}\n"
+    second = closure_of(edited, cache=cache)
+    fresh = closure_of(edited)
+    assert second.lineno == fresh.lineno == first.lineno + 1
+    assert second.digest == fresh.digest == first.digest

@@ -1,0 +1,72 @@
+"""Comparison: the changed cells are exactly those whose page_size differs, and the rules
+cover them exactly once, each with its cells' own transition."""
+
+from __future__ import annotations
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from harness.engine.outcome import KEPT, VALUE, Outcome
+from harness.matrix.cells import iter_cells
+from harness.scan.compare import any_change, compare
+from tests.unit.tables import matrix_and_tables, resolved, small_matrix, table
+
+
+def cells_of(matrix, masks) -> set[int]:
+    return {matrix.index(cell) for cell in iter_cells(masks)}
+
+
+@settings(max_examples=150, deadline=None)
+@given(matrix_and_tables())
+def test_changed_cells_are_those_whose_result_differs(case):
+    matrix, base, head = case
+    expected = {
+        i
+        for i in range(matrix.size)
+        if resolved(matrix, base.outcome_at(i), i) != resolved(matrix, head.outcome_at(i), i)
+    }
+    comparison = compare(matrix, base, head)
+    assert set(comparison.indices) == expected
+    assert any_change(matrix, base, head) == bool(expected)
+
+
+@settings(max_examples=150, deadline=None)
+@given(matrix_and_tables())
+def test_the_rule_cover_is_exact_and_disjoint(case):
+    matrix, base, head = case
+    comparison = compare(matrix, base, head)
+    covered: list[int] = []
+    for rule in comparison.rules:
+        inside = cells_of(matrix, rule.masks)
+        assert rule.cells == len(inside)
+        for i in inside:  # every cell of a rule has the rule's transition
+            assert base.outcome_at(i).key == rule.base.key
+            assert head.outcome_at(i).key == rule.head.key
+        covered.extend(inside)
+    assert len(covered) == len(set(covered))  # disjoint
+    assert set(covered) == set(comparison.indices)  # exact
+
+
+@settings(max_examples=80, deadline=None)
+@given(matrix_and_tables(), st.data())
+def test_where_limits_the_comparison_to_its_cube(case, data):
+    matrix, base, head = case
+    masks = tuple(data.draw(st.integers(1, full)) for full in matrix.full_masks())
+    inside = cells_of(matrix, masks)
+    everywhere = set(compare(matrix, base, head).indices)
+    assert set(compare(matrix, base, head, masks).indices) == everywhere & inside
+
+
+def test_a_declared_value_equal_to_the_input_is_no_change():
+    matrix = small_matrix([1])  # cells: page_size 1, 16, 128
+    kept = table([0, 0, 0], [Outcome(KEPT)])
+    declared_128 = table([0, 0, 0], [Outcome(VALUE, 128)])
+    comparison = compare(matrix, kept, declared_128)
+    assert list(comparison.indices) == [0, 1]  # the 128 cell resolves to 128 both ways
+
+
+def test_equal_values_of_other_types_differ():
+    matrix = small_matrix([1])
+    ints = table([0, 0, 0], [Outcome(VALUE, 1)])
+    floats = table([0, 0, 0], [Outcome(VALUE, 1.0)])
+    assert compare(matrix, ints, floats).changed == 3
