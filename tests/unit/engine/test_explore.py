@@ -29,21 +29,18 @@ def condition(draw, sizes: list[int], depth: int = 0) -> str:
         st.sampled_from(["eq", "ne", "in", "page", "helper"] + ["not", "and", "or"] * (depth < 2))
     )
     axis = draw(st.integers(0, len(sizes) - 1))
-    value = draw(st.integers(0, sizes[axis] - 1))
-    if kind == "eq":
-        return f"view.a{axis} == {value}"
-    if kind == "ne":
-        return f"view.a{axis} != {value}"
-    if kind == "in":
-        return f"view.a{axis} in ({value}, {draw(st.integers(0, sizes[axis] - 1))})"
-    if kind == "page":
-        return f"view.page_size == {draw(st.sampled_from(PAGE_SIZES))}"
-    if kind == "helper":
-        return f"_is(view, {axis}, {value})"
-    if kind == "not":
-        return f"not ({draw(condition(sizes, depth + 1))})"
-    op = kind
-    return f"({draw(condition(sizes, depth + 1))}) {op} ({draw(condition(sizes, depth + 1))})"
+    value, other = (draw(st.integers(0, sizes[axis] - 1)) for _ in range(2))
+    page = draw(st.sampled_from(PAGE_SIZES))
+    if kind in ("not", "and", "or"):
+        left, right = (draw(condition(sizes, depth + 1)) for _ in range(2))
+        return f"not ({left})" if kind == "not" else f"({left}) {kind} ({right})"
+    return {
+        "eq": f"view.a{axis} == {value}",
+        "ne": f"view.a{axis} != {value}",
+        "in": f"view.a{axis} in ({value}, {other})",
+        "page": f"view.page_size == {page}",
+        "helper": f"_is(view, {axis}, {value})",
+    }[kind]
 
 
 @st.composite
