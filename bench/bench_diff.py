@@ -35,6 +35,7 @@ from types import SimpleNamespace
 from harness import gitio
 from harness.cli.main import main
 from harness.closure.extract import extract_closure
+from harness.closure.modules import RevisionFiles
 from harness.closure.pieces import SourceCache
 from harness.engine.explore import evaluate_closure
 from harness.matrix.load import load_matrix
@@ -102,7 +103,8 @@ def plain_stubs(state: SimpleNamespace) -> dict:
 
 def bare_function(source: str, state: SimpleNamespace):
     stubs = plain_stubs(state)
-    closure = extract_closure(SourceCache(), source, OVERRIDES, "_fa4_page_constraint", stubs)
+    files = RevisionFiles.of({OVERRIDES: source}, OVERRIDES)
+    closure = extract_closure(SourceCache(), files, "_fa4_page_constraint", stubs)
     namespace = dict(stubs)
     module = ast.Module(body=list(closure.nodes), type_ignores=[])
     exec(compile(module, "bare", "exec"), namespace)

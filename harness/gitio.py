@@ -155,6 +155,26 @@ def read_blob(repo: git.Repo, blob: str) -> str:
     return data.decode("utf-8", errors="replace")
 
 
+class FilesAt:
+    """The files of one commit (sha None: the working tree), each read at most once.
+
+    `blobs` records every path asked for, with its blob id (None: no such file;
+    always None in the working tree): what was read, to tell later whether
+    another commit has the same files.
+    """
+
+    def __init__(self, repo: git.Repo, sha: str | None) -> None:
+        self.repo, self.sha = repo, sha
+        self.blobs: dict[str, str | None] = {}
+
+    def read(self, path: str) -> str | None:
+        if self.sha is None:
+            self.blobs[path] = None
+            return _read_worktree(self.repo, path)
+        blob = self.blobs[path] = blob_of(self.repo, self.sha, path)
+        return None if blob is None else read_blob(self.repo, blob)
+
+
 @dataclass(frozen=True)
 class Commit:
     """One commit of a scan: its first parent, committer date and subject."""
@@ -176,26 +196,29 @@ class Commit:
 
 
 def commits_touching(
-    repo: git.Repo, revisions: list[str], path: str, first_parent: bool = False
+    repo: git.Repo, revisions: list[str], paths: list[str], first_parent: bool = False
 ) -> list[Commit]:
-    """Commits in `revisions` (rev-list arguments) that change `path`, oldest first, with
-    the file's blob before and after each (read from the same `git log`)."""
+    """Commits in `revisions` (rev-list arguments) that change any of `paths`, oldest
+    first, with the blob of the first path (the target) before and after each, when the
+    commit changes it (read from the same `git log`)."""
     options = ["--first-parent"] if first_parent else []
     out = repo.git.log(
         "--reverse", "--topo-order", "--raw", "--no-abbrev", "--no-renames",
-        "--format=%x01%H%x00%P%x00%cI%x00%s", *options, *revisions, "--", path,
+        "--format=%x01%H%x00%P%x00%cI%x00%s", *options, *revisions, "--", *paths,
     )  # fmt: skip
-    return [_commit_from(record) for record in out.split("\x01")[1:]]
+    return [_commit_from(record, paths[0]) for record in out.split("\x01")[1:]]
 
 
-def _commit_from(record: str) -> Commit:
+def _commit_from(record: str, target: str) -> Commit:
     header, _, rest = record.partition("\n")
     sha, parents, date, subject = header.split("\0", 3)
     blobs = None
     for line in rest.splitlines():
         if line.startswith(":"):  # :oldmode newmode oldblob newblob status<TAB>path
-            fields = line.split(maxsplit=4)
-            blobs = (_blob_or_none(fields[2]), _blob_or_none(fields[3]))
+            fields, _, path = line.partition("\t")
+            if path == target:
+                parts = fields.split()
+                blobs = (_blob_or_none(parts[2]), _blob_or_none(parts[3]))
     return Commit(sha, parents.split(" ")[0] or None, date, subject, blobs)
 
 

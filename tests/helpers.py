@@ -56,7 +56,7 @@ def evaluate_at(
     versions = Versions(repo, matrix, exhaustive=exhaustive)
     revision = gitio.resolve(repo, rev)
     try:
-        closure = versions.extract(gitio.read_file(repo, revision, matrix.target.path))
+        closure = versions.extract(versions.files(revision.sha))
     except (Absent, Unevaluable) as exc:
         return Evaluated(revision_wide(exc, matrix.size), None, 0)
     try:

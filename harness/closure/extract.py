@@ -1,54 +1,79 @@
-"""A function's closure: the target plus the module-level definitions it needs.
+"""A function's closure: the target plus every definition it needs, across files.
 
-Found transitively by free names, with `ast` only: the module never runs, its
-imports and side effects are left out, and every imported name must be bound
-by the world. Two closures with the same `digest` behave the same under the
-same world and matrix, so the digest is what outcome tables are cached by;
-computing it parses only statements not seen before (see `pieces`) and builds
-no nodes. Builtins the closure reads are listed, not judged: whether it may
-use them is the sandbox's policy (`harness.engine.policy`).
+Found transitively by free names, with `ast` only (see `resolve` for the
+rules): no module ever runs, imports and side effects are left out, and
+what is neither defined in the repository nor bound by the world is an
+error. Two closures with the same `digest` behave the same under the same
+world and matrix, so the digest, which covers every statement drawn from
+every file, is what outcome tables are cached by. Builtins the closure reads
+are listed, not judged: whether it may use them is the sandbox's policy
+(`harness.engine.policy`).
 """
 
 from __future__ import annotations
 
 import ast
-import builtins
 import hashlib
 from collections.abc import Collection
 from dataclasses import dataclass, replace
 from functools import cached_property
 
-from harness.closure.index import DEFINITION, IMPORT, Binding, index_module, names_bound
-from harness.closure.names import free_names, strip_annotations
+from harness.closure.index import DEFINITION, Binding, names_bound
+from harness.closure.modules import RevisionFiles
 from harness.closure.pieces import Layout, SourceCache, Statement
+from harness.closure.resolve import (
+    HELPER,
+    TARGET,
+    Link,
+    Need,
+    Part,
+    Resolver,
+    Use,
+    shape,
+    stripped_node,
+)
 from harness.errors import Absent, Unevaluable
 
-TARGET, HELPER = "target", "helper"  # how a statement enters a closure
+__all__ = ["HELPER", "TARGET", "Closure", "Pipeline", "extract_closure", "extract_pipeline"]
 
 
 @dataclass(frozen=True)
 class Closure:
     """What the target needs, chosen without building anything: the nodes come on demand."""
 
-    path: str
+    path: str  # the target's file
     function: str
     lineno: int
-    parts: tuple[tuple[Statement, str], ...]  # (statement, TARGET | HELPER), in file order
-    needs: tuple[tuple[str, str], ...]  # (name in the module, name the world binds)
+    parts: tuple[Part, ...]  # file by file (the target's first), each in file order
+    needs: tuple[Need, ...]  # names the world supplies
+    links: tuple[Link, ...]  # names one file imports from another
     digest: str
     builtins: tuple[str, ...] = ()  # builtin names it reads
+    files: tuple[str, ...] = ()  # every file read to resolve it, the target's first
 
-    def use_line(self, name: str) -> int:
-        """The file line where the closure first reads `name`."""
-        for statement, role in self.parts:
-            if name in _shape(statement, role)[1]:
-                return _use_line(statement, name)
-        return self.lineno
+    def use_line(self, name: str) -> str:
+        """`file:line` where the closure first reads `name`."""
+        for part in self.parts:
+            if name in shape(part.statement, part.role)[1]:
+                return Use(part.path, part.statement).where(name)
+        return f"{self.path}:{self.lineno}"
+
+    def nodes_of(self, path: str) -> tuple[ast.stmt, ...]:
+        """The statements drawn from `path`: annotations stripped, at their file lines."""
+        return self._nodes.get(path, ())
+
+    @property
+    def nodes(self) -> tuple[ast.stmt, ...]:
+        """The statements drawn from the target's own file."""
+        return self.nodes_of(self.path)
 
     @cached_property
-    def nodes(self) -> tuple[ast.stmt, ...]:
-        """The closure's statements: annotations stripped, at their lines in the file."""
-        return tuple(_materialize(statement, role) for statement, role in self.parts)
+    def _nodes(self) -> dict[str, tuple[ast.stmt, ...]]:
+        out: dict[str, list[ast.stmt]] = {}
+        for part in self.parts:
+            node = stripped_node(part.statement.node, part.role)
+            out.setdefault(part.path, []).append(ast.increment_lineno(node, part.statement.offset))
+        return {path: tuple(nodes) for path, nodes in out.items()}
 
     @property
     def skipped(self) -> tuple[str, ...]:
@@ -58,36 +83,48 @@ class Closure:
 
 def extract_closure(
     cache: SourceCache,
-    source: str,
-    path: str,
+    files: RevisionFiles,
     function: str,
     bound: Collection[str],
     matrix_file: str = "the matrix",
 ) -> Closure:
-    """The closure of `function` in `source`; names in `bound` come from the world.
+    """The closure of `function` in the file `files.target`; names in `bound` come from
+    the world.
 
-    Cheap when the file differs from the last one `cache` saw in a few
+    Cheap when the files differ from the last ones `cache` saw in a few
     statements: only those are parsed, and when none of them binds a name the
     last closure looked up, that closure is reused (at its new lines).
     `matrix_file` is where messages tell the user to add a binding.
     """
-    module = cache.layout(source, path)
+    path = files.target
+    source = files.read(path)
+    if source is None:
+        raise Absent(f"{path} does not exist")
     key, names = (path, function, matrix_file), frozenset(bound)
-    closure = _reuse(cache.closures, module, key, names)
+    closure = _reuse(cache, files, key, names)
     if closure is not None:
         return closure
-    index = index_module(module)
-    target = _find_target(index, path, function)
-    resolver = _Resolver(index, names, path, matrix_file)
-    resolver.visit(function, target)
-    parts = tuple(sorted(resolver.included.values(), key=lambda part: part[0].lineno))
-    needs = tuple(sorted(resolver.needs.items()))
-    closure = Closure(
-        path, function, target.lineno, parts, needs, _digest(parts, needs),
-        tuple(sorted(resolver.builtins)),
-    )  # fmt: skip
-    _remember(cache.closures, _Last(module, names, key, closure, frozenset(resolver.seen)))
+    resolver = Resolver(cache, files, names, matrix_file)
+    target = _find_target(resolver.index(path), path, function)
+    resolver.seen.add((path, function))
+    resolver.add(path, target, TARGET)
+    closure = _closure(path, function, target, resolver)
+    _remember(cache, _Last(dict(resolver.layouts), names, key, closure, resolver.watched()))
     return closure
+
+
+def _closure(path: str, function: str, target: Statement, resolver: Resolver) -> Closure:
+    order = {p: n for n, p in enumerate(dict.fromkeys([path, *sorted(resolver.layouts)]))}
+    parts = tuple(
+        sorted(resolver.included.values(), key=lambda p: (order[p.path], p.statement.lineno))
+    )
+    needs = tuple(sorted(Need(p, n, w) for (p, n), w in resolver.needs.items()))
+    links = tuple(sorted(resolver.links.values()))
+    digest = _digest(parts, needs, links)
+    return Closure(
+        path, function, target.lineno, parts, needs, links, digest,
+        tuple(sorted(resolver.builtins)), tuple(order),
+    )  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -109,17 +146,19 @@ class Pipeline:
 
 def extract_pipeline(
     cache: SourceCache,
-    source: str,
-    path: str,
+    files: RevisionFiles,
     names: tuple[str, ...],
     bound: Collection[str],
     matrix_file: str,
 ) -> Pipeline:
     """Each pass's closure; a pass missing at this revision is skipped, not an error."""
+    path = files.target
+    if files.read(path) is None:
+        raise Absent(f"{path} does not exist")
     passes = []
     for name in names:
         try:
-            closure = extract_closure(cache, source, path, name, bound, matrix_file)
+            closure = extract_closure(cache, files, name, bound, matrix_file)
             passes.append((name, closure))
         except Absent:
             passes.append((name, None))
@@ -131,43 +170,64 @@ def extract_pipeline(
 
 @dataclass(frozen=True)
 class _Last:
-    """The last closure extracted, and every name its resolution looked up."""
+    """The last closure extracted, its files' layouts, and every name looked up in each."""
 
-    module: Layout
+    layouts: dict[str, Layout]
     bound: frozenset[str]
     key: tuple[str, str, str]
     closure: Closure
-    watched: frozenset[str]
+    watched: dict[str, frozenset[str]]
 
 
-Memo = dict[tuple[str, str, str], _Last]  # per target (a pipeline has several)
+def _remember(cache: SourceCache, last: _Last) -> None:
+    cache.closures[last.key] = last
 
 
-def _remember(memo: Memo, last: _Last) -> None:
-    memo[last.key] = last
-
-
-def _reuse(memo: Memo, module: Layout, key: tuple[str, str, str], bound: frozenset[str]):
-    """The last closure, if `module` is its file edited only where no looked-up name is bound."""
-    last = memo.get(key)
+def _reuse(
+    cache: SourceCache, files: RevisionFiles, key: tuple[str, str, str], bound: frozenset[str]
+) -> Closure | None:
+    """The last closure, if each of its files is unchanged or edited only where no name
+    it looked up there is bound."""
+    last = cache.closures.get(key)
     if last is None or last.bound != bound:
         return None
-    if module is last.module:
+    layouts = {}
+    for path, old in last.layouts.items():
+        text = files.read(path)
+        if text is None:
+            return None
+        layout = cache.layout(text, path)
+        if layout is not old and not _harmless(layout, old, last.watched.get(path, frozenset())):
+            return None
+        layouts[path] = layout
+    if all(layouts[p] is last.layouts[p] for p in layouts):
         return last.closure
-    edit = module.edit
-    if edit is None or edit.base is not last.module:
-        return None
-    replaced = edit.removed_pieces() + module.pieces[edit.first : edit.first + edit.added]
-    if any(names_bound(piece) & last.watched for piece in replaced):
-        return None
     parts = tuple(
-        (module.statement(edit.slot(statement.slot), statement.position), role)
-        for statement, role in last.closure.parts
+        _moved(part, layouts[part.path], last.layouts[part.path]) for part in last.closure.parts
     )
-    (lineno,) = (statement.lineno for statement, role in parts if role == TARGET)
+    (lineno,) = (part.statement.lineno for part in parts if part.role == TARGET)
     closure = replace(last.closure, parts=parts, lineno=lineno)
-    _remember(memo, replace(last, module=module, closure=closure))
+    _remember(cache, replace(last, layouts=layouts, closure=closure))
     return closure
+
+
+def _harmless(layout: Layout, old: Layout, watched: frozenset[str]) -> bool:
+    """Whether `layout` is `old` edited in pieces that bind none of the `watched` names."""
+    edit = layout.edit
+    if edit is None or edit.base is not old:
+        return False
+    replaced = edit.removed_pieces() + layout.pieces[edit.first : edit.first + edit.added]
+    return not any(names_bound(piece) & watched for piece in replaced)
+
+
+def _moved(part: Part, layout: Layout, old: Layout) -> Part:
+    """The part at its place in the edited layout."""
+    if layout is old:
+        return part
+    statement = part.statement
+    return part._replace(
+        statement=layout.statement(layout.edit.slot(statement.slot), statement.position)
+    )
 
 
 def _find_target(index: dict[str, list[Binding]], path: str, function: str) -> Statement:
@@ -184,110 +244,6 @@ def _find_target(index: dict[str, list[Binding]], path: str, function: str) -> S
     return statement
 
 
-def _digest(parts: tuple[tuple[Statement, str], ...], needs: tuple[tuple[str, str], ...]) -> str:
-    text = "\n".join(_shape(statement, role)[0] for statement, role in parts)
-    return hashlib.sha256((text + "\0" + repr(needs)).encode()).hexdigest()
-
-
-def _shape(statement: Statement, role: str) -> tuple[str, frozenset[str]]:
-    """The statement as it enters a closure: its normalized text and its free names."""
-
-    def compute(node: ast.stmt) -> tuple[str, frozenset[str]]:
-        stripped = _stripped(node, role)
-        return ast.unparse(stripped), frozenset(free_names(stripped))
-
-    return statement.memo(("shape", role), compute)
-
-
-def _stripped(node: ast.stmt, role: str) -> ast.stmt:
-    stripped = strip_annotations(node)
-    if role == TARGET:
-        stripped.decorator_list = []
-    return stripped
-
-
-def _materialize(statement: Statement, role: str) -> ast.stmt:
-    node = _stripped(statement.node, role)
-    return ast.increment_lineno(node, statement.offset)
-
-
-class _Resolver:
-    """Walks free names from the target outwards, collecting what the closure needs."""
-
-    def __init__(
-        self, index: dict[str, list[Binding]], bound: Collection[str], path: str, matrix_file: str
-    ) -> None:
-        self.index, self.bound, self.path, self.matrix_file = index, bound, path, matrix_file
-        self.included: dict[int, tuple[Statement, str]] = {}
-        self.needs: dict[str, str] = {}
-        self.builtins: set[str] = set()
-        self.seen: set[str] = set()
-
-    def visit(self, function: str, target: Statement) -> None:
-        self.seen.add(function)
-        self._add(target, TARGET)
-
-    def _add(self, statement: Statement, role: str) -> None:
-        self.included[id(statement)] = (statement, role)
-        for name in sorted(_shape(statement, role)[1]):
-            self._resolve(name, statement)
-
-    def _resolve(self, name: str, user: Statement) -> None:
-        if name in self.seen:
-            return
-        self.seen.add(name)
-        if name in self.bound:
-            self.needs[name] = name
-            return
-        bindings = self.index.get(name)
-        original = _import_original(bindings[-1].statement.node, name) if bindings else None
-        if original in self.bound:
-            self.needs[name] = original
-        elif bindings:
-            self._include(name, bindings, user)
-        elif hasattr(builtins, name):
-            self.builtins.add(name)
-        else:
-            raise Unevaluable(self._unknown(name, user))
-
-    def _include(self, name: str, bindings: list[Binding], user: Statement) -> None:
-        last = bindings[-1]
-        if last.kind != DEFINITION:
-            raise Unevaluable(self._unbound(name, user, last))
-        for binding in bindings:
-            if binding.kind == DEFINITION and id(binding.statement) not in self.included:
-                self._add(binding.statement, HELPER)
-
-    def _unbound(self, name: str, user: Statement, last: Binding) -> str:
-        how = "imported" if last.kind == IMPORT else "defined conditionally"
-        node = last.statement.node
-        origin = f" from {node.module}" if isinstance(node, ast.ImportFrom) else ""
-        return (
-            f"name {name} (used at {self.path}:{_use_line(user, name)}) is {how}{origin} at "
-            f"line {last.statement.lineno} and not bound by the world: bind it under "
-            f"`bindings:` in {self.matrix_file}"
-        )
-
-    def _unknown(self, name: str, user: Statement) -> str:
-        where = f"{self.path}:{_use_line(user, name)}"
-        return (
-            f"name {name} (used at {where}) is defined nowhere in {self.path}: "
-            f"bind it under `bindings:` in {self.matrix_file}"
-        )
-
-
-def _import_original(node: ast.stmt, name: str) -> str | None:
-    """For `from m import a as name`, the imported name `a` (the world binds it by that name)."""
-    if isinstance(node, ast.ImportFrom):
-        for alias in node.names:
-            if alias.asname == name:
-                return alias.name
-    return None
-
-
-def _use_line(statement: Statement, name: str) -> int:
-    """The file line where `statement` first reads `name`."""
-    for child in ast.walk(statement.node):
-        if isinstance(child, ast.Name) and child.id == name:
-            return child.lineno + statement.offset
-    return statement.lineno
+def _digest(parts: tuple[Part, ...], needs: tuple[Need, ...], links: tuple[Link, ...]) -> str:
+    text = "\n".join(f"{p.path}\0{shape(p.statement, p.role)[0]}" for p in parts)
+    return hashlib.sha256((text + "\0" + repr(needs) + repr(links)).encode()).hexdigest()

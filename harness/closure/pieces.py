@@ -113,19 +113,20 @@ class SourceCache:
 
     def __init__(self, max_pieces: int = MAX_PIECES) -> None:
         self.pieces: dict[str, Piece] = {}
-        self.last: Layout | None = None  # the next revision is cut against it
+        self.last: dict[str, Layout] = {}  # per path: the next revision is cut against it
         self.closures: dict[Any, Any] = {}  # see harness.closure.extract
         self.max_pieces = max_pieces
 
     def layout(self, source: str, path: str) -> Layout:
-        """`source` in parsed pieces, re-cutting only the part that differs from the last file."""
-        previous = self.last
+        """`source` in parsed pieces, re-cutting only what differs from the last text of
+        the same path."""
+        previous = self.last.get(path)
         made = (
             _relayout(self, previous, source) if previous else _cut(self, source, 0, len(source), 0)
         )
         if made is None:
             return _whole(source, path)
-        self.last = made
+        self.last[path] = made
         return made
 
     def piece(self, text: str) -> Piece | None:

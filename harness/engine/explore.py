@@ -14,7 +14,7 @@ from typing import Any
 
 from harness.closure.extract import Closure, Pipeline
 from harness.engine.outcome import ERROR, KEPT, VALUE, Filler, Outcome, OutcomeTable, zero_codes
-from harness.engine.sandbox import code_name, describe, line_in, load_target, unbound_reason
+from harness.engine.sandbox import describe, line_in, load_target, unbound_reason
 from harness.engine.world import Bound, Unbound
 from harness.errors import Unevaluable
 from harness.matrix.cells import Cube, bits_of, cube_runs, first_cell, iter_cells
@@ -41,24 +41,23 @@ def evaluate_closure(
     """
     cube = cube or matrix.full_masks()
     fn = load_target(closure, bound, label)
-    runner = _Runner(fn, bound, matrix, code_name(closure.path, label))
+    runner = _Runner(fn, bound, matrix)
     table = runner.run_all(cube) if exhaustive else runner.explore(cube)
     return Evaluation(table, runner.calls)
 
 
 def run_cell(
-    fn: Callable[..., Any], bound: Bound, matrix: Matrix, cell: tuple[int, ...], label: str
+    fn: Callable[..., Any], bound: Bound, matrix: Matrix, cell: tuple[int, ...]
 ) -> Outcome:
     """The outcome of one call on one cell (raises Unevaluable as a whole table would)."""
-    runner = _Runner(fn, bound, matrix, code_name(matrix.target.path, label))
+    runner = _Runner(fn, bound, matrix)
     code, _ = runner.run(cell)
     return runner.outcomes[code]
 
 
 class _Runner:
-    def __init__(self, fn: Callable[..., Any], bound: Bound, matrix: Matrix, filename: str) -> None:
+    def __init__(self, fn: Callable[..., Any], bound: Bound, matrix: Matrix) -> None:
         self.fn, self.bound, self.matrix = fn, bound, matrix
-        self.filename = filename  # the compiled code's name: error lines are found by it
         self.outputs = matrix.target.outputs
         self.outcomes: list[Outcome] = []
         self.codes: dict[tuple[str, Any], int] = {}
@@ -72,9 +71,9 @@ class _Runner:
         try:
             result = self.fn(self.bound.view)
         except Unbound as exc:
-            raise Unevaluable(unbound_reason(exc, self.filename)) from None
+            raise Unevaluable(unbound_reason(exc)) from None
         except NameError as exc:
-            where = line_in(exc.__traceback__, self.filename)
+            where = line_in(exc.__traceback__)
             raise Unevaluable(f"{describe(exc)} at {where}") from None
         except Exception as exc:
             outcome = Outcome(ERROR, describe(exc))

@@ -95,7 +95,7 @@ def check_closure(closure: Closure) -> None:
     """Raise Unevaluable if the closure reads a builtin outside the allow-list."""
     for name in closure.builtins:
         if name not in ALLOWED_BUILTINS:
-            where = f"{closure.path}:{closure.use_line(name)}"
+            where = closure.use_line(name)
             raise Unevaluable(
                 f"builtin {name} (used at {where}) is not available to evaluated code"
             )

@@ -73,22 +73,91 @@ def load_function(
     extra: dict[str, Any] | None = None,
     nodes: tuple[ast.stmt, ...] | None = None,
 ) -> Callable[..., Any]:
-    """Compile the closure alone (or `nodes`, an instrumented copy of its statements)
-    and return the target function object."""
+    """Compile the closure, file by file, each in a namespace of its own (as Python keeps
+    modules), and return the target function object. `nodes` replaces the target
+    file's statements (an instrumented copy); `extra` adds names to its namespace."""
     check_closure(closure)
-    filename = code_name(closure.path, label)
-    module = ast.Module(body=list(nodes or closure.nodes), type_ignores=[])
-    code = compile(module, filename, "exec")
-    namespace = {"__builtins__": safe_builtins(bound), "__name__": "harness.closure"}
-    namespace.update({name: bound.names[world_name] for name, world_name in closure.needs})
-    namespace.update(extra or {})
+    spaces: dict[str, dict[str, Any]] = {}
+    pending = list(closure.links)
+    for path in _load_order(closure):
+        space = {"__builtins__": safe_builtins(bound), "__name__": f"harness.closure:{path}"}
+        space.update({n.name: bound.names[n.world] for n in closure.needs if n.path == path})
+        pending = _bind_links(pending, spaces, {path: space})
+        if path == closure.path:
+            space.update(extra or {})
+        body = nodes if nodes is not None and path == closure.path else closure.nodes_of(path)
+        _run(ast.Module(body=list(body), type_ignores=[]), code_name(path, label), space)
+        spaces[path] = space
+    _bind_links(pending, spaces, spaces)  # names a file imports from one loaded after it
+    return spaces[closure.path][closure.function]
+
+
+def _load_order(closure: Closure) -> list[str]:
+    """The closure's files, each after the files it imports from (cycles broken), the
+    target's last."""
+    sources: dict[str, set[str]] = {}
+    for link in closure.links:
+        sources.setdefault(link.path, set()).add(link.source)
+    order: list[str] = []
+
+    def visit(path: str, path_seen: set[str]) -> None:
+        if path in order or path in path_seen:
+            return
+        for source in sorted(sources.get(path, ())):
+            visit(source, path_seen | {path})
+        order.append(path)
+
+    for path in [*closure.files[1:], closure.path]:
+        visit(path, set())
+    return order
+
+
+def _bind_links(links: list, spaces: dict[str, dict], targets: dict[str, dict]) -> list:
+    """Bind each link whose source file is loaded into its (target) namespace; return the rest."""
+    rest = []
+    for link in links:
+        if link.path not in targets or link.source not in spaces:
+            rest.append(link)
+            continue
+        source = spaces[link.source]
+        if link.source_name is None:
+            targets[link.path][link.name] = LoadedModule(link.source, source)
+        elif link.source_name in source:
+            targets[link.path][link.name] = source[link.source_name]
+        else:
+            rest.append(link)  # a name the source file imports in turn: bound in a later round
+    return rest
+
+
+def _run(module: ast.Module, filename: str, space: dict[str, Any]) -> None:
     try:
-        exec(code, namespace)
+        exec(compile(module, filename, "exec"), space)
     except Unbound as exc:
-        raise Unevaluable(unbound_reason(exc, filename)) from None
+        raise Unevaluable(unbound_reason(exc)) from None
     except Exception as exc:
-        raise Unevaluable(f"module-level code of the closure raised {describe(exc)}") from None
-    return namespace[closure.function]
+        where = line_in(exc.__traceback__)
+        raise Unevaluable(
+            f"module-level code of the closure raised {describe(exc)} at {where}"
+        ) from None
+
+
+class LoadedModule:
+    """A repository module as an imported name: its extracted definitions, read-only."""
+
+    __slots__ = ("_path", "_space")
+
+    def __init__(self, path: str, space: dict[str, Any]) -> None:
+        object.__setattr__(self, "_path", path)
+        object.__setattr__(self, "_space", space)
+
+    def __getattr__(self, name: str) -> Any:
+        space = object.__getattribute__(self, "_space")
+        if name.startswith("__") or name not in space:
+            raise AttributeError(f"module {object.__getattribute__(self, '_path')} has no {name}")
+        return space[name]
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError(f"{object.__getattribute__(self, '_path')} is read-only")
 
 
 def safe_builtins(bound: Bound) -> dict[str, Any]:
@@ -123,19 +192,19 @@ class _ImportProxy:
             ) from None
 
 
-def unbound_reason(exc: Unbound, filename: str) -> str:
-    return f"{exc.what} is read at {line_in(exc.__traceback__, filename)}: {exc.fix}"
+def unbound_reason(exc: Unbound) -> str:
+    return f"{exc.what} is read at {line_in(exc.__traceback__)}: {exc.fix}"
 
 
-def line_in(tb: TracebackType | None, filename: str) -> str:
-    """`path:line` of the innermost frame of the evaluated code."""
-    line = None
+def line_in(tb: TracebackType | None) -> str:
+    """`path:line` of the innermost frame of evaluated code (compiled as `path@label`)."""
+    where = "the evaluated code"
     while tb is not None:
-        if tb.tb_frame.f_code.co_filename == filename:
-            line = tb.tb_lineno
+        filename = tb.tb_frame.f_code.co_filename
+        if "@" in filename and not filename.startswith(("/", "<")):
+            where = f"{filename.rsplit('@', 1)[0]}:{tb.tb_lineno}"
         tb = tb.tb_next
-    path = filename.rsplit("@", 1)[0]
-    return f"{path}:{line}" if line else path
+    return where
 
 
 def describe(exc: BaseException) -> str:

@@ -175,7 +175,7 @@ def trace_cell(
         fn = chain(fns)
     else:
         fn = load(target)
-    return Trace(run_cell(fn, bound, matrix, cell, label), tuple(events), tuple(log))
+    return Trace(run_cell(fn, bound, matrix, cell), tuple(events), tuple(log))
 
 
 def _logged(name: str, fn, log: list[dict[str, Any]], events: list[Event], start: Event):

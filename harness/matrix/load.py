@@ -10,6 +10,7 @@ import yaml
 
 from harness.errors import HarnessError
 from harness.matrix.model import (
+    ALL_PASSES,
     NO_DEFAULT,
     SCALAR_TYPES,
     Axis,
@@ -22,7 +23,7 @@ from harness.matrix.model import (
 TOP_KEYS = {"name", "description", "target", "world", "axes", "fields", "bindings"}
 
 
-TARGET_KEYS = {"path", "function", "passes", "output"}
+TARGET_KEYS = {"path", "function", "passes", "output", "roots"}
 
 
 def shipped_dir() -> Path:
@@ -98,10 +99,14 @@ def _parse_target(check: _Checker, raw: Any) -> Target:
         check.fail("target", "needs either function: NAME or passes: [NAME, ...] (not both)")
     if "function" in data:
         passes = (check.string(data["function"], "target.function"),)
+    elif data["passes"] == "all":
+        passes = ALL_PASSES
     else:
         raw_passes = data["passes"]
         if not isinstance(raw_passes, list) or not raw_passes:
-            check.fail("target.passes", "needs a list of function names, run in that order")
+            check.fail(
+                "target.passes", "needs a list of function names, run in that order, or `all`"
+            )
         passes = tuple(check.string(p, f"target.passes[{n}]") for n, p in enumerate(raw_passes))
     for n, name in enumerate(passes):
         if not name.isidentifier():
@@ -114,7 +119,11 @@ def _parse_target(check: _Checker, raw: Any) -> Target:
     if len(set(outputs)) < len(outputs):
         check.fail("target.output", "names a field twice")
     path = check.string(data["path"], "target.path").strip("/")
-    return Target(path=path, passes=passes, outputs=outputs)
+    raw_roots = data.get("roots", [])
+    if not isinstance(raw_roots, list):
+        check.fail("target.roots", "needs a list of directories, e.g. [python]")
+    roots = tuple(check.string(r, f"target.roots[{n}]").strip("/") for n, r in enumerate(raw_roots))
+    return Target(path=path, passes=passes, outputs=outputs, roots=roots)
 
 
 def _parse_axes(check: _Checker, raw: Any) -> tuple[Axis, ...]:

@@ -18,6 +18,7 @@ SCALAR_TYPES = (type(None), bool, int, float, str)
 
 
 NO_DEFAULT = object()
+ALL_PASSES = ("all",)  # `passes: all`: every registered pass, in file order
 
 
 @dataclass(frozen=True)
@@ -40,12 +41,13 @@ class Target:
     """One function, or a pipeline of passes run in order over one view."""
 
     path: str
-    passes: tuple[str, ...]  # one name: a single function
+    passes: tuple[str, ...]  # one name: a single function; ALL_PASSES: every registered one
     outputs: tuple[str, ...]  # each output field, in order
+    roots: tuple[str, ...] = ()  # source roots for module names (default: from `path`)
 
     @property
     def pipeline(self) -> bool:
-        return len(self.passes) > 1
+        return len(self.passes) > 1 or self.passes == ALL_PASSES
 
 
 @dataclass(frozen=True)

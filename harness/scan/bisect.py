@@ -1,6 +1,7 @@
 """The first commit between GOOD and BAD whose outcomes differ from GOOD's.
 
-A binary search over the commits that touch the target file, oldest first.
+A binary search over the commits that touch the target file or a file the closure
+draws from at GOOD or BAD, oldest first.
 A commit that cannot be evaluated is skipped as `git bisect skip` does: the
 search tests a neighbour instead, and if skipped commits end up next to the
 first bad one, the answer is the list of candidates rather than one commit.
@@ -67,8 +68,10 @@ class Search:
                 f"GOOD {good.label} is not an ancestor of BAD {bad.label}: "
                 "swap them, or pick a GOOD commit from BAD's history"
             )
-        path = self.versions.matrix.target.path
-        commits = gitio.commits_touching(self.repo, [f"^{good.sha}", bad.sha], path, first_parent)
+        paths = list(
+            dict.fromkeys([self.versions.matrix.target.path, *self.baseline.files, *last.files])
+        )
+        commits = gitio.commits_touching(self.repo, [f"^{good.sha}", bad.sha], paths, first_parent)
         result = BisectResult(good, bad, len(commits))
         if not self._differs(last):
             return result

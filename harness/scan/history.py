@@ -1,6 +1,7 @@
 """Every commit that changed outcomes, in order, with reverts recognized.
 
-Only commits that touch the target file are considered (`git log -- PATH`).
+Only commits that touch the target file, or a file its closure draws from,
+are considered (`git log -- PATHS`).
 Each is compared with the state at its first parent; when that state cannot
 be evaluated (a syntax error, say) the comparison carries on from the last
 evaluable state seen. Unevaluable commits are listed as skipped, never as
@@ -55,14 +56,31 @@ def history(
     first_parent: bool = False,
     on_commit: Callable[[int, int], None] | None = None,
 ) -> HistoryReport:
-    """Scan the commits of `revisions` touching the target; `on_commit(done, total)`
-    is told after each one (a progress bar)."""
+    """Scan the commits of `revisions` that touch the target or a file its closure draws
+    from; `on_commit(done, total)` is told after each one (a progress bar).
+
+    The files start as those read at the range's tip; a commit whose state reads
+    another file widens the set, and the scan runs again (every state it already
+    made is remembered, so only the new commits cost anything).
+    """
+    paths = [versions.matrix.target.path]
+    paths += [f for f in versions.at_commit(revisions[-1]).files if f not in paths]
+    while True:
+        report, read = _scan(repo, versions, range_text, revisions, where, first_parent,
+                             on_commit, paths)  # fmt: skip
+        if read <= set(paths):
+            return report
+        paths += sorted(read - set(paths))
+
+
+def _scan(repo, versions, range_text, revisions, where, first_parent, on_commit, paths):
     matrix = versions.matrix
-    commits = gitio.commits_touching(repo, revisions, matrix.target.path, first_parent)
+    commits = gitio.commits_touching(repo, revisions, paths, first_parent)
     report = HistoryReport(matrix, range_text, len(commits), None)
-    last = _start(versions, commits)
+    last, read = _start(versions, commits), set()
     for done, commit in enumerate(commits, 1):
         state = versions.at_scanned(commit)
+        read.update(state.files)
         if on_commit is not None:
             on_commit(done, len(commits))
         if not state.evaluable:
@@ -76,7 +94,7 @@ def history(
             if change:
                 change.because = _because(versions, before, state, change)
         last = state
-    return report
+    return report, read
 
 
 def _start(versions: Versions, commits: list[gitio.Commit]) -> State | None:

@@ -14,6 +14,7 @@ import git as gitpython
 
 from harness import gitio
 from harness.closure.extract import Closure, Pipeline, extract_closure, extract_pipeline
+from harness.closure.modules import RevisionFiles
 from harness.closure.pieces import SourceCache
 from harness.engine.explore import evaluate_closure
 from harness.engine.outcome import OutcomeTable, revision_wide
@@ -34,7 +35,7 @@ class Code:
     """A revision's target as code: what tracing one cell needs."""
 
     closure: Closure | Pipeline
-    source: str
+    source: str  # the target file's text
     label: str
 
 
@@ -46,8 +47,9 @@ class State:
     table: OutcomeTable
     reason: str | None = None  # set when the revision cannot be evaluated
     line: int | None = None  # the target function's line in the file
-    blob: str | None = None  # the file's blob, when read from a commit
+    sha: str | None = None  # the commit it was read from (None: the working tree)
     skipped: tuple[str, ...] = ()  # pipeline mode: passes absent at this revision
+    files: tuple[str, ...] = ()  # every file read to make it, the target's first
     code: Code | None = field(default=None, compare=False)  # what made it, when still held
 
     @property
@@ -55,8 +57,16 @@ class State:
         return self.reason is None
 
 
+Blobs = tuple[tuple[str, "str | None"], ...]  # (path, blob id) of every file a state read
+UNKNOWN = object()  # a blob id not looked up yet
+
+
 class Versions:
-    """The states of the matrix's target at revisions of one repository."""
+    """The states of the matrix's target at revisions of one repository.
+
+    A commit's state is found again without reading anything but blob ids when
+    an earlier commit had the same blob for every file that state was made from.
+    """
 
     def __init__(
         self,
@@ -68,93 +78,102 @@ class Versions:
         self.repo, self.matrix, self.exhaustive = repo, matrix, exhaustive
         self.cache = cache or TableCache(None)
         self.bound = bind_matrix(matrix)
-        self.by_blob: dict[str | None, State] = {}
+        self.by_blob: dict[str | None, list[tuple[Blobs, State]]] = {}  # by the target's blob
         self.by_key: dict[str, OutcomeTable] = {}
         self.sources = SourceCache()  # parsed pieces and closures, for this run only
         self.evaluations = 0
 
-    def extract(self, source: str | None) -> Closure | Pipeline:
-        """The target's closure (or each pass's) in `source`; raises Absent or Unevaluable."""
-        target, matrix = self.matrix.target, self.matrix
-        if source is None:
-            raise Absent(f"{target.path} does not exist")
-        names, hint = self.bound.names, matrix.edit_hint
+    def files(self, sha: str | None) -> RevisionFiles:
+        """The files of a commit (None: the working tree), as extraction reads them."""
+        reader = gitio.FilesAt(self.repo, sha)
+        return RevisionFiles(reader.read, self.matrix.target.path, self.matrix.target.roots)
+
+    def extract(self, files: RevisionFiles) -> Closure | Pipeline:
+        """The target's closure (or each pass's); raises Absent or Unevaluable."""
+        target, names, hint = self.matrix.target, self.bound.names, self.matrix.edit_hint
         if target.pipeline:
-            return extract_pipeline(self.sources, source, target.path, target.passes, names, hint)
+            return extract_pipeline(self.sources, files, target.passes, names, hint)
         (function,) = target.passes
-        return extract_closure(self.sources, source, target.path, function, names, hint)
+        return extract_closure(self.sources, files, function, names, hint)
 
     def at(self, revision: gitio.Revision) -> State:
         """The state at a revision (sha None: the working tree)."""
-        path = self.matrix.target.path
         if revision.sha is None:
-            return self.of_source(gitio.read_file(self.repo, revision, path), revision.label)
+            return self.of_files(self.files(None), revision.label)
         return self.at_commit(revision.sha, revision.label)
 
-    def at_commit(self, sha: str, label: str | None = None) -> State:
-        return self.at_blob(
-            gitio.blob_of(self.repo, sha, self.matrix.target.path), label or sha[:10]
-        )
-
     def at_scanned(self, commit: gitio.Commit, parent: bool = False) -> State:
-        """The state at a commit of a scan (or at its first parent), by the blob ids
-        `git log` gave, when it gave them."""
-        if commit.blobs is not None:
-            return self.at_blob(commit.blobs[0 if parent else 1], commit.short)
-        return self.at_commit(commit.parent if parent else commit.sha)
+        """The state at a commit of a scan (or at its first parent), using the target's
+        blob id `git log` gave, when it gave one."""
+        sha = commit.parent if parent else commit.sha
+        blob = UNKNOWN if commit.blobs is None else commit.blobs[0 if parent else 1]
+        return self.at_commit(sha, sha[:10], blob)
 
-    def at_blob(self, blob: str | None, label: str) -> State:
-        """The state of the file whose blob is `blob` (None: no such file).
-
-        The first answer holds the code it came from; the remembered one does not
-        (a 1,000-commit history would otherwise keep every file's text).
-        """
-        if blob in self.by_blob:
-            return self.by_blob[blob]
-        source = None if blob is None else gitio.read_blob(self.repo, blob)
-        state = replace(self.of_source(source, label), blob=blob)
-        self.by_blob[blob] = replace(state, code=None)
+    def at_commit(self, sha: str, label: str | None = None, blob: object = UNKNOWN) -> State:
+        """The state at a commit (`blob`: the target's blob id there, if known). The first
+        answer holds the code it came from; the remembered one does not (a 1,000-commit
+        history would otherwise keep every file's text)."""
+        path = self.matrix.target.path
+        if blob is UNKNOWN:
+            blob = gitio.blob_of(self.repo, sha, path)
+        for blobs, state in self.by_blob.get(blob, ()):
+            if all(gitio.blob_of(self.repo, sha, p) == b for p, b in blobs if p != path):
+                return state
+        reader = gitio.FilesAt(self.repo, sha)
+        files = RevisionFiles(reader.read, path, self.matrix.target.roots)
+        state = replace(self.of_files(files, label or sha[:10]), sha=sha)
+        blobs = tuple(sorted(reader.blobs.items()))
+        self.by_blob.setdefault(reader.blobs.get(path, blob), []).append(
+            (blobs, replace(state, code=None))
+        )
         return state
 
-    def of_source(self, source: str | None, label: str) -> State:
+    def of_files(self, files: RevisionFiles, label: str) -> State:
         try:
-            closure = self.extract(source)
+            closure = self.extract(files)
         except (Absent, Unevaluable) as exc:
             return _unevaluable(exc, self.matrix)
         key = table_key(self.matrix.world, self.matrix.digest, closure.digest)
         table = self.by_key.get(key) or self.cache.get(key, self.matrix.size)
+        line, used = closure.lineno, _files_of(closure)
         if table is None:
             self.evaluations += 1
             try:
                 table = self.evaluate(closure, label)
             except Unevaluable as exc:  # failed while running: the reason names lines
                 table = revision_wide(exc, self.matrix.size)
-                return State(f"unevaluable:{label}", table, _reason(table), closure.lineno)
+                return State(f"unevaluable:{exc}", table, _reason(table), line, files=used)
             self.cache.put(key, table)
         self.by_key[key] = table
-        code = Code(closure, source, label)
-        return State(key, table, None, closure.lineno, skipped=closure.skipped, code=code)
+        code = Code(closure, files.read(files.target) or "", label)
+        return State(key, table, None, line, skipped=closure.skipped, files=used, code=code)
 
     def evaluate(self, closure: Closure | Pipeline, label: str) -> OutcomeTable:
         return evaluate_closure(closure, self.matrix, self.bound, label, self.exhaustive).table
 
     def code_at(self, revision: gitio.Revision) -> Code | None:
         """The closure and source at `revision`, or None when it cannot be evaluated."""
-        source = gitio.read_file(self.repo, revision, self.matrix.target.path)
-        return self.code_of(source, revision.label)
+        return self.code_of(self.files(revision.sha), revision.label)
 
     def code_for(self, state: State, label: str) -> Code | None:
-        """The code behind an evaluable state: held, else read again from its blob."""
-        if state.code is not None or state.blob is None or not state.evaluable:
+        """The code behind an evaluable state: held, else read again from its commit."""
+        if state.code is not None or state.sha is None or not state.evaluable:
             return state.code
-        return self.code_of(gitio.read_blob(self.repo, state.blob), label)
+        return self.code_of(self.files(state.sha), label)
 
-    def code_of(self, source: str | None, label: str) -> Code | None:
+    def code_of(self, files: RevisionFiles, label: str) -> Code | None:
         try:
-            closure = self.extract(source)
+            closure = self.extract(files)
         except (Absent, Unevaluable):
             return None
-        return Code(closure, source, label)
+        return Code(closure, files.read(files.target) or "", label)
+
+
+def _files_of(closure: Closure | Pipeline) -> tuple[str, ...]:
+    if isinstance(closure, Pipeline):
+        found = [f for _, c in closure.passes if c is not None for f in c.files]
+        return tuple(dict.fromkeys([closure.path, *found]))
+    return closure.files
 
 
 def _unevaluable(exc: Absent | Unevaluable, matrix: Matrix) -> State:

@@ -59,7 +59,7 @@ def test_files_are_read_at_a_revision_and_in_the_working_tree(repo):
 
 def test_a_scan_lists_the_commits_touching_the_path_with_their_blobs(repo):
     repo, shas = repo
-    commits = gitio.commits_touching(repo, [shas[3]], PATH)
+    commits = gitio.commits_touching(repo, [shas[3]], [PATH])
     assert [c.sha for c in commits] == [shas[0], shas[2], shas[3]]
     first, change, delete = commits
     assert first.blobs == (None, git_blob(repo, shas[0], PATH)) and first.parent is None
@@ -93,6 +93,6 @@ def test_reading_never_writes(repo):
         return out + refs
 
     before = state()
-    gitio.commits_touching(repo, [shas[3]], PATH)
+    gitio.commits_touching(repo, [shas[3]], [PATH])
     gitio.read_file(repo, gitio.resolve(repo, "#12"), PATH)
     assert state() == before

@@ -8,6 +8,7 @@ import textwrap
 import pytest
 
 from harness.closure.extract import extract_closure, extract_pipeline
+from harness.closure.modules import RevisionFiles
 from harness.closure.pieces import SourceCache
 from harness.errors import Absent, Unevaluable
 
@@ -16,7 +17,8 @@ WORLD = frozenset({"get_platform", "Backend", "register_post_process", "logger"}
 
 def closure_of(source: str, function: str = "target", bound=WORLD, cache=None):
     text = textwrap.dedent(source)
-    return extract_closure(cache or SourceCache(), text, "m.py", function, bound, "m.yaml")
+    files = RevisionFiles.of({"m.py": text}, "m.py")
+    return extract_closure(cache or SourceCache(), files, function, bound, "m.yaml")
 
 
 def names_defined(closure) -> list[str]:
@@ -58,7 +60,10 @@ def test_world_names_are_needs_and_an_import_alias_maps_to_the_imported_name():
                 return {"page_size": 1}
             return {}
     """)
-    assert closure.needs == (("Backend", "Backend"), ("platform_of", "get_platform"))
+    assert [tuple(n) for n in closure.needs] == [
+        ("m.py", "Backend", "Backend"),
+        ("m.py", "platform_of", "get_platform"),
+    ]
     assert names_defined(closure) == ["target"]
 
 
@@ -72,7 +77,7 @@ def test_an_imported_name_the_world_does_not_bind_names_the_import_and_the_fix()
         closure_of(source)
     message = str(caught.value)
     assert "is_flashinfer_available (used at m.py:4)" in message
-    assert "imported from sglang.srt.utils at line 2" in message
+    assert "imported at m.py:2 from sglang.srt.utils, which this repository" in message
     assert "`bindings:` in m.yaml" in message
 
 
@@ -110,7 +115,7 @@ def test_builtins_are_listed_for_the_policy_not_judged_here():
             return {"page_size": max(len(view.x), 1), "y": open}
     """)
     assert closure.builtins == ("len", "max", "open")
-    assert closure.use_line("open") == 3
+    assert closure.use_line("open") == "m.py:3"
 
 
 def test_annotations_and_the_target_decorator_are_not_part_of_the_closure():
@@ -143,11 +148,12 @@ def test_the_digest_follows_behavior_not_formatting():
 def test_a_pipeline_skips_absent_passes_and_is_absent_only_when_all_are():
     source = "def a(view):\n    return {}\n\ndef c(view):\n    return {}\n"
     cache = SourceCache()
-    pipeline = extract_pipeline(cache, source, "m.py", ("a", "b", "c"), WORLD, "m.yaml")
+    files = RevisionFiles.of({"m.py": source}, "m.py")
+    pipeline = extract_pipeline(cache, files, ("a", "b", "c"), WORLD, "m.yaml")
     assert pipeline.skipped == ("b",)
     assert [name for name, closure in pipeline.passes if closure] == ["a", "c"]
     with pytest.raises(Absent, match="none of the passes x, y"):
-        extract_pipeline(cache, source, "m.py", ("x", "y"), WORLD, "m.yaml")
+        extract_pipeline(cache, files, ("x", "y"), WORLD, "m.yaml")
 
 
 def test_a_reused_closure_moves_with_its_lines():

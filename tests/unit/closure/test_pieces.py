@@ -8,6 +8,7 @@ import random
 
 import pytest
 
+from harness.closure.modules import RevisionFiles
 from harness.closure.pieces import Layout, SourceCache, changed_span
 from harness.errors import Unevaluable
 from harness.testing.sglang_fixture import Overrides, overrides_source
@@ -167,10 +168,13 @@ def test_a_reused_closure_is_the_closure_a_fresh_extraction_finds():
         "register_post_process",
     }
     cache = SourceCache()  # one across the chain: layouts and closures are reused
-    chained = [closure_facts(extract_closure(cache, v, "m.py", "_fa4_page_constraint", names))
-               for v in fixture_edits()]  # fmt: skip
-    fresh = [closure_facts(extract_closure(SourceCache(), v, "m.py", "_fa4_page_constraint", names))
-             for v in fixture_edits()]  # fmt: skip
+
+    def facts(cache: SourceCache, text: str) -> tuple:
+        files = RevisionFiles.of({"m.py": text}, "m.py")
+        return closure_facts(extract_closure(cache, files, "_fa4_page_constraint", names))
+
+    chained = [facts(cache, v) for v in fixture_edits()]
+    fresh = [facts(SourceCache(), v) for v in fixture_edits()]
     assert chained == fresh
     digests = [facts[0] for facts in fresh]
     assert digests[0] == digests[1] == digests[2]  # unrelated edit, lines above

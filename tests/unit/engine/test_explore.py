@@ -15,6 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from harness.closure.extract import extract_closure
+from harness.closure.modules import RevisionFiles
 from harness.closure.pieces import SourceCache
 from harness.engine.explore import evaluate_closure
 from harness.engine.outcome import ERROR, KEPT, VALUE
@@ -122,7 +123,8 @@ def test_exploration_equals_every_cell_equals_plain_python(case):
     sizes, source = case
     matrix = small_matrix(sizes)
     bound = bind_matrix(matrix)
-    closure = extract_closure(SourceCache(), source, "m.py", "target", bound.names)
+    files = RevisionFiles.of({"m.py": source}, "m.py")
+    closure = extract_closure(SourceCache(), files, "target", bound.names)
     explored = evaluate_closure(closure, matrix, bound, "rev")
     exhaustive = evaluate_closure(closure, matrix, bound, "rev", exhaustive=True)
     expected = oracle(source, matrix)

@@ -1,0 +1,57 @@
+"""The files of one revision, and which file a module name or a relative import means.
+
+Module names map to files through source roots: a root is a directory
+holding top-level packages (`python/` for `python/sglang/...`). Unless a
+matrix names them, the roots are found from the target's own path: for
+`import sglang.srt.utils`, the directory above the `sglang` component of the
+target path, then the repository root. Files are read lazily and once.
+"""
+
+from __future__ import annotations
+
+import posixpath
+from collections.abc import Callable
+
+Reader = Callable[[str], "str | None"]  # repository path -> text (None: no such file)
+
+
+class RevisionFiles:
+    """Read-only access to one revision's files, by repository path and by module name."""
+
+    def __init__(self, read: Reader, target: str, roots: tuple[str, ...] = ()) -> None:
+        self._read, self.target, self.roots = read, target, roots
+        self._texts: dict[str, str | None] = {}
+
+    @classmethod
+    def of(cls, files: dict[str, str], target: str, roots: tuple[str, ...] = ()) -> RevisionFiles:
+        """Files held in memory (tests, and callers that already read them)."""
+        return cls(files.get, target, roots)
+
+    def read(self, path: str) -> str | None:
+        if path not in self._texts:
+            self._texts[path] = self._read(path)
+        return self._texts[path]
+
+    def module_file(self, module: str, importer: str, level: int = 0) -> str | None:
+        """The file of `module` imported from the file `importer` (`level` dots for a
+        relative import); None when the repository has no such module here."""
+        for base in self._bases(module, importer, level):
+            stem = posixpath.join(base, *module.split(".")) if module else base
+            for path in (f"{stem}.py", f"{stem}/__init__.py"):
+                if self.read(path) is not None:
+                    return path
+        return None
+
+    def _bases(self, module: str, importer: str, level: int) -> list[str]:
+        if level:
+            base = posixpath.dirname(importer)
+            for _ in range(level - 1):
+                base = posixpath.dirname(base)
+            return [base]
+        return list(dict.fromkeys([*self.roots, *roots_for(self.target, module), ""]))
+
+
+def roots_for(target: str, module: str) -> list[str]:
+    """Directories of the target path that hold `module`'s top-level package, deepest last."""
+    top, parts = module.split(".")[0], target.split("/")[:-1]
+    return ["/".join(parts[:i]) for i, part in enumerate(parts) if part == top]

@@ -1,0 +1,258 @@
+"""Name resolution across the files of one revision: what a closure is made of.
+
+Starting from the target, every free name is resolved where it is read, in
+this order: a name the world binds (a probe of the machine, `torch`, `envs`,
+`logger`) comes from the world, whatever the file says; a name the file
+defines at top level brings that definition in, and its own free names in
+turn; a name the file imports from a module of the same repository is
+resolved in that module's file, at the same revision, by the same rules
+(re-exports through `__init__.py` and relative imports included); an
+imported module (`import a.b as m`, `from a import b` where `b` is a file)
+brings in the names read as its attributes. Anything else is an error naming
+the file and line that could not be used, and the fix.
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+from collections.abc import Collection
+from typing import NamedTuple
+
+from harness.closure.index import DEFINITION, IMPORT, Binding, index_module
+from harness.closure.modules import RevisionFiles
+from harness.closure.names import free_names, strip_annotations
+from harness.closure.pieces import SourceCache, Statement
+from harness.errors import Unevaluable
+
+TARGET, HELPER = "target", "helper"  # how a statement enters a closure
+
+
+class Part(NamedTuple):
+    """One statement of a closure, with the file it comes from and how it entered."""
+
+    path: str
+    statement: Statement
+    role: str
+
+
+class Need(NamedTuple):
+    """`name` in the file `path` is the world's `world`."""
+
+    path: str
+    name: str
+    world: str
+
+
+class Link(NamedTuple):
+    """`name` in `path` is `source_name` of the file `source` (None: that module itself)."""
+
+    path: str
+    name: str
+    source: str
+    source_name: str | None
+
+
+class Use(NamedTuple):
+    """A name read by `statement`, to be looked up in the file `path`; `at` is where
+    messages say it is read when that is another file (an import statement)."""
+
+    path: str
+    statement: Statement
+    at: str | None = None
+
+    def where(self, name: str) -> str:
+        """`file:line` where the name is read."""
+        if self.at is not None:
+            return self.at
+        for child in ast.walk(self.statement.node):
+            if isinstance(child, ast.Name) and child.id == name:
+                return f"{self.path}:{child.lineno + self.statement.offset}"
+        return f"{self.path}:{self.statement.lineno}"
+
+
+class Resolver:
+    """Walks free names from the target outwards, across files, collecting the closure."""
+
+    def __init__(
+        self, cache: SourceCache, files: RevisionFiles, bound: Collection[str], matrix_file: str
+    ) -> None:
+        self.cache, self.files, self.bound, self.matrix_file = cache, files, bound, matrix_file
+        self.indexes: dict[str, dict[str, list[Binding]]] = {}
+        self.layouts: dict = {}
+        self.included: dict[int, Part] = {}
+        self.needs: dict[tuple[str, str], str] = {}
+        self.links: dict[tuple[str, str], Link] = {}
+        self.builtins: set[str] = set()
+        self.seen: set[tuple[str, str]] = set()
+
+    def index(self, path: str) -> dict[str, list[Binding]]:
+        if path not in self.indexes:
+            layout = self.cache.layout(self.files.read(path) or "", path)
+            self.layouts[path] = layout
+            self.indexes[path] = index_module(layout)
+        return self.indexes[path]
+
+    def add(self, path: str, statement: Statement, role: str) -> None:
+        self.included[id(statement)] = Part(path, statement, role)
+        for name in sorted(shape(statement, role)[1]):
+            self.resolve(name, Use(path, statement))
+
+    def resolve(self, name: str, use: Use) -> None:
+        key = (use.path, name)
+        link = self.links.get(key)
+        if link is not None and link.source_name is None:
+            self._module_attributes(link, use)
+            return
+        if key in self.seen:
+            return
+        self.seen.add(key)
+        if name in self.bound:
+            self.needs[key] = name
+            return
+        bindings = self.index(use.path).get(name)
+        if bindings and bindings[-1].kind == IMPORT:
+            self._imported(name, bindings[-1], use)
+        elif bindings:
+            self._include(name, bindings, use)
+        elif hasattr(builtins, name):
+            self.builtins.add(name)
+        else:
+            raise Unevaluable(self._unknown(name, use))
+
+    def watched(self) -> dict[str, frozenset[str]]:
+        """Per file, every name looked up in it (an edit binding none of them changes nothing)."""
+        out: dict[str, set[str]] = {}
+        for path, name in self.seen | set(self.links):
+            out.setdefault(path, set()).add(name)
+        return {path: frozenset(names) for path, names in out.items()}
+
+    # --- definitions and imports ---------------------------------------------------
+
+    def _include(self, name: str, bindings: list[Binding], use: Use) -> None:
+        if bindings[-1].kind != DEFINITION:
+            raise Unevaluable(self._conditional(name, bindings[-1], use))
+        for binding in bindings:
+            if binding.kind == DEFINITION and id(binding.statement) not in self.included:
+                self.add(use.path, binding.statement, HELPER)
+
+    def _imported(self, name: str, binding: Binding, use: Use) -> None:
+        node, key = binding.statement.node, (use.path, name)
+        imported = _imported_name(node, name)
+        if imported is not None and imported in self.bound:
+            self.needs[key] = imported
+            return
+        found = self._source_of(node, name, use.path)
+        if found is None:
+            raise Unevaluable(self._unbound(name, binding, use))
+        source, source_name = found
+        link = self.links[key] = Link(use.path, name, source, source_name)
+        if source_name is not None:
+            at = f"{use.path}:{binding.statement.lineno}"
+            self.resolve(source_name, Use(source, binding.statement, at))
+            further = self.links.get((source, source_name))
+            if further is None or further.source_name is not None:
+                return
+            link = self.links[key] = further._replace(path=use.path, name=name)  # a re-export
+        self._module_attributes(link, use)
+
+    def _source_of(self, node: ast.stmt, name: str, path: str) -> tuple[str, str | None] | None:
+        """The repository file (and the name in it) that an import of `name` reads."""
+        files = self.files
+        if isinstance(node, ast.Import):
+            alias = next(a for a in node.names if (a.asname or a.name.split(".")[0]) == name)
+            if alias.asname is None and "." in alias.name:
+                return None  # `import a.b` binds `a`: not followed (use `import a.b as m`)
+            found = files.module_file(alias.name, path)
+            return None if found is None else (found, None)
+        assert isinstance(node, ast.ImportFrom)
+        alias = next(a for a in node.names if (a.asname or a.name) == name)
+        module = files.module_file(node.module or "", path, node.level)
+        if module is None:
+            return None
+        if alias.name not in self.index(module):  # `from pkg import submodule`
+            sub = ".".join(filter(None, [node.module or "", alias.name]))
+            found = files.module_file(sub, path, node.level)
+            if found is not None:
+                return found, None
+        return module, alias.name
+
+    def _module_attributes(self, link: Link, use: Use) -> None:
+        """Resolve, in the linked module, each attribute `use` reads off the module name."""
+        reads = [
+            node
+            for node in ast.walk(use.statement.node)
+            if isinstance(node, ast.Attribute)
+            and isinstance(node.value, ast.Name)
+            and node.value.id == link.name
+        ]
+        bare = sum(
+            isinstance(n, ast.Name) and n.id == link.name for n in ast.walk(use.statement.node)
+        )
+        if bare > len(reads):
+            raise Unevaluable(
+                f"module {link.name} (from {link.source}) is used at {use.where(link.name)} "
+                f"other than as {link.name}.NAME: only attribute reads of an imported module "
+                "are followed; import the names it needs instead"
+            )
+        for node in sorted(reads, key=lambda n: n.attr):
+            at = f"{use.path}:{node.lineno + use.statement.offset}"
+            self.resolve(node.attr, Use(link.source, use.statement, at))
+
+    # --- messages ------------------------------------------------------------------
+
+    def _unbound(self, name: str, binding: Binding, use: Use) -> str:
+        node = binding.statement.node
+        module = node.module if isinstance(node, ast.ImportFrom) else None
+        level = "." * getattr(node, "level", 0)
+        origin = (
+            f" from {level}{module or ''}, which this repository does not hold here,"
+            if (module or level)
+            else ", as a module this repository does not hold here,"
+        )
+        return (
+            f"name {name} (used at {use.where(name)}) is imported at "
+            f"{use.path}:{binding.statement.lineno}{origin} and the world does not bind it: "
+            f"bind it under `bindings:` in {self.matrix_file}"
+        )
+
+    def _conditional(self, name: str, binding: Binding, use: Use) -> str:
+        return (
+            f"name {name} (used at {use.where(name)}) is defined conditionally at "
+            f"{use.path}:{binding.statement.lineno} and not bound by the world: bind it "
+            f"under `bindings:` in {self.matrix_file}"
+        )
+
+    def _unknown(self, name: str, use: Use) -> str:
+        return (
+            f"name {name} (used at {use.where(name)}) is defined nowhere in {use.path}: "
+            f"bind it under `bindings:` in {self.matrix_file}"
+        )
+
+
+def _imported_name(node: ast.stmt, name: str) -> str | None:
+    """The name an import binds `name` from (`from m import a as name` -> a); None for
+    `import m as name` (a module, not a name the world could bind)."""
+    if isinstance(node, ast.ImportFrom):
+        for alias in node.names:
+            if (alias.asname or alias.name) == name:
+                return alias.name
+    return None
+
+
+def shape(statement: Statement, role: str) -> tuple[str, frozenset[str]]:
+    """The statement as it enters a closure: its normalized text and its free names."""
+
+    def compute(node: ast.stmt) -> tuple[str, frozenset[str]]:
+        stripped = stripped_node(node, role)
+        return ast.unparse(stripped), frozenset(free_names(stripped))
+
+    return statement.memo(("shape", role), compute)
+
+
+def stripped_node(node: ast.stmt, role: str) -> ast.stmt:
+    """A copy without annotations; the target also without its decorators."""
+    stripped = strip_annotations(node)
+    if role == TARGET:
+        stripped.decorator_list = []
+    return stripped
