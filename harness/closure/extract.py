@@ -23,18 +23,28 @@ from harness.closure.modules import RevisionFiles
 from harness.closure.pieces import Layout, SourceCache, Statement
 from harness.closure.resolve import (
     HELPER,
+    METHOD_PREFIX,
     TARGET,
     Link,
     Need,
     Part,
     Resolver,
     Use,
+    ViewClass,
     shape,
     stripped_node,
 )
 from harness.errors import Absent, Unevaluable
 
-__all__ = ["HELPER", "TARGET", "Closure", "Pipeline", "extract_closure", "extract_pipeline"]
+__all__ = [
+    "HELPER",
+    "TARGET",
+    "Closure",
+    "Pipeline",
+    "ViewClass",
+    "extract_closure",
+    "extract_pipeline",
+]
 
 
 @dataclass(frozen=True)
@@ -50,6 +60,11 @@ class Closure:
     digest: str
     builtins: tuple[str, ...] = ()  # builtin names it reads
     files: tuple[str, ...] = ()  # every file read to resolve it, the target's first
+    methods: tuple[tuple[str, str], ...] = ()  # (view method, file): from the view's class
+
+    def method_functions(self, spaces: dict[str, dict]) -> dict[str, object]:
+        """The loaded view methods, by name, from the files' namespaces."""
+        return {name: spaces[path][METHOD_PREFIX + name] for name, path in self.methods}
 
     def use_line(self, name: str) -> str:
         """`file:line` where the closure first reads `name`."""
@@ -87,9 +102,10 @@ def extract_closure(
     function: str,
     bound: Collection[str],
     matrix_file: str = "the matrix",
+    view: ViewClass | None = None,
 ) -> Closure:
     """The closure of `function` in the file `files.target`; names in `bound` come from
-    the world.
+    the world; methods the view's class defines (`view`) come along when called.
 
     Cheap when the files differ from the last ones `cache` saw in a few
     statements: only those are parsed, and when none of them binds a name the
@@ -100,11 +116,11 @@ def extract_closure(
     source = files.read(path)
     if source is None:
         raise Absent(f"{path} does not exist")
-    key, names = (path, function, matrix_file), frozenset(bound)
+    key, names = (path, function, matrix_file, view), frozenset(bound)
     closure = _reuse(cache, files, key, names)
     if closure is not None:
         return closure
-    resolver = Resolver(cache, files, names, matrix_file)
+    resolver = Resolver(cache, files, names, matrix_file, view)
     target = _find_target(resolver.index(path), path, function)
     resolver.seen.add((path, function))
     resolver.add(path, target, TARGET)
@@ -120,10 +136,11 @@ def _closure(path: str, function: str, target: Statement, resolver: Resolver) ->
     )
     needs = tuple(sorted(Need(p, n, w) for (p, n), w in resolver.needs.items()))
     links = tuple(sorted(resolver.links.values()))
-    digest = _digest(parts, needs, links)
+    methods = tuple(sorted(resolver.methods.items()))
+    digest = _digest(parts, needs, links + methods)
     return Closure(
         path, function, target.lineno, parts, needs, links, digest,
-        tuple(sorted(resolver.builtins)), tuple(order),
+        tuple(sorted(resolver.builtins)), tuple(order), methods,
     )  # fmt: skip
 
 
@@ -150,6 +167,7 @@ def extract_pipeline(
     names: tuple[str, ...],
     bound: Collection[str],
     matrix_file: str,
+    view: ViewClass | None = None,
 ) -> Pipeline:
     """Each pass's closure; a pass missing at this revision is skipped, not an error."""
     path = files.target
@@ -158,7 +176,7 @@ def extract_pipeline(
     passes = []
     for name in names:
         try:
-            closure = extract_closure(cache, files, name, bound, matrix_file)
+            closure = extract_closure(cache, files, name, bound, matrix_file, view)
             passes.append((name, closure))
         except Absent:
             passes.append((name, None))
@@ -174,7 +192,7 @@ class _Last:
 
     layouts: dict[str, Layout]
     bound: frozenset[str]
-    key: tuple[str, str, str]
+    key: tuple  # (target path, function, matrix file, view class)
     closure: Closure
     watched: dict[str, frozenset[str]]
 
@@ -184,7 +202,7 @@ def _remember(cache: SourceCache, last: _Last) -> None:
 
 
 def _reuse(
-    cache: SourceCache, files: RevisionFiles, key: tuple[str, str, str], bound: frozenset[str]
+    cache: SourceCache, files: RevisionFiles, key: tuple, bound: frozenset[str]
 ) -> Closure | None:
     """The last closure, if each of its files is unchanged or edited only where no name
     it looked up there is bound."""
@@ -226,7 +244,9 @@ def _moved(part: Part, layout: Layout, old: Layout) -> Part:
         return part
     statement = part.statement
     return part._replace(
-        statement=layout.statement(layout.edit.slot(statement.slot), statement.position)
+        statement=layout.statement(layout.edit.slot(statement.slot), statement.position)._replace(
+            member=statement.member
+        )
     )
 
 
@@ -244,6 +264,6 @@ def _find_target(index: dict[str, list[Binding]], path: str, function: str) -> S
     return statement
 
 
-def _digest(parts: tuple[Part, ...], needs: tuple[Need, ...], links: tuple[Link, ...]) -> str:
+def _digest(parts: tuple[Part, ...], needs: tuple[Need, ...], links: tuple) -> str:
     text = "\n".join(f"{p.path}\0{shape(p.statement, p.role)[0]}" for p in parts)
     return hashlib.sha256((text + "\0" + repr(needs) + repr(links)).encode()).hexdigest()

@@ -26,6 +26,7 @@ from harness.errors import Unevaluable
 # A line that may start a top-level statement: column 0, not blank, not a
 # comment, not a closing bracket. (Matches the newline before it.)
 _STATEMENT_START = re.compile(r"\n(?=[^\s#)\]}])")
+_TRIPLE = re.compile(r'"""|\'\'\'')
 # Lines at column 0 that continue the statement before them.
 _CONTINUATION = re.compile(r"(?:else|elif|except|finally)\b")
 MAX_PIECES = 50_000
@@ -47,17 +48,20 @@ class Piece:
 
 
 class Statement(NamedTuple):
-    """A top-level statement of one file (a tuple: files have hundreds, made per revision)."""
+    """A top-level statement of one file, or (`member` >= 0) one statement of a top-level
+    class's body (a tuple: files have hundreds, made per revision)."""
 
     piece: Piece
     position: int  # index into piece.nodes
     offset: int  # file line of the piece's first line, minus one
     slot: int  # index of the piece in its layout
+    member: int = -1  # index into the class body, for a method
 
     @property
     def node(self) -> ast.stmt:
         """The shared, piece-relative node: read it, never change it."""
-        return self.piece.nodes[self.position]
+        node = self.piece.nodes[self.position]
+        return node if self.member < 0 else node.body[self.member]
 
     @property
     def lineno(self) -> int:
@@ -66,7 +70,7 @@ class Statement(NamedTuple):
     def memo(self, name: str, compute) -> Any:
         """A fact about this statement that does not depend on where it stands in the file."""
         node = self.node
-        return self.piece.memo((name, self.position), lambda nodes: compute(node))
+        return self.piece.memo((name, self.position, self.member), lambda nodes: compute(node))
 
 
 @dataclass
@@ -223,9 +227,10 @@ def split(source: str, lo: int = 0, hi: int | None = None, line: int = 0):
     """(text, first character, line offset) of the pieces of source[lo:hi]."""
     hi = len(source) if hi is None else hi
     cuts, decorated = [lo], source.startswith("@", lo)
+    strings = _triple_quoted(source, lo, hi)
     for match in _STATEMENT_START.finditer(source, lo, hi):
         start = match.end()
-        if start >= hi or _CONTINUATION.match(source, start):
+        if start >= hi or _CONTINUATION.match(source, start) or _inside(strings, start):
             continue
         if not decorated:  # decorator lines stay with the definition below them
             cuts.append(start)
@@ -237,6 +242,27 @@ def split(source: str, lo: int = 0, hi: int | None = None, line: int = 0):
         pieces.append((text, start, line))
         line += text.count("\n")
     return pieces
+
+
+def _triple_quoted(source: str, lo: int, hi: int) -> list[tuple[int, int]]:
+    """Spans of source[lo:hi] inside triple-quoted strings (a docstring's lines at column
+    0 start no statement). A rough scan: a quote it misreads (inside a comment, say)
+    makes a bad cut, which costs one whole-file parse, never a wrong tree."""
+    spans, at = [], lo
+    while True:
+        match = _TRIPLE.search(source, at, hi)
+        if match is None:
+            return spans
+        end = source.find(match.group(), match.end(), hi)
+        if end < 0:
+            return [*spans, (match.start(), hi)]
+        spans.append((match.start(), end + 3))
+        at = end + 3
+
+
+def _inside(spans: list[tuple[int, int]], position: int) -> bool:
+    index = bisect.bisect_right(spans, (position, float("inf"))) - 1
+    return index >= 0 and spans[index][0] < position < spans[index][1]
 
 
 def _whole(source: str, path: str) -> Layout:

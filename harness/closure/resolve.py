@@ -25,7 +25,17 @@ from harness.closure.names import free_names, strip_annotations
 from harness.closure.pieces import SourceCache, Statement
 from harness.errors import Unevaluable
 
-TARGET, HELPER = "target", "helper"  # how a statement enters a closure
+TARGET, HELPER, METHOD = "target", "helper", "method"  # how a statement enters a closure
+METHOD_PREFIX = "_harness_view_method_"  # a view method compiled as a plain function
+
+
+class ViewClass(NamedTuple):
+    """Where the view's methods are defined (the class the view stands for), and the view
+    attributes the world and the matrix already answer (never looked up there)."""
+
+    module: str
+    name: str
+    answered: frozenset[str]
 
 
 class Part(NamedTuple):
@@ -75,12 +85,20 @@ class Resolver:
     """Walks free names from the target outwards, across files, collecting the closure."""
 
     def __init__(
-        self, cache: SourceCache, files: RevisionFiles, bound: Collection[str], matrix_file: str
+        self,
+        cache: SourceCache,
+        files: RevisionFiles,
+        bound: Collection[str],
+        matrix_file: str,
+        view_class: ViewClass | None = None,
     ) -> None:
         self.cache, self.files, self.bound, self.matrix_file = cache, files, bound, matrix_file
+        self.view_class = view_class
+        self.methods: dict[str, str] = {}  # view method -> the file defining it
+        self.methods_missing: set[str] = set()  # looked up, not (yet) found
         self.indexes: dict[str, dict[str, list[Binding]]] = {}
         self.layouts: dict = {}
-        self.included: dict[int, Part] = {}
+        self.included: dict[tuple[str, int, int], Part] = {}  # by (file, line, member)
         self.needs: dict[tuple[str, str], str] = {}
         self.links: dict[tuple[str, str], Link] = {}
         self.builtins: set[str] = set()
@@ -94,9 +112,12 @@ class Resolver:
         return self.indexes[path]
 
     def add(self, path: str, statement: Statement, role: str) -> None:
-        self.included[id(statement)] = Part(path, statement, role)
+        self.included[(path, statement.lineno, statement.member)] = Part(path, statement, role)
         for name in sorted(shape(statement, role)[1]):
             self.resolve(name, Use(path, statement))
+        if role != HELPER and self.view_class is not None:
+            for method in sorted(view_calls(statement.node) - self.view_class.answered):
+                self._view_method(method)
 
     def resolve(self, name: str, use: Use) -> None:
         key = (use.path, name)
@@ -133,8 +154,9 @@ class Resolver:
         if bindings[-1].kind != DEFINITION:
             raise Unevaluable(self._conditional(name, bindings[-1], use))
         for binding in bindings:
-            if binding.kind == DEFINITION and id(binding.statement) not in self.included:
-                self.add(use.path, binding.statement, HELPER)
+            statement = binding.statement
+            if binding.kind == DEFINITION and (use.path, statement.lineno, -1) not in self.included:
+                self.add(use.path, statement, HELPER)
 
     def _imported(self, name: str, binding: Binding, use: Use) -> None:
         node, key = binding.statement.node, (use.path, name)
@@ -199,6 +221,36 @@ class Resolver:
             at = f"{use.path}:{node.lineno + use.statement.offset}"
             self.resolve(node.attr, Use(link.source, use.statement, at))
 
+    def _view_method(self, name: str) -> None:
+        """Bring in the view class's method `name`, if the class defines it here (else the
+        read stays a view attribute, and strictness names it when it runs)."""
+        if name in self.methods or name in self.methods_missing:
+            return
+        self.methods_missing.add(name)
+        found = self._view_class_member(name)
+        if found is not None:
+            path, statement = found
+            self.methods_missing.discard(name)
+            self.methods[name] = path
+            self.add(path, statement, METHOD)
+
+    def _view_class_member(self, name: str) -> tuple[str, Statement] | None:
+        view = self.view_class
+        path = self.files.module_file(view.module, self.files.target)
+        bindings = self.index(path).get(view.name, []) if path else []
+        if path:
+            self.seen.add((path, view.name))  # an edit to the class must not reuse this closure
+        if not bindings or bindings[-1].kind != DEFINITION:
+            return None
+        cls = bindings[-1].statement
+        if not isinstance(cls.node, ast.ClassDef):
+            return None
+        members = [
+            n for n, node in enumerate(cls.node.body)
+            if isinstance(node, ast.FunctionDef) and node.name == name
+        ]  # fmt: skip
+        return (path, cls._replace(member=members[-1])) if members else None
+
     # --- messages ------------------------------------------------------------------
 
     def _unbound(self, name: str, binding: Binding, use: Use) -> str:
@@ -251,8 +303,26 @@ def shape(statement: Statement, role: str) -> tuple[str, frozenset[str]]:
 
 
 def stripped_node(node: ast.stmt, role: str) -> ast.stmt:
-    """A copy without annotations; the target also without its decorators."""
+    """A copy without annotations; the target and methods also without their decorators,
+    a method renamed so that it cannot clash with the module's own names."""
     stripped = strip_annotations(node)
-    if role == TARGET:
+    if role != HELPER:
         stripped.decorator_list = []
+    if role == METHOD:
+        stripped.name = METHOD_PREFIX + stripped.name
     return stripped
+
+
+def view_calls(node: ast.stmt) -> set[str]:
+    """Methods a function calls on its first parameter (the view, or `self`): `p.m(...)`."""
+    if not isinstance(node, ast.FunctionDef) or not node.args.args:
+        return set()
+    view = node.args.args[0].arg
+    return {
+        call.func.attr
+        for call in ast.walk(node)
+        if isinstance(call, ast.Call)
+        and isinstance(call.func, ast.Attribute)
+        and isinstance(call.func.value, ast.Name)
+        and call.func.value.id == view
+    }

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+import functools
 from collections.abc import Callable
 from types import TracebackType
 from typing import Any
@@ -89,7 +90,36 @@ def load_function(
         _run(ast.Module(body=list(body), type_ignores=[]), code_name(path, label), space)
         spaces[path] = space
     _bind_links(pending, spaces, spaces)  # names a file imports from one loaded after it
-    return spaces[closure.path][closure.function]
+    function = spaces[closure.path][closure.function]
+    if not closure.methods:
+        return function
+    return with_methods(function, closure.method_functions(spaces))
+
+
+def with_methods(function: Callable[..., Any], methods: dict[str, Any]) -> Callable[..., Any]:
+    """`function`, called with a view that also answers the view class's methods."""
+
+    @functools.wraps(function)
+    def call(view: Any) -> Any:
+        return function(MethodView(view, methods))
+
+    return call
+
+
+class MethodView:
+    """A view whose methods (from the class it stands for) are the extracted ones."""
+
+    __slots__ = ("_methods", "_view")
+
+    def __init__(self, view: Any, methods: dict[str, Any]) -> None:
+        object.__setattr__(self, "_view", view)
+        object.__setattr__(self, "_methods", methods)
+
+    def __getattr__(self, name: str) -> Any:
+        methods = object.__getattribute__(self, "_methods")
+        if name in methods:
+            return functools.partial(methods[name], self)
+        return getattr(object.__getattribute__(self, "_view"), name)
 
 
 def _load_order(closure: Closure) -> list[str]:

@@ -98,10 +98,24 @@ class Param(Spec):
             return Const(ctx.matrix.fields[self.name]).compile(ctx)
         if not self.required:
             return Const(self.default).compile(ctx)
+        where = "`fields:` (one value)" + (" or `axes:`" if self.name.isidentifier() else "")
         return _raiser(
-            f"{self.reader or self.name} needs an input named {self.name}",
-            f"add an axis or a field named {self.name} to {ctx.matrix.edit_hint}",
+            self.reader or self.name,
+            f"it is answered by the input {self.name}, which matrix {ctx.matrix.name} does not "
+            f"define: add {self.name} under {where} in {ctx.matrix.edit_hint}",
         )
+
+
+@dataclass(frozen=True)
+class Map(Spec):
+    """A value computed from a named input (e.g. a GPU's compute capability from `platform`)."""
+
+    param: Param
+    function: Callable[[Any], Any]
+
+    def compile(self, ctx: Context) -> Resolver:
+        get, function = self.param.compile(ctx), self.function
+        return lambda probe: function(get(probe))
 
 
 @dataclass(frozen=True)
@@ -226,6 +240,7 @@ class World:
     view_attrs: dict[str, Spec] = field(default_factory=dict)
     consumed: frozenset[str] = frozenset()
     validate: Callable[[Matrix], None] | None = None
+    view_class: tuple[str, str] | None = None  # (module, class) whose methods the view has
 
 
 class Context:
@@ -262,14 +277,13 @@ def bind(world: World, matrix: Matrix) -> Bound:
     if world.validate is not None:
         world.validate(matrix)
     ctx = Context(world, matrix)
-    view_specs: dict[str, Spec] = {}
+    view_specs: dict[str, Spec] = dict(world.view_attrs)  # the matrix's own inputs win
     for axis in matrix.axes:
         if axis.name not in world.consumed:
             view_specs[axis.name] = Param(axis.name)
     for name, value in matrix.fields.items():
-        if name not in world.consumed:
+        if name not in world.consumed and "." not in name:  # dotted: a probe's answer
             view_specs[name] = Const(value)
-    view_specs.update(world.view_attrs)
     view = Obj("view", view_specs).compile(ctx)(ctx.probe)
     names = {name: spec.compile(ctx)(ctx.probe) for name, spec in world.names.items()}
     for name, raw in matrix.bindings.items():

@@ -13,7 +13,13 @@ from dataclasses import dataclass, field, replace
 import git as gitpython
 
 from harness import gitio
-from harness.closure.extract import Closure, Pipeline, extract_closure, extract_pipeline
+from harness.closure.extract import (
+    Closure,
+    Pipeline,
+    ViewClass,
+    extract_closure,
+    extract_pipeline,
+)
 from harness.closure.modules import RevisionFiles
 from harness.closure.pieces import SourceCache
 from harness.engine.explore import evaluate_closure
@@ -28,6 +34,15 @@ from harness.scan.cache import TableCache, table_key
 def bind_matrix(matrix: Matrix) -> Bound:
     """The matrix's world, compiled against it (once per run, shared by every revision)."""
     return bind(world_named(matrix.world, matrix.source), matrix)
+
+
+def view_class(matrix: Matrix) -> ViewClass | None:
+    """Where the world says the view's methods are defined, and what it already answers."""
+    world = world_named(matrix.world, matrix.source)
+    if world.view_class is None:
+        return None
+    answered = {*world.view_attrs, *matrix.axis_names, *matrix.fields}
+    return ViewClass(*world.view_class, frozenset(answered))
 
 
 @dataclass(frozen=True)
@@ -78,6 +93,7 @@ class Versions:
         self.repo, self.matrix, self.exhaustive = repo, matrix, exhaustive
         self.cache = cache or TableCache(None)
         self.bound = bind_matrix(matrix)
+        self.view = view_class(matrix)
         self.by_blob: dict[str | None, list[tuple[Blobs, State]]] = {}  # by the target's blob
         self.by_key: dict[str, OutcomeTable] = {}
         self.sources = SourceCache()  # parsed pieces and closures, for this run only
@@ -92,9 +108,9 @@ class Versions:
         """The target's closure (or each pass's); raises Absent or Unevaluable."""
         target, names, hint = self.matrix.target, self.bound.names, self.matrix.edit_hint
         if target.pipeline:
-            return extract_pipeline(self.sources, files, target.passes, names, hint)
+            return extract_pipeline(self.sources, files, target.passes, names, hint, self.view)
         (function,) = target.passes
-        return extract_closure(self.sources, files, function, names, hint)
+        return extract_closure(self.sources, files, function, names, hint, self.view)
 
     def at(self, revision: gitio.Revision) -> State:
         """The state at a revision (sha None: the working tree)."""

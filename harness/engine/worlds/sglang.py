@@ -1,4 +1,12 @@
-"""The SGLang world: what `overrides.py` imports, answered from the cell.
+"""The SGLang world: the probes of the machine SGLang's resolution code reads,
+answered from the cell.
+
+Plain code (helpers, constants, choice lists) runs as SGLang wrote it, from
+the repository; what this world answers is what only the machine, the
+installed packages or the checkpoint could: the platform and device
+(`get_platform().is_sm100`, `is_gfx95_supported()`,
+`torch.cuda.get_device_capability()`), environment variables (`envs.X`),
+and the model's configuration (`model_config_of(view).hf_config.X`).
 
 Every spelling SGLang used for the same check answers alike, so a pure
 refactor shows as no change: `is_sm100_supported()` and
@@ -6,7 +14,9 @@ refactor shows as no change: `is_sm100_supported()` and
 `use_mla_backend(view)`. Inputs it reads by name (an axis of that name, else
 a field, else the default shown): `platform`, `use_mla`,
 `prefill_cuda_graph`, `decode_cuda_graph`, `architecture`
-(LlamaForCausalLM), and one per `envs.NAME` read.
+(LlamaForCausalLM), one per `envs.NAME` read, and, for facts the platform
+does not imply, a field named `platform.X`, `model_config.X` or
+`hf_config.X` (see PROBE_DEFAULTS for the documented defaults).
 """
 
 from __future__ import annotations
@@ -14,7 +24,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from harness.engine.world import Call, ListOf, Native, Obj, Param, Spec, Test, World
+from harness.engine.world import Call, ListOf, Map, Native, Obj, Param, Spec, Test, World
 from harness.errors import HarnessError
 from harness.matrix.model import Matrix, format_value
 
@@ -54,17 +64,40 @@ def gpu_major(platform: Any) -> int | None:
     return None
 
 
-NON_CUDA = ("hip", "musa", "npu", "xpu", "cpu")
+NON_CUDA = ("hip", "musa", "npu", "xpu", "cpu", "mps")
 
 FLAGS: dict[str, Callable[[Any], bool]] = {
     "is_cuda": lambda p: gpu_major(p) is not None,
     "is_cuda_alike": lambda p: gpu_major(p) is not None or p == "hip",
     "is_sm90": lambda p: gpu_major(p) == 9,
     "is_hopper": lambda p: gpu_major(p) == 9,
+    # SGLang's CUDA wheels need CUDA >= 12.3 on Hopper, and ship flashinfer.
+    "is_hopper_with_cuda_12_3": lambda p: gpu_major(p) == 9,
+    "has_flashinfer": lambda p: gpu_major(p) is not None,
     "is_sm100": lambda p: gpu_major(p) == 10,
+    "is_sm110": lambda p: gpu_major(p) == 11,
     "is_sm120": lambda p: gpu_major(p) == 12,
-    "is_blackwell": lambda p: gpu_major(p) in (10, 12),
+    "is_blackwell": lambda p: gpu_major(p) in (10, 11, 12),
     **{f"is_{name}": (lambda p, name=name: p == name) for name in NON_CUDA},
+}
+
+# Facts the platform does not imply, answered by a field of that name, else this
+# default (a documented assumption; set the field to change it).
+PROBE_DEFAULTS: dict[str, Any] = {
+    "platform.has_amx": False,  # an Intel CPU with AMX (cpu_has_amx_support())
+    "platform.has_xmx": True,  # an Intel GPU with XMX units (xpu_has_xmx_support())
+    "platform.is_gfx95": False,  # an AMD MI35x (is_gfx95_supported())
+    "platform.is_mnnvl_fabric": False,  # a multi-node NVLink fabric (is_mnnvl_fabric_device())
+    "platform.has_fi_a2a": False,  # flashinfer all-to-all usable (is_fi_a2a_supported())
+    "platform.has_triton_kernels": True,  # is_triton_kernels_available()
+    "platform.uses_mlx": False,  # Apple MLX tensors (use_mlx())
+    "platform.is_out_of_tree": False,  # a platform plugin (current_platform.is_out_of_tree())
+    "model_config.has_asymmetric_kv": False,
+    "model_config.has_attention_sinks": False,
+    "model_config.is_hybrid_swa": False,
+    "hf_config.quantization_config": None,
+    "hf_config.dual_chunk_attention_config": None,
+    "model_config.quantization": None,
 }
 
 # Older helper functions and the platform attribute each one means.
@@ -81,7 +114,40 @@ HELPERS = {
     "is_npu": "is_npu",
     "is_xpu": "is_xpu",
     "is_cpu": "is_cpu",
+    "is_mps": "is_mps",
+    "is_flashinfer_available": "has_flashinfer",
+    "is_hopper_with_cuda_12_3": "is_hopper_with_cuda_12_3",
+    "is_sm110_supported": "is_sm110",
 }
+
+# Device probes answered by a field (default in PROBE_DEFAULTS).
+PROBES = {
+    "cpu_has_amx_support": "platform.has_amx",
+    "xpu_has_xmx_support": "platform.has_xmx",
+    "is_gfx95_supported": "platform.is_gfx95",
+    "is_mnnvl_fabric_device": "platform.is_mnnvl_fabric",
+    "is_fi_a2a_supported": "platform.has_fi_a2a",
+    "is_triton_kernels_available": "platform.has_triton_kernels",
+    "use_mlx": "platform.uses_mlx",
+}
+
+# Views of the configuration being resolved: here, the view itself.
+VIEW_FUNCTIONS = ("resolving_view", "resolved_view", "record_of")
+
+
+def capability(platform: Any) -> tuple[int | None, int | None]:
+    """`torch.cuda.get_device_capability()`: (10, 0) for sm100, (10, 3) for sm103."""
+    major = gpu_major(platform)
+    if major is None:
+        return (None, None)
+    return (major, int(platform[2:]) % 10)
+
+
+def field_param(name: str, reader: str) -> Param:
+    """A fact answered by the field `name`, else its documented default."""
+    if name in PROBE_DEFAULTS:
+        return Param(name, default=PROBE_DEFAULTS[name], required=False, reader=reader)
+    return Param(name, reader=reader)
 
 
 def _platform_flag(flag: str, reader: str) -> Spec:
@@ -90,7 +156,28 @@ def _platform_flag(flag: str, reader: str) -> Spec:
 
 def _platform_object() -> Spec:
     attrs = {flag: _platform_flag(flag, f"get_platform().{flag}") for flag in FLAGS}
-    return Obj("get_platform()", attrs)
+    return Obj(
+        "get_platform()",
+        attrs,
+        fallback=lambda name: field_param(f"platform.{name}", f"get_platform().{name}"),
+    )
+
+
+def _current_platform() -> Spec:
+    out_of_tree = field_param("platform.is_out_of_tree", "current_platform.is_out_of_tree()")
+    backend = field_param(
+        "platform.default_attention_backend", "current_platform.get_default_attention_backend()"
+    )
+    return Obj(
+        "current_platform",
+        {"is_out_of_tree": Call(out_of_tree), "get_default_attention_backend": Call(backend)},
+    )
+
+
+def _torch() -> Spec:
+    platform = Param("platform", reader="torch.cuda.get_device_capability()")
+    cuda = Obj("torch.cuda", {"get_device_capability": Call(Map(platform, capability))})
+    return Obj("torch", {"cuda": cuda})
 
 
 def _cuda_graph_config() -> Spec:
@@ -103,28 +190,79 @@ def _cuda_graph_config() -> Spec:
 
 def _model_config() -> Spec:
     arch = Param("architecture", default="LlamaForCausalLM", required=False)
-    hf_config = Obj("model_config_of(view).hf_config", {"architectures": ListOf(arch)})
-    return Obj("model_config_of(view)", {"hf_config": hf_config})
+    hf_config = Obj(
+        "model_config_of(view).hf_config",
+        {"architectures": ListOf(arch)},
+        fallback=lambda name: field_param(f"hf_config.{name}", f"model_config.hf_config.{name}"),
+    )
+    heads = field_param("model_config.num_kv_heads", "model_config.get_num_kv_heads()")
+    attrs = {
+        "hf_config": hf_config,
+        "attention_arch": Map(Param("use_mla", reader="model_config.attention_arch"), _arch),
+        "get_num_kv_heads": Call(heads),
+    }
+    fallback = lambda name: field_param(f"model_config.{name}", f"model_config.{name}")  # noqa: E731
+    return Obj("model_config_of(view)", attrs, fallback=fallback)
+
+
+def _arch(use_mla: Any) -> str:
+    return AttentionArch.MLA if use_mla else AttentionArch.MHA
+
+
+class AttentionArch:
+    """SGLang's attention architectures, as `model_config.attention_arch` names them."""
+
+    MLA = "MLA"
+    MHA = "MHA"
 
 
 def _env_var(name: str) -> Spec:
     value = Param(name, reader=f"envs.{name}")
-    return Obj(f"envs.{name}", {"get": Call(value, label=f"envs.{name}.get()"), "value": value})
+    is_set = Test(Param(name, reader=f"envs.{name}.is_set()"), lambda v: v is not None)
+    return Obj(
+        f"envs.{name}",
+        {"get": Call(value, label=f"envs.{name}.get()"), "value": value, "is_set": Call(is_set)},
+    )
+
+
+def _identity(value: Any) -> Any:
+    return value
 
 
 def _names() -> dict[str, Spec]:
     names: dict[str, Spec] = {
         "Backend": Native(Backend),
+        "AttentionArch": Native(AttentionArch),
         "logger": Native(NullLogger()),
         "register_post_process": Native(register_post_process),
         "get_platform": Call(_platform_object(), label="get_platform()"),
+        "current_platform": _current_platform(),
+        "torch": _torch(),
         "use_mla_backend": Call(Param("use_mla", reader="use_mla_backend(view)")),
         "model_config_of": Call(_model_config(), label="model_config_of()"),
         "envs": Obj("envs", fallback=_env_var),
+        "get_device_capability": Call(Map(Param("platform"), capability)),
+        "get_device_sm": Call(Map(Param("platform"), _device_sm)),
     }
+    names.update({name: Native(_identity) for name in VIEW_FUNCTIONS})
     for helper, flag in HELPERS.items():
         names[helper] = Call(_platform_flag(flag, f"{helper}()"), label=f"{helper}()")
+    for probe, field_name in PROBES.items():
+        names[probe] = Call(field_param(field_name, f"{probe}()"), label=f"{probe}()")
     return names
+
+
+def device_of(platform: Any) -> str:
+    """`view.device` when the matrix does not set it: the platform's torch device, as
+    SGLang picks it by default (ROCm GPUs are `cuda` devices to torch)."""
+    if gpu_major(platform) is not None or platform == "hip":
+        return "cuda"
+    return str(platform)
+
+
+def _device_sm(platform: Any) -> int:
+    major, minor = capability(platform)
+    return 0 if major is None else major * 10 + minor
 
 
 def check_platforms(matrix: Matrix) -> None:
@@ -146,9 +284,12 @@ WORLD = World(
     view_attrs={
         "use_mla_backend": Call(Param("use_mla", reader="view.use_mla_backend()")),
         "cuda_graph_config": _cuda_graph_config(),
+        "device": Map(Param("platform", reader="view.device"), device_of),
+        "get_model_config": Call(_model_config(), label="view.get_model_config()"),
     },
     consumed=frozenset(
         {"platform", "use_mla", "prefill_cuda_graph", "decode_cuda_graph", "architecture"}
     ),
     validate=check_platforms,
+    view_class=("sglang.srt.server_args", "ServerArgs"),
 )

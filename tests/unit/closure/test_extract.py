@@ -164,3 +164,136 @@ def test_a_reused_closure_moves_with_its_lines():
     fresh = closure_of(edited)
     assert second.lineno == fresh.lineno == first.lineno + 1
     assert second.digest == fresh.digest == first.digest
+
+
+# --- imports followed inside the repository ------------------------------------------
+
+TARGET = "python/pkg/sub/overrides.py"
+PACKAGE = {
+    "python/pkg/__init__.py": '"""The package."""\n',
+    "python/pkg/sub/__init__.py": (
+        '"""Re-exports."""\n\nfrom .base import pick  # noqa: F401\nfrom . import choices\n'
+    ),
+    "python/pkg/sub/base.py": (
+        '"""Helpers shared by the passes."""\n\nimport torch\n\n'
+        "from pkg.sub.choices import SIZES\n\n\n"
+        "def pick(view):\n    return SIZES[0] if torch.cuda.is_available() else SIZES[-1]\n\n\n"
+        "def pairs(view):\n    return (view.prefill or view.base, view.decode or view.base)\n"
+    ),
+    "python/pkg/sub/choices.py": "SIZES = [16, 64, 128]\nNAMES = ['fa4', 'triton']\n",
+}
+
+
+def closure_across(target_text: str, function: str = "target", bound=WORLD | {"torch"}):
+    files = RevisionFiles.of({**PACKAGE, TARGET: textwrap.dedent(target_text)}, TARGET)
+    return extract_closure(SourceCache(), files, function, bound, "m.yaml")
+
+
+def drawn(closure) -> dict[str, list[str]]:
+    """Per file, the names of the definitions the closure took from it."""
+    return {path: names_defined_in(closure.nodes_of(path)) for path in closure.files
+            if closure.nodes_of(path)}  # fmt: skip
+
+
+def names_defined_in(nodes) -> list[str]:
+    out = []
+    for node in nodes:
+        if isinstance(node, ast.FunctionDef | ast.ClassDef):
+            out.append(node.name)
+        elif isinstance(node, ast.Assign):
+            out.extend(t.id for t in node.targets if isinstance(t, ast.Name))
+    return out
+
+
+def test_from_import_of_a_repository_module_brings_its_definition_and_what_it_needs():
+    closure = closure_across("""
+        from pkg.sub.base import pick
+        def target(view):
+            return {"page_size": pick(view)}
+    """)
+    assert drawn(closure) == {
+        TARGET: ["target"],
+        "python/pkg/sub/base.py": ["pick"],
+        "python/pkg/sub/choices.py": ["SIZES"],
+    }
+    assert ("python/pkg/sub/base.py", "torch", "torch") in closure.needs  # the world's torch
+
+
+def test_a_module_alias_brings_the_attributes_read_off_it():
+    closure = closure_across("""
+        import pkg.sub.choices as choices
+        def target(view):
+            return {"page_size": 64} if view.backend in choices.NAMES else {}
+    """)
+    assert drawn(closure)["python/pkg/sub/choices.py"] == ["NAMES"]
+
+
+def test_relative_imports_and_re_exports_through_init():
+    closure = closure_across("""
+        from . import choices
+        from .base import pairs
+        from pkg.sub import pick
+        def target(view):
+            if "fa4" in pairs(view) and view.x in choices.SIZES:
+                return {"page_size": pick(view)}
+            return {}
+    """)
+    got = drawn(closure)
+    assert got["python/pkg/sub/base.py"] == ["pick", "pairs"]
+    assert got["python/pkg/sub/choices.py"] == ["SIZES"]
+    assert "python/pkg/sub/__init__.py" in closure.files  # read to follow the re-export
+
+
+def test_a_module_used_other_than_by_attribute_is_refused():
+    with pytest.raises(Unevaluable, match=r"module choices .* other than as choices\.NAME"):
+        closure_across("""
+            import pkg.sub.choices as choices
+            def target(view):
+                return {"page_size": len(vars_of(choices))}
+        """, bound=WORLD | {"vars_of"})  # fmt: skip
+
+
+def test_an_import_from_a_module_the_repository_lacks_names_the_import():
+    with pytest.raises(Unevaluable) as caught:
+        closure_across("""
+            from pkg.missing import helper
+            def target(view):
+                return helper(view)
+        """)
+    assert f"imported at {TARGET}:2 from pkg.missing, which this repository" in str(caught.value)
+
+
+def test_a_name_the_module_does_not_define_names_the_import_line():
+    with pytest.raises(Unevaluable) as caught:
+        closure_across("""
+            from pkg.sub.base import nothing_here
+            def target(view):
+                return nothing_here(view)
+        """)
+    assert f"nothing_here (used at {TARGET}:2) is defined nowhere in python/pkg/sub/base.py" in str(
+        caught.value
+    )
+
+
+def test_a_change_to_a_helper_file_changes_the_digest_and_one_elsewhere_does_not():
+    source = (
+        "from pkg.sub.base import pick\ndef target(view):\n    return {'page_size': pick(view)}\n"
+    )
+
+    def digest_with(**changes: str) -> str:
+        files = RevisionFiles.of({**PACKAGE, **changes, TARGET: source}, TARGET)
+        return extract_closure(SourceCache(), files, "target", WORLD | {"torch"}, "m.yaml").digest
+
+    choices = "python/pkg/sub/choices.py"
+    assert digest_with() == digest_with(**{choices: PACKAGE[choices] + "OTHER = 1\n"})
+    assert digest_with() != digest_with(**{choices: "SIZES = [32, 64]\nNAMES = []\n"})
+
+
+def test_world_names_win_over_a_repository_definition():
+    files = {**PACKAGE, "python/pkg/sub/base.py": "def get_platform():\n    import torch\n"}
+    source = "from pkg.sub.base import get_platform\ndef target(view):\n    return get_platform()\n"
+    closure = extract_closure(
+        SourceCache(), RevisionFiles.of({**files, TARGET: source}, TARGET), "target", WORLD, "m"
+    )
+    assert [tuple(n) for n in closure.needs] == [(TARGET, "get_platform", "get_platform")]
+    assert closure.files == (TARGET,)

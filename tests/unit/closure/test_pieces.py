@@ -201,3 +201,14 @@ def test_the_changed_span_is_what_a_character_by_character_scan_finds(chunk):
         while tail < min(len(old), len(new)) - head and old[-1 - tail] == new[-1 - tail]:
             tail += 1
         assert changed_span(old, new, chunk) == (head, len(old) - tail)
+
+
+def test_a_multi_line_docstring_at_column_0_does_not_force_a_whole_file_parse():
+    source = (
+        '# License header.\n"""Post-process passes.\n\nDeclarations apply in order,\n'
+        'last writer wins.\n"""\n\nimport os\n\nX = """\nnot = code(\n"""\n\n\n'
+        "def f(view):\n    return {}\n"
+    )
+    layout = SourceCache().layout(source, "m.py")
+    assert [len(p.nodes) for p in layout.pieces if p.nodes] == [1, 1, 1, 1]  # docstring, import, X, f
+    assert piecewise_tree(SourceCache(), source) == whole_tree(source)
