@@ -34,10 +34,15 @@ def module(body: str, top: str = HEAVY_TOP) -> str:
     return top + "\n\n" + textwrap.dedent(body)
 
 
-def commit_versions(root: Path, versions: list[str]) -> list[str]:
-    """A repository whose commits hold each text as overrides.py, in order."""
+def commit_versions(root: Path, versions: list[str], extra: dict | None = None) -> list[str]:
+    """A repository whose commits hold each text as overrides.py, in order (the first
+    commit also writes `extra`, e.g. the fixture package's other modules)."""
     repo = FixtureRepo(root)
-    return [repo.commit(f"version {n}", {PATH: text}) for n, text in enumerate(versions)]
+    shas = []
+    for n, text in enumerate(versions):
+        files = {**(extra or {}), PATH: text} if n == 0 else {PATH: text}
+        shas.append(repo.commit(f"version {n}", files))
+    return shas
 
 
 @dataclass

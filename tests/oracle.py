@@ -104,23 +104,43 @@ def pipeline_cells():
         yield dict(zip(names, values, strict=True))
 
 
-def pipeline_page_size(cell: dict, full_clause: bool, aiter_layout: str = "default"):
-    """The fixture's four passes in order, each seeing the page_size declared so far.
+def default_backend(cell: dict) -> str:
+    """The fixture's `get_default_attn_backend` for a cell with no backend (Llama, not
+    Whisper): MLA -> trtllm_mla on SM100, fa3 on SM90, else triton; MHA -> trtllm_mha on
+    SM100 with topk <= 1, aiter on HIP, else triton."""
+    platform = cell["platform"]
+    if cell["use_mla"]:
+        return {"sm100": "trtllm_mla", "sm90": "fa3"}.get(platform, "triton")
+    if platform == "sm100" and (cell["speculative_eagle_topk"] or 0) <= 1:
+        return "trtllm_mha"
+    return "aiter" if platform == "hip" else "triton"
 
-    MLA: HIP/MUSA with the blocked AITER layout -> 16, else the MLA backend's size.
-    FA4: 128 as in `fa4_forces_128`. XPU: an intel_xpu backend on an XPU (with XMX
-    and the auto KV dtype, the matrix defaults) keeps a given size, else 128.
-    Default: 1 when nothing is set.
+
+def pipeline_page_size(
+    cell: dict, full_clause: bool, aiter_layout: str = "default", both_phases: bool = False
+):
+    """The fixture's passes in order, each seeing what the earlier ones declared.
+
+    Default: a cell with no attention backend gets `default_backend`. MLA: HIP/MUSA
+    with the blocked AITER layout -> 16, else the (effective) MLA backend's size.
+    FA4: 128 as in `fa4_forces_128` (no default backend is fa4). XPU: an intel_xpu
+    backend serving decode (`both_phases`: prefill or decode; a split field left
+    unset falls back to the base backend) on an XPU, with XMX and the auto KV dtype
+    (the matrix defaults), keeps a given size, else 128. Default page: 1 when unset.
     """
+    backend = cell["attention_backend"] or default_backend(cell)
     page = cell["page_size"]
     if cell["use_mla"]:
         if cell["platform"] in ("hip", "musa") and aiter_layout == "blocked":
             page = 16
-        elif MLA_PAGE_SIZES.get(cell["attention_backend"]):
-            page = MLA_PAGE_SIZES[cell["attention_backend"]]
+        elif MLA_PAGE_SIZES.get(backend):
+            page = MLA_PAGE_SIZES[backend]
     if fa4_forces_128(cell, full_clause):
         page = 128
-    if cell["platform"] == "xpu" and cell["attention_backend"] == "intel_xpu":
+    decode = cell["decode_attention_backend"] or backend
+    prefill = cell["prefill_attention_backend"] or backend
+    serving = (prefill, decode) if both_phases else (decode,)
+    if cell["platform"] == "xpu" and "intel_xpu" in serving:
         page = 128 if page is None else page
     return 1 if page is None else page
 

@@ -56,19 +56,19 @@ def test_helpers_and_constants_come_along_transitively(tmp_path):
 
 
 def test_an_imported_name_the_world_does_not_bind_is_unevaluable(tmp_path):
-    top = "from sglang.srt.utils import is_flashinfer_available\n"
+    top = "from sglang.srt.utils import is_nixl_transport_ready\n"
     body = """
     def _fa4_page_constraint(view):
-        return {"page_size": 16} if is_flashinfer_available() else {}
+        return {"page_size": 16} if is_nixl_transport_ready() else {}
     """
     shas = commit_versions(tmp_path / "repo", [module(SIMPLE), module(body, top=top)])
     outcome = only_outcome(evaluate_at(tmp_path / "repo", shas[1]))
     assert outcome.kind == UNEVALUABLE
-    for part in ("is_flashinfer_available", "from sglang.srt.utils", "bindings:", f"{PATH}:"):
+    for part in ("is_nixl_transport_ready", "from sglang.srt.utils", "bindings:", f"{PATH}:"):
         assert part in outcome.value
     result = run_cli("diff", *shas, "--repo", str(tmp_path / "repo"), "--format", "json")
     reason = json.loads(result.out)["changed"][0]["head"]["unevaluable"]
-    assert reason.startswith(f"at {shas[1][:10]}: name is_flashinfer_available (used at {PATH}:")
+    assert reason.startswith(f"at {shas[1][:10]}: name is_nixl_transport_ready (used at {PATH}:")
 
 
 def test_a_matrix_binding_makes_it_evaluable(tmp_path):
@@ -153,8 +153,8 @@ def test_a_missing_file_is_absent_and_a_change_from_absent_counts(tmp_path):
 
 
 def test_the_same_failure_at_both_revisions_is_no_change_but_warns(tmp_path):
-    top = "from sglang.srt.utils import is_flashinfer_available\n"
-    body = "def _fa4_page_constraint(view):\n    return {} if is_flashinfer_available() else {}\n"
+    top = "from sglang.srt.utils import is_nixl_transport_ready\n"
+    body = "def _fa4_page_constraint(view):\n    return {} if is_nixl_transport_ready() else {}\n"
     shas = commit_versions(
         tmp_path / "repo", [module(body, top=top), module(body, top=top) + "\n# x\n"]
     )

@@ -168,7 +168,7 @@ def trace_cell(
         fns = []
         for name, closure in target.passes:
             if closure is None:
-                log.append({"pass": name, "absent": True})
+                fns.append(_absent(name, log))
             else:
                 start = Event(PASS, closure.lineno, name, name)
                 fns.append(_logged(name, load(closure), log, events, start))
@@ -176,6 +176,16 @@ def trace_cell(
     else:
         fn = load(target)
     return Trace(run_cell(fn, bound, matrix, cell), tuple(events), tuple(log))
+
+
+def _absent(name: str, log: list[dict[str, Any]]):
+    """A pass missing at this revision, in its place in the log."""
+
+    def run(view: Any) -> dict[str, Any]:
+        log.append({"pass": name, "absent": True})
+        return {}
+
+    return run
 
 
 def _logged(name: str, fn, log: list[dict[str, Any]], events: list[Event], start: Event):

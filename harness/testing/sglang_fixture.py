@@ -1,10 +1,15 @@
-"""An SGLang-shaped `overrides.py`, written for the harness, and a history of it.
+"""An SGLang-shaped package of override passes, written for the harness, and a history.
 
-The file imports heavy modules at the top and runs module-level code (it
-cannot be imported here, on purpose), defines its own
-`register_post_process`, and holds several passes besides the FA4 one. The
-FA4 pass comes in the spellings SGLang used over time. `build_history` makes
-a small repository whose history contains PR #30835, its revert and noise.
+Our own text in the real shapes: `overrides.py` starts with a license comment
+and a multi-line module docstring, imports heavy modules at the top and runs
+module-level code (it cannot be imported here, on purpose), defines its own
+`register_post_process`, and holds several passes besides the FA4 one, in
+the spellings SGLang used over time. Its passes draw on other modules of the
+package, in every import form: a helper in `model_override_base.py`, through a
+relative import and through a re-export in the package's `__init__.py`, and
+constants in a third module, `choices.py`, read through a module alias.
+`build_history` makes a small repository whose history contains PR #30835,
+its revert, noise, and a change to a helper file alone.
 """
 
 from __future__ import annotations
@@ -14,7 +19,79 @@ from pathlib import Path
 
 from harness.testing.gitrepo import FixtureRepo
 
-OVERRIDES = "python/sglang/srt/arg_groups/overrides.py"
+PACKAGE = "python/sglang/srt/arg_groups"
+OVERRIDES = f"{PACKAGE}/overrides.py"
+BASE = f"{PACKAGE}/model_override_base.py"
+
+PACKAGE_INIT = '''\
+"""Argument groups: declarations, override passes and the views they read."""
+
+from .model_override_base import get_default_attn_backend  # noqa: F401
+'''
+
+CHOICES = '''\
+"""Values the argument groups accept, and what the passes derive from them."""
+
+MLA_PAGE_SIZES = {"flashmla": 64, "cutlass_mla": 128, "trtllm_mla": 64}
+DEFAULT_MHA_BACKEND = "triton"
+DETERMINISTIC_BACKENDS = ["flashinfer", "fa3", "triton"]
+'''
+
+BASE_SOURCE = '''\
+"""Read views and helpers shared by the override passes.
+
+Model-family modules import this module without depending on overrides.py.
+"""
+
+import torch
+from sglang.srt.arg_groups.view import model_config_of
+from sglang.srt.platforms import get_platform
+
+from .choices import DEFAULT_MHA_BACKEND
+
+
+def model_memory_gb() -> float:
+    """Total memory of the first GPU (a probe of the machine: never part of a closure)."""
+    return torch.cuda.mem_get_info()[1] / 2**30
+
+
+def attention_backends_of(cfg) -> tuple:
+{backends_body}
+
+
+def get_default_attn_backend(cfg, use_mla: bool) -> str:
+    """The attention backend a configuration gets when it names none."""
+    if "WhisperForConditionalGeneration" in model_config_of(cfg).hf_config.architectures:
+        return "flashinfer"
+    platform = get_platform()
+    if use_mla:
+        if platform.is_sm100:
+            return "trtllm_mla"
+        return "fa3" if platform.is_sm90 else "triton"
+    if platform.is_sm100 and (cfg.speculative_eagle_topk or 0) <= 1:
+        return "trtllm_mha"
+    return "aiter" if platform.is_hip else DEFAULT_MHA_BACKEND
+'''
+
+DECODE_ONLY = '''\
+    """The backends that serve decoding (the base one when none is split out)."""
+    return (cfg.decode_attention_backend or cfg.attention_backend,)'''
+
+BOTH_PHASES = '''\
+    """(prefill, decode) backends: each split field falls back to the base backend."""
+    prefill = cfg.prefill_attention_backend or cfg.attention_backend
+    decode = cfg.decode_attention_backend or cfg.attention_backend
+    return prefill, decode'''
+
+
+def package_files(both_phases: bool = False) -> dict[str, str]:
+    """The package's other modules; `both_phases`: the helper change of #30950."""
+    body = BOTH_PHASES if both_phases else DECODE_ONLY
+    return {
+        f"{PACKAGE}/__init__.py": PACKAGE_INIT,
+        f"{PACKAGE}/choices.py": CHOICES,
+        BASE: BASE_SOURCE.format(backends_body=body),
+    }
 
 HELPER_IMPORTS = """\
 from sglang.srt.utils import (
@@ -34,17 +111,28 @@ from sglang.srt.utils import xpu_has_xmx_support
 """
 
 HEADER = '''\
-"""Post-process passes: each reads a view of the arguments and declares fields."""
+# Copyright 2026 the harness fixture authors. Written for harness's tests;
+# shaped like SGLang's file, none of its text.
+# ==============================================================================
+"""Post-process passes: each reads a view of the arguments and declares fields.
+
+Passes are registered in definition order. The resolution pipeline calls them
+from its handlers, and each sees the fields the passes before it declared.
+"""
 
 from __future__ import annotations
 
 import logging
 from typing import Any, Dict
 
+import sglang.srt.arg_groups.choices as choices
 import torch
+from sglang.srt.arg_groups import get_default_attn_backend
 from sglang.srt.environ import envs
 from sglang.srt.model_executor.cuda_graph_config import Backend
 {imports}
+from .model_override_base import attention_backends_of
+
 logger = logging.getLogger(__name__)
 
 _POST_PROCESS_PASSES = []
@@ -58,7 +146,6 @@ def register_post_process(fn):
 
 _VISIBLE_GPUS = torch.cuda.device_count()
 FA4_PAGE_SIZE = 128
-_MLA_PAGE_SIZES = {{"flashmla": 64, "cutlass_mla": 128, "trtllm_mla": 64}}
 _ATTENTION_FIELDS = ("attention_backend", "decode_attention_backend", "prefill_attention_backend")
 '''
 
@@ -71,6 +158,17 @@ def _chunked_prefill_default(view) -> Dict[str, Any]:
     return {{"chunked_prefill_size": {chunk} if _VISIBLE_GPUS > 1 else {chunk} // 2}}
 """
 
+DEFAULT_PASS = """
+
+@register_post_process
+def _attention_backend_default(view) -> Dict[str, Any]:
+    if view.attention_backend is not None:
+        return {{}}
+    backend = get_default_attn_backend(view, {mla_check})
+    logger.info(f"Attention backend not specified. Use {{backend}} backend by default.")
+    return {{"attention_backend": backend}}
+"""
+
 MLA_PASS = """
 
 @register_post_process
@@ -79,7 +177,7 @@ def _mla_backend_page_constraints(view) -> Dict[str, Any]:
         return {{}}
     if ({hip_check} or {musa_check}) and envs.SGLANG_AITER_KV_CACHE_LAYOUT.get() == "blocked":
         return {{"page_size": 16}}
-    size = _MLA_PAGE_SIZES.get(view.attention_backend)
+    size = choices.MLA_PAGE_SIZES.get(view.attention_backend)
     return {{"page_size": size}} if size else {{}}
 """
 
@@ -113,7 +211,7 @@ TAIL_PASSES = """
 
 @register_post_process
 def _intel_xpu_page_constraint(view) -> Dict[str, Any]:
-    if not ({xpu_check} and view.attention_backend == "intel_xpu"):
+    if not ({xpu_check} and "intel_xpu" in attention_backends_of(view)):
         return {{}}
     if not xpu_has_xmx_support() or view.kv_cache_dtype != "auto":
         return {{"page_size": 64 if view.page_size is None else max(view.page_size, 64)}}
@@ -155,6 +253,7 @@ def overrides_source(o: Overrides) -> str:
     parts = [
         HEADER.format(imports=HELPER_IMPORTS if helpers else PLATFORM_IMPORTS),
         CHUNKED_PREFILL.format(chunk=o.chunk),
+        DEFAULT_PASS.format(mla_check=mla_check),
         MLA_PASS.format(
             mla_check=mla_check,
             hip_check="is_hip()" if helpers else "get_platform().is_hip",
@@ -183,7 +282,7 @@ class Step:
     key: str
     subject: str
     overrides: Overrides | None = None  # None: the commit leaves overrides.py alone
-    other: dict[str, str] | None = None
+    other: dict[str, str] | None = None  # other files the commit writes
 
 
 def history_steps(padding: int = 0) -> list[Step]:
@@ -198,7 +297,7 @@ def history_steps(padding: int = 0) -> list[Step]:
             "initial",
             "Add server-argument post-process passes (#30001)",
             initial,
-            {"README.md": README},
+            {"README.md": README, **package_files()},
         ),
         Step("noise", "Raise the chunked prefill default (#30123)", noise),
         Step(
@@ -219,6 +318,12 @@ def history_steps(padding: int = 0) -> list[Step]:
             "fixed",
             "Finish reworking the chunked prefill pass (#30903)",
             replace(comment, chunk=12288),
+        ),
+        Step(
+            "helper",
+            "Check split prefill backends for Intel XPU pages too (#30950)",
+            None,
+            {BASE: package_files(both_phases=True)[BASE]},
         ),
     ]
 

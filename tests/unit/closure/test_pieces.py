@@ -210,5 +210,10 @@ def test_a_multi_line_docstring_at_column_0_does_not_force_a_whole_file_parse():
         "def f(view):\n    return {}\n"
     )
     layout = SourceCache().layout(source, "m.py")
-    assert [len(p.nodes) for p in layout.pieces if p.nodes] == [1, 1, 1, 1]  # docstring, import, X, f
+    assert [len(p.nodes) for p in layout.pieces if p.nodes] == [
+        1,
+        1,
+        1,
+        1,
+    ]  # docstring, import, X, f
     assert piecewise_tree(SourceCache(), source) == whole_tree(source)
