@@ -109,7 +109,9 @@ def test_a_cell_needs_one_value_per_axis(history):
 
 def test_an_unevaluable_revision_says_why(history):
     result = run_cli("explain", "#30902", "--repo", history.repo(), *where(FA4_CELL))
-    assert result.code == 0 and "outcome: unevaluable: syntax error" in result.out
+    short = history.shas["broken"][:10]
+    assert result.code == 0
+    assert f"outcome: unevaluable at #30902 ({short}): syntax error" in result.out
 
 
 def test_diff_rules_say_because_the_clause_was_added_then_removed(history):
@@ -128,3 +130,34 @@ def test_diff_rules_say_because_the_clause_was_added_then_removed(history):
         assert reason["base"] == {"line": line, "value": False}
     text = run_cli("diff", "#30835^", "#30835", "--repo", history.repo()).out
     assert f"because `{CLAUSE}` (line {line}) is new at head: False here" in text
+
+
+RUNTIME_UNBOUND = """
+def _fa4_page_constraint(view):
+    if view.attention_backend == "fa4":
+        return {"page_size": 128 if view.undeclared_thing else 1}
+    return {}
+"""
+
+
+def test_a_name_unbound_at_run_time_is_the_one_line_reason_diff_gives(tmp_path):
+    shas = commit_versions(tmp_path, [module(RUNTIME_UNBOUND), module(RUNTIME_UNBOUND) + "# x\n"])
+    args = [a for axis, value in FA4_CELL.items() for a in ("--where", f"{axis}={value}")]
+    result = run_cli("explain", shas[1], "--repo", str(tmp_path), *args)
+    assert result.code == 0 and "Traceback" not in result.err
+    (outcome,) = [line for line in result.out.splitlines() if line.startswith("outcome: ")]
+    diff = run_cli("diff", *shas, "--repo", str(tmp_path), "--format", "json")
+    note = json.loads(diff.out)["notes"]["head"]
+    assert outcome == f"outcome: {note}"
+    line = 1 + module(RUNTIME_UNBOUND).splitlines().index(
+        '        return {"page_size": 128 if view.undeclared_thing else 1}'
+    )
+    assert f"view.undeclared_thing is read at {PATH}:{line}" in note
+
+
+def test_the_same_run_time_failure_at_both_revisions_is_no_change(tmp_path):
+    shas = commit_versions(tmp_path, [module(RUNTIME_UNBOUND), module(RUNTIME_UNBOUND) + "# x\n"])
+    result = run_cli("diff", *shas, "--repo", str(tmp_path), "--format", "json")
+    report = json.loads(result.out)
+    assert result.code == 0 and report["changed"] == []
+    assert "unevaluable" in report["notes"]["base"] and "unevaluable" in report["notes"]["head"]

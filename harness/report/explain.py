@@ -9,7 +9,7 @@ from harness.engine.trace import CONDITION, OPERAND, PASS, Event, Trace
 from harness.gitio import Revision
 from harness.matrix.model import Matrix, format_value
 from harness.report.because import json_value, short
-from harness.report.model import outcome_json, outcome_label
+from harness.report.model import outcome_json, outcome_label, revision_reason
 from harness.report.text import revision_line, title
 
 
@@ -17,16 +17,15 @@ def _given(matrix: Matrix, cell: tuple[int, ...]) -> dict:
     return Inputs(matrix).given(matrix.index(cell))
 
 
-def outcome_text(matrix: Matrix, cell: tuple[int, ...], outcome) -> str:
-    """`page_size = 16 (the input: nothing declared)`, per output field; or what went wrong."""
+def outcome_text(matrix: Matrix, revision: Revision, cell: tuple[int, ...], outcome) -> str:
+    """`page_size = 16 (the input: nothing declared)`, per output field; or what went
+    wrong, a revision-wide reason worded as `harness diff` words it."""
     fields = matrix.target.outputs
     values = declared(outcome, fields)
+    if values is None and outcome.revision_wide:
+        return f"{outcome.kind} {revision_reason(outcome, revision.label)}"
     if values is None:
-        return (
-            outcome_label(outcome, fields)
-            if not outcome.revision_wide
-            else (f"{outcome.kind}: {outcome.value}")
-        )
+        return outcome_label(outcome, fields)
     given = _given(matrix, cell)
     parts = [
         f"{f} = {format_value(values[f])}" if f in values
@@ -42,7 +41,7 @@ def render_text(matrix: Matrix, revision: Revision, cell: tuple[int, ...], trace
         title(matrix),
         f"rev:     {revision_line(revision)}",
         f"cell:    {shown}",
-        f"outcome: {outcome_text(matrix, cell, trace.outcome)}",
+        f"outcome: {outcome_text(matrix, revision, cell, trace.outcome)}",
         "",
     ]
     lines.extend(_trace_lines(trace.events) or ["(nothing traced: the function did not run)"])
