@@ -18,4 +18,11 @@ class Absent(Exception):
 
 
 class Unevaluable(Exception):
-    """The closure cannot be evaluated (syntax error, unbound name); the message says why."""
+    """The closure cannot be evaluated (syntax error, unbound name); the message says why.
+
+    `missing` names the matrix input (an axis or field) whose absence is the reason,
+    when declaring it is all it takes."""
+
+    def __init__(self, reason: str, missing: str | None = None) -> None:
+        super().__init__(reason)
+        self.missing = missing

@@ -10,7 +10,7 @@ from harness.report.baseline import read
 from harness.testing.sglang_fixture import Overrides, overrides_source, package_files
 from tests import oracle
 from tests.conftest import run_cli
-from tests.helpers import commit_versions
+from tests.helpers import commit_versions, module
 
 PIPELINE = "sglang-page-size-pipeline"
 # SGLang's order: the attention-backend handler's passes, then the default page size.
@@ -194,3 +194,48 @@ def test_the_cache_follows_a_helper_only_change(history, tmp_path):
     )
     outcome = again.at(after).table.outcome_at(index)
     assert outcome.value == oracle.pipeline_page_size(cells[index], False, both_phases=True)
+
+
+ALL_MATRIX = """\
+name: every-pass
+target: {path: python/sglang/srt/arg_groups/overrides.py, passes: all, output: page_size}
+world: sglang
+axes:
+  attention_backend: [null, flashmla]
+  page_size: [null, 16]
+"""
+
+ALL_BODY = """
+@register_post_process
+def _second_in_name_first_in_file(view):
+    return {"page_size": 64} if view.attention_backend == "flashmla" else {}
+
+def _not_registered(view):
+    return {"page_size": 3}
+
+@register_post_process
+def _a_default(view):
+    return {} if view.page_size is not None else {"page_size": 1}
+"""
+
+
+def test_passes_all_runs_every_registered_pass_in_file_order(tmp_path):
+    (sha,) = commit_versions(tmp_path / "repo", [module(ALL_BODY)])
+    matrix = tmp_path / "all.yaml"
+    matrix.write_text(ALL_MATRIX)
+    for backend, page in (
+        ("null", "null"),
+        ("null", "16"),
+        ("flashmla", "null"),
+        ("flashmla", "16"),
+    ):
+        result = run_cli("explain", sha, "--repo", str(tmp_path / "repo"), "--matrix", str(matrix),
+                         "--where", f"attention_backend={backend}", "--where", f"page_size={page}",
+                         "--format", "json")  # fmt: skip
+        report = json.loads(result.out)
+        expected = 64 if backend == "flashmla" else (1 if page == "null" else 16)
+        assert report["outcome"] == {"page_size": expected}
+        assert [p["pass"] for p in report["passes"]] == [
+            "_second_in_name_first_in_file",
+            "_a_default",
+        ]

@@ -12,7 +12,17 @@ import traceback
 from collections.abc import Sequence
 
 from harness import __version__
-from harness.cli import bisect, comment, demo, diff, explain, history, matrix, snapshot
+from harness.cli import (
+    bisect,
+    comment,
+    demo,
+    diff,
+    explain,
+    history,
+    matrix,
+    passes,
+    snapshot,
+)
 from harness.errors import HarnessError
 
 EXIT_USAGE = 2
@@ -45,7 +55,7 @@ def build_parser() -> Parser:
     )
     parser.add_argument("--version", action="version", version=f"harness {__version__}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
-    for module in (diff, history, bisect, explain, snapshot, comment, matrix, demo):
+    for module in (diff, history, bisect, explain, passes, snapshot, comment, matrix, demo):
         module.register(commands)
     return parser
 

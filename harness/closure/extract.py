@@ -121,15 +121,15 @@ def extract_closure(
     if closure is not None:
         return closure
     resolver = Resolver(cache, files, names, matrix_file, view)
-    target = _find_target(resolver.index(path), path, function)
+    target = find_target(resolver.index(path), path, function)
     resolver.seen.add((path, function))
     resolver.add(path, target, TARGET)
-    closure = _closure(path, function, target, resolver)
+    closure = build_closure(path, function, target, resolver)
     _remember(cache, _Last(dict(resolver.layouts), names, key, closure, resolver.watched()))
     return closure
 
 
-def _closure(path: str, function: str, target: Statement, resolver: Resolver) -> Closure:
+def build_closure(path: str, function: str, target: Statement, resolver: Resolver) -> Closure:
     order = {p: n for n, p in enumerate(dict.fromkeys([path, *sorted(resolver.layouts)]))}
     parts = tuple(
         sorted(resolver.included.values(), key=lambda p: (order[p.path], p.statement.lineno))
@@ -250,7 +250,7 @@ def _moved(part: Part, layout: Layout, old: Layout) -> Part:
     )
 
 
-def _find_target(index: dict[str, list[Binding]], path: str, function: str) -> Statement:
+def find_target(index: dict[str, list[Binding]], path: str, function: str) -> Statement:
     bindings = index.get(function, [])
     if not bindings or bindings[-1].kind != DEFINITION:
         raise Absent(f"no top-level function {function} in {path}")

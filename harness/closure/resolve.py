@@ -96,6 +96,7 @@ class Resolver:
         self.view_class = view_class
         self.methods: dict[str, str] = {}  # view method -> the file defining it
         self.methods_missing: set[str] = set()  # looked up, not (yet) found
+        self.blocked: list[tuple[str, str]] | None = None  # set: collect, do not raise
         self.indexes: dict[str, dict[str, list[Binding]]] = {}
         self.layouts: dict = {}
         self.included: dict[tuple[str, int, int], Part] = {}  # by (file, line, member)
@@ -139,7 +140,7 @@ class Resolver:
         elif hasattr(builtins, name):
             self.builtins.add(name)
         else:
-            raise Unevaluable(self._unknown(name, use))
+            self._fail(name, self._unknown(name, use))
 
     def watched(self) -> dict[str, frozenset[str]]:
         """Per file, every name looked up in it (an edit binding none of them changes nothing)."""
@@ -152,7 +153,8 @@ class Resolver:
 
     def _include(self, name: str, bindings: list[Binding], use: Use) -> None:
         if bindings[-1].kind != DEFINITION:
-            raise Unevaluable(self._conditional(name, bindings[-1], use))
+            self._fail(name, self._conditional(name, bindings[-1], use))
+            return
         for binding in bindings:
             statement = binding.statement
             if binding.kind == DEFINITION and (use.path, statement.lineno, -1) not in self.included:
@@ -166,7 +168,8 @@ class Resolver:
             return
         found = self._source_of(node, name, use.path)
         if found is None:
-            raise Unevaluable(self._unbound(name, binding, use))
+            self._fail(name, self._unbound(name, binding, use))
+            return
         source, source_name = found
         link = self.links[key] = Link(use.path, name, source, source_name)
         if source_name is not None:
@@ -212,10 +215,11 @@ class Resolver:
             isinstance(n, ast.Name) and n.id == link.name for n in ast.walk(use.statement.node)
         )
         if bare > len(reads):
-            raise Unevaluable(
+            self._fail(
+                link.name,
                 f"module {link.name} (from {link.source}) is used at {use.where(link.name)} "
                 f"other than as {link.name}.NAME: only attribute reads of an imported module "
-                "are followed; import the names it needs instead"
+                "are followed; import the names it needs instead",
             )
         for node in sorted(reads, key=lambda n: n.attr):
             at = f"{use.path}:{node.lineno + use.statement.offset}"
@@ -252,6 +256,12 @@ class Resolver:
         return (path, cls._replace(member=members[-1])) if members else None
 
     # --- messages ------------------------------------------------------------------
+
+    def _fail(self, name: str, reason: str) -> None:
+        """A name nothing can supply: an error, or (when surveying) one more blocker."""
+        if self.blocked is None:
+            raise Unevaluable(reason)
+        self.blocked.append((name, reason))
 
     def _unbound(self, name: str, binding: Binding, use: Use) -> str:
         node = binding.statement.node

@@ -71,7 +71,7 @@ class _Runner:
         try:
             result = self.fn(self.bound.view)
         except Unbound as exc:
-            raise Unevaluable(unbound_reason(exc)) from None
+            raise Unevaluable(unbound_reason(exc), exc.field) from None
         except NameError as exc:
             where = line_in(exc.__traceback__)
             raise Unevaluable(f"{describe(exc)} at {where}") from None

@@ -28,10 +28,11 @@ Resolver = Callable[["Probe"], Any]
 class Unbound(BaseException):
     """The evaluated code read something the matrix and the world do not define."""
 
-    def __init__(self, what: str, fix: str) -> None:
+    def __init__(self, what: str, fix: str, field: str | None = None) -> None:
         super().__init__(what)
         self.what = what
         self.fix = fix
+        self.field = field  # the matrix input that would answer it, if one would
 
 
 class Probe:
@@ -100,6 +101,7 @@ class Param(Spec):
             return Const(self.default).compile(ctx)
         where = "`fields:` (one value)" + (" or `axes:`" if self.name.isidentifier() else "")
         return _raiser(
+            self.name,
             self.reader or self.name,
             f"it is answered by the input {self.name}, which matrix {ctx.matrix.name} does not "
             f"define: add {self.name} under {where} in {ctx.matrix.edit_hint}",
@@ -165,9 +167,9 @@ class Obj(Spec):
         return lambda probe: obj
 
 
-def _raiser(what: str, fix: str) -> Resolver:
+def _raiser(field: str, what: str, fix: str) -> Resolver:
     def resolve(probe: Probe) -> Any:
-        raise Unbound(what, fix)
+        raise Unbound(what, fix, field)
 
     return resolve
 
@@ -215,7 +217,8 @@ class StrictObject:
             resolve = self._fallback(name).compile(self._ctx)
             self._attrs[name] = resolve
             return resolve
-        raise Unbound(f"{self._label}.{name}", self._ctx.fix_for(self._label, name))
+        field = name if self._label == "view" else None
+        raise Unbound(f"{self._label}.{name}", self._ctx.fix_for(self._label, name), field)
 
     def __setattr__(self, name: str, value: Any) -> None:
         raise AttributeError(f"{self._label} is read-only: cannot set {name}")

@@ -22,12 +22,13 @@ from harness.closure.extract import (
 )
 from harness.closure.modules import RevisionFiles
 from harness.closure.pieces import SourceCache
+from harness.closure.survey import registered
 from harness.engine.explore import evaluate_closure
 from harness.engine.outcome import OutcomeTable, revision_wide
 from harness.engine.world import Bound, bind
 from harness.engine.worlds import world_named
 from harness.errors import Absent, Unevaluable
-from harness.matrix.model import Matrix
+from harness.matrix.model import ALL_PASSES, Matrix
 from harness.scan.cache import TableCache, table_key
 
 
@@ -107,6 +108,9 @@ class Versions:
     def extract(self, files: RevisionFiles) -> Closure | Pipeline:
         """The target's closure (or each pass's); raises Absent or Unevaluable."""
         target, names, hint = self.matrix.target, self.bound.names, self.matrix.edit_hint
+        if target.passes == ALL_PASSES:
+            passes = tuple(registered(self.sources, files))
+            return extract_pipeline(self.sources, files, passes, names, hint, self.view)
         if target.pipeline:
             return extract_pipeline(self.sources, files, target.passes, names, hint, self.view)
         (function,) = target.passes

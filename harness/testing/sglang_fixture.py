@@ -93,6 +93,7 @@ def package_files(both_phases: bool = False) -> dict[str, str]:
         BASE: BASE_SOURCE.format(backends_body=body),
     }
 
+
 HELPER_IMPORTS = """\
 from sglang.srt.utils import (
     is_hip,

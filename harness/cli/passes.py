@@ -1,0 +1,46 @@
+"""`harness passes [REV]`: every registered pass, and what stands between it and an evaluation."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from harness.cli.options import add_command, add_evaluation_options, set_up
+from harness.report import passes as report
+from harness.scan.passes import passes_at
+from harness.scan.versions import Versions
+
+PIPELINE_MATRIX = "sglang-page-size-pipeline"
+
+HELP = f"""\
+List every function registered with @register_post_process in the target
+file at REV (default HEAD), in file order, with its line, the fields it
+declares, the view attributes and world names it reads (through the helpers
+it calls, in any file of the repository), and what stands between it and an
+evaluation under --matrix (default: {PIPELINE_MATRIX}, whose world and
+fields answer the most):
+
+  needs field X   the matrix does not declare view attribute X: adding it
+                  under `fields:` or `axes:` is all it takes
+  blocked by N    neither the world nor the repository can supply the name N
+                  (the reason names the file, the line and the fix)
+
+Exit status: 0 every pass evaluates, 1 some do not, 2 error."""
+
+
+def register(commands: argparse._SubParsersAction) -> None:
+    parser = add_command(commands, "passes", "show how much of the resolution code evaluates", HELP)
+    parser.add_argument("rev", nargs="?", default="HEAD", metavar="REV")
+    add_evaluation_options(parser, run, ("text", "json"), where=False)
+    parser.set_defaults(matrix=PIPELINE_MATRIX)
+
+
+def run(args: argparse.Namespace) -> int:
+    setup = set_up(args)
+    revision = setup.resolve(args.rev)
+    reports = passes_at(Versions(setup.repo, setup.matrix, setup.cache), revision)
+    if args.format == "json":
+        sys.stdout.write(report.render_json(revision, reports))
+    else:
+        sys.stdout.write(report.render_text(setup.matrix, revision, reports))
+    return 0 if all(r.evaluable for r in reports) else 1

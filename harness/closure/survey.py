@@ -1,0 +1,152 @@
+"""A survey of the registered passes of one revision: what each reads, declares, needs.
+
+Static, over the closures (nothing runs here): the fields a pass declares (the
+keys of the dict literals it returns), the view attributes it and its helpers
+read, the world's names it uses, and the names nothing can supply, which
+extraction collects here instead of stopping at the first.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Collection
+from dataclasses import dataclass
+
+from harness.closure.extract import Closure, build_closure, find_target
+from harness.closure.index import DEFINITION, index_module
+from harness.closure.modules import RevisionFiles
+from harness.closure.pieces import SourceCache, Statement
+from harness.closure.resolve import TARGET, Resolver, ViewClass
+from harness.errors import Absent, Unevaluable
+
+REGISTER = "register_post_process"
+VIEW_NAMES = frozenset({"view", "cfg", "server_args", "self"})  # a helper's view parameter
+VIEW_FUNCTIONS = frozenset({"resolving_view", "resolved_view"})  # return the view itself
+
+
+@dataclass(frozen=True)
+class PassSurvey:
+    name: str
+    line: int
+    declares: tuple[str, ...]
+    reads: tuple[str, ...]  # view attributes read by the pass, its helpers and view methods
+    world: tuple[str, ...]  # names the world supplies
+    blocked_by: tuple[tuple[str, str], ...]  # (name, reason): nothing can supply them
+    closure: Closure | None  # None: something blocks it
+
+
+def registered(cache: SourceCache, files: RevisionFiles, decorator: str = REGISTER) -> list[str]:
+    """The top-level functions of the target file decorated with `decorator`, in order."""
+    source = files.read(files.target)
+    if source is None:
+        raise Absent(f"{files.target} does not exist")
+    index = index_module(cache.layout(source, files.target))
+    found = {}
+    for bindings in index.values():
+        for binding in bindings:
+            node = binding.statement.node
+            if binding.kind == DEFINITION and _decorated(node, decorator):
+                found[node.name] = binding.statement.lineno
+    return sorted(found, key=found.get)
+
+
+def _decorated(node: ast.stmt, decorator: str) -> bool:
+    if not isinstance(node, ast.FunctionDef):
+        return False
+    for item in node.decorator_list:
+        func = item.func if isinstance(item, ast.Call) else item
+        name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", None)
+        if name == decorator:
+            return True
+    return False
+
+
+def survey(
+    cache: SourceCache,
+    files: RevisionFiles,
+    bound: Collection[str],
+    matrix_file: str,
+    view: ViewClass | None = None,
+) -> list[PassSurvey]:
+    """Each registered pass of `files.target`, surveyed."""
+    return [
+        survey_pass(cache, files, name, bound, matrix_file, view)
+        for name in registered(cache, files)
+    ]
+
+
+def survey_pass(cache, files, function, bound, matrix_file, view) -> PassSurvey:
+    resolver = Resolver(cache, files, frozenset(bound), matrix_file, view)
+    resolver.blocked = []
+    path = files.target
+    try:
+        target = find_target(resolver.index(path), path, function)
+    except (Absent, Unevaluable) as exc:
+        return PassSurvey(function, 0, (), (), (), ((function, str(exc)),), None)
+    resolver.seen.add((path, function))
+    resolver.add(path, target, TARGET)
+    closure = build_closure(path, function, target, resolver)
+    blocked = tuple(dict.fromkeys(resolver.blocked))
+    world = tuple(sorted({need.world for need in closure.needs}))
+    return PassSurvey(
+        function, target.lineno, declared_fields(target), view_reads(closure), world, blocked,
+        None if blocked else closure,
+    )  # fmt: skip
+
+
+def declared_fields(target: Statement) -> tuple[str, ...]:
+    """Keys of the dict literals the function returns (its own returns, not nested ones)."""
+    keys: dict[str, None] = {}
+    for node in _own_nodes(target.node):
+        if isinstance(node, ast.Return) and isinstance(node.value, ast.Dict):
+            for key in node.value.keys:
+                if isinstance(key, ast.Constant) and isinstance(key.value, str):
+                    keys[key.value] = None
+    return tuple(keys)
+
+
+def _own_nodes(function: ast.FunctionDef):
+    stack = list(function.body)
+    while stack:
+        node = stack.pop()
+        yield node
+        if not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda):
+            stack.extend(ast.iter_child_nodes(node))
+
+
+def view_reads(closure: Closure) -> tuple[str, ...]:
+    """View attributes read by the closure's functions: off the target's (or a method's)
+    first parameter, a helper's parameter named like a view, or a local bound to
+    `resolving_view(...)`; methods of the view's class are code, not reads."""
+    reads: set[str] = set()
+    for part in closure.parts:
+        node = part.statement.node
+        if isinstance(node, ast.FunctionDef) and node.args.args:
+            first = node.args.args[0].arg
+            if part.role != "helper" or first in VIEW_NAMES:
+                reads |= _reads_off(node, {first, *_view_locals(node)})
+    return tuple(sorted(reads - {name for name, _ in closure.methods}))
+
+
+def _view_locals(function: ast.FunctionDef) -> set[str]:
+    return {
+        target.id
+        for node in ast.walk(function)
+        if isinstance(node, ast.Assign)
+        and isinstance(node.value, ast.Call)
+        and isinstance(node.value.func, ast.Name)
+        and node.value.func.id in VIEW_FUNCTIONS
+        for target in node.targets
+        if isinstance(target, ast.Name)
+    }
+
+
+def _reads_off(function: ast.FunctionDef, names: set[str]) -> set[str]:
+    return {
+        node.attr
+        for node in ast.walk(function)
+        if isinstance(node, ast.Attribute)
+        and isinstance(node.value, ast.Name)
+        and node.value.id in names
+        and isinstance(node.ctx, ast.Load)
+    }

@@ -1,0 +1,52 @@
+"""`harness passes` reports: one line per pass and what blocks it (text), or one JSON object."""
+
+from __future__ import annotations
+
+import json
+
+from harness.gitio import Revision
+from harness.matrix.model import Matrix
+from harness.report.text import revision_line
+from harness.scan.passes import PassReport
+
+
+def render_text(matrix: Matrix, revision: Revision, reports: list[PassReport]) -> str:
+    ready = sum(r.evaluable for r in reports)
+    lines = [
+        f"passes registered at {revision_line(revision)}",
+        f"{ready} of {len(reports)} evaluate under matrix {matrix.name}",
+        "",
+    ]
+    width = max((len(r.survey.name) for r in reports), default=0)
+    for r in reports:
+        declares = ", ".join(r.survey.declares) or "-"
+        state = (
+            "ok"
+            if r.evaluable
+            else "needs "
+            + ", ".join([*(f"field {f}" for f in r.needs_fields), *(n for n, _ in r.blocked_by)])
+        )
+        lines.append(
+            f"  {r.survey.name:<{width}}  line {r.survey.line:<5}  declares {declares}: {state}"
+        )
+        lines.extend(f"      {name}: {reason}" for name, reason in r.blocked_by)
+    return "\n".join(lines) + "\n"
+
+
+def render_json(revision: Revision, reports: list[PassReport]) -> str:
+    document = {
+        "rev": revision.expr,
+        "sha": revision.sha,
+        "passes": [
+            {
+                "name": r.survey.name,
+                "line": r.survey.line,
+                "declares": list(r.survey.declares),
+                "reads": [f"view.{a}" for a in r.survey.reads] + list(r.survey.world),
+                "needs_fields": list(r.needs_fields),
+                "blocked_by": [{"name": n, "reason": reason} for n, reason in r.blocked_by],
+            }
+            for r in reports
+        ],
+    }
+    return json.dumps(document) + "\n"

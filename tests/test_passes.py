@@ -1,0 +1,72 @@
+"""`harness passes`: every registered pass, what it reads and declares, what blocks it."""
+
+from __future__ import annotations
+
+import json
+
+from harness.testing.sglang_fixture import Overrides, overrides_source, package_files
+from tests.conftest import one_line_error, run_cli
+from tests.helpers import PATH, commit_versions, module
+
+
+def line_of(text: str, fragment: str) -> int:
+    return next(n for n, line in enumerate(text.splitlines(), 1) if fragment in line)
+
+
+def passes_json(repo: str, *args: str) -> tuple[int, dict]:
+    result = run_cli("passes", *args, "--repo", repo, "--format", "json")
+    assert result.err == "", result.err
+    return result.code, json.loads(result.out)
+
+
+def test_every_registered_pass_in_file_order_with_what_it_reads_and_declares(history):
+    source = overrides_source(Overrides(spelling="platform", chunk=12288))
+    code, report = passes_json(history.repo(), "HEAD")
+    got = {p["name"]: p for p in report["passes"]}
+    names = ["_chunked_prefill_default", "_attention_backend_default",
+             "_mla_backend_page_constraints", "_fa4_page_constraint",
+             "_intel_xpu_page_constraint", "_page_size_default"]  # fmt: skip
+    assert list(got) == names
+    for name in names:
+        assert got[name]["line"] == line_of(source, f"def {name}(")
+    assert got["_fa4_page_constraint"]["declares"] == ["page_size"]
+    assert got["_attention_backend_default"]["declares"] == ["attention_backend"]
+    assert "view.speculative_eagle_topk" in got["_attention_backend_default"]["reads"]  # helper
+    assert "get_platform" in got["_attention_backend_default"]["reads"]
+    # Under the pipeline matrix only the chunked prefill pass lacks an input.
+    assert got["_chunked_prefill_default"]["needs_fields"] == ["chunked_prefill_size"]
+    assert all(got[n]["needs_fields"] == [] == got[n]["blocked_by"] for n in names[1:])
+    assert code == 1  # not every pass evaluates
+    assert report["sha"] == history.shas["helper"]
+
+
+def test_a_name_nothing_supplies_blocks_the_pass_with_the_fix(tmp_path):
+    body = """
+    from sglang.srt.layers.quantization import pick_fp8_backend
+
+    @register_post_process
+    def _fp8_backend(view):
+        return {"fp8_gemm_runner_backend": pick_fp8_backend(view.quantization)}
+
+    @register_post_process
+    def _fa4_page_constraint(view):
+        return {}
+    """
+    text = module(body)
+    shas = commit_versions(tmp_path, [text], package_files())
+    code, report = passes_json(str(tmp_path), shas[0], "--matrix", "sglang-fa4-page-size")
+    first, second = report["passes"]
+    assert first["name"] == "_fp8_backend" and code == 1
+    (blocked,) = first["blocked_by"]
+    assert blocked["name"] == "pick_fp8_backend"
+    assert f"{PATH}:{line_of(text, 'pick_fp8_backend(view')}" in blocked["reason"]
+    assert "`bindings:`" in blocked["reason"]
+    assert second["blocked_by"] == [] == second["needs_fields"]
+
+
+def test_text_output_counts_and_bad_revision(history):
+    result = run_cli("passes", "--repo", history.repo())
+    assert "5 of 6 evaluate under matrix sglang-page-size-pipeline" in result.out
+    assert "_chunked_prefill_default" in result.out and "field chunked_prefill_size" in result.out
+    line = one_line_error(run_cli("passes", "nope", "--repo", history.repo()))
+    assert "unknown revision 'nope'" in line
