@@ -63,8 +63,11 @@ class Overlay:
     def __getattr__(self, name: str) -> Any:
         declared = object.__getattribute__(self, "_declared")
         if name in declared:
-            return declared[name]
+            return self._answer(declared[name])
         return getattr(object.__getattribute__(self, "_view"), name)
+
+    def _answer(self, value: Any) -> Any:
+        return value
 
 
 def load_function(
@@ -106,20 +109,13 @@ def with_methods(function: Callable[..., Any], methods: dict[str, Any]) -> Calla
     return call
 
 
-class MethodView:
+class MethodView(Overlay):
     """A view whose methods (from the class it stands for) are the extracted ones."""
 
-    __slots__ = ("_methods", "_view")
+    __slots__ = ()
 
-    def __init__(self, view: Any, methods: dict[str, Any]) -> None:
-        object.__setattr__(self, "_view", view)
-        object.__setattr__(self, "_methods", methods)
-
-    def __getattr__(self, name: str) -> Any:
-        methods = object.__getattribute__(self, "_methods")
-        if name in methods:
-            return functools.partial(methods[name], self)
-        return getattr(object.__getattribute__(self, "_view"), name)
+    def _answer(self, method: Any) -> Any:
+        return functools.partial(method, self)
 
 
 def _load_order(closure: Closure) -> list[str]:

@@ -120,16 +120,9 @@ class Map(Spec):
         return lambda probe: function(get(probe))
 
 
-@dataclass(frozen=True)
-class Test(Spec):
+def Test(param: Param, predicate: Callable[[Any], bool]) -> Spec:
     """True when a named input satisfies `predicate` (e.g. the platform is an SM100 GPU)."""
-
-    param: Param
-    predicate: Callable[[Any], bool]
-
-    def compile(self, ctx: Context) -> Resolver:
-        get, pred = self.param.compile(ctx), self.predicate
-        return lambda probe: bool(pred(get(probe)))
+    return Map(param, lambda value: bool(predicate(value)))
 
 
 @dataclass(frozen=True)

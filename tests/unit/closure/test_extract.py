@@ -22,14 +22,8 @@ def closure_of(source: str, function: str = "target", bound=WORLD, cache=None):
 
 
 def names_defined(closure) -> list[str]:
-    """Top-level names the closure's statements define, in order."""
-    out = []
-    for node in closure.nodes:
-        if isinstance(node, ast.FunctionDef | ast.ClassDef):
-            out.append(node.name)
-        elif isinstance(node, ast.Assign):
-            out.extend(t.id for t in node.targets if isinstance(t, ast.Name))
-    return out
+    """Top-level names the closure's statements from the target's file define, in order."""
+    return names_defined_in(closure.nodes)
 
 
 def test_helpers_constants_and_classes_come_along_transitively_and_nothing_else():
@@ -196,6 +190,7 @@ def drawn(closure) -> dict[str, list[str]]:
 
 
 def names_defined_in(nodes) -> list[str]:
+    """Top-level names the statements define, in order."""
     out = []
     for node in nodes:
         if isinstance(node, ast.FunctionDef | ast.ClassDef):
