@@ -168,10 +168,10 @@ def report(repo: Path, sources: list[str], repeat: int) -> None:
           f"ratio {exhaustive / bare:.2f}")  # fmt: skip
     print(f"harness diff peak memory (fresh process):     {peak_mb:7.1f} MB  (target < 400)")
     pipeline_bench(repo, repeat, inproc)
-    counts(repo)
+    print_counts(repo)
 
 
-def counts(repo: Path) -> None:
+def print_counts(repo: Path) -> None:
     """Figures the docs quote that are counts, not times."""
     matrix = load_matrix()
     handle = gitio.open_repo(str(repo))

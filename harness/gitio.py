@@ -163,15 +163,19 @@ class FilesAt:
     another commit has the same files.
     """
 
-    def __init__(self, repo: git.Repo, sha: str | None) -> None:
+    def __init__(
+        self, repo: git.Repo, sha: str | None, known: dict[str, str | None] | None = None
+    ) -> None:
         self.repo, self.sha = repo, sha
+        self.known = known or {}  # blob ids already looked up (a scan's `git log --raw`)
         self.blobs: dict[str, str | None] = {}
 
     def read(self, path: str) -> str | None:
         if self.sha is None:
             self.blobs[path] = None
             return _read_worktree(self.repo, path)
-        blob = self.blobs[path] = blob_of(self.repo, self.sha, path)
+        blob = self.known[path] if path in self.known else blob_of(self.repo, self.sha, path)
+        self.blobs[path] = blob
         return None if blob is None else read_blob(self.repo, blob)
 
 

@@ -161,3 +161,25 @@ def test_the_same_run_time_failure_at_both_revisions_is_no_change(tmp_path):
     report = json.loads(result.out)
     assert result.code == 0 and report["changed"] == []
     assert "unevaluable" in report["notes"]["base"] and "unevaluable" in report["notes"]["head"]
+
+
+COMMENTED = """
+def _fa4_page_constraint(view):
+    if (
+        view.attention_backend == "fa4"  # the FA4 kernels
+        # only on datacenter Blackwell
+        and get_platform().is_sm100
+    ):
+        return {"page_size": 128}
+    return {}
+"""
+
+
+def test_conditions_are_shown_without_the_comments_black_leaves_inside_them(tmp_path):
+    (sha,) = commit_versions(tmp_path, [module(COMMENTED)])
+    args = [a for axis, value in FA4_CELL.items() for a in ("--where", f"{axis}={value}")]
+    report = json.loads(run_cli("explain", sha, "--repo", str(tmp_path), "--format", "json",
+                                *args).out)  # fmt: skip
+    (condition,) = [e for e in report["trace"] if e["kind"] == "condition"]
+    assert condition["source"] == 'view.attention_backend == "fa4" and get_platform().is_sm100'
+    assert condition["value"] is True

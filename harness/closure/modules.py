@@ -32,6 +32,10 @@ class RevisionFiles:
             self._texts[path] = self._read(path)
         return self._texts[path]
 
+    def paths_read(self) -> tuple[str, ...]:
+        """Every path asked for so far (found or not), the target's first."""
+        return tuple(dict.fromkeys([self.target, *self._texts]))
+
     def module_file(self, module: str, importer: str, level: int = 0) -> str | None:
         """The file of `module` imported from the file `importer` (`level` dots for a
         relative import); None when the repository has no such module here."""

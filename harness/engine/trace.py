@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import ast
 import copy
+import io
+import tokenize
 from dataclasses import dataclass
 from typing import Any
 
@@ -54,7 +56,7 @@ class _Sites:
     def add(self, kind: str, node: ast.AST) -> int:
         written = self._segment(node)
         normalized = ast.unparse(node)
-        shown = " ".join((written or normalized).split())
+        shown = " ".join(_without_comments(written or normalized).split())
         self.sites.append((kind, node.lineno, shown, normalized))
         return len(self.sites) - 1
 
@@ -70,6 +72,20 @@ class _Sites:
         head = _columns(self.lines[first], node.col_offset, None)
         tail = _columns(self.lines[last], 0, node.end_col_offset)
         return head + "".join(self.lines[first + 1 : last]) + tail
+
+
+def _without_comments(text: str) -> str:
+    """The expression's text without its comments (black puts them inside conditions)."""
+    try:
+        tokens = list(tokenize.generate_tokens(io.StringIO(text).readline))
+    except (tokenize.TokenError, SyntaxError):
+        return text
+    lines = text.splitlines(keepends=True)
+    for token in reversed(tokens):
+        if token.type == tokenize.COMMENT:
+            row, col = token.start
+            lines[row - 1] = lines[row - 1][:col] + lines[row - 1][token.end[1] :]
+    return "".join(lines)
 
 
 def _columns(line: str, start: int, end: int | None) -> str:

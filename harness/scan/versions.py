@@ -65,7 +65,7 @@ class State:
     line: int | None = None  # the target function's line in the file
     sha: str | None = None  # the commit it was read from (None: the working tree)
     skipped: tuple[str, ...] = ()  # pipeline mode: passes absent at this revision
-    files: tuple[str, ...] = ()  # every file read to make it, the target's first
+    files: tuple[str, ...] = ()  # every path read to make it (found or not), the target's first
     code: Code | None = field(default=None, compare=False)  # what made it, when still held
 
     @property
@@ -139,23 +139,21 @@ class Versions:
         for blobs, state in self.by_blob.get(blob, ()):
             if all(gitio.blob_of(self.repo, sha, p) == b for p, b in blobs if p != path):
                 return state
-        reader = gitio.FilesAt(self.repo, sha)
+        reader = gitio.FilesAt(self.repo, sha, {path: blob})
         files = RevisionFiles(reader.read, path, self.matrix.target.roots)
         state = replace(self.of_files(files, label or sha[:10]), sha=sha)
         blobs = tuple(sorted(reader.blobs.items()))
-        self.by_blob.setdefault(reader.blobs.get(path, blob), []).append(
-            (blobs, replace(state, code=None))
-        )
+        self.by_blob.setdefault(blob, []).append((blobs, replace(state, code=None)))
         return state
 
     def of_files(self, files: RevisionFiles, label: str) -> State:
         try:
             closure = self.extract(files)
         except (Absent, Unevaluable) as exc:
-            return _unevaluable(exc, self.matrix)
+            return replace(_unevaluable(exc, self.matrix), files=files.paths_read())
         key = table_key(self.matrix.world, self.matrix.digest, closure.digest)
         table = self.by_key.get(key) or self.cache.get(key, self.matrix.size)
-        line, used = closure.lineno, _files_of(closure)
+        line, used = closure.lineno, files.paths_read()
         if table is None:
             self.evaluations += 1
             try:
@@ -187,13 +185,6 @@ class Versions:
         except (Absent, Unevaluable):
             return None
         return Code(closure, files.read(files.target) or "", label)
-
-
-def _files_of(closure: Closure | Pipeline) -> tuple[str, ...]:
-    if isinstance(closure, Pipeline):
-        found = [f for _, c in closure.passes if c is not None for f in c.files]
-        return tuple(dict.fromkeys([closure.path, *found]))
-    return closure.files
 
 
 def _unevaluable(exc: Absent | Unevaluable, matrix: Matrix) -> State:
