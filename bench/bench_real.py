@@ -1,0 +1,83 @@
+"""Figures on SGLang's real released files: what the docs quote about real code.
+
+Run: python bench/bench_real.py REPO
+
+REPO is a git repository with SGLang's released trees, one tagged commit per
+release (v0.5.16, v0.5.18 ... v0.5.23), as the workplace tool
+`sglang-release-history DEST` builds from the wheels on the package index
+(never commit those files). For each release it prints, side by side: whether
+each shipped matrix evaluates (no unevaluable cell), the seconds a
+`harness diff` of the release against itself takes per matrix, how many
+pieces the piecewise parser cuts `overrides.py` into (1: a whole-file parse),
+and how many registered passes `harness passes` finds unblocked and
+evaluable under the pipeline matrix. Then the diff of the first and last
+release on each matrix.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import io
+import json
+import time
+
+from harness import gitio
+from harness.cli.main import main
+from harness.closure.pieces import SourceCache
+from harness.matrix.load import shipped_names
+
+OVERRIDES = "python/sglang/srt/arg_groups/overrides.py"
+
+
+def run(*argv: str) -> tuple[int, str, float]:
+    out = io.StringIO()
+    start = time.perf_counter()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(io.StringIO()):
+        code = main(list(argv))
+    return code, out.getvalue(), time.perf_counter() - start
+
+
+def pieces(repo: str, tag: str) -> int:
+    handle = gitio.open_repo(repo)
+    source = gitio.read_file(handle, gitio.resolve(handle, tag), OVERRIDES)
+    return len(SourceCache().layout(source, OVERRIDES).pieces)
+
+
+def release_line(repo: str, tag: str) -> str:
+    parts = [f"{tag:8}"]
+    for matrix in shipped_names():
+        _, out, took = run("diff", tag, tag, "--repo", repo, "--matrix", matrix, "--format",
+                           "json", "--no-cache")  # fmt: skip
+        ok = "evaluates" if not json.loads(out)["notes"] else "UNEVALUABLE"
+        parts.append(f"{matrix} {ok} ({took:.2f} s)")
+    _, out, _ = run("passes", tag, "--repo", repo, "--format", "json", "--no-cache")
+    found = json.loads(out)["passes"]
+    clear = sum(not p["blocked_by"] for p in found)
+    ready = sum(not p["blocked_by"] and not p["needs_fields"] for p in found)
+    parts.append(f"passes: {clear}/{len(found)} unblocked, {ready} evaluate")
+    parts.append(f"overrides.py in {pieces(repo, tag)} pieces")
+    return "  ".join(parts)
+
+
+def main_bench() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("repo", help="the release history repository")
+    args = parser.parse_args()
+    tags = sorted(
+        gitio.open_repo(args.repo).git.tag().split(),
+        key=lambda t: tuple(int(n) for n in t.lstrip("v").split(".")),
+    )
+    for tag in tags:
+        print(release_line(args.repo, tag))
+    for matrix in shipped_names():
+        _, out, took = run("diff", tags[0], tags[-1], "--repo", args.repo, "--matrix", matrix,
+                           "--format", "json", "--no-cache")  # fmt: skip
+        report = json.loads(out)
+        changed, cells, rules = len(report["changed"]), report["cells"], len(report["summary"])
+        print(f"{matrix}: {tags[0]} -> {tags[-1]}: {changed:,} of {cells:,} cells change, "
+              f"{rules} rules ({took:.2f} s)")  # fmt: skip
+
+
+if __name__ == "__main__":
+    main_bench()
