@@ -76,6 +76,14 @@ def test_unknown_shipped_matrix():
             MATRIX.replace("function: f", "function: 3"),
             "target.function: expected a non-empty string",
         ),
+        (
+            MATRIX.replace("output: page_size}", "output: page_size, roots: python}"),
+            "target.roots: needs a list of directories",
+        ),
+        (
+            MATRIX.replace("function: f", "passes: some"),
+            "target.passes: needs a list of function names, run in that order, or `all`",
+        ),
     ],
 )
 def test_bad_matrix_files_name_file_and_key(history, tmp_path, text, expected):
