@@ -41,7 +41,7 @@ class RevisionFiles:
         relative import); None when the repository has no such module here."""
         for base in self._bases(module, importer, level):
             stem = posixpath.join(base, *module.split(".")) if module else base
-            for path in (f"{stem}.py", f"{stem}/__init__.py"):
+            for path in (f"{stem}/__init__.py", f"{stem}.py"):  # a package wins, as in Python
                 if self.read(path) is not None:
                     return path
         return None

@@ -92,7 +92,11 @@ def load_function(
         body = nodes if nodes is not None and path == closure.path else closure.nodes_of(path)
         _run(ast.Module(body=list(body), type_ignores=[]), code_name(path, label), space)
         spaces[path] = space
-    _bind_links(pending, spaces, spaces)  # names a file imports from one loaded after it
+    while pending:  # names a file imports from one loaded after it (a cycle, a re-export)
+        rest = _bind_links(pending, spaces, spaces)
+        if len(rest) == len(pending):
+            raise Unevaluable(_unresolved(rest[0]))
+        pending = rest
     function = spaces[closure.path][closure.function]
     if not closure.methods:
         return function
@@ -153,6 +157,13 @@ def _bind_links(links: list, spaces: dict[str, dict], targets: dict[str, dict]) 
         else:
             rest.append(link)  # a name the source file imports in turn: bound in a later round
     return rest
+
+
+def _unresolved(link) -> str:
+    return (
+        f"{link.path} imports {link.source_name} from {link.source}, where no definition "
+        "of it could be loaded (an import cycle between definitions?)"
+    )
 
 
 def _run(module: ast.Module, filename: str, space: dict[str, Any]) -> None:
