@@ -62,12 +62,18 @@ class Overlay:
 
     def __getattr__(self, name: str) -> Any:
         declared = object.__getattribute__(self, "_declared")
-        if name in declared:
+        if name in declared and not name.startswith("__"):
             return self._answer(declared[name])
-        return getattr(object.__getattribute__(self, "_view"), name)
+        return self._otherwise(name)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError(f"cannot set {name}: read-only")
 
     def _answer(self, value: Any) -> Any:
         return value
+
+    def _otherwise(self, name: str) -> Any:
+        return getattr(object.__getattribute__(self, "_view"), name)
 
 
 def load_function(
@@ -178,23 +184,13 @@ def _run(module: ast.Module, filename: str, space: dict[str, Any]) -> None:
         ) from None
 
 
-class LoadedModule:
+class LoadedModule(Overlay):
     """A repository module as an imported name: its extracted definitions, read-only."""
 
-    __slots__ = ("_path", "_space")
+    __slots__ = ()
 
-    def __init__(self, path: str, space: dict[str, Any]) -> None:
-        object.__setattr__(self, "_path", path)
-        object.__setattr__(self, "_space", space)
-
-    def __getattr__(self, name: str) -> Any:
-        space = object.__getattribute__(self, "_space")
-        if name.startswith("__") or name not in space:
-            raise AttributeError(f"module {object.__getattribute__(self, '_path')} has no {name}")
-        return space[name]
-
-    def __setattr__(self, name: str, value: Any) -> None:
-        raise AttributeError(f"{object.__getattribute__(self, '_path')} is read-only")
+    def _otherwise(self, name: str) -> Any:
+        raise AttributeError(f"module {object.__getattribute__(self, '_view')} has no {name}")
 
 
 def safe_builtins(bound: Bound) -> dict[str, Any]:
