@@ -57,9 +57,9 @@ def _piece_bindings(nodes: list[ast.stmt]) -> list[tuple[str, str, int]]:
 
 
 def _bindings_of(stmt: ast.stmt, top: bool) -> list[tuple[str, str]]:
-    if isinstance(stmt, ast.Import | ast.ImportFrom):
-        return [(name, IMPORT) for name in _imported_names(stmt)]
     kind = DEFINITION if top else CONDITIONAL
+    if isinstance(stmt, ast.Import | ast.ImportFrom):  # under an `if` or `try`: conditional
+        return [(name, IMPORT if top else CONDITIONAL) for name in _imported_names(stmt)]
     if isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
         return [(stmt.name, kind)]
     if isinstance(stmt, ast.Assign):

@@ -292,3 +292,15 @@ def test_world_names_win_over_a_repository_definition():
     )
     assert [tuple(n) for n in closure.needs] == [(TARGET, "get_platform", "get_platform")]
     assert closure.files == (TARGET,)
+
+
+def test_an_import_under_a_condition_is_a_conditional_definition():
+    source = """
+        from typing import TYPE_CHECKING
+        if TYPE_CHECKING:
+            from pkg.sub.base import pick
+        def target(view):
+            return {"page_size": pick(view)}
+    """
+    with pytest.raises(Unevaluable, match=r"pick \(used at .*\) is defined conditionally at"):
+        closure_across(source)
