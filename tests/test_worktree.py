@@ -75,3 +75,22 @@ def test_no_command_touches_the_repository(clone):
     ):
         run_cli(*argv)
     assert snapshot(clone) == before
+
+
+def test_an_uncommitted_helper_edit_is_seen_in_the_working_tree(clone):
+    from harness.testing.sglang_fixture import BASE, package_files
+
+    (clone / BASE).write_text(package_files(both_phases=False)[BASE])  # undo #30950 locally
+    before = snapshot(clone)
+    result = run_cli("diff", "HEAD", "--repo", str(clone), "--matrix",
+                     "sglang-page-size-pipeline", "--format", "json")  # fmt: skip
+    report = json.loads(result.out)
+    expected = {
+        oracle.key_of(cell, oracle.PIPELINE_AXES)
+        for cell in oracle.pipeline_cells()
+        if oracle.pipeline_page_size(cell, False, both_phases=True)
+        != oracle.pipeline_page_size(cell, False)
+    }
+    assert result.code == 1 and report["head"]["sha"] is None
+    assert {oracle.key_of(i["cell"], oracle.PIPELINE_AXES) for i in report["changed"]} == expected
+    assert snapshot(clone) == before
