@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import ast
 import hashlib
+import sys
 from collections.abc import Collection
 from dataclasses import dataclass, replace
 from functools import cached_property
@@ -123,7 +124,13 @@ def extract_closure(
     resolver = Resolver(cache, files, names, matrix_file, view)
     target = find_target(resolver.index(path), path, function)
     resolver.seen.add((path, function))
-    resolver.add(path, target, TARGET)
+    try:
+        resolver.add(path, target, TARGET)
+    except RecursionError:
+        raise Unevaluable(
+            f"{function} in {path} draws on definitions nested too deeply to follow "
+            f"(more than {sys.getrecursionlimit() // 4} levels of helpers)"
+        ) from None
     closure = build_closure(path, function, target, resolver)
     _remember(cache, _Last(dict(resolver.layouts), names, key, closure, resolver.watched()))
     return closure

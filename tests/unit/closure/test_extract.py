@@ -304,3 +304,10 @@ def test_an_import_under_a_condition_is_a_conditional_definition():
     """
     with pytest.raises(Unevaluable, match=r"pick \(used at .*\) is defined conditionally at"):
         closure_across(source)
+
+
+def test_helpers_chained_deeper_than_python_recurses_are_unevaluable_not_a_crash():
+    chain = "".join(f"def h{n}(view):\n    return h{n + 1}(view)\n\n" for n in range(3000))
+    source = chain + "def h3000(view):\n    return {}\n\ndef target(view):\n    return h0(view)\n"
+    with pytest.raises(Unevaluable, match="nested too deeply"):
+        closure_of(source)
