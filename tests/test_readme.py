@@ -33,6 +33,16 @@ def test_ci_runs_both_readme_commands_verbatim_in_a_clean_environment():
     assert 'env -i HOME="$HOME" LANG=C.UTF-8 PATH="/usr/bin:/bin:$python_dir"' in ci
 
 
+def test_the_readme_pitch_is_what_the_demo_prints():
+    readme = (ROOT / "README.md").read_text()
+    pitch = readme.split("```\n", 2)[1]  # the first code block: the sample report
+    shown = [line for line in pitch.splitlines() if line.strip() and line.strip() != "..."]
+    out = run_cli("demo").out
+    assert len(shown) >= 5
+    for line in shown:
+        assert line in out, line
+
+
 def test_demo_shows_the_30835_change():
     result = run_cli("demo")
     changed = len(oracle.changed_between(base_clause=False, head_clause=True))
