@@ -70,3 +70,18 @@ def test_text_output_counts_and_bad_revision(history):
     assert "_chunked_prefill_default" in result.out and "field chunked_prefill_size" in result.out
     line = one_line_error(run_cli("passes", "nope", "--repo", history.repo()))
     assert "unknown revision 'nope'" in line
+
+
+def test_every_input_read_at_run_time_is_listed(tmp_path):
+    body = """
+    @register_post_process
+    def _env_pass(view):
+        if envs.SGLANG_FIRST_KNOB.get() and envs.SGLANG_SECOND_KNOB.get():
+            return {"page_size": 1}
+        return {}
+    """
+    (sha,) = commit_versions(tmp_path, [module(body)], package_files())
+    code, report = passes_json(str(tmp_path), sha)
+    (only,) = report["passes"]
+    assert only["needs_fields"] == ["SGLANG_FIRST_KNOB", "SGLANG_SECOND_KNOB"]
+    assert only["blocked_by"] == [] and code == 1

@@ -3,8 +3,9 @@
 Each registered pass is surveyed statically (`harness.closure.survey`), then,
 when nothing blocks it and the matrix answers every view attribute it reads,
 run alone over the matrix: an input it reads only at run time (a probe's
-field, an environment variable) shows up there, and is declared as null for
-the next run, until the pass runs or something no field can answer stops it.
+field, an environment variable) shows up there, and is declared, as null and
+as true, for the next runs, until the pass runs or something no field can
+answer stops it.
 """
 
 from __future__ import annotations
@@ -39,22 +40,33 @@ def passes_at(versions: Versions, revision: gitio.Revision) -> list[PassReport]:
     return [_report(versions, revision, one, answered) for one in found]
 
 
-MAX_RUNS = 20  # run-time inputs looked for, one run each, before giving up
+MAX_RUNS = 20  # runs of one pass while looking for the inputs it reads at run time
 
 
 def _report(versions, revision, one: PassSurvey, answered: frozenset[str]) -> PassReport:
     needs = tuple(name for name in one.reads if name not in answered)
     if one.closure is None or needs:
         return PassReport(one, needs, one.blocked_by)
-    missing, matrix = [], versions.matrix
+    missing, blocked = _run_time_inputs(versions.matrix, one, revision.label)
+    return PassReport(one, tuple(missing), blocked)
+
+
+def _run_time_inputs(matrix, one: PassSurvey, label: str) -> tuple[list[str], tuple]:
+    """Run the pass alone; each input it lacks is then declared, as null and as true in
+    turn (so both sides of a test on it run), until it runs or MAX_RUNS is spent."""
+    missing: list[str] = []
+    queue: list[dict] = [{}]
     for _ in range(MAX_RUNS):
+        if not queue:
+            break
+        fields = queue.pop(0)
+        trial = replace(matrix, fields={**matrix.fields, **fields})
         try:
-            evaluate_closure(one.closure, matrix, bind_matrix(matrix), revision.label)
+            evaluate_closure(one.closure, trial, bind_matrix(trial), label)
         except Unevaluable as exc:
-            if exc.missing is None or exc.missing in missing:
-                return PassReport(one, tuple(missing), ((one.name, str(exc)),))
-            missing.append(exc.missing)  # declare it (as null) and look for the next one
-            matrix = replace(matrix, fields={**matrix.fields, exc.missing: None})
-            continue
-        break
-    return PassReport(one, tuple(missing), ())
+            if exc.missing is None or exc.missing in fields:
+                return missing, ((one.name, str(exc)),)
+            if exc.missing not in missing:
+                missing.append(exc.missing)
+            queue += [{**fields, exc.missing: value} for value in (None, True)]
+    return missing, ()
