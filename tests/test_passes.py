@@ -85,3 +85,11 @@ def test_every_input_read_at_run_time_is_listed(tmp_path):
     (only,) = report["passes"]
     assert only["needs_fields"] == ["SGLANG_FIRST_KNOB", "SGLANG_SECOND_KNOB"]
     assert only["blocked_by"] == [] and code == 1
+
+
+def test_a_revision_without_the_file_or_that_does_not_parse_is_one_line(tmp_path):
+    shas = commit_versions(tmp_path, [module("def _f(view):\n    return {}\n"), "def broken(:\n"])
+    line = one_line_error(run_cli("passes", shas[1], "--repo", str(tmp_path)))
+    assert f"cannot list the passes at {shas[1][:10]}: syntax error in {PATH} line 1" in line
+    result = run_cli("passes", shas[0], "--repo", str(tmp_path))
+    assert result.code == 0 and "is registered with @register_post_process" in result.out

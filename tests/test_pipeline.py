@@ -239,3 +239,16 @@ def test_passes_all_runs_every_registered_pass_in_file_order(tmp_path):
             "_second_in_name_first_in_file",
             "_a_default",
         ]
+
+
+def test_passes_all_with_no_registered_pass_is_absent_and_says_so(tmp_path):
+    shas = commit_versions(tmp_path / "repo", [module("def _f(view):\n    return {}\n")] * 2)
+    matrix = tmp_path / "all.yaml"
+    matrix.write_text(ALL_MATRIX)
+    result = run_cli("diff", *shas, "--repo", str(tmp_path / "repo"), "--matrix", str(matrix),
+                     "--format", "json")  # fmt: skip
+    note = json.loads(result.out)["notes"]["head"]
+    assert (
+        note.startswith("absent")
+        and "no function is registered with @register_post_process" in note
+    )

@@ -14,7 +14,9 @@ def render_text(matrix: Matrix, revision: Revision, reports: list[PassReport]) -
     ready = sum(r.evaluable for r in reports)
     lines = [
         f"passes registered at {revision_line(revision)}",
-        f"{ready} of {len(reports)} evaluate under matrix {matrix.name}",
+        f"{ready} of {len(reports)} evaluate under matrix {matrix.name}"
+        if reports
+        else f"no function in {matrix.target.path} is registered with @register_post_process",
         "",
     ]
     width = max((len(r.survey.name) for r in reports), default=0)

@@ -15,7 +15,7 @@ from dataclasses import dataclass, replace
 from harness import gitio
 from harness.closure.survey import PassSurvey, survey
 from harness.engine.explore import evaluate_closure
-from harness.errors import Unevaluable
+from harness.errors import Absent, HarnessError, Unevaluable
 from harness.scan.versions import Versions, bind_matrix
 
 
@@ -35,7 +35,14 @@ def passes_at(versions: Versions, revision: gitio.Revision) -> list[PassReport]:
     under the matrix of `versions`."""
     matrix = versions.matrix
     files = versions.files(revision.sha)
-    found = survey(versions.sources, files, versions.bound.names, matrix.edit_hint, versions.view)
+    try:
+        found = survey(versions.sources, files, versions.bound.names, matrix.edit_hint,
+                       versions.view)  # fmt: skip
+    except (Absent, Unevaluable) as exc:
+        raise HarnessError(
+            f"cannot list the passes at {revision.label}: {exc}; name a revision where "
+            f"{files.target} exists and parses"
+        ) from None
     answered = versions.view.answered if versions.view else frozenset(matrix.axis_names)
     return [_report(versions, revision, one, answered) for one in found]
 

@@ -22,7 +22,7 @@ from harness.closure.extract import (
 )
 from harness.closure.modules import RevisionFiles
 from harness.closure.pieces import SourceCache
-from harness.closure.survey import registered
+from harness.closure.survey import REGISTER, registered
 from harness.engine.explore import evaluate_closure
 from harness.engine.outcome import OutcomeTable, revision_wide
 from harness.engine.world import Bound, bind
@@ -110,6 +110,8 @@ class Versions:
         target, names, hint = self.matrix.target, self.bound.names, self.matrix.edit_hint
         if target.passes == ALL_PASSES:
             passes = tuple(registered(self.sources, files))
+            if not passes:
+                raise Absent(f"no function is registered with @{REGISTER} in {target.path}")
             return extract_pipeline(self.sources, files, passes, names, hint, self.view)
         if target.pipeline:
             return extract_pipeline(self.sources, files, target.passes, names, hint, self.view)
