@@ -93,3 +93,24 @@ def test_a_revision_without_the_file_or_that_does_not_parse_is_one_line(tmp_path
     assert f"cannot list the passes at {shas[1][:10]}: syntax error in {PATH} line 1" in line
     result = run_cli("passes", shas[0], "--repo", str(tmp_path))
     assert result.code == 0 and "is registered with @register_post_process" in result.out
+
+
+def test_a_helper_file_that_does_not_parse_blocks_only_the_passes_that_use_it(tmp_path):
+    body = """
+    from sglang.srt.arg_groups.choices import SIZES
+
+    @register_post_process
+    def _uses_it(view):
+        return {"page_size": SIZES[0]}
+
+    @register_post_process
+    def _fa4_page_constraint(view):
+        return {}
+    """
+    choices = "python/sglang/srt/arg_groups/choices.py"
+    (sha,) = commit_versions(tmp_path, [module(body)], {choices: "SIZES = [16,\n"})
+    code, report = passes_json(str(tmp_path), sha, "--matrix", "sglang-fa4-page-size")
+    first, second = report["passes"]
+    (blocked,) = first["blocked_by"]
+    assert f"syntax error in {choices} line" in blocked["reason"]
+    assert second["blocked_by"] == [] and code == 1

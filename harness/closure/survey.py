@@ -84,7 +84,11 @@ def survey_pass(cache, files, function, bound, matrix_file, view) -> PassSurvey:
     except (Absent, Unevaluable) as exc:
         return PassSurvey(function, 0, (), (), (), ((function, str(exc)),), None)
     resolver.seen.add((path, function))
-    resolver.add(path, target, TARGET)
+    try:
+        resolver.add(path, target, TARGET)
+    except (Unevaluable, RecursionError) as exc:  # a file it draws on does not parse, say
+        reason = str(exc) if isinstance(exc, Unevaluable) else "definitions nested too deeply"
+        return PassSurvey(function, target.lineno, (), (), (), ((function, reason),), None)
     closure = build_closure(path, function, target, resolver)
     blocked = tuple(dict.fromkeys(resolver.blocked))
     world = tuple(sorted({need.world for need in closure.needs}))
