@@ -100,9 +100,9 @@ class Versions:
         self.sources = SourceCache()  # parsed pieces and closures, for this run only
         self.evaluations = 0
 
-    def files(self, sha: str | None) -> RevisionFiles:
+    def files(self, sha: str | None, reader: gitio.FilesAt | None = None) -> RevisionFiles:
         """The files of a commit (None: the working tree), as extraction reads them."""
-        reader = gitio.FilesAt(self.repo, sha)
+        reader = reader or gitio.FilesAt(self.repo, sha)
         return RevisionFiles(reader.read, self.matrix.target.path, self.matrix.target.roots)
 
     def extract(self, files: RevisionFiles) -> Closure | Pipeline:
@@ -142,8 +142,7 @@ class Versions:
             if all(gitio.blob_of(self.repo, sha, p) == b for p, b in blobs if p != path):
                 return state
         reader = gitio.FilesAt(self.repo, sha, {path: blob})
-        files = RevisionFiles(reader.read, path, self.matrix.target.roots)
-        state = replace(self.of_files(files, label or sha[:10]), sha=sha)
+        state = replace(self.of_files(self.files(sha, reader), label or sha[:10]), sha=sha)
         blobs = tuple(sorted(reader.blobs.items()))
         self.by_blob.setdefault(blob, []).append((blobs, replace(state, code=None)))
         return state
