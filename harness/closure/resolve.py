@@ -36,6 +36,7 @@ class ViewClass(NamedTuple):
     module: str
     name: str
     answered: frozenset[str]
+    identities: frozenset[str] = frozenset()  # functions that return the view itself
 
 
 class Part(NamedTuple):

@@ -21,7 +21,6 @@ from harness.errors import Absent, Unevaluable
 
 REGISTER = "register_post_process"
 VIEW_NAMES = frozenset({"view", "cfg", "server_args", "self"})  # a helper's view parameter
-VIEW_FUNCTIONS = frozenset({"resolving_view", "resolved_view"})  # return the view itself
 
 
 @dataclass(frozen=True)
@@ -93,7 +92,8 @@ def survey_pass(cache, files, function, bound, matrix_file, view) -> PassSurvey:
     blocked = tuple(dict.fromkeys(resolver.blocked))
     world = tuple(sorted({need.world for need in closure.needs}))
     return PassSurvey(
-        function, target.lineno, declared_fields(target), view_reads(closure), world, blocked,
+        function, target.lineno, declared_fields(target),
+        view_reads(closure, view.identities if view else frozenset()), world, blocked,
         None if blocked else closure,
     )  # fmt: skip
 
@@ -118,28 +118,29 @@ def _own_nodes(function: ast.FunctionDef):
             stack.extend(ast.iter_child_nodes(node))
 
 
-def view_reads(closure: Closure) -> tuple[str, ...]:
+def view_reads(closure: Closure, identities: frozenset[str]) -> tuple[str, ...]:
     """View attributes read by the closure's functions: off the target's (or a method's)
-    first parameter, a helper's parameter named like a view, or a local bound to
-    `resolving_view(...)`; methods of the view's class are code, not reads."""
+    first parameter, a helper's parameter named like a view, or a local bound to a call
+    of one of `identities` (`resolving_view(...)`); methods of the view's class are
+    code, not reads."""
     reads: set[str] = set()
     for part in closure.parts:
         node = part.statement.node
         if isinstance(node, ast.FunctionDef) and node.args.args:
             first = node.args.args[0].arg
             if part.role != "helper" or first in VIEW_NAMES:
-                reads |= _reads_off(node, {first, *_view_locals(node)})
+                reads |= _reads_off(node, {first, *_view_locals(node, identities)})
     return tuple(sorted(reads - {name for name, _ in closure.methods}))
 
 
-def _view_locals(function: ast.FunctionDef) -> set[str]:
+def _view_locals(function: ast.FunctionDef, identities: frozenset[str]) -> set[str]:
     return {
         target.id
         for node in ast.walk(function)
         if isinstance(node, ast.Assign)
         and isinstance(node.value, ast.Call)
         and isinstance(node.value.func, ast.Name)
-        and node.value.func.id in VIEW_FUNCTIONS
+        and node.value.func.id in identities
         for target in node.targets
         if isinstance(target, ast.Name)
     }

@@ -237,6 +237,7 @@ class World:
     consumed: frozenset[str] = frozenset()
     validate: Callable[[Matrix], None] | None = None
     view_class: tuple[str, str] | None = None  # (module, class) whose methods the view has
+    view_functions: frozenset[str] = frozenset()  # names bound to functions returning the view
 
 
 class Context:

@@ -18,7 +18,7 @@ from harness import gitio
 from harness.errors import HarnessError
 from harness.scan.because import Difference, explain_rules
 from harness.scan.compare import Comparison, any_change, compare
-from harness.scan.versions import State, Versions
+from harness.scan.versions import State, Versions, paths_of
 
 GOOD, BAD, SKIP = "good", "bad", "skip"
 
@@ -34,7 +34,7 @@ class Step:
 class BisectResult:
     good: gitio.Revision
     bad: gitio.Revision
-    considered: int  # commits between GOOD and BAD that touch the target file
+    considered: int  # commits between GOOD and BAD that touch a file the closure reads
     steps: list[Step] = field(default_factory=list)
     culprit: gitio.Commit | None = None
     candidates: list[gitio.Commit] = field(default_factory=list)
@@ -68,9 +68,7 @@ class Search:
                 f"GOOD {good.label} is not an ancestor of BAD {bad.label}: "
                 "swap them, or pick a GOOD commit from BAD's history"
             )
-        paths = list(
-            dict.fromkeys([self.versions.matrix.target.path, *self.baseline.files, *last.files])
-        )
+        paths = paths_of(self.baseline, last) or [self.versions.matrix.target.path]
         commits = gitio.commits_touching(self.repo, [f"^{good.sha}", bad.sha], paths, first_parent)
         result = BisectResult(good, bad, len(commits))
         if not self._differs(last):

@@ -20,7 +20,7 @@ from harness import gitio
 from harness.matrix.model import Matrix
 from harness.scan.because import Difference, explain_rules
 from harness.scan.compare import Comparison, compare, resolved_keys
-from harness.scan.versions import State, Versions
+from harness.scan.versions import State, Versions, paths_of
 
 
 @dataclass
@@ -41,7 +41,7 @@ class Skipped:
 class HistoryReport:
     matrix: Matrix
     range: str
-    considered: int  # commits touching the target file
+    considered: int  # commits touching a file the closure reads
     baseline: gitio.Commit | None  # the commit the scan started from, when it is in the range
     changes: list[Change] = field(default_factory=list)
     skipped: list[Skipped] = field(default_factory=list)
@@ -63,8 +63,7 @@ def history(
     another file widens the set, and the scan runs again (every state it already
     made is remembered, so only the new commits cost anything).
     """
-    paths = [versions.matrix.target.path]
-    paths += [f for f in versions.at_commit(revisions[-1]).files if f not in paths]
+    paths = paths_of(versions.at_commit(revisions[-1])) or [versions.matrix.target.path]
     while True:
         report, read = _scan(repo, versions, range_text, revisions, where, first_parent,
                              on_commit, paths)  # fmt: skip

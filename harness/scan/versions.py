@@ -43,7 +43,7 @@ def view_class(matrix: Matrix) -> ViewClass | None:
     if world.view_class is None:
         return None
     answered = {*world.view_attrs, *matrix.axis_names, *matrix.fields}
-    return ViewClass(*world.view_class, frozenset(answered))
+    return ViewClass(*world.view_class, frozenset(answered), world.view_functions)
 
 
 @dataclass(frozen=True)
@@ -186,6 +186,12 @@ class Versions:
         except (Absent, Unevaluable):
             return None
         return Code(closure, files.read(files.target) or "", label)
+
+
+def paths_of(*states: State) -> list[str]:
+    """Every path the states were made from, each once, in order (the target's first):
+    what a scan asks `git log` about."""
+    return list(dict.fromkeys(path for state in states for path in state.files))
 
 
 def _unevaluable(exc: Absent | Unevaluable, matrix: Matrix) -> State:

@@ -292,4 +292,5 @@ WORLD = World(
     ),
     validate=check_platforms,
     view_class=("sglang.srt.server_args", "ServerArgs"),
+    view_functions=frozenset(VIEW_FUNCTIONS),
 )
