@@ -313,15 +313,27 @@ def shape(statement: Statement, role: str) -> tuple[str, frozenset[str]]:
     return statement.memo(("shape", role), compute)
 
 
+DESCRIPTORS = frozenset(("property", "staticmethod", "classmethod", "cached_property"))
+
+
 def stripped_node(node: ast.stmt, role: str) -> ast.stmt:
-    """A copy without annotations; the target and methods also without their decorators,
-    a method renamed so that it cannot clash with the module's own names."""
+    """A copy without annotations. Decorators stay, and run as SGLang would run them (the
+    world binds `register_post_process` as the identity), but on a method taken out of
+    its class: there `property` and its kind mean nothing, and the method is renamed so
+    that it cannot clash with the module's own names."""
     stripped = strip_annotations(node)
-    if role != HELPER:
-        stripped.decorator_list = []
     if role == METHOD:
+        kept = [d for d in stripped.decorator_list if _decorator_name(d) not in DESCRIPTORS]
+        stripped.decorator_list = kept
         stripped.name = METHOD_PREFIX + stripped.name
     return stripped
+
+
+def _decorator_name(node: ast.expr) -> str | None:
+    node = node.func if isinstance(node, ast.Call) else node
+    if isinstance(node, ast.Attribute):
+        return node.attr
+    return node.id if isinstance(node, ast.Name) else None
 
 
 def view_calls(node: ast.stmt) -> set[str]:

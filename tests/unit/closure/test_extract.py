@@ -112,7 +112,7 @@ def test_builtins_are_listed_for_the_policy_not_judged_here():
     assert closure.use_line("open") == "m.py:3"
 
 
-def test_annotations_and_the_target_decorator_are_not_part_of_the_closure():
+def test_annotations_are_dropped_and_the_target_decorator_kept_as_python_runs_it():
     closure = closure_of("""
         from typing import Dict
         @register_post_process
@@ -121,9 +121,22 @@ def test_annotations_and_the_target_decorator_are_not_part_of_the_closure():
             return {"page_size": size}
     """)
     (node,) = closure.nodes
-    assert node.decorator_list == [] and node.returns is None
-    assert "Dict" not in ast.unparse(node)
-    assert closure.needs == ()  # neither Dict nor register_post_process is needed
+    assert node.returns is None and "Dict" not in ast.unparse(node)
+    assert [ast.unparse(d) for d in node.decorator_list] == ["register_post_process"]
+    assert [need.name for need in closure.needs] == ["register_post_process"]
+
+
+def test_a_decorator_defined_in_the_module_comes_along_and_an_unknown_one_is_refused():
+    closure = closure_of("""
+        def wrap(fn):
+            return lambda view: {"page_size": 64}
+        @wrap
+        def target(view):
+            return {"page_size": 1}
+    """)
+    assert names_defined(closure) == ["wrap", "target"]
+    with pytest.raises(Unevaluable, match="lru_cache"):
+        closure_of("@lru_cache\ndef target(view):\n    return {}\n")
 
 
 def digest(source: str) -> str:
