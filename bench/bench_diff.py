@@ -61,7 +61,7 @@ def harness_in_process(repo: Path, *extra: str) -> None:
     with contextlib.redirect_stdout(io.StringIO()):
         code = main(["diff", "#30835^", "#30835", "--repo", str(repo), "--format", "json",
                      "--no-cache", *extra])  # fmt: skip
-    assert code == 1, code
+    assert code == 1, (code, extra)
 
 
 PEAK = """
@@ -180,7 +180,7 @@ def print_counts(repo: Path) -> None:
     code = versions.code_at(revision)
     calls = evaluate_closure(code.closure, matrix, versions.bound, "#30835").calls
     print(f"exploration: {calls:,} calls of _fa4_page_constraint for {matrix.size:,} cells")
-    found = diff(handle, matrix, gitio.resolve(handle, "#30835^"), revision)
+    found = diff(Versions(handle, matrix), gitio.resolve(handle, "#30835^"), revision)
     print(f"#30835: {found.comparison.changed:,} cells change, {len(found.comparison.rules)} rules")
     text = baseline.render(matrix, revision, versions.at(revision).table)
     print(f"baseline of #30835 (harness snapshot): {len(text.splitlines())} lines")

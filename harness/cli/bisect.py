@@ -8,7 +8,6 @@ import sys
 from harness.cli.options import add_command, add_evaluation_options, set_up
 from harness.report import bisect as report
 from harness.scan.bisect import bisect
-from harness.scan.versions import Versions
 
 HELP = """\
 Find the first commit between GOOD and BAD whose outcomes differ from GOOD's.
@@ -40,7 +39,7 @@ def run(args: argparse.Namespace) -> int:
     setup = set_up(args)
     matrix, repo, where = setup.matrix, setup.repo, setup.where
     good, bad = setup.resolve(args.good), setup.resolve(args.bad)
-    versions = Versions(repo, matrix, setup.cache)
+    versions = setup.versions()
     live = args.format == "text"
     steps = 0
 

@@ -19,6 +19,7 @@ from harness.errors import HarnessError
 from harness.matrix.load import load_matrix
 from harness.report.model import build_report
 from harness.scan.diff import diff
+from harness.scan.versions import Versions
 from harness.testing.sglang_fixture import build_history
 
 HELP = """\
@@ -62,7 +63,7 @@ def show(root: Path, fmt: str) -> int:
         print(repo.git.log("--format=  %h %s"))
         print(f"\n$ harness diff '#30835^' '#30835' --repo {root}\n")
     base, head = gitio.resolve(repo, "#30835^"), gitio.resolve(repo, "#30835")
-    write(build_report(diff(repo, load_matrix(), base, head)), fmt, sample=5)
+    write(build_report(diff(Versions(repo, load_matrix()), base, head)), fmt, sample=5)
     if fmt == "text":
         print(
             "\nThe revert (#30871) flips exactly these cells back. To try more commands on "

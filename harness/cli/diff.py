@@ -66,7 +66,7 @@ def run(args: argparse.Namespace) -> int:
         )
     setup = set_up(args)
     base, head = pick_revisions(setup, args)
-    found = diff(setup.repo, setup.matrix, base, head, args.exhaustive, setup.where, setup.cache)
+    found = diff(setup.versions(args.exhaustive), base, head, setup.where)
     report = build_report(found)
     write(report, args.format, args.sample)
     warn_if_blind(report)

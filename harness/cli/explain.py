@@ -7,12 +7,11 @@ import sys
 
 from harness.cli.options import add_command, add_evaluation_options, set_up
 from harness.engine.outcome import revision_wide
-from harness.engine.trace import Trace, trace_cell
+from harness.engine.trace import Trace
 from harness.errors import HarnessError, Unevaluable
 from harness.matrix.cells import bits_of
 from harness.matrix.model import NO_DEFAULT, Matrix, format_value
 from harness.report import explain as report
-from harness.scan.versions import Versions
 
 HELP = """\
 Run the target function at REV on one cell, instrumented, and show how it got
@@ -40,13 +39,13 @@ def run(args: argparse.Namespace) -> int:
     matrix = setup.matrix
     cell = one_cell(matrix, setup.where)
     revision = setup.resolve(args.rev)
-    versions = Versions(setup.repo, matrix)
+    versions = setup.versions()
     code = versions.code_at(revision)
     if code is None:  # absent or unevaluable: the state says why
         trace = Trace(versions.at(revision).table.outcome_at(matrix.index(cell)), ())
     else:
         try:
-            trace = trace_cell(code.closure, code.source, matrix, versions.bound, code.label, cell)
+            (trace,) = versions.trace([(code, cell)])
         except Unevaluable as exc:  # it failed while running: as diff says it
             trace = Trace(revision_wide(exc, 1).outcomes[0], ())
     render = report.render_json if args.format == "json" else report.render_text

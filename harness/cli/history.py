@@ -10,7 +10,6 @@ from harness.cli.progress import Progress
 from harness.errors import HarnessError
 from harness.report import history as report
 from harness.scan.history import history
-from harness.scan.versions import Versions
 
 HELP = """\
 List the commits that changed the outcomes of the matrix's target function.
@@ -44,7 +43,7 @@ def register(commands: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     setup = set_up(args)
     text, revisions = parse_range(args.range, setup.resolve)
-    versions = Versions(setup.repo, setup.matrix, setup.cache)
+    versions = setup.versions()
     with Progress("history") as bar:
         found = history(
             setup.repo, versions, text, revisions, setup.where, args.first_parent, on_commit=bar

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from harness import gitio
+from harness.engine.worker import DEFAULT_LIMITS, Limits
 from harness.errors import HarnessError
 from harness.github.client import GitHub, check_slug
 from harness.github.prs import OnlinePRs
@@ -16,6 +17,7 @@ from harness.matrix.cells import parse_where
 from harness.matrix.load import DEFAULT_MATRIX, load_matrix
 from harness.matrix.model import Matrix
 from harness.scan.cache import TableCache, default_directory
+from harness.scan.versions import Versions
 
 FORMATS = ("text", "markdown", "json")
 
@@ -130,7 +132,58 @@ def add_evaluation_options(
     add_repo_option(parser)
     add_revision_options(parser)
     add_cache_options(parser)
+    add_limit_options(parser)
     parser.set_defaults(handler=handler)
+
+
+def add_limit_options(parser: argparse.ArgumentParser) -> None:
+    """The evaluation worker's limits (see Security model in the README)."""
+    parser.add_argument(
+        "--time-limit",
+        metavar="SECONDS",
+        type=positive_seconds,
+        default=DEFAULT_LIMITS.seconds,
+        help="CPU time one revision's evaluation may take before it is stopped and reported "
+        f"unevaluable (default: {DEFAULT_LIMITS.seconds:g})",
+    )
+    parser.add_argument(
+        "--memory-limit",
+        metavar="SIZE",
+        type=memory_size,
+        default=DEFAULT_LIMITS.memory,
+        help="address space of the evaluation worker, e.g. 512M or 4G "
+        f"(default: {DEFAULT_LIMITS.memory >> 30}G)",
+    )
+
+
+def positive_seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of seconds, got {text!r}") from None
+    if not 0 < value <= 86400:
+        raise argparse.ArgumentTypeError(f"expected more than 0 and at most 86400, got {text}")
+    return value
+
+
+UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
+
+
+def memory_size(text: str) -> int:
+    number, unit = text.rstrip("KMGkmg"), text[len(text.rstrip("KMGkmg")) :].upper()
+    try:
+        value = int(float(number) * UNITS[unit])
+    except (ValueError, KeyError):
+        raise argparse.ArgumentTypeError(
+            f"expected a size such as 512M or 4G, got {text!r}"
+        ) from None
+    if value < 64 << 20:
+        raise argparse.ArgumentTypeError(f"expected at least 64M, got {text}")
+    return value
+
+
+def limits_of(args: argparse.Namespace) -> Limits:
+    return Limits(args.time_limit, args.memory_limit)
 
 
 @dataclass
@@ -143,6 +196,11 @@ class Setup:
     resolve: Callable[[str], gitio.Revision]
     online: OnlinePRs | None  # with --github
     cache: TableCache
+    limits: Limits
+
+    def versions(self, exhaustive: bool = False) -> Versions:
+        """The run's states of the matrix's target, under its cache and limits."""
+        return Versions(self.repo, self.matrix, self.cache, exhaustive, self.limits)
 
 
 def set_up(args: argparse.Namespace) -> Setup:
@@ -151,4 +209,5 @@ def set_up(args: argparse.Namespace) -> Setup:
     where = parse_where(matrix, getattr(args, "where", []))
     repo = gitio.open_repo(args.repo)
     online = online_prs(args, repo)
-    return Setup(matrix, where, repo, revision_resolver(repo, online), online, table_cache(args))
+    resolver = revision_resolver(repo, online)
+    return Setup(matrix, where, repo, resolver, online, table_cache(args), limits_of(args))

@@ -8,7 +8,6 @@ import sys
 from harness.cli.options import add_command, add_evaluation_options, set_up
 from harness.report import passes as report
 from harness.scan.passes import passes_at
-from harness.scan.versions import Versions
 
 PIPELINE_MATRIX = "sglang-page-size-pipeline"
 
@@ -38,7 +37,7 @@ def register(commands: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     setup = set_up(args)
     revision = setup.resolve(args.rev)
-    reports = passes_at(Versions(setup.repo, setup.matrix, setup.cache), revision)
+    reports = passes_at(setup.versions(), revision)
     if args.format == "json":
         sys.stdout.write(report.render_json(revision, reports))
     else:

@@ -6,7 +6,6 @@ import argparse
 
 from harness.cli.options import add_command, add_evaluation_options, set_up
 from harness.report import baseline
-from harness.scan.versions import Versions
 
 HELP = """\
 Write the outcome table of the matrix's target at REV (default HEAD) as a
@@ -30,6 +29,6 @@ def register(commands: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     setup = set_up(args)
     revision = setup.resolve(args.rev)
-    table = Versions(setup.repo, setup.matrix, setup.cache).at(revision).table
+    table = setup.versions().at(revision).table
     baseline.snapshot(setup.matrix, revision, table, args.output)
     return 0

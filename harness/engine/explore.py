@@ -3,19 +3,42 @@
 By default the matrix is covered by *exploration*: each call records the
 axes it read (through the world's probe), and its outcome holds for every
 cell agreeing on those axes, so the function runs once per decision path
-rather than once per cell. `exhaustive=True` runs every cell.
+rather than once per cell. That is exact for code that keeps no state
+between calls (`harness.engine.purity`); an impure closure, or
+`exhaustive=True`, runs every cell.
+
+All of it happens in a worker process (`harness.engine.worker`); what comes
+back is the table as plain data. Whatever the code raises, `SystemExit`
+included, is that cell's `error` outcome; a read nothing answers makes the
+revision unevaluable even when the code catches it.
 """
 
 from __future__ import annotations
 
+from array import array
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from harness.closure.extract import Closure, Pipeline
-from harness.engine.outcome import ERROR, KEPT, VALUE, Filler, Outcome, OutcomeTable, zero_codes
+from harness.engine.outcome import (
+    CODE_TYPE,
+    ERROR,
+    KEPT,
+    VALUE,
+    Filler,
+    Outcome,
+    OutcomeTable,
+    codes_below,
+    decode_outcome,
+    encode_outcome,
+    zero_codes,
+)
+from harness.engine.plain import Malformed, plain_problem
+from harness.engine.purity import impurity
 from harness.engine.sandbox import describe, line_in, load_target, unbound_reason
-from harness.engine.world import Bound, Unbound
+from harness.engine.worker import DEFAULT_LIMITS, Limits, start
+from harness.engine.world import Bound
 from harness.errors import Unevaluable
 from harness.matrix.cells import Cube, bits_of, cube_runs, first_cell, iter_cells
 from harness.matrix.model import Matrix
@@ -34,16 +57,56 @@ def evaluate_closure(
     label: str,
     exhaustive: bool = False,
     cube: Cube | None = None,
+    limits: Limits = DEFAULT_LIMITS,
 ) -> Evaluation:
     """The closure's outcome table; with `cube`, only the cells inside it are filled.
+    Every cell is run when `exhaustive` or when the closure may keep state.
 
     Raises Unevaluable when the code cannot run at all (its reason names the line).
     """
+    every = exhaustive or impurity(closure) is not None
+    return start_evaluation(closure, matrix, bound, label, every, cube, limits).result()
+
+
+def start_evaluation(
+    closure: Closure | Pipeline,
+    matrix: Matrix,
+    bound: Bound,
+    label: str,
+    every_cell: bool,
+    cube: Cube | None = None,
+    limits: Limits = DEFAULT_LIMITS,
+):
+    """`evaluate_closure` started in a worker, without judging purity (the caller did):
+    `.result()` waits for the Evaluation."""
     cube = cube or matrix.full_masks()
-    fn = load_target(closure, bound, label)
-    runner = _Runner(fn, bound, matrix)
-    table = runner.run_all(cube) if exhaustive else runner.explore(cube)
-    return Evaluation(table, runner.calls)
+
+    def work() -> Evaluation:
+        runner = _Runner(load_target(closure, bound, label), bound, matrix)
+        table = runner.run_all(cube) if every_cell else runner.explore(cube)
+        return Evaluation(table, runner.calls)
+
+    room = matrix.size * zero_codes(0).itemsize
+    return start(work, _encode, lambda h, p: _decode(h, p, matrix.size), limits, room)
+
+
+def _encode(evaluation: Evaluation) -> tuple[dict, bytes]:
+    outcomes = [encode_outcome(o) for o in evaluation.table.outcomes]
+    return {"outcomes": outcomes, "calls": evaluation.calls}, evaluation.table.codes.tobytes()
+
+
+def _decode(header: dict, payload: bytes, size: int) -> Evaluation:
+    """The evaluation as the worker sent it, checked: known kinds, plain values, codes
+    that index the outcomes."""
+    outcomes = [decode_outcome(item) for item in header["outcomes"]]
+    codes = array(CODE_TYPE)
+    codes.frombytes(payload)
+    if len(codes) != size or not codes_below(codes, max(1, len(outcomes))):
+        raise Malformed(f"{len(codes)} codes for {size} cells, or codes past the outcomes")
+    calls = header["calls"]
+    if type(calls) is not int:
+        raise Malformed("calls is not an int")
+    return Evaluation(OutcomeTable(outcomes, codes), calls)
 
 
 def run_cell(
@@ -66,30 +129,39 @@ class _Runner:
     def run(self, cell: tuple[int, ...]) -> tuple[int, int]:
         """The outcome code of `cell` and the bitmask of axes the call read."""
         probe = self.bound.probe
-        probe.cell, probe.read = cell, 0
+        probe.cell, probe.read, probe.unbound = cell, 0, None
         self.calls += 1
         try:
-            result = self.fn(self.bound.view)
-        except Unbound as exc:
-            raise Unevaluable(unbound_reason(exc), exc.field) from None
+            outcome = self._declared(self.fn(self.bound.view))
+        except MemoryError as exc:
+            raise Unevaluable(
+                f"ran out of memory under the worker's limit (--memory-limit) at "
+                f"{line_in(exc.__traceback__)}"
+            ) from None
         except NameError as exc:
-            where = line_in(exc.__traceback__)
-            raise Unevaluable(f"{describe(exc)} at {where}") from None
-        except Exception as exc:
+            outcome = exc
+        except BaseException as exc:  # SystemExit too: the code's error, not the harness's
             outcome = Outcome(ERROR, describe(exc))
-        else:
-            outcome = self._declared(result)
+        if probe.unbound is not None:  # raised, whether or not the code caught it
+            raise Unevaluable(unbound_reason(probe.unbound), probe.unbound.field)
+        if isinstance(outcome, NameError):
+            where = line_in(outcome.__traceback__)
+            raise Unevaluable(f"{describe(outcome)} at {where}")
         return self._code(outcome), probe.read
 
     def _declared(self, result: Any) -> Outcome:
-        if not isinstance(result, dict):
+        """The outcome of a returned value: a dict of plain values, else an error."""
+        if type(result) is not dict:
             kind = type(result).__name__
             return Outcome(ERROR, f"TypeError: returned {kind}, not a dict of declared fields")
+        values = [(f, result[f]) for f in self.outputs if f in result]
+        for name, value in values:
+            problem = plain_problem(value)
+            if problem:
+                return Outcome(ERROR, f"TypeError: {name} is {problem}")
         if len(self.outputs) == 1:
-            field = self.outputs[0]
-            return Outcome(VALUE, result[field]) if field in result else Outcome(KEPT)
-        pairs = tuple((f, result[f]) for f in self.outputs if f in result)
-        return Outcome(VALUE, pairs) if pairs else Outcome(KEPT)
+            return Outcome(VALUE, values[0][1]) if values else Outcome(KEPT)
+        return Outcome(VALUE, tuple(values)) if values else Outcome(KEPT)
 
     def _code(self, outcome: Outcome) -> int:
         code = self.codes.get(outcome.key)

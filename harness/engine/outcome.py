@@ -8,10 +8,12 @@ integer per cell indexing into it (an `array`), never a dict per cell.
 
 from __future__ import annotations
 
+import sys
 from array import array
 from dataclasses import dataclass
 from typing import Any
 
+from harness.engine.plain import Malformed, decode, encode
 from harness.errors import Absent, Unevaluable
 from harness.matrix.cells import Cube, cube_runs
 from harness.matrix.model import Matrix
@@ -50,6 +52,21 @@ class OutcomeTable:
         return self.outcomes[self.codes[index]]
 
 
+def encode_outcome(outcome: Outcome) -> list:
+    """An outcome a cell got, as the worker sends it."""
+    return [outcome.kind, encode(outcome.value)]
+
+
+def decode_outcome(item: object) -> Outcome:
+    """An outcome as the worker sent it, checked: a cell's kind, a plain value."""
+    if type(item) is not list or len(item) != 2 or item[0] not in (VALUE, KEPT, ERROR):
+        raise Malformed(f"not an outcome: {str(item)[:80]}")
+    value = decode(item[1])
+    if item[0] == ERROR and type(value) is not str:
+        raise Malformed("an error outcome's message is not a str")
+    return Outcome(item[0], value)
+
+
 def uniform_table(outcome: Outcome, size: int) -> OutcomeTable:
     return OutcomeTable([outcome], zero_codes(size))
 
@@ -57,6 +74,18 @@ def uniform_table(outcome: Outcome, size: int) -> OutcomeTable:
 def zero_codes(size: int) -> array:
     """`size` codes, all 0."""
     return array(CODE_TYPE, bytes(array(CODE_TYPE).itemsize * size))
+
+
+def codes_below(codes: array, count: int) -> bool:
+    """Whether every code is below `count` (a table from the worker indexes its outcomes).
+    With few outcomes, checked bytewise: no Python-level loop over the cells."""
+    data = codes.tobytes()
+    width = codes.itemsize
+    if count > 256 or sys.byteorder != "little":
+        return not codes or max(codes) < count
+    high = [data[k::width] for k in range(1, width)]
+    low = data[0::width]
+    return all(h.count(0) == len(h) for h in high) and not low.translate(None, bytes(range(count)))
 
 
 def revision_wide(exc: Absent | Unevaluable, size: int) -> OutcomeTable:

@@ -20,8 +20,10 @@ from typing import Any
 
 from harness.closure.extract import Closure, Pipeline
 from harness.engine.explore import run_cell
-from harness.engine.outcome import Outcome
+from harness.engine.outcome import Outcome, decode_outcome, encode_outcome
+from harness.engine.plain import Malformed, decode, encode, shown
 from harness.engine.sandbox import chain, load_function
+from harness.engine.worker import DEFAULT_LIMITS, Limits, isolated
 from harness.engine.world import Bound
 from harness.matrix.model import Matrix
 
@@ -159,7 +161,66 @@ def _instrumented(closure: Closure, sites: _Sites) -> tuple[ast.stmt, ...]:
     return tuple(nodes)
 
 
-def trace_cell(
+@dataclass(frozen=True)
+class Job:
+    """One cell of one revision's code, to trace."""
+
+    target: Closure | Pipeline
+    source: str  # the target file's text at that revision
+    label: str
+    cell: tuple[int, ...]
+
+
+def trace_cells(
+    jobs: list[Job], matrix: Matrix, bound: Bound, limits: Limits = DEFAULT_LIMITS
+) -> list[Trace]:
+    """Run each job's target (or each pass, in order) on its cell, all in one worker,
+    recording what the conditions and operands evaluated to and what each pass declared."""
+
+    def work() -> list[Trace]:
+        return [_traced(j.target, j.source, matrix, bound, j.label, j.cell) for j in jobs]
+
+    def encode_all(traces: list[Trace]) -> tuple[Any, bytes]:
+        return [_encode(trace) for trace in traces], b""
+
+    def decode_all(header: Any, payload: bytes) -> list[Trace]:
+        if type(header) is not list or len(header) != len(jobs):
+            raise Malformed("not one trace per job")
+        return [_decode(item) for item in header]
+
+    return isolated(work, encode_all, decode_all, limits)
+
+
+def _encode(trace: Trace) -> dict:
+    """The trace as plain data; operands that are not plain values travel as their repr."""
+    events = [[e.kind, e.line, e.source, e.key, encode(shown(e.value))] for e in trace.events]
+    passes = [encode({k: _shown_deep(v) for k, v in p.items()}) for p in trace.passes]
+    return {"outcome": encode_outcome(trace.outcome), "events": events, "passes": passes}
+
+
+def _shown_deep(value: Any) -> Any:
+    if type(value) is dict:
+        return {str(k)[:200]: shown(v) for k, v in value.items()}
+    return shown(value)
+
+
+def _decode(header: Any) -> Trace:
+    events = []
+    for kind_, line, source, key, raw in header["events"]:
+        known = kind_ in (CONDITION, OPERAND, RETURN, RAISE, PASS)
+        if not (known and type(line) is int and type(source) is str and type(key) is str):
+            raise Malformed("an event is not (kind, line, source, key, value)")
+        events.append(Event(kind_, line, source, key, decode(raw)))
+    passes = []
+    for raw in header["passes"]:
+        entry = decode(raw)
+        if type(entry) is not dict:
+            raise Malformed("a pass entry is not a dict")
+        passes.append(entry)
+    return Trace(decode_outcome(header["outcome"]), tuple(events), tuple(passes))
+
+
+def _traced(
     target: Closure | Pipeline,
     source: str,
     matrix: Matrix,
@@ -167,8 +228,6 @@ def trace_cell(
     label: str,
     cell: tuple[int, ...],
 ) -> Trace:
-    """Run the target (or each pass, in order) on one cell, recording what its conditions
-    and operands evaluated to, and what each pass declared."""
     sites, events, log = _Sites(source), [], []
 
     def record(site: int, value: Any) -> Any:

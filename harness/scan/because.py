@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from harness.engine.trace import OPERAND, Event, Trace, trace_cell
+from harness.engine.trace import OPERAND, Event, Trace
 from harness.errors import Unevaluable
 from harness.matrix.cells import first_cell
 from harness.matrix.model import same_value
@@ -65,17 +65,10 @@ def explain_rules(versions, base, head, rules: list) -> list[list[Difference]]:
     """
     if base is None or head is None:
         return [[] for _ in rules]
-    reasons = []
-    for rule in rules[:MAX_EXPLAINED]:
-        cell = first_cell(rule.masks)
-        try:
-            traces = [_trace(versions, code, cell) for code in (base, head)]
-        except Unevaluable:
-            reasons.append([])
-            continue
-        reasons.append(differences(*traces))
+    cells = [first_cell(rule.masks) for rule in rules[:MAX_EXPLAINED]]
+    try:
+        traces = versions.trace([(code, cell) for cell in cells for code in (base, head)])
+    except Unevaluable:
+        return [[] for _ in rules]
+    reasons = [differences(*traces[n : n + 2]) for n in range(0, len(traces), 2)]
     return reasons + [[] for _ in rules[MAX_EXPLAINED:]]
-
-
-def _trace(versions, code, cell: tuple[int, ...]) -> Trace:
-    return trace_cell(code.closure, code.source, versions.matrix, versions.bound, code.label, cell)

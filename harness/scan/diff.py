@@ -4,12 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import git
-
 from harness.gitio import Revision
 from harness.matrix.model import Matrix
 from harness.scan.because import Difference, explain_rules
-from harness.scan.cache import TableCache
 from harness.scan.compare import Comparison, compare
 from harness.scan.versions import State, Versions
 
@@ -27,17 +24,11 @@ class Diff:
 
 
 def diff(
-    repo: git.Repo,
-    matrix: Matrix,
-    base: Revision,
-    head: Revision,
-    exhaustive: bool = False,
-    where: tuple[int, ...] | None = None,
-    cache: TableCache | None = None,
+    versions: Versions, base: Revision, head: Revision, where: tuple[int, ...] | None = None
 ) -> Diff:
     """Evaluate both revisions over the matrix (or find them cached) and compare."""
-    versions = Versions(repo, matrix, cache, exhaustive)
-    states = {"base": versions.at(base), "head": versions.at(head)}
+    matrix = versions.matrix
+    states = dict(zip(("base", "head"), versions.at_all([base, head]), strict=True))
     comparison = compare(matrix, states["base"].table, states["head"].table, where)
     codes = (
         versions.code_for(states[side], rev.label) for side, rev in (("base", base), ("head", head))

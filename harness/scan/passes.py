@@ -54,14 +54,14 @@ def _report(versions, revision, one: PassSurvey, answered: frozenset[str]) -> Pa
     needs = tuple(name for name in one.reads if name not in answered)
     if one.closure is None or needs:
         return PassReport(one, needs, one.blocked_by)
-    missing, blocked = _run_time_inputs(versions.matrix, one, revision.label)
+    missing, blocked = _run_time_inputs(versions, one, revision.label)
     return PassReport(one, tuple(missing), blocked)
 
 
-def _run_time_inputs(matrix, one: PassSurvey, label: str) -> tuple[list[str], tuple]:
+def _run_time_inputs(versions, one: PassSurvey, label: str) -> tuple[list[str], tuple]:
     """Run the pass alone; each input it lacks is then declared, as null and as true in
     turn (so both sides of a test on it run), until it runs or MAX_RUNS is spent."""
-    missing: list[str] = []
+    matrix, missing = versions.matrix, []
     queue: list[dict] = [{}]
     for _ in range(MAX_RUNS):
         if not queue:
@@ -69,7 +69,7 @@ def _run_time_inputs(matrix, one: PassSurvey, label: str) -> tuple[list[str], tu
         fields = queue.pop(0)
         trial = replace(matrix, fields={**matrix.fields, **fields})
         try:
-            evaluate_closure(one.closure, trial, bind_matrix(trial), label)
+            evaluate_closure(one.closure, trial, bind_matrix(trial), label, limits=versions.limits)
         except Unevaluable as exc:
             if exc.missing is None or exc.missing in fields:
                 return missing, ((one.name, str(exc)),)

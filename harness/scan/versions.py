@@ -9,6 +9,7 @@ commits in which the function changed five times costs five evaluations.
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 import git as gitpython
 
@@ -23,13 +24,16 @@ from harness.closure.extract import (
 from harness.closure.modules import RevisionFiles
 from harness.closure.pieces import SourceCache
 from harness.closure.survey import REGISTER, registered
-from harness.engine.explore import evaluate_closure
+from harness.engine.explore import start_evaluation
 from harness.engine.outcome import OutcomeTable, revision_wide
+from harness.engine.purity import impurity
+from harness.engine.trace import Job, Trace, trace_cells
+from harness.engine.worker import DEFAULT_LIMITS, Limits
 from harness.engine.world import Bound, bind
 from harness.engine.worlds import world_named
 from harness.errors import Absent, Unevaluable
 from harness.matrix.model import ALL_PASSES, Matrix
-from harness.scan.cache import TableCache, table_key
+from harness.scan.cache import EVERY_CELL, EXPLORED, TableCache, table_key
 
 
 def bind_matrix(matrix: Matrix) -> Bound:
@@ -67,11 +71,25 @@ class State:
     skipped: tuple[str, ...] = ()  # pipeline mode: passes absent at this revision
     files: tuple[str, ...] = ()  # every path read to make it (found or not), the target's first
     code: Code | None = field(default=None, compare=False)  # what made it, when still held
+    impure: str | None = None  # why every cell was run: the code may keep state between calls
+    remember: tuple | None = field(default=None, compare=False, repr=False)  # see Pending
 
     @property
     def evaluable(self) -> bool:
         return self.reason is None
 
+
+@dataclass(frozen=True)
+class Pending:
+    """A state whose table is being made in a worker (`Versions.settle` waits for it)."""
+
+    state: State  # all but the table
+    running: Any  # the worker's evaluation: `.result()` is an Evaluation
+    sha: str | None = None
+    remember: tuple | None = None  # (target blob, reader): to find the state again by blobs
+
+
+Plan = State | Pending
 
 Blobs = tuple[tuple[str, "str | None"], ...]  # (path, blob id) of every file a state read
 UNKNOWN = object()  # a blob id not looked up yet
@@ -90,8 +108,10 @@ class Versions:
         matrix: Matrix,
         cache: TableCache | None = None,
         exhaustive: bool = False,
+        limits: Limits = DEFAULT_LIMITS,
     ) -> None:
         self.repo, self.matrix, self.exhaustive = repo, matrix, exhaustive
+        self.limits = limits
         self.cache = cache or TableCache(None)
         self.bound = bind_matrix(matrix)
         self.view = view_class(matrix)
@@ -99,6 +119,7 @@ class Versions:
         self.by_key: dict[str, OutcomeTable] = {}
         self.sources = SourceCache()  # parsed pieces and closures, for this run only
         self.evaluations = 0
+        self.running: dict[str, Any] = {}  # evaluations started and not yet settled, by key
 
     def files(self, sha: str | None, reader: gitio.FilesAt | None = None) -> RevisionFiles:
         """The files of a commit (None: the working tree), as extraction reads them."""
@@ -120,9 +141,18 @@ class Versions:
 
     def at(self, revision: gitio.Revision) -> State:
         """The state at a revision (sha None: the working tree)."""
+        return self.settle(self.start(revision))
+
+    def at_all(self, revisions: list[gitio.Revision]) -> list[State]:
+        """The states at several revisions, their evaluations run side by side (one
+        worker process each)."""
+        return [self.settle(plan) for plan in [self.start(r) for r in revisions]]
+
+    def start(self, revision: gitio.Revision) -> Plan:
+        """A state at `revision`, or its evaluation, started (see `settle`)."""
         if revision.sha is None:
-            return self.of_files(self.files(None), revision.label)
-        return self.at_commit(revision.sha, revision.label)
+            return self.plan(self.files(None), revision.label)
+        return self.start_commit(revision.sha, revision.label)
 
     def at_scanned(self, commit: gitio.Commit, parent: bool = False) -> State:
         """The state at a commit of a scan (or at its first parent), using the target's
@@ -132,9 +162,13 @@ class Versions:
         return self.at_commit(sha, sha[:10], blob)
 
     def at_commit(self, sha: str, label: str | None = None, blob: object = UNKNOWN) -> State:
-        """The state at a commit (`blob`: the target's blob id there, if known). The first
-        answer holds the code it came from; the remembered one does not (a 1,000-commit
-        history would otherwise keep every file's text)."""
+        """The state at a commit (`blob`: the target's blob id there, if known)."""
+        return self.settle(self.start_commit(sha, label, blob))
+
+    def start_commit(self, sha: str, label: str | None = None, blob: object = UNKNOWN) -> Plan:
+        """The state at a commit, or its evaluation, started. The first answer holds the
+        code it came from; the remembered one does not (a 1,000-commit history would
+        otherwise keep every file's text)."""
         path = self.matrix.target.path
         if blob is UNKNOWN:
             blob = gitio.blob_of(self.repo, sha, path)
@@ -142,33 +176,72 @@ class Versions:
             if all(gitio.blob_of(self.repo, sha, p) == b for p, b in blobs if p != path):
                 return state
         reader = gitio.FilesAt(self.repo, sha, {path: blob})
-        state = replace(self.of_files(self.files(sha, reader), label or sha[:10]), sha=sha)
-        blobs = tuple(sorted(reader.blobs.items()))
-        self.by_blob.setdefault(blob, []).append((blobs, replace(state, code=None)))
-        return state
+        plan = self.plan(self.files(sha, reader), label or sha[:10])
+        return replace(plan, sha=sha, remember=(blob, reader))
 
     def of_files(self, files: RevisionFiles, label: str) -> State:
+        return self.settle(self.plan(files, label))
+
+    def plan(self, files: RevisionFiles, label: str) -> Plan:
+        """The state of these files when it is known without running anything, else a
+        Pending state whose evaluation is running in a worker."""
         try:
             closure = self.extract(files)
         except (Absent, Unevaluable) as exc:
             return replace(_unevaluable(exc, self.matrix), files=files.paths_read())
-        key = table_key(self.matrix.world, self.matrix.digest, closure.digest)
+        impure = impurity(closure)
+        mode = EVERY_CELL if self.exhaustive or impure else EXPLORED
+        key = table_key(self.matrix.world, self.matrix.digest, closure.digest, mode)
         table = self.by_key.get(key) or self.cache.get(key, self.matrix.size)
-        line, used = closure.lineno, files.paths_read()
-        if table is None:
-            self.evaluations += 1
-            try:
-                table = self.evaluate(closure, label)
-            except Unevaluable as exc:  # failed while running: the reason names lines
-                table = revision_wide(exc, self.matrix.size)
-                return State(f"unevaluable:{exc}", table, _reason(table), line, files=used)
-            self.cache.put(key, table)
-        self.by_key[key] = table
         code = Code(closure, files.read(files.target) or "", label)
-        return State(key, table, None, line, skipped=closure.skipped, files=used, code=code)
+        used, skipped = files.paths_read(), closure.skipped
+        state = State(key, table, None, closure.lineno, None, skipped, used, code, impure)
+        if table is not None:
+            self.by_key[key] = table
+            return state
+        running = self.running.get(key)
+        if running is None:
+            self.evaluations += 1
+            running = self.running[key] = self.start_evaluation(closure, label, bool(impure))
+        return Pending(state, running)
 
-    def evaluate(self, closure: Closure | Pipeline, label: str) -> OutcomeTable:
-        return evaluate_closure(closure, self.matrix, self.bound, label, self.exhaustive).table
+    def settle(self, plan: Plan) -> State:
+        """The state a plan stands for, its evaluation (if any) waited for."""
+        state = plan.state if isinstance(plan, Pending) else plan
+        if isinstance(plan, Pending):
+            state = self._evaluated(plan)
+        if plan.remember is not None:
+            blob, reader = plan.remember
+            state = replace(state, sha=plan.sha, remember=None)
+            blobs = tuple(sorted(reader.blobs.items()))
+            self.by_blob.setdefault(blob, []).append((blobs, replace(state, code=None)))
+        return state
+
+    def _evaluated(self, plan: Pending) -> State:
+        key, state = plan.state.key, plan.state
+        try:
+            table = plan.running.result().table
+        except Unevaluable as exc:  # failed while running: the reason names lines
+            table = revision_wide(exc, self.matrix.size)
+            used = state.files
+            return State(f"unevaluable:{exc}", table, _reason(table), state.line, files=used)
+        finally:
+            self.running.pop(key, None)
+        if key not in self.by_key:
+            self.cache.put(key, table)
+            self.by_key[key] = table
+        return replace(state, table=self.by_key[key])
+
+    def start_evaluation(self, closure: Closure | Pipeline, label: str, impure: bool):
+        """The closure's evaluation, started in a worker (`.result()` waits for it)."""
+        matrix, bound, limits = self.matrix, self.bound, self.limits
+        every = self.exhaustive or impure
+        return start_evaluation(closure, matrix, bound, label, every, limits=limits)
+
+    def trace(self, cells: list[tuple[Code, tuple[int, ...]]]) -> list[Trace]:
+        """Each (code, cell), traced: all in one worker, under this run's limits."""
+        jobs = [Job(code.closure, code.source, code.label, cell) for code, cell in cells]
+        return trace_cells(jobs, self.matrix, self.bound, self.limits) if jobs else []
 
     def code_at(self, revision: gitio.Revision) -> Code | None:
         """The closure and source at `revision`, or None when it cannot be evaluated."""

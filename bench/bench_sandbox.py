@@ -1,0 +1,75 @@
+"""Benchmark: what the worker process and the static policy cost a `harness diff`.
+
+Run: python bench/bench_sandbox.py [--repeat N]
+
+Builds the fixture history with an SGLang-sized overrides.py (about 80 KB),
+then, side by side in one run, best of --repeat, times `harness diff
+'#30835^' '#30835'` in-process with the cache off, on the default matrix and
+on the pipeline matrix:
+  - as harness runs it: the policy checked, purity judged, both revisions
+    evaluated side by side in forked, confined workers, then the traced cells
+    of the `because` lines in one more;
+  - the way it ran before the worker existed: the same code with the worker
+    replaced by a direct call and the policy and purity checks skipped
+    (patched here, in the benchmark only).
+Prints the ratio (target <= 1.3).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import tempfile
+from pathlib import Path
+
+from bench_diff import PADDING, best_of, harness_in_process
+
+from harness.engine import explore, sandbox, trace
+from harness.engine.worker import Done
+from harness.scan import versions
+from harness.testing.sglang_fixture import build_history
+
+
+def in_process(work, encode, decode, limits, room=0):
+    return work()
+
+
+def started_in_process(work, encode, decode, limits, room=0):
+    return Done(work())
+
+
+@contextlib.contextmanager
+def unconfined():
+    """Evaluation as it was: in-process and one at a time, no policy, no purity check."""
+    saved = (explore.start, trace.isolated, sandbox.check_closure, explore.impurity,
+             versions.impurity)  # fmt: skip
+    explore.start, trace.isolated = started_in_process, in_process
+    sandbox.check_closure = lambda closure: None
+    explore.impurity = versions.impurity = lambda closure: None
+    try:
+        yield
+    finally:
+        (explore.start, trace.isolated, sandbox.check_closure, explore.impurity,
+         versions.impurity) = saved  # fmt: skip
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeat", type=int, default=5)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as scratch:
+        repo = Path(scratch) / "sglang"
+        build_history(repo, padding=PADDING)
+        for name in ("sglang-fa4-page-size", "sglang-page-size-pipeline"):
+            run = lambda n=name: harness_in_process(repo, "--matrix", n)  # noqa: E731
+            confined, _ = best_of(args.repeat, run)
+            with unconfined():
+                bare, _ = best_of(args.repeat, run)
+            confined_again, _ = best_of(args.repeat, run)
+            took = min(confined, confined_again)
+            print(f"{name}: worker + policy {took:.3f} s, without {bare:.3f} s   "
+                  f"ratio {took / bare:.2f}  (target <= 1.3)")  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,117 @@
+"""Plain values: the only data that crosses from evaluated code to the harness.
+
+A declared value must be plain (None, bool, int, float, str, or a list or
+tuple of plain values), checked by exact type so that no subclass with its
+own `__eq__` or `__hash__` reaches the harness. Values crossing back from the
+worker process are written as JSON with tagged containers and read back by a
+decoder that accepts nothing else (never pickle: the worker runs hostile code).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+SCALARS = (type(None), bool, int, float, str)
+MAX_INT_BITS = 64
+MAX_STR = 10_000
+MAX_ITEMS = 1_000
+MAX_DEPTH = 8
+
+
+@dataclass(frozen=True)
+class Shown:
+    """A value that is not plain, as its repr (taken inside the worker)."""
+
+    text: str
+
+    def __repr__(self) -> str:
+        return self.text
+
+
+def plain_problem(value: Any, depth: int = 0) -> str | None:
+    """Why `value` is not plain, or None when it is."""
+    kind = type(value)
+    if kind is int and value.bit_length() > MAX_INT_BITS:
+        return f"an int of {value.bit_length()} bits (more than {MAX_INT_BITS})"
+    if kind is str and len(value) > MAX_STR:
+        return f"a str of {len(value)} characters (more than {MAX_STR})"
+    if kind in SCALARS:
+        return None
+    if kind not in (list, tuple):
+        return (
+            f"a {_type_name(value)}, not a plain value (None, bool, int, float, str, list, tuple)"
+        )
+    if depth >= MAX_DEPTH or len(value) > MAX_ITEMS:
+        return f"a {kind.__name__} nested deeper than {MAX_DEPTH} or longer than {MAX_ITEMS}"
+    for item in value:
+        problem = plain_problem(item, depth + 1)
+        if problem:
+            return problem
+    return None
+
+
+def _type_name(value: Any) -> str:
+    name = type(value).__name__
+    return name if type(name) is str and len(name) < 100 else "value of an unnamed type"
+
+
+def shown(value: Any) -> Any:
+    """`value` if plain, else its repr, bounded (for traces: a condition's operand)."""
+    if plain_problem(value) is None:
+        return value
+    try:
+        text = repr(value)
+    except Exception as exc:  # the evaluated code's __repr__ may raise
+        text = f"<{_type_name(value)}: repr raised {type(exc).__name__}>"
+    if type(text) is not str:
+        text = f"<{_type_name(value)}>"
+    return Shown(text[:200])
+
+
+def encode(value: Any) -> Any:
+    """A JSON-ready form of a plain value (or of a dict of them, or a Shown)."""
+    kind = type(value)
+    if kind in SCALARS:
+        return value
+    if kind is list:
+        return {"l": [encode(v) for v in value]}
+    if kind is tuple:
+        return {"t": [encode(v) for v in value]}
+    if kind is dict:
+        return {"d": [[str(k), encode(v)] for k, v in value.items()]}
+    if kind is Shown:
+        return {"r": value.text}
+    raise TypeError(f"not a plain value: {kind.__name__}")
+
+
+class Malformed(ValueError):
+    """What the worker sent is not in the form the harness writes."""
+
+
+def decode(data: Any, depth: int = 0) -> Any:
+    """The value `encode` wrote; anything else raises Malformed."""
+    if depth > MAX_DEPTH + 4:
+        raise Malformed("nested too deeply")
+    if type(data) in SCALARS:
+        return data
+    if type(data) is not dict or len(data) != 1:
+        raise Malformed(f"unexpected {type(data).__name__}")
+    ((tag, body),) = data.items()
+    if tag == "r" and type(body) is str:
+        return Shown(body)
+    if type(body) is not list:
+        raise Malformed(f"unexpected {tag!r} body")
+    if tag == "l":
+        return [decode(v, depth + 1) for v in body]
+    if tag == "t":
+        return tuple(decode(v, depth + 1) for v in body)
+    if tag == "d":
+        return {_key(pair): decode(pair[1], depth + 1) for pair in body}
+    raise Malformed(f"unknown tag {tag!r}")
+
+
+def _key(pair: Any) -> str:
+    if type(pair) is not list or len(pair) != 2 or type(pair[0]) is not str:
+        raise Malformed("a dict entry is not [str, value]")
+    return pair[0]
