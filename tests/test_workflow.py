@@ -175,3 +175,33 @@ def test_the_comment_job_posts_one_comment_and_updates_it(pr_checkout, tmp_path,
     assert "[Full report](https://github.invalid/octo/sglang/actions/runs/5)" in only["body"]
     methods = [s.method for s in github_api.seen if s.method in ("POST", "PATCH")]
     assert methods == ["POST", "PATCH"]
+
+
+def test_a_pr_whose_code_raises_system_exit_fails_the_gate(pr_checkout, tmp_path):
+    """Raising SystemExit(0) on some cells is those cells' error, not the job's exit 0."""
+    checkout, event = pr_checkout
+    path = load_matrix().target.path
+    subprocess.run(["git", "checkout", "-q", event["BASE_SHA"]], cwd=checkout, check=True)
+    source = (checkout / path).read_text()
+    anchor = '    """FA4 on Blackwell datacenter GPUs reads the KV cache in 128-token pages."""\n'
+    assert anchor in source
+    exits = '    if view.attention_backend == "triton":\n        raise SystemExit(0)\n'
+    (checkout / path).write_text(source.replace(anchor, anchor + exits))
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@t"]
+    subprocess.run([*git, "commit", "-qam", "exit early"], cwd=checkout, check=True)
+    event["HEAD_SHA"] = git_out(checkout, "rev-parse", "HEAD").strip()
+    files = github_files(tmp_path)
+    job = load(EVALUATE)["jobs"]["evaluate"]
+    job_env = {"MATRIX": "sglang-fa4-page-size", "ACK_LABEL": "override-change-ok"}
+    done = run_step(step(job, "Compare outcomes")["run"], checkout, {**job_env, **event, **files})
+    assert done.returncode == 0, done.stderr
+    assert Path(files["GITHUB_OUTPUT"]).read_text() == "changed=true\n"
+    report = json.loads((checkout / "override-report" / "report.json").read_text())
+    matrix = load_matrix()
+    triton = matrix.size // len(matrix.axes[matrix.axis_index("attention_backend")].values)
+    assert len(report["changed"]) == triton
+    assert all(c["cell"]["attention_backend"] == "triton" for c in report["changed"])
+    assert all(c["head"] == {"error": "SystemExit: 0"} for c in report["changed"])
+    gate = run_step(step(job, "Require acknowledgement of changed outcomes")["run"], checkout,
+                    job_env)  # fmt: skip
+    assert gate.returncode == 1

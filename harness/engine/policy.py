@@ -1,11 +1,34 @@
-"""What evaluated code may use, checked before anything is compiled.
+"""What evaluated code may do, checked on its AST before anything is compiled.
 
-Today the policy is an allow-list of builtins: pure functions, types and
-exceptions. A closure reading any other builtin cannot be evaluated, and the
-reason names the builtin and the line that reads it.
+Every statement drawn into a closure (the target, helpers, constants,
+classes, default values, decorators, from every file) is walked. The rules
+close the known ways out of a Python namespace:
+
+- no attribute whose name starts and ends with `__`, by attribute syntax, by
+  `getattr`/`hasattr`/`setattr`/`delattr` with a literal name, by a class
+  pattern in `match`, or by a `str.format` field (`"{0.__class__}"`);
+  `.format` only on a string literal whose fields read no attribute or item;
+- no frame, generator, coroutine, traceback or code internals (`f_globals`,
+  `gi_frame`, `tb_frame`, `co_code`, ...), nor `mro`;
+- no name that starts and ends with `__` (`__builtins__`, `__import__`), but
+  `__name__` and a class's `__slots__`;
+- in classes, no metaclass and no special method other than the ordinary
+  data-model ones (no `__getattr__`, `__init_subclass__`, `__del__`, ...);
+- `type` with one argument only; builtins from a short allow-list.
+
+At run time `getattr` and `hasattr` refuse the same names whatever string
+they are given (see `harness.engine.sandbox`), and `import` binds only what
+the world supplies: no module is ever imported. A violation makes the
+revision unevaluable, and the reason names the file, the line and the
+construct. Single-underscore names are SGLang's own (`_fa4_page_constraint`)
+and are allowed.
 """
 
 from __future__ import annotations
+
+import ast
+import string
+from collections.abc import Iterator
 
 from harness.closure.extract import Closure
 from harness.errors import Unevaluable
@@ -80,6 +103,9 @@ ALLOWED_BUILTINS = frozenset(
         "TypeError",
         "ValueError",
         "ZeroDivisionError",
+        "SystemExit",  # raising these is a cell's error outcome, like any other exception
+        "KeyboardInterrupt",
+        "GeneratorExit",
         "NotImplemented",
         "Ellipsis",
         "True",
@@ -90,12 +116,162 @@ ALLOWED_BUILTINS = frozenset(
     )
 )
 
+INTERNALS = ("f_", "gi_", "cr_", "ag_", "tb_", "co_")  # frames, generators, tracebacks, code
+FORBIDDEN_ATTRIBUTES = frozenset(("mro", "format", "format_map"))
+ALLOWED_DUNDER_NAMES = frozenset(("__name__", "__slots__"))
+DEFINABLE = frozenset(
+    f"__{name}__"
+    for name in [
+        "init",
+        "post_init",
+        "repr",
+        "str",
+        "eq",
+        "ne",
+        "lt",
+        "le",
+        "gt",
+        "ge",
+        "hash",
+        "bool",
+        "len",
+        "iter",
+        "next",
+        "contains",
+        "getitem",
+        "call",
+        "enter",
+        "exit",
+        "add",
+        "sub",
+        "mul",
+        "truediv",
+        "floordiv",
+        "mod",
+        "neg",
+        "pos",
+        "abs",
+        "int",
+        "float",
+        "index",
+    ]
+)
+ATTRIBUTE_BUILTINS = frozenset(("getattr", "hasattr", "setattr", "delattr"))
+POLICY_FIX = "evaluated code may not read it (see Security model in the README)"
+
+
+def forbidden_attribute(name: str) -> bool:
+    """Whether evaluated code may not read attribute `name` (a dunder, an internal)."""
+    return (
+        (name.startswith("__") and name.endswith("__"))
+        or name.startswith(INTERNALS)
+        or name in FORBIDDEN_ATTRIBUTES
+    )
+
 
 def check_closure(closure: Closure) -> None:
-    """Raise Unevaluable if the closure reads a builtin outside the allow-list."""
+    """Raise Unevaluable naming the first construct the policy forbids (file order), then
+    the first builtin outside the allow-list."""
+    for path in closure.files:
+        for node in closure.nodes_of(path):
+            found = sorted(violations(node))
+            if found:
+                line, _, construct = found[0]
+                raise Unevaluable(
+                    f"{construct} (at {path}:{line}) is not allowed in evaluated code "
+                    "(see Security model in the README)"
+                )
     for name in closure.builtins:
         if name not in ALLOWED_BUILTINS:
             where = closure.use_line(name)
             raise Unevaluable(
                 f"builtin {name} (used at {where}) is not available to evaluated code"
             )
+
+
+def violations(tree: ast.AST) -> Iterator[tuple[int, int, str]]:
+    """(line, column, construct) for each thing the policy forbids in `tree`."""
+    literal_formats = {
+        id(n.func) for n in ast.walk(tree) if isinstance(n, ast.Call) and _literal_format(n)
+    }
+    for node in ast.walk(tree):
+        found = _call(node) if isinstance(node, ast.Call) else None
+        found = found or _node(node, literal_formats)
+        if found:
+            yield getattr(node, "lineno", 0), _start(node), found
+
+
+def _start(node: ast.AST) -> int:
+    """Where a construct starts reading left to right: an attribute at its name."""
+    if isinstance(node, ast.Attribute):
+        return node.end_col_offset - len(node.attr)
+    return getattr(node, "col_offset", 0)
+
+
+def _node(node: ast.AST, literal_formats: set[int]) -> str | None:
+    attribute = isinstance(node, ast.Attribute) and forbidden_attribute(node.attr)
+    if attribute and id(node) not in literal_formats:
+        return f"attribute .{node.attr}"
+    if isinstance(node, ast.Name) and _dunder(node.id) and node.id not in ALLOWED_DUNDER_NAMES:
+        return f"name {node.id}"
+    if isinstance(node, ast.arg) and _dunder(node.arg):
+        return f"parameter {node.arg}"
+    if isinstance(node, ast.MatchClass):
+        bad = [a for a in node.kwd_attrs if forbidden_attribute(a)]
+        return f"attribute {bad[0]} in a class pattern" if bad else None
+    if isinstance(node, ast.alias) and any(_dunder(n or "") for n in (node.name, node.asname)):
+        return f"import of {node.name}"
+    if isinstance(node, ast.ClassDef):
+        return _class(node)
+    return None
+
+
+def _class(node: ast.ClassDef) -> str | None:
+    if any(k.arg == "metaclass" for k in node.keywords):
+        return f"a metaclass on class {node.name}"
+    for item in node.body:
+        method = isinstance(item, ast.FunctionDef | ast.AsyncFunctionDef)
+        if method and _dunder(item.name) and item.name not in DEFINABLE:
+            return f"special method {item.name} in class {node.name}"
+    return None
+
+
+def _call(node: ast.Call) -> str | None:
+    func = node.func
+    if not isinstance(func, ast.Name):
+        return None
+    name = node.args[1] if func.id in ATTRIBUTE_BUILTINS and len(node.args) >= 2 else None
+    literal = isinstance(name, ast.Constant) and isinstance(name.value, str)
+    if literal and forbidden_attribute(name.value):
+        return f"{func.id}(..., {name.value!r})"
+    if func.id == "type" and (len(node.args) != 1 or node.keywords):
+        return "type() with other than one argument"
+    return None
+
+
+def _literal_format(node: ast.Call) -> bool:
+    """`"...".format(...)` on a literal whose fields are plain positions or names."""
+    func = node.func
+    if not (isinstance(func, ast.Attribute) and func.attr == "format"):
+        return False
+    literal = func.value
+    if not (isinstance(literal, ast.Constant) and isinstance(literal.value, str)):
+        return False
+    return _plain_fields(literal.value)
+
+
+def _plain_fields(text: str, depth: int = 0) -> bool:
+    try:
+        parts = list(string.Formatter().parse(text))
+    except ValueError:
+        return False
+    for _, field, spec, _ in parts:
+        if field is not None and ("." in field or "[" in field):
+            return False
+        if spec and depth < 2 and not _plain_fields(spec, depth + 1):
+            return False
+    return True
+
+
+def _dunder(name: str) -> bool:
+    return len(name) > 4 and name.startswith("__") and name.endswith("__")

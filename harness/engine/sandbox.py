@@ -17,7 +17,7 @@ from types import TracebackType
 from typing import Any
 
 from harness.closure.extract import Closure, Pipeline
-from harness.engine.policy import ALLOWED_BUILTINS, check_closure
+from harness.engine.policy import ALLOWED_BUILTINS, POLICY_FIX, check_closure, forbidden_attribute
 from harness.engine.world import Bound, Unbound
 from harness.errors import Unevaluable
 
@@ -52,28 +52,37 @@ def chain(passes: list[Callable[..., Any]]) -> Callable[..., Any]:
 
 
 class Overlay:
-    """The view as a later pass sees it: declared fields first, then the view itself."""
+    """The view as a later pass sees it: declared fields first, then the view itself.
+
+    Every attribute read goes through `__getattribute__`, so evaluated code cannot
+    reach the overlay's own state (the slots are read through their descriptors)."""
 
     __slots__ = ("_declared", "_view")
 
     def __init__(self, view: Any, declared: dict[str, Any]) -> None:
-        object.__setattr__(self, "_view", view)
-        object.__setattr__(self, "_declared", declared)
+        _VIEW.__set__(self, view)
+        _DECLARED.__set__(self, declared)
 
-    def __getattr__(self, name: str) -> Any:
-        declared = object.__getattribute__(self, "_declared")
+    def __getattribute__(self, name: str) -> Any:
+        declared = _DECLARED.__get__(self)
         if name in declared and not name.startswith("__"):
-            return self._answer(declared[name])
-        return self._otherwise(name)
+            return type(self).answer(self, declared[name])
+        return type(self).otherwise(self, name)
 
     def __setattr__(self, name: str, value: Any) -> None:
         raise AttributeError(f"cannot set {name}: read-only")
 
-    def _answer(self, value: Any) -> Any:
+    def __delattr__(self, name: str) -> None:
+        raise AttributeError(f"cannot delete {name}: read-only")
+
+    def answer(self, value: Any) -> Any:
         return value
 
-    def _otherwise(self, name: str) -> Any:
-        return getattr(object.__getattribute__(self, "_view"), name)
+    def otherwise(self, name: str) -> Any:
+        return getattr(_VIEW.__get__(self), name)
+
+
+_VIEW, _DECLARED = Overlay._view, Overlay._declared  # the slots' descriptors
 
 
 def load_function(
@@ -87,6 +96,7 @@ def load_function(
     modules), and return the target function object. `nodes` replaces the target
     file's statements (an instrumented copy); `extra` adds names to its namespace."""
     check_closure(closure)
+    bound.probe.unbound = None
     spaces: dict[str, dict[str, Any]] = {}
     pending = list(closure.links)
     for path in _load_order(closure):
@@ -103,6 +113,8 @@ def load_function(
         if len(rest) == len(pending):
             raise Unevaluable(_unresolved(rest[0]))
         pending = rest
+    if bound.probe.unbound is not None:  # refused at load time, and caught there
+        raise Unevaluable(unbound_reason(bound.probe.unbound), bound.probe.unbound.field)
     function = spaces[closure.path][closure.function]
     if not closure.methods:
         return function
@@ -124,7 +136,7 @@ class MethodView(Overlay):
 
     __slots__ = ()
 
-    def _answer(self, method: Any) -> Any:
+    def answer(self, method: Any) -> Any:
         return functools.partial(method, self)
 
 
@@ -177,7 +189,7 @@ def _run(module: ast.Module, filename: str, space: dict[str, Any]) -> None:
         exec(compile(module, filename, "exec"), space)
     except Unbound as exc:
         raise Unevaluable(unbound_reason(exc)) from None
-    except Exception as exc:
+    except BaseException as exc:  # SystemExit too: it is the code's, not the harness's
         where = line_in(exc.__traceback__)
         raise Unevaluable(
             f"module-level code of the closure raised {describe(exc)} at {where}"
@@ -189,40 +201,69 @@ class LoadedModule(Overlay):
 
     __slots__ = ()
 
-    def _otherwise(self, name: str) -> Any:
-        raise AttributeError(f"module {object.__getattribute__(self, '_view')} has no {name}")
+    def otherwise(self, name: str) -> Any:
+        raise AttributeError(f"module {_VIEW.__get__(self)} has no {name}")
 
 
 def safe_builtins(bound: Bound) -> dict[str, Any]:
+    """The allowed builtins; `getattr`, `hasattr` and `type` guarded, `print` silent,
+    `import` answered by the world."""
     table = {name: getattr(builtins, name) for name in ALLOWED_BUILTINS if hasattr(builtins, name)}
+    probe = bound.probe
+
+    def checked(name: Any, through: str) -> str:
+        if type(name) is not str or forbidden_attribute(name):
+            shown = name if type(name) is str else type(name).__name__
+            raise probe.refuse(f"attribute {shown[:80]} (through {through})", POLICY_FIX)
+        return name
+
+    def guarded_getattr(obj: Any, name: Any, *default: Any) -> Any:
+        return getattr(obj, checked(name, "getattr"), *default)
+
+    def guarded_hasattr(obj: Any, name: Any) -> bool:
+        return hasattr(obj, checked(name, "hasattr"))
+
+    def type_of(obj: Any, /) -> type:
+        return type(obj)
+
+    table.update(getattr=guarded_getattr, hasattr=guarded_hasattr, type=type_of)
     table["print"] = lambda *args, **kwargs: None
-    table["__import__"] = _ImportProxy.factory(bound)
+    table["__import__"] = _import_from(bound)
     return table
 
 
-class _ImportProxy:
+def _import_from(bound: Bound) -> Callable[..., Any]:
     """`import` inside evaluated code: a module whose attributes are the world's names."""
 
-    def __init__(self, module: str, names: dict[str, Any]) -> None:
-        self._module, self._names = module, names
+    def world_import(name: Any, *args: Any, **kwargs: Any) -> Any:
+        return _WorldModule(str(name), bound)
 
-    @classmethod
-    def factory(cls, bound: Bound) -> Callable[..., Any]:
-        def world_import(name: str, *args: Any, **kwargs: Any) -> Any:
-            return cls(name, bound.names)
+    return world_import
 
-        return world_import
 
-    def __getattr__(self, name: str) -> Any:
+class _WorldModule:
+    """What `import` gives evaluated code: the world's names, nothing of the harness."""
+
+    __slots__ = ("_bound", "_module")
+
+    def __init__(self, module: str, bound: Bound) -> None:
+        _MODULE.__set__(self, module)
+        _BOUND.__set__(self, bound)
+
+    def __getattribute__(self, name: str) -> Any:
+        bound = _BOUND.__get__(self)
         if name.startswith("__"):
             raise AttributeError(name)
         try:
-            return self._names[name]
+            return bound.names[name]
         except KeyError:
-            raise Unbound(
-                f"{self._module}.{name}",
+            raise bound.probe.refuse(
+                f"{_MODULE.__get__(self)}.{name}",
                 "the world does not bind it: bind the name under `bindings:` in the matrix",
             ) from None
+
+
+_MODULE, _BOUND = _WorldModule._module, _WorldModule._bound
 
 
 def unbound_reason(exc: Unbound) -> str:
@@ -241,5 +282,13 @@ def line_in(tb: TracebackType | None) -> str:
 
 
 def describe(exc: BaseException) -> str:
-    message = str(exc)
-    return f"{type(exc).__name__}: {message}" if message else type(exc).__name__
+    """`Type: message`, bounded; the evaluated code's own `__str__` may raise or lie."""
+    name = type(exc).__name__
+    try:
+        message = str(exc)
+    except BaseException:
+        message = "(its message could not be read)"
+    if type(message) is not str:
+        message = ""
+    message = message if len(message) <= 500 else message[:500] + "..."
+    return f"{name}: {message}" if message else name

@@ -38,12 +38,21 @@ class Unbound(BaseException):
 class Probe:
     """The cell under evaluation and a bitmask of the axes read so far."""
 
-    __slots__ = ("cell", "read", "values")
+    __slots__ = ("cell", "read", "unbound", "values")
 
     def __init__(self, matrix: Matrix) -> None:
         self.values = [axis.values for axis in matrix.axes]
         self.cell: tuple[int, ...] = tuple(0 for _ in matrix.axes)
         self.read = 0
+        self.unbound: Unbound | None = None  # the first refusal of this call
+
+    def refuse(self, what: str, fix: str, field: str | None = None) -> Unbound:
+        """The exception to raise for a read nothing answers, remembered here, out of the
+        evaluated code's reach: catching it does not hide it (the runner checks)."""
+        exc = Unbound(what, fix, field)
+        if self.unbound is None:
+            self.unbound = exc
+        return exc
 
     def axis(self, i: int) -> Any:
         self.read |= 1 << i
@@ -142,8 +151,13 @@ class Call(Spec):
     label: str = "function"
 
     def compile(self, ctx: Context) -> Resolver:
-        stub = _StubCall(self.label, self.returns.compile(ctx), ctx.probe)
-        return lambda probe: stub
+        get, probe = self.returns.compile(ctx), ctx.probe
+
+        def stub(*args: Any, **kwargs: Any) -> Any:
+            return get(probe)
+
+        stub.__name__ = stub.__qualname__ = self.label
+        return lambda _: stub
 
 
 @dataclass(frozen=True)
@@ -156,68 +170,57 @@ class Obj(Spec):
 
     def compile(self, ctx: Context) -> Resolver:
         attrs = {k: s.compile(ctx) for k, s in self.attrs.items()}
-        obj = StrictObject(self.label, attrs, ctx, self.fallback)
+        obj = strict_object(self.label, attrs, ctx, self.fallback)
         return lambda probe: obj
 
 
 def _raiser(field: str, what: str, fix: str) -> Resolver:
     def resolve(probe: Probe) -> Any:
-        raise Unbound(what, fix, field)
+        raise probe.refuse(what, fix, field)
 
     return resolve
 
 
-class _StubCall:
-    __slots__ = ("get", "label", "probe")
+def strict_object(
+    label: str,
+    attrs: dict[str, Resolver],
+    ctx: Context,
+    fallback: Callable[[str], Spec] | None = None,
+) -> Any:
+    """A read-only object answering only the attributes it declares.
 
-    def __init__(self, label: str, get: Resolver, probe: Probe) -> None:
-        self.label, self.get, self.probe = label, get, probe
+    Its state lives in this function's closure, not on the object, so evaluated
+    code reading any attribute gets an answer or a refusal, never an internal."""
+    probe = ctx.probe
 
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        return self.get(self.probe)
-
-    def __repr__(self) -> str:
-        return f"<stub {self.label}>"
-
-
-class StrictObject:
-    """A read-only object answering only the attributes it declares."""
-
-    __slots__ = ("_attrs", "_ctx", "_fallback", "_label")
-
-    def __init__(
-        self,
-        label: str,
-        attrs: dict[str, Resolver],
-        ctx: Context,
-        fallback: Callable[[str], Spec] | None = None,
-    ) -> None:
-        object.__setattr__(self, "_label", label)
-        object.__setattr__(self, "_attrs", attrs)
-        object.__setattr__(self, "_ctx", ctx)
-        object.__setattr__(self, "_fallback", fallback)
-
-    def __getattr__(self, name: str) -> Any:
-        resolve = self._attrs.get(name)
-        if resolve is None:
-            resolve = self._resolve_missing(name)
-        return resolve(self._ctx.probe)
-
-    def _resolve_missing(self, name: str) -> Resolver:
+    def missing(name: str) -> Resolver:
         if name.startswith("__"):
             raise AttributeError(name)
-        if self._fallback is not None:
-            resolve = self._fallback(name).compile(self._ctx)
-            self._attrs[name] = resolve
+        if fallback is not None:
+            resolve = attrs[name] = fallback(name).compile(ctx)
             return resolve
-        field = name if self._label == "view" else None
-        raise Unbound(f"{self._label}.{name}", self._ctx.fix_for(self._label, name), field)
+        field = name if label == "view" else None
+        raise probe.refuse(f"{label}.{name}", ctx.fix_for(label, name), field)
 
-    def __setattr__(self, name: str, value: Any) -> None:
-        raise AttributeError(f"{self._label} is read-only: cannot set {name}")
+    class StrictObject:
+        __slots__ = ()
 
-    def __repr__(self) -> str:
-        return f"<{self._label}>"
+        def __getattribute__(self, name: str) -> Any:
+            resolve = attrs.get(name)
+            if resolve is None:
+                resolve = missing(name)
+            return resolve(probe)
+
+        def __setattr__(self, name: str, value: Any) -> None:
+            raise AttributeError(f"{label} is read-only: cannot set {name}")
+
+        def __delattr__(self, name: str) -> None:
+            raise AttributeError(f"{label} is read-only: cannot delete {name}")
+
+        def __repr__(self) -> str:
+            return f"<{label}>"
+
+    return StrictObject()
 
 
 # --- worlds --------------------------------------------------------------------
@@ -265,7 +268,7 @@ class Bound:
     """A compiled world: the view object and the name bindings, sharing one probe."""
 
     probe: Probe
-    view: StrictObject
+    view: Any  # a strict_object
     names: dict[str, Any]
 
 
