@@ -6,8 +6,8 @@ Builds the fixture history with an 80 KB overrides.py, writes a baseline at
 #30835^ (harness snapshot), and times, side by side in one run, best of
 --repeat, `pytest --override-matrix sglang-fa4-page-size --override-baseline
 ... --override-rev #30835^` as a fresh process with -n 0 and with -n 2
-(pytest-xdist), every cell run (the default), then the same with
---override-explore (once per decision path). Prints the ratios.
+(pytest-xdist), once per decision path (the default for pure code), then the
+same with --override-exhaustive (every cell run). Prints the ratios.
 """
 
 from __future__ import annotations
@@ -54,8 +54,8 @@ def main() -> None:
         print(f"pytest entry point, {os.cpu_count()} CPUs, 81 items over 349,920 cells; "
               f"fresh processes, best of {args.repeat}")  # fmt: skip
         for label, extra in (
-            ("every cell (default)", ()),
-            ("--override-explore", ("--override-explore",)),
+            ("explored (default)", ()),
+            ("--override-exhaustive", ("--override-exhaustive",)),
         ):
             serial = best(
                 args.repeat, lambda e=extra: timed_pytest(workdir, repo, baseline, "0", *e)

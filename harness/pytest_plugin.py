@@ -4,8 +4,9 @@ Inert unless `--override-matrix` is given: this module imports nothing but
 pytest, so every other pytest run pays nothing for it: the rest of harness is
 imported inside the functions that need it, which run only when asked. The matrix is split on its
 leading axes into enough slices (at least 32) that `pytest -n auto` spreads
-them over workers; each item evaluates its slice (every cell, unless
-`--override-explore`) and compares it with the baseline, failing with the
+them over workers; each item evaluates its slice (once per decision path
+when the code is pure, else every cell; `--override-exhaustive` runs every cell
+anyway) and compares it with the baseline, failing with the
 rule summary of its mismatches. `--override-update` rewrites the baseline
 first (once, in the controlling process), so every item then passes.
 """
@@ -35,9 +36,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="the repository (default: the current directory's)")  # fmt: skip
     group.addoption("--override-update", action="store_true",
                     help="rewrite the baseline from --override-rev first")  # fmt: skip
-    group.addoption("--override-explore", action="store_true",
-                    help="run once per decision path instead of on every cell (faster; for "
-                    "pure functions)")  # fmt: skip
+    group.addoption("--override-exhaustive", action="store_true",
+                    help="run every cell, even where the code is pure and one run per "
+                    "decision path would do")  # fmt: skip
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -117,7 +118,7 @@ class Target:
     repo_path: str | None
     rev: str
     baseline_path: str
-    explore: bool
+    exhaustive: bool
 
     @classmethod
     def from_config(cls, config: pytest.Config) -> Target:
@@ -129,7 +130,7 @@ class Target:
             config.getoption("override_repo"),
             config.getoption("override_rev"),
             str(Path(path).resolve()),
-            config.getoption("override_explore"),
+            config.getoption("override_exhaustive"),
         )
 
     def update_baseline(self) -> None:
@@ -181,9 +182,7 @@ class Loaded:
             return self.failure
         code, bound, matrix = self.code, self.versions.bound, target.matrix
         try:
-            run = evaluate_closure(
-                code.closure, matrix, bound, code.label, not target.explore, cube
-            )
+            run = evaluate_closure(code.closure, matrix, bound, code.label, target.exhaustive, cube)
         except Unevaluable as exc:
             return revision_wide(exc, matrix.size)
         return run.table

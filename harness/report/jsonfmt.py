@@ -23,6 +23,8 @@ def document_head(report: DiffReport) -> dict[str, Any]:
         sides[side] = revision_json(rev, report.lines.get(side))
         if target.pipeline:
             sides[side]["skipped_passes"] = list(report.skipped.get(side, ()))
+        if side in report.every_cell:
+            sides[side]["every_cell"] = report.every_cell[side]
     described = {
         "path": target.path,
         "function": function_label(target),

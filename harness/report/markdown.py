@@ -17,6 +17,7 @@ from harness.report.model import (
     DiffReport,
     RuleView,
     conditions_of,
+    every_cell_note,
     sample_positions,
     short_outcome,
 )
@@ -37,6 +38,9 @@ def render_document(doc: dict[str, Any], sample: int = 10, details: str | None =
         f"- head: {escape(_revision(doc['head']))}",
     ]
     lines.extend(f"- {side}: {escape(note)}" for side, note in doc.get("notes", {}).items())
+    for side in ("base", "head"):
+        if isinstance(doc[side].get("every_cell"), str):
+            lines.append(f"- {side}: {escape(every_cell_note(doc[side]['every_cell']))}")
     lines.append("")
     changed, cells = changed_count(doc), doc["cells"]
     if not changed:

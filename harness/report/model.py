@@ -62,6 +62,7 @@ class DiffReport:
     rules: list[RuleView]
     lines: dict[str, int | None]  # the target function's line at each side
     skipped: dict[str, tuple[str, ...]] = field(default_factory=dict)  # absent passes
+    every_cell: dict[str, str] = field(default_factory=dict)  # impure sides: why
 
     @property
     def changed(self) -> int:
@@ -124,7 +125,15 @@ def build_report(diff: Diff) -> DiffReport:
     rules = with_because([rule_view(matrix, r) for r in diff.comparison.rules], diff.because)
     lines = {side: state.line for side, state in diff.states.items()}
     skipped = {side: state.skipped for side, state in diff.states.items() if state.skipped}
-    return DiffReport(matrix, diff.base, diff.head, diff.comparison, notes, rules, lines, skipped)
+    impure = {side: state.impure for side, state in diff.states.items() if state.impure}
+    return DiffReport(
+        matrix, diff.base, diff.head, diff.comparison, notes, rules, lines, skipped, impure
+    )
+
+
+def every_cell_note(reason: str) -> str:
+    """Why a side's table was made by running every cell rather than by exploration."""
+    return f"every cell was run: the code may keep state between calls ({reason})"
 
 
 def rule_view(matrix: Matrix, rule: Rule) -> RuleView:

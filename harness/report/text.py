@@ -5,7 +5,14 @@ from __future__ import annotations
 from harness.gitio import Revision
 from harness.matrix.model import Matrix, format_value
 from harness.report.because import because_text
-from harness.report.model import DiffReport, RuleView, function_label, output_label, short_outcome
+from harness.report.model import (
+    DiffReport,
+    RuleView,
+    every_cell_note,
+    function_label,
+    output_label,
+    short_outcome,
+)
 
 
 def render(report: DiffReport, sample: int = 10) -> str:
@@ -23,6 +30,8 @@ def header(report: DiffReport) -> list[str]:
             lines.append(f"      {report.notes[side]}")
         if report.skipped.get(side):
             lines.append(f"      passes absent here (skipped): {', '.join(report.skipped[side])}")
+        if side in report.every_cell:
+            lines.append(f"      {every_cell_note(report.every_cell[side])}")
     return lines
 
 

@@ -29,15 +29,18 @@ PLAIN = (type(None), bool, int, float, complex, str, bytes)
 @cache
 def engine_digest() -> str:
     """A hash of harness's own source: any change to how outcomes are made is a new key."""
-    root = Path(__file__).parent
+    root = Path(__file__).parent.parent  # the harness package
     digest = hashlib.sha256()
     for path in sorted(root.rglob("*.py")):
         digest.update(path.relative_to(root).as_posix().encode() + b"\0" + path.read_bytes())
     return digest.hexdigest()
 
 
-def table_key(world: str, matrix_digest: str, closure_digest: str) -> str:
-    text = "\0".join((engine_digest(), world, matrix_digest, closure_digest))
+EXPLORED, EVERY_CELL = "explored", "every-cell"  # how a table was made: part of its key
+
+
+def table_key(world: str, matrix_digest: str, closure_digest: str, mode: str) -> str:
+    text = "\0".join((engine_digest(), world, matrix_digest, closure_digest, mode))
     return hashlib.sha256(text.encode()).hexdigest()
 
 

@@ -49,3 +49,17 @@ def test_each_run_owns_its_parse_cache(tmp_path):
     other = Versions(versions.repo, versions.matrix)
     versions.at(revisions[0])
     assert versions.sources.pieces and not other.sources.pieces
+
+
+def test_the_cache_key_includes_how_the_table_was_made(tmp_path):
+    from harness.scan.cache import TableCache
+
+    versions, revisions = versions_of(tmp_path, [PASS.format(limit=1, comment="")])
+    cache = TableCache(tmp_path / "cache")
+    runs = [
+        Versions(versions.repo, versions.matrix, cache, exhaustive=exhaustive)
+        for exhaustive in (False, True, False, True)
+    ]
+    states = [run.at(revisions[0]) for run in runs]
+    assert [run.evaluations for run in runs] == [1, 1, 0, 0]
+    assert states[0].key != states[1].key and states[0].table.codes == states[1].table.codes

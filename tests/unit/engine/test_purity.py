@@ -1,0 +1,48 @@
+"""Purity on snippets: writes that outlive a call, and local work that does not."""
+
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+
+from harness.closure.extract import extract_closure
+from harness.closure.modules import RevisionFiles
+from harness.closure.pieces import SourceCache
+from harness.engine.purity import impurity
+
+
+def reason(source: str) -> str | None:
+    files = RevisionFiles.of({"m.py": textwrap.dedent(source)}, "m.py")
+    return impurity(extract_closure(SourceCache(), files, "target", frozenset(), "m.yaml"))
+
+
+@pytest.mark.parametrize(
+    "body, what",
+    [
+        ("SEEN.append(view.a)\n    return {}", "calls SEEN.append()"),
+        ("SEEN[0] = view.a\n    return {}", "writes to SEEN[0]"),
+        ("global COUNT\n    COUNT = 1\n    return {}", "global COUNT"),
+        ("alias = SEEN\n    alias.append(1)\n    return {}", "calls alias.append()"),
+        ("for item in [SEEN]:\n        item.append(1)\n    return {}", "calls item.append()"),
+        ("helper(SEEN)\n    return {}", "calls seen.add()"),
+    ],
+)
+def test_writes_to_state_that_outlives_the_call_are_found(body: str, what: str):
+    source = "SEEN = []\nCOUNT = 0\ndef helper(seen):\n    seen.add(1)\n"
+    source += f"def target(view):\n    {body}\n"
+    assert what in (reason(source) or "")
+
+
+def test_work_on_fresh_locals_is_pure():
+    source = """
+        LIMITS = {"fa4": 128}
+        def target(view):
+            out = {}
+            sizes = [s for s in (1, 2)]
+            sizes.append(LIMITS.get(view.attention_backend, 1))
+            out["page_size"] = max(sizes)
+            out.update({"note": "x"})
+            return out
+    """
+    assert reason(source) is None
