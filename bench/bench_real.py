@@ -9,9 +9,10 @@ release (v0.5.16, v0.5.18 ... v0.5.23), as the workplace tool
 each shipped matrix evaluates (no unevaluable cell), the seconds a
 `harness diff` of the release against itself takes per matrix, how many
 pieces the piecewise parser cuts `overrides.py` into (1: a whole-file parse),
-and how many registered passes `harness passes` finds unblocked and
-evaluable under the pipeline matrix. Then the diff of the first and last
-release on each matrix.
+how many registered passes `harness passes` finds unblocked and
+evaluable under the pipeline matrix, and of the passes whose closure extraction
+builds, how many the security policy accepts and how many are impure. Then
+the diff of the first and last release on each matrix.
 """
 
 from __future__ import annotations
@@ -25,7 +26,12 @@ import time
 from harness import gitio
 from harness.cli.main import main
 from harness.closure.pieces import SourceCache
-from harness.matrix.load import shipped_names
+from harness.closure.survey import survey
+from harness.engine.policy import check_closure
+from harness.engine.purity import impurity
+from harness.errors import Unevaluable
+from harness.matrix.load import load_matrix, shipped_names
+from harness.scan.versions import Versions
 
 OVERRIDES = "python/sglang/srt/arg_groups/overrides.py"
 
@@ -57,7 +63,27 @@ def release_line(repo: str, tag: str) -> str:
     ready = sum(not p["blocked_by"] and not p["needs_fields"] for p in found)
     parts.append(f"passes: {clear}/{len(found)} unblocked, {ready} evaluate")
     parts.append(f"overrides.py in {pieces(repo, tag)} pieces")
+    parts.append(policy(repo, tag))
     return "  ".join(parts)
+
+
+def policy(repo: str, tag: str) -> str:
+    """Of the passes whose closure extraction builds, how many the security policy accepts,
+    and how many are impure (run on every cell instead of explored)."""
+    matrix = load_matrix("sglang-page-size-pipeline")
+    versions = Versions(gitio.open_repo(repo), matrix)
+    files = versions.files(gitio.resolve(versions.repo, tag).sha)
+    names, hint = versions.bound.names, matrix.edit_hint
+    surveyed = survey(versions.sources, files, names, hint, versions.view)
+    closures = [one.closure for one in surveyed if one.closure]
+    refused = 0
+    for closure in closures:
+        try:
+            check_closure(closure)
+        except Unevaluable:
+            refused += 1
+    impure = sum(impurity(closure) is not None for closure in closures)
+    return f"policy: {len(closures) - refused}/{len(closures)} accepted, {impure} impure"
 
 
 def main_bench() -> None:

@@ -247,11 +247,11 @@ def _whole(data: bytes) -> bool:
     return len(data) >= HEADER and HEADER + int.from_bytes(data[:HEADER], "big") <= len(data)
 
 
-def _reap() -> None:
+def _reap(block: bool = False) -> None:
     """Collect the exit of children that answered (they exit right after)."""
     for pid in list(_unreaped):
         try:
-            done, _ = os.waitpid(pid, os.WNOHANG)
+            done, _ = os.waitpid(pid, 0 if block else os.WNOHANG)
         except ChildProcessError:
             done = pid
         if done:
@@ -259,6 +259,11 @@ def _reap() -> None:
 
 
 _unreaped: list[int] = []  # children that answered and have not been waited for yet
+
+
+def reap_all() -> None:
+    """Wait for every child that answered (for a caller measuring its children)."""
+    _reap(block=True)
 
 
 def _wait(pid: int, deadline: float) -> int | None:
