@@ -30,6 +30,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -134,17 +135,29 @@ def bare_loop(sources: list[str]) -> int:
     return sum(a != b for a, b in zip(*results, strict=True))
 
 
-def main_bench() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--repeat", type=int, default=3)
-    args = parser.parse_args()
+def repeat_argument(doc: str, default: int) -> int:
+    """--repeat N, parsed for a benchmark whose docstring is `doc`."""
+    parser = argparse.ArgumentParser(description=doc.splitlines()[0])
+    parser.add_argument("--repeat", type=int, default=default)
+    return parser.parse_args().repeat
+
+
+@contextlib.contextmanager
+def sized_history() -> Iterator[Path]:
+    """The fixture history with an SGLang-sized overrides.py, in a scratch directory."""
     with tempfile.TemporaryDirectory() as scratch:
         repo = Path(scratch) / "sglang"
         build_history(repo, padding=PADDING)
+        yield repo
+
+
+def main_bench() -> None:
+    repeat = repeat_argument(__doc__, 3)
+    with sized_history() as repo:
         handle = gitio.open_repo(str(repo))
         revs = [gitio.resolve(handle, r) for r in ("#30835^", "#30835")]
         sources = [gitio.read_file(handle, r, OVERRIDES) for r in revs]
-        report(repo, sources, args.repeat)
+        report(repo, sources, repeat)
 
 
 def report(repo: Path, sources: list[str], repeat: int) -> None:

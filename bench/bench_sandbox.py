@@ -17,17 +17,13 @@ Prints the ratio (target <= 1.3).
 
 from __future__ import annotations
 
-import argparse
 import contextlib
-import tempfile
-from pathlib import Path
 
-from bench_diff import PADDING, best_of, harness_in_process
+from bench_diff import best_of, harness_in_process, repeat_argument, sized_history
 
 from harness.engine import explore, sandbox, trace
 from harness.engine.worker import Done
 from harness.scan import versions
-from harness.testing.sglang_fixture import build_history
 
 
 def in_process(work, encode, decode, limits, room=0):
@@ -54,18 +50,14 @@ def unconfined():
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--repeat", type=int, default=5)
-    args = parser.parse_args()
-    with tempfile.TemporaryDirectory() as scratch:
-        repo = Path(scratch) / "sglang"
-        build_history(repo, padding=PADDING)
+    repeat = repeat_argument(__doc__, 5)
+    with sized_history() as repo:
         for name in ("sglang-fa4-page-size", "sglang-page-size-pipeline"):
             run = lambda n=name: harness_in_process(repo, "--matrix", n)  # noqa: E731
-            confined, _ = best_of(args.repeat, run)
+            confined, _ = best_of(repeat, run)
             with unconfined():
-                bare, _ = best_of(args.repeat, run)
-            confined_again, _ = best_of(args.repeat, run)
+                bare, _ = best_of(repeat, run)
+            confined_again, _ = best_of(repeat, run)
             took = min(confined, confined_again)
             print(f"{name}: worker + policy {took:.3f} s, without {bare:.3f} s   "
                   f"ratio {took / bare:.2f}  (target <= 1.3)")  # fmt: skip
