@@ -7,14 +7,17 @@ in the working tree. Nothing here checks out, writes the index, or moves a ref.
 
 from __future__ import annotations
 
+import io
 import re
+import tokenize
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import git
 
-from harness.errors import HarnessError
+from harness.errors import HarnessError, Unevaluable
 
 PR_EXPR = re.compile(r"^(?:#|pr:)(\d+)(.*)$")
 PR_SUBJECT = re.compile(r"\(#(\d+)\)\s*$")
@@ -70,11 +73,75 @@ def resolve(repo: git.Repo, expr: str, lookup: PRLookup | None = None) -> Revisi
     try:
         sha = repo.git.rev_parse("--verify", "--quiet", "--end-of-options", f"{spelled}^{{commit}}")
     except git.GitCommandError:
-        raise HarnessError(
-            f"unknown revision {expr!r} in {where_of(repo)}: use a sha, branch, tag, HEAD~N or #PR"
-        ) from None
+        raise HarnessError(_unknown(repo, expr, spelled)) from None
     commit = repo.commit(sha)
     return Revision(expr, sha, commit.summary, commit.committed_datetime.isoformat())
+
+
+def _unknown(repo: git.Repo, expr: str, spelled: str) -> str:
+    """Why `expr` names no commit, and the fix."""
+    where = where_of(repo)
+    if not _has_commits(repo):
+        return f"{where} has no commits yet: commit something, or point --repo at a clone"
+    candidates = _prefix_matches(repo, spelled)
+    if len(candidates) > 1:
+        return (
+            f"revision {expr!r} is ambiguous in {where}: {len(candidates)} objects start with "
+            f"it ({', '.join(c[:12] for c in candidates[:4])}); give more digits"
+        )
+    message = f"unknown revision {expr!r} in {where}: use a sha, branch, tag, HEAD~N or #PR"
+    return message + shallow_hint(repo)
+
+
+def _has_commits(repo: git.Repo) -> bool:
+    try:
+        repo.git.rev_parse("--verify", "--quiet", "HEAD")
+    except git.GitCommandError:
+        return bool(repo.git.for_each_ref("--count=1", "refs/"))
+    return True
+
+
+def _prefix_matches(repo: git.Repo, spelled: str) -> list[str]:
+    if not re.fullmatch(r"[0-9a-fA-F]{4,39}", spelled):
+        return []
+    try:
+        return repo.git.rev_parse(f"--disambiguate={spelled}").split()
+    except git.GitCommandError:
+        return []
+
+
+def shallow_commits(repo: git.Repo) -> set[str]:
+    """The commits where a shallow clone's history is cut (none in a full clone)."""
+    path = Path(repo.git_dir) / "shallow"
+    try:
+        return set(path.read_text().split())
+    except OSError:
+        return set()
+
+
+SHALLOW_FIX = (
+    "fetch the whole history: `git fetch --unshallow`, or `fetch-depth: 0` in actions/checkout"
+)
+
+
+def shallow_hint(repo: git.Repo) -> str:
+    """A sentence for messages about missing commits, when the clone is shallow."""
+    if not shallow_commits(repo):
+        return ""
+    return f" (this clone is shallow, so older commits are missing: {SHALLOW_FIX})"
+
+
+def refuse_shallow_range(repo: git.Repo, revisions: list[str], command: str) -> None:
+    """A scan over `revisions` (rev-list arguments) must not cross a shallow boundary."""
+    cut = shallow_commits(repo)
+    if not cut:
+        return
+    reached = cut.intersection(repo.git.rev_list(*revisions).split())
+    if reached:
+        raise HarnessError(
+            f"{command} would scan past the start of this shallow clone (history is cut at "
+            f"{min(reached)[:10]}), and answer wrongly: {SHALLOW_FIX}"
+        )
 
 
 def worktree(repo: git.Repo) -> Revision:
@@ -107,6 +174,7 @@ def find_pr_commit(repo: git.Repo, number: int) -> str:
     raise HarnessError(
         f"#{number}: no commit subject ends with (#{number}) in {where_of(repo)}; "
         "fetch the branch that has it, name the commit by sha, or pass --github OWNER/REPO"
+        + shallow_hint(repo)
     )
 
 
@@ -138,21 +206,77 @@ def read_file(repo: git.Repo, revision: Revision, path: str) -> str | None:
     if revision.sha is None:
         return _read_worktree(repo, path)
     blob = blob_of(repo, revision.sha, path)
-    return None if blob is None else read_blob(repo, blob)
+    return None if blob is None else read_blob(repo, blob, path)
 
 
 def blob_of(repo: git.Repo, commit: str, path: str) -> str | None:
-    """The blob id of `path` at `commit` (None: no such file), from git's object header."""
+    """The blob id of `path` at `commit` (None: no such file), from git's object header.
+
+    git answers "missing" both for a path that is not there and for an object it cannot
+    read; the tree tells them apart, so a corrupt file is an error, never "absent"."""
     try:
-        sha, kind, _ = repo.git.get_object_header(f"{commit}:{path}")
+        sha, kind, _ = _persistent(repo, lambda: repo.git.get_object_header(f"{commit}:{path}"))
     except ValueError:
+        listed = _tree_entry(repo, commit, path)
+        if listed is not None:
+            raise HarnessError(_unreadable(repo, listed, path)) from None
         return None
     return sha.decode() if kind == b"blob" else None
 
 
-def read_blob(repo: git.Repo, blob: str) -> str:
-    _, _, _, data = repo.git.get_object_data(blob)
-    return data.decode("utf-8", errors="replace")
+def read_blob(repo: git.Repo, blob: str, path: str = "") -> str:
+    """The blob as Python source text (see `python_source`); a blob git cannot read is the
+    repository's fault, said in one line."""
+    try:
+        _, _, size, data = _persistent(repo, lambda: repo.git.get_object_data(blob))
+    except (ValueError, OSError, git.GitCommandError):
+        raise HarnessError(_unreadable(repo, blob, path)) from None
+    if len(data) != size:  # cat-file died mid-object: GitPython hands back what came
+        raise HarnessError(_unreadable(repo, blob, path))
+    return python_source(data, path or blob[:12])
+
+
+def _persistent(repo: git.Repo, ask: Callable[[], Any]) -> Any:
+    """`ask()` of GitPython's long-lived `git cat-file` processes; one that died (on a
+    corrupt object, say) is restarted once, so that it does not fail the next question."""
+    try:
+        return ask()
+    except OSError:
+        repo.git.clear_cache()
+        return ask()
+
+
+def _tree_entry(repo: git.Repo, commit: str, path: str) -> str | None:
+    """The object id the trees list for `path` at `commit`, read without the object."""
+    repo.git.clear_cache()  # the header question may have killed cat-file
+    try:
+        return (repo.commit(commit).tree / path).hexsha
+    except (KeyError, ValueError, git.BadName):
+        return None
+
+
+def _unreadable(repo: git.Repo, blob: str, path: str) -> str:
+    repo.git.clear_cache()
+    return (
+        f"git cannot read object {blob[:12]} ({path or 'a file'}) in {where_of(repo)}: it is "
+        "corrupt or missing; run `git fsck` there, or clone the repository again"
+    )
+
+
+def python_source(data: bytes, path: str) -> str:
+    """Bytes of a Python file decoded as CPython decodes them: a UTF-8 BOM, else a PEP 263
+    coding line, else UTF-8; what CPython would refuse makes the revision unevaluable."""
+    try:
+        encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+        return data.decode(encoding)
+    except (SyntaxError, LookupError) as exc:
+        raise Unevaluable(f"{path} cannot be read as Python source: {exc}") from None
+    except UnicodeDecodeError as exc:
+        line = data[: exc.start].count(b"\n") + 1
+        raise Unevaluable(
+            f"{path} line {line} is not valid {exc.encoding} (byte 0x{data[exc.start]:02x}); "
+            "CPython would refuse the file too"
+        ) from None
 
 
 class FilesAt:
@@ -176,7 +300,7 @@ class FilesAt:
             return _read_worktree(self.repo, path)
         blob = self.known[path] if path in self.known else blob_of(self.repo, self.sha, path)
         self.blobs[path] = blob
-        return None if blob is None else read_blob(self.repo, blob)
+        return None if blob is None else read_blob(self.repo, blob, path)
 
 
 @dataclass(frozen=True)
@@ -249,7 +373,7 @@ def _read_worktree(repo: git.Repo, path: str) -> str | None:
     target = Path(repo.working_tree_dir) / path
     if not target.is_file():
         return None
-    return target.read_bytes().decode("utf-8", errors="replace")
+    return python_source(target.read_bytes(), path)
 
 
 def has_commit(repo: git.Repo, sha: str) -> bool:
@@ -279,7 +403,8 @@ def remote_for(repo: git.Repo, slug: str) -> str | None:
 def fetch_objects(repo: git.Repo, source: str, ref: str) -> None:
     """Fetch `ref`'s commits into the object store only: no ref, no FETCH_HEAD is written."""
     try:
-        repo.git.fetch("--quiet", "--no-tags", "--no-write-fetch-head", source, ref)
+        repo.git.fetch("--quiet", "--no-tags", "--no-write-fetch-head", "--end-of-options",
+                       source, ref)  # fmt: skip
     except git.GitCommandError as exc:
         raise HarnessError(f"cannot fetch {ref} from {source}: {_git_complaint(exc)}") from None
 

@@ -257,8 +257,23 @@ def _moved(part: Part, layout: Layout, old: Layout) -> Part:
     )
 
 
+REGISTER = "register_post_process"  # SGLang's decorator that adds a pass to the list it runs
+
+
 def find_target(index: dict[str, list[Binding]], path: str, function: str) -> Statement:
+    """The definition of `function` SGLang runs: the one registered with
+    `@register_post_process` when there is one (a later plain definition of the same name
+    only rebinds the name), else the last one (what the name is bound to)."""
     bindings = index.get(function, [])
+    registered = [b for b in bindings if b.kind == DEFINITION and decorated(b.statement.node)]
+    if len(registered) > 1:
+        lines = " and ".join(str(b.statement.lineno) for b in registered)
+        raise Unevaluable(
+            f"{function} is registered twice in {path} (lines {lines}), and SGLang runs both: "
+            "harness runs one function per name; rename one"
+        )
+    if registered:
+        bindings = registered
     if not bindings or bindings[-1].kind != DEFINITION:
         raise Absent(f"no top-level function {function} in {path}")
     statement = bindings[-1].statement
@@ -269,6 +284,18 @@ def find_target(index: dict[str, list[Binding]], path: str, function: str) -> St
     if not isinstance(statement.node, ast.FunctionDef):
         raise Absent(f"{function} in {path} line {statement.lineno} is not a function")
     return statement
+
+
+def decorated(node: ast.stmt, decorator: str = REGISTER) -> bool:
+    """Whether a function definition carries `@decorator` (or `@decorator(...)`)."""
+    if not isinstance(node, ast.FunctionDef):
+        return False
+    for item in node.decorator_list:
+        func = item.func if isinstance(item, ast.Call) else item
+        name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", None)
+        if name == decorator:
+            return True
+    return False
 
 
 def _digest(parts: tuple[Part, ...], needs: tuple[Need, ...], links: tuple) -> str:

@@ -270,7 +270,18 @@ def _whole(source: str, path: str) -> Layout:
     try:
         tree = ast.parse(source, filename=path)
     except SyntaxError as exc:
-        raise Unevaluable(f"syntax error in {path} line {exc.lineno}: {exc.msg}") from None
+        line = _line_of(exc, source)
+        raise Unevaluable(f"syntax error in {path} line {line}: {exc.msg}") from None
     except ValueError as exc:  # e.g. null bytes
         raise Unevaluable(f"{path} cannot be parsed: {exc}") from None
+    except (RecursionError, MemoryError):
+        raise Unevaluable(f"{path} is nested too deeply for Python to parse") from None
     return Layout(source, [Piece(source, tree.body)], [0], [0])
+
+
+def _line_of(exc: SyntaxError, source: str) -> int:
+    """The line a syntax error is on; CPython gives none for a NUL byte: find it."""
+    if exc.lineno is not None:
+        return exc.lineno
+    nul = source.find("\0")
+    return source.count("\n", 0, nul) + 1 if nul >= 0 else 1

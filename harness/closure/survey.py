@@ -12,14 +12,13 @@ import ast
 from collections.abc import Collection
 from dataclasses import dataclass
 
-from harness.closure.extract import Closure, build_closure, find_target
+from harness.closure.extract import REGISTER, Closure, build_closure, decorated, find_target
 from harness.closure.index import DEFINITION, index_module
 from harness.closure.modules import RevisionFiles
 from harness.closure.pieces import SourceCache, Statement
 from harness.closure.resolve import TARGET, Resolver, ViewClass
 from harness.errors import Absent, Unevaluable
 
-REGISTER = "register_post_process"
 VIEW_NAMES = frozenset({"view", "cfg", "server_args", "self"})  # a helper's view parameter
 
 
@@ -44,20 +43,9 @@ def registered(cache: SourceCache, files: RevisionFiles, decorator: str = REGIST
     for bindings in index.values():
         for binding in bindings:
             node = binding.statement.node
-            if binding.kind == DEFINITION and _decorated(node, decorator):
+            if binding.kind == DEFINITION and decorated(node, decorator):
                 found[node.name] = binding.statement.lineno
     return sorted(found, key=found.get)
-
-
-def _decorated(node: ast.stmt, decorator: str) -> bool:
-    if not isinstance(node, ast.FunctionDef):
-        return False
-    for item in node.decorator_list:
-        func = item.func if isinstance(item, ast.Call) else item
-        name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", None)
-        if name == decorator:
-            return True
-    return False
 
 
 def survey(

@@ -69,6 +69,7 @@ class Search:
                 "swap them, or pick a GOOD commit from BAD's history"
             )
         paths = paths_of(self.baseline, last) or [self.versions.matrix.target.path]
+        gitio.refuse_shallow_range(self.repo, [f"^{good.sha}", bad.sha], "harness bisect")
         commits = gitio.commits_touching(self.repo, [f"^{good.sha}", bad.sha], paths, first_parent)
         result = BisectResult(good, bad, len(commits))
         if not self._differs(last):

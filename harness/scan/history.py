@@ -63,6 +63,7 @@ def history(
     another file widens the set, and the scan runs again (every state it already
     made is remembered, so only the new commits cost anything).
     """
+    gitio.refuse_shallow_range(repo, revisions, "harness history")
     paths = paths_of(versions.at_commit(revisions[-1])) or [versions.matrix.target.path]
     while True:
         report, read = _scan(repo, versions, range_text, revisions, where, first_parent,
