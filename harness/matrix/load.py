@@ -40,9 +40,10 @@ def shipped_names() -> list[str]:
 
 
 DEFAULT_MATRIX = "sglang-fa4-page-size"
+MAX_CELLS = 50_000_000  # above this a matrix is refused before anything is allocated
 
 
-def load_matrix(name_or_path: str | None = None) -> Matrix:
+def load_matrix(name_or_path: str | None = None, max_cells: int = MAX_CELLS) -> Matrix:
     """A shipped matrix by name, or a matrix file by path."""
     spec = name_or_path or DEFAULT_MATRIX
     path = Path(spec)
@@ -56,22 +57,61 @@ def load_matrix(name_or_path: str | None = None) -> Matrix:
             )
     if not path.is_file():
         raise HarnessError(f"--matrix {spec}: file not found")
-    text = path.read_text(encoding="utf-8")
+    text = _read_text(path, spec)
     shipped = path.resolve().parent == shipped_dir().resolve()
-    return parse_matrix(text, str(path), shipped)
+    return parse_matrix(text, str(path), shipped, max_cells)
 
 
-def parse_matrix(text: str, source: str, shipped: bool = False) -> Matrix:
+def _read_text(path: Path, spec: str) -> str:
     try:
-        data = yaml.safe_load(text)
+        data = path.read_bytes()
+    except OSError as exc:
+        raise HarnessError(f"--matrix {spec}: cannot read it ({exc.strerror})") from None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data[: exc.start].count(b"\n") + 1
+        raise HarnessError(
+            f"{path}:{line}: not UTF-8 (byte 0x{data[exc.start]:02x}); save the matrix file "
+            "as UTF-8"
+        ) from None
+
+
+class _StrictLoader(yaml.SafeLoader):
+    """safe_load, refusing a key written twice in one mapping (YAML keeps the last)."""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict:
+        seen: dict[Any, int] = {}
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=True)
+            try:
+                first = seen.setdefault(key, key_node.start_mark.line + 1)
+            except TypeError:
+                continue  # an unhashable key: the base class reports it
+            if first != key_node.start_mark.line + 1:
+                raise yaml.constructor.ConstructorError(
+                    None, None, f"key {key!r} appears twice (lines {first} and "
+                    f"{key_node.start_mark.line + 1})", key_node.start_mark,
+                )  # fmt: skip
+        return super().construct_mapping(node, deep)
+
+
+def parse_matrix(
+    text: str, source: str, shipped: bool = False, max_cells: int = MAX_CELLS
+) -> Matrix:
+    try:
+        data = yaml.load(text, Loader=_StrictLoader)  # a SafeLoader: no tags run code
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f":{mark.line + 1}" if mark else ""
         raise HarnessError(f"{source}{where}: not valid YAML ({_first_line(exc)})") from None
+    except RecursionError:
+        raise HarnessError(f"{source}: not a matrix (nested too deeply)") from None
     check = _Checker(source)
     data = check.mapping(data, "", TOP_KEYS, required={"name", "target", "axes"})
     target = _parse_target(check, data["target"])
     axes = _parse_axes(check, data["axes"])
+    _check_size(check, axes, max_cells)
     fields = check.mapping(data.get("fields") or {}, "fields")
     bindings = check.mapping(data.get("bindings") or {}, "bindings")
     _check_output(check, target, axes, fields)
@@ -118,12 +158,24 @@ def _parse_target(check: _Checker, raw: Any) -> Target:
         outputs = (check.string(raw_outputs, "target.output"),)
     if len(set(outputs)) < len(outputs):
         check.fail("target.output", "names a field twice")
-    path = check.string(data["path"], "target.path").strip("/")
+    path = _inside(check, data["path"], "target.path")
     raw_roots = data.get("roots", [])
     if not isinstance(raw_roots, list):
         check.fail("target.roots", "needs a list of directories, e.g. [python]")
-    roots = tuple(check.string(r, f"target.roots[{n}]").strip("/") for n, r in enumerate(raw_roots))
+    roots = tuple(_inside(check, r, f"target.roots[{n}]") for n, r in enumerate(raw_roots))
     return Target(path=path, passes=passes, outputs=outputs, roots=roots)
+
+
+def _inside(check: _Checker, raw: Any, key: str) -> str:
+    """A path relative to the repository's top, without `..` or `\\`."""
+    path = check.string(raw, key)
+    parts = path.strip("/").split("/")
+    if path.startswith("/") or "\\" in path or any(p in ("", ".", "..") for p in parts):
+        check.fail(
+            key, f"{path!r} must be a path inside the repository, from its top, "
+            "e.g. python/sglang/srt/arg_groups/overrides.py",
+        )  # fmt: skip
+    return "/".join(parts)
 
 
 def _parse_axes(check: _Checker, raw: Any) -> tuple[Axis, ...]:
@@ -146,6 +198,19 @@ def _parse_axis(check: _Checker, name: Any, spec: Any) -> Axis:
     if default is not NO_DEFAULT and not any(same_value(default, v) for v in values):
         check.fail(f"{key}.default", f"{format_value(default)} is not one of the axis values")
     return Axis(name=name, values=values, default=default)
+
+
+def _check_size(check: _Checker, axes: tuple[Axis, ...], max_cells: int) -> None:
+    cells = 1
+    for axis in axes:
+        cells *= len(axis.values)
+    if cells > max_cells:
+        shape = " x ".join(f"{len(a.values)} {a.name}" for a in axes)
+        check.fail(
+            "axes",
+            f"{cells:,} cells ({shape}) is more than the {max_cells:,} allowed: drop values "
+            "or axes, or raise the limit with --max-cells",
+        )
 
 
 def _check_output(check: _Checker, target: Target, axes: tuple[Axis, ...], fields: dict) -> None:
