@@ -51,6 +51,7 @@ def run(args: argparse.Namespace) -> int:
         _write(report.step_line(steps, step) + "\n")
 
     result = bisect(repo, versions, good, bad, where, args.first_parent, show if live else None)
+    args.status = 0 if result.found else 1  # the answer, even if the reader goes away
     if live:
         head = "\n" if steps else report.header(matrix, good, bad) + "\n"
         _write(head + report.conclusion_text(matrix, result))
@@ -58,7 +59,7 @@ def run(args: argparse.Namespace) -> int:
         _write(report.render_json(matrix, result))
     else:
         _write(report.render_markdown(matrix, result))
-    return 0 if result.found else 1
+    return args.status
 
 
 def _write(text: str) -> None:

@@ -3,17 +3,21 @@
 from __future__ import annotations
 
 import argparse
+import json
 import sys
+from collections.abc import Iterator
+from pathlib import Path
 
 from harness import gitio
 from harness.cli.options import Setup, add_command, add_evaluation_options, nonnegative, set_up
 from harness.errors import HarnessError
+from harness.files import write_atomically
 from harness.github.prs import pr_revisions
 from harness.report import annotations, jsonfmt, junit, markdown, text
 from harness.report.model import DiffReport, build_report
 from harness.scan.diff import diff
 
-DIFF_FORMATS = ("text", "markdown", "json", "junit", "github")
+DIFF_FORMATS = ("text", "markdown", "json", "json-sample", "junit", "github")
 
 HELP = """\
 Compare the outcomes of the matrix's target function at two revisions.
@@ -30,8 +34,11 @@ pr:N for the commit whose subject ends in (#N), optionally with a suffix such
 as #30835^ for its parent.
 
 Formats: text (rules, then a sample of cells), markdown (for a step summary
-or a PR comment), json (every changed cell), junit (one failed test case per
-rule), github (a ::warning annotation at the target function, for Actions).
+or a PR comment), json (every changed cell), json-sample (the same document
+with --sample cells and their count: what harness comment reads), junit (one
+failed test case per rule), github (a ::warning annotation at the target
+function, for Actions). --output FORMAT=FILE writes more formats from the
+same evaluation, e.g. every report a CI job keeps, in one run.
 
 Exit status: 0 no change, 1 changes, 2 error."""
 
@@ -47,7 +54,17 @@ def register(commands: argparse._SubParsersAction) -> None:
         type=nonnegative,
         default=10,
         metavar="N",
-        help="changed cells listed by text and markdown reports (default 10; json lists all)",
+        help="changed cells listed by text, markdown and json-sample reports (default 10; "
+        "json lists all)",
+    )
+    parser.add_argument(
+        "--output",
+        type=_output,
+        action="append",
+        default=[],
+        metavar="FORMAT=FILE",
+        help="also write the report in FORMAT to FILE (replaced whole, or not at all); "
+        f"repeat for several ({', '.join(DIFF_FORMATS)})",
     )
     parser.add_argument(
         "--exhaustive",
@@ -68,9 +85,12 @@ def run(args: argparse.Namespace) -> int:
     base, head = pick_revisions(setup, args)
     found = diff(setup.versions(args.exhaustive), base, head, setup.where)
     report = build_report(found)
+    args.status = 1 if report.changed else 0  # the answer, even if the reader goes away
+    for fmt, path in args.output:
+        write_file(path, "".join(chunks(report, fmt, args.sample)))
     write(report, args.format, args.sample)
     warn_if_blind(report)
-    return 1 if report.changed else 0
+    return args.status
 
 
 def warn_if_blind(report: DiffReport) -> None:
@@ -105,16 +125,38 @@ def _pr_number(text: str) -> int:
 
 
 def write(report: DiffReport, fmt: str, sample: int) -> None:
-    out = sys.stdout
+    for chunk in chunks(report, fmt, sample):
+        sys.stdout.write(chunk)
+    sys.stdout.flush()
+
+
+def chunks(report: DiffReport, fmt: str, sample: int) -> Iterator[str]:
+    """The report in `fmt`, in pieces (a large json report streams)."""
     if fmt == "json":
-        for chunk in jsonfmt.render_chunks(report):
-            out.write(chunk)
+        yield from jsonfmt.render_chunks(report)
+    elif fmt == "json-sample":
+        yield json.dumps(jsonfmt.document(report, sample)) + "\n"
     elif fmt == "markdown":
-        out.write(markdown.render(report, sample))
+        yield markdown.render(report, sample)
     elif fmt == "junit":
-        out.write(junit.render(report))
+        yield junit.render(report)
     elif fmt == "github":
-        out.write(annotations.render(report))
+        yield annotations.render(report)
     else:
-        out.write(text.render(report, sample))
-    out.flush()
+        yield text.render(report, sample)
+
+
+def write_file(path: str, text_: str) -> None:
+    try:
+        write_atomically(Path(path), text_.encode("utf-8"))
+    except OSError as exc:
+        raise HarnessError(f"--output {path}: cannot write it ({exc.strerror or exc})") from None
+
+
+def _output(text_: str) -> tuple[str, str]:
+    fmt, sep, path = text_.partition("=")
+    if not sep or fmt not in DIFF_FORMATS or not path:
+        raise argparse.ArgumentTypeError(
+            f"expected FORMAT=FILE with FORMAT one of {', '.join(DIFF_FORMATS)}, got {text_!r}"
+        )
+    return fmt, path

@@ -55,8 +55,10 @@ def run(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
     render = {"json": report.render_json, "markdown": report.render_markdown}
+    args.status = 1 if found.changes else 0  # the answer, even if the reader goes away
     sys.stdout.write(render.get(args.format, report.render_text)(found))
-    return 1 if found.changes else 0
+    sys.stdout.flush()
+    return args.status
 
 
 def parse_range(text: str | None, resolve) -> tuple[str, list[str]]:

@@ -7,6 +7,8 @@ line on stderr and exit 2; anything else is a bug and keeps its traceback.
 from __future__ import annotations
 
 import argparse
+import errno
+import os
 import sys
 import traceback
 from collections.abc import Sequence
@@ -34,9 +36,34 @@ Reads the target function from git (no checkout, no GPU, no SGLang install),
 runs it over every cell of a matrix, and compares the outcomes."""
 
 EPILOG = """\
-exit status: 0 no change (or success), 1 outcomes changed, 2 bad input or
-repository error (one line on stderr), 3 a bug in harness (with a traceback).
+exit status: 0 no change (or success), 1 outcomes changed (also when the
+reader of the output went away, as `| head` does), 2 bad input, a repository
+error or output that cannot be written (one line on stderr), 3 a bug in harness
+(with a traceback), 130 interrupted.
 """
+
+
+SECRETS = ("GITHUB_TOKEN",)  # environment variables whose values never reach the output
+
+
+def redacted(text: str) -> str:
+    """`text` with every secret's value (and its stripped form) replaced: a bug report's
+    traceback must be safe to paste, whatever an exception message quoted."""
+    for name in SECRETS:
+        value = os.environ.get(name, "")
+        for form in {value, value.strip()}:
+            if len(form) >= 4:
+                text = text.replace(form, f"<{name}>")
+    return text
+
+
+def _stdout_gone() -> None:
+    """Point stdout at /dev/null, so that the interpreter's last flush fails no more."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass
 
 
 class Parser(argparse.ArgumentParser):
@@ -60,6 +87,10 @@ def build_parser() -> Parser:
     return parser
 
 
+EXIT_INTERRUPTED = 130
+OUTPUT_ERRORS = (errno.ENOSPC, errno.EDQUOT, errno.EIO, errno.EFBIG)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
@@ -68,12 +99,19 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"harness: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
     except BrokenPipeError:
-        sys.stderr.close()  # the reader went away (| head): not an error
-        return 0
+        _stdout_gone()  # the reader went away (| head): the answer stands
+        return getattr(args, "status", 0)
+    except OSError as exc:
+        if exc.errno not in OUTPUT_ERRORS:
+            raise
+        _stdout_gone()
+        print(f"harness: error: cannot write the output: {exc.strerror}", file=sys.stderr)
+        return EXIT_USAGE
     except KeyboardInterrupt:
-        return 130
+        print("harness: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
     except Exception:
-        traceback.print_exc()
+        print(redacted(traceback.format_exc()), end="", file=sys.stderr)
         print(
             "harness: internal error: this is a bug in harness; please report it with the "
             "traceback above",

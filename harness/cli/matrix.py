@@ -30,7 +30,7 @@ def register(commands: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    matrix = load_matrix(args.matrix)
+    matrix = load_matrix(args.matrix, args.max_cells)
     where = parse_where(matrix, args.where)
     if args.cells:
         stream_cells(matrix, where, args.format)

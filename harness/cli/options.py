@@ -14,7 +14,7 @@ from harness.errors import HarnessError
 from harness.github.client import GitHub, check_slug
 from harness.github.prs import OnlinePRs
 from harness.matrix.cells import parse_where
-from harness.matrix.load import DEFAULT_MATRIX, load_matrix
+from harness.matrix.load import DEFAULT_MATRIX, MAX_CELLS, load_matrix
 from harness.matrix.model import Matrix
 from harness.scan.cache import TableCache, default_directory
 from harness.scan.versions import Versions
@@ -38,6 +38,14 @@ def add_matrix_option(parser: argparse.ArgumentParser) -> None:
         metavar="NAME|PATH",
         default=DEFAULT_MATRIX,
         help=f"a shipped matrix by name, or a matrix file (default: {DEFAULT_MATRIX})",
+    )
+    parser.add_argument(
+        "--max-cells",
+        metavar="N",
+        type=nonnegative,
+        default=MAX_CELLS,
+        help=f"refuse a matrix of more cells than this, before allocating anything "
+        f"(default: {MAX_CELLS:,}; a table takes 4 bytes per cell)",
     )
 
 
@@ -85,6 +93,11 @@ def add_cache_options(parser: argparse.ArgumentParser) -> None:
 def table_cache(args: argparse.Namespace) -> TableCache:
     if args.no_cache:
         return TableCache(None)
+    if args.cache_dir and Path(args.cache_dir).exists() and not Path(args.cache_dir).is_dir():
+        raise HarnessError(
+            f"--cache-dir {args.cache_dir}: not a directory; pass a directory (it is made if "
+            "missing) or --no-cache"
+        )
     return TableCache(Path(args.cache_dir) if args.cache_dir else default_directory())
 
 
@@ -205,7 +218,7 @@ class Setup:
 
 def set_up(args: argparse.Namespace) -> Setup:
     """Load and check everything the options name, in the order users expect errors."""
-    matrix = load_matrix(args.matrix)
+    matrix = load_matrix(args.matrix, args.max_cells)
     where = parse_where(matrix, getattr(args, "where", []))
     repo = gitio.open_repo(args.repo)
     online = online_prs(args, repo)

@@ -28,6 +28,7 @@ from harness.engine.outcome import (
     OutcomeTable,
 )
 from harness.errors import HarnessError
+from harness.files import write_atomically
 from harness.gitio import Revision
 from harness.matrix.cells import Cube, bits_of, cube_size
 from harness.matrix.model import Matrix, same_value
@@ -138,9 +139,11 @@ def write(path: str, text: str) -> None:
         print(text, end="")
         return
     try:
-        Path(path).write_text(text, encoding="utf-8")
+        write_atomically(Path(path), text.encode("utf-8"))
     except OSError as exc:
-        raise HarnessError(f"cannot write the baseline {path}: {exc.strerror}") from None
+        raise HarnessError(
+            f"cannot write the baseline {path}: {exc.strerror or exc} (it is left as it was)"
+        ) from None
 
 
 def read(path: str, matrix: Matrix) -> OutcomeTable:

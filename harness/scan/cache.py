@@ -14,13 +14,13 @@ import io
 import os
 import pickle
 import sys
-import tempfile
 import zlib
 from array import array
 from functools import cache
 from pathlib import Path
 
 from harness.engine.outcome import CODE_TYPE, Outcome, OutcomeTable
+from harness.files import write_atomically
 
 MAGIC = b"harness-outcomes-1\n"
 PLAIN = (type(None), bool, int, float, complex, str, bytes)
@@ -67,8 +67,9 @@ class TableCache:
         except OSError as exc:
             return self._give_up(f"cannot read {path} ({exc.strerror})")
         table = _decode(data, key, size)
-        if table is None:
-            return self._give_up(f"{path} is damaged or not a harness cache file")
+        if table is None:  # evaluated again, and written over
+            print(f"harness: warning: {path} is damaged; it will be replaced", file=sys.stderr)
+            return None
         self.hits += 1
         return table
 
@@ -78,7 +79,7 @@ class TableCache:
         path = self._path(key)
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
-            _write_atomically(path, _encode(key, table))
+            write_atomically(path, _encode(key, table))
         except OSError as exc:
             self._give_up(f"cannot write {path.parent} ({exc.strerror or exc})")
             return
@@ -89,8 +90,9 @@ class TableCache:
 
     def _give_up(self, why: str) -> None:
         print(
-            f"harness: warning: {why}; continuing without the cache "
-            f"(remove {self.directory} to reset it, or pass --no-cache)",
+            f"harness: warning: {why}; continuing without the cache (check that "
+            f"{self.directory} is a directory you can write, or pass --cache-dir DIR or "
+            "--no-cache)",
             file=sys.stderr,
         )
         self.directory = None
@@ -137,14 +139,3 @@ def _decode(data: bytes, key: str, size: int) -> OutcomeTable | None:
 class _NoClasses(pickle.Unpickler):
     def find_class(self, module: str, name: str):
         raise pickle.UnpicklingError(f"refusing {module}.{name}")
-
-
-def _write_atomically(path: Path, data: bytes) -> None:
-    fd, temporary = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
-    try:
-        with os.fdopen(fd, "wb") as out:
-            out.write(data)
-        os.replace(temporary, path)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
