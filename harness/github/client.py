@@ -1,16 +1,22 @@
 """A small GitHub REST client: requests, bounded retries, one-line errors.
 
 The base URL comes from `GITHUB_API_URL` (default the public API), the token
-from `GITHUB_TOKEN`. The token is sent as a header and never appears in a
-message. Timeouts, 5xx answers and rate limits (403/429 with `Retry-After`
-or `X-RateLimit-Reset`) are retried with bounded backoff; 401, 403 and 404
-become one line naming what to check.
+from `GITHUB_TOKEN` (surrounding whitespace stripped). The token is sent as a
+header and never appears in a message. Each request is bounded as a whole,
+not per read (`HARNESS_HTTP_TIMEOUT`, default 10 s: a server dripping a byte
+at a time is cut off), and so is the size of an answer. Timeouts, 5xx
+answers and rate limits (403/429 with `Retry-After` or `X-RateLimit-Reset`)
+are retried with bounded backoff; 401, 403 and 404 become one line naming
+what to check, and so does an answer that is not the JSON asked for: the
+server is not trusted either.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import re
+import threading
 import time
 from typing import Any
 
@@ -22,6 +28,8 @@ ATTEMPTS = 4
 BACKOFF = 0.5  # seconds before the first retry; doubles each time
 MAX_WAIT = 60.0  # a rate limit that lifts later than this is an error, not a wait
 DEFAULT_TIMEOUT = 10.0
+MAX_ANSWER = 16 << 20  # bytes of one answer, at most
+CHUNK = 1 << 16
 
 
 def check_slug(text: str) -> str:
@@ -43,7 +51,7 @@ class GitHub:
         self.session.headers.update(
             {"Accept": "application/vnd.github+json", "X-GitHub-Api-Version": "2022-11-28"}
         )
-        token = token if token is not None else os.environ.get("GITHUB_TOKEN")
+        token = _checked_token(token if token is not None else os.environ.get("GITHUB_TOKEN"))
         if token:
             self.session.headers["Authorization"] = f"Bearer {token}"
         self.timeout = _timeout()
@@ -54,6 +62,24 @@ class GitHub:
     def get(self, path: str, what: str) -> Any:
         return self.send("GET", path, what)
 
+    def get_optional(self, path: str, what: str) -> Any:
+        """A GET whose refusal (403, 404) is an answer, None, rather than an error."""
+        try:
+            return self.get(path, what)
+        except _Refused as exc:
+            if exc.status in (403, 404):
+                return None
+            raise
+
+    def get_object(self, path: str, what: str) -> dict[str, Any]:
+        """A GET whose answer must be a JSON object."""
+        return _of_type(self.get(path, what), dict, "an object", what, self.base)
+
+    def get_list(self, path: str, what: str) -> list[dict[str, Any]]:
+        """A GET whose answer must be a JSON list of objects."""
+        found = _of_type(self.get(path, what), list, "a list", what, self.base)
+        return [_of_type(item, dict, "a list of objects", what, self.base) for item in found]
+
     def send(self, method: str, path: str, what: str, body: Any = None) -> Any:
         """The JSON answer to one request, retried as the module docstring says."""
         url = self.base + path
@@ -62,21 +88,63 @@ class GitHub:
             time.sleep(pause)
             pause = BACKOFF * 2**attempt
             try:
-                answer = self.session.request(method, url, json=body, timeout=self.timeout)
-            except self.requests.Timeout:
-                problem = f"no answer within {self.timeout:g} s"
+                status, headers, content = self._exchange(method, url, body)
+            except (self.requests.Timeout, TimeoutError):
+                problem = f"no whole answer within {self.timeout:g} s"
                 continue
             except self.requests.ConnectionError as exc:
                 problem = f"cannot connect ({_first_line(exc)})"
                 continue
-            if answer.status_code < 300:
-                return answer.json() if answer.content else None
-            problem, wait = self._retryable(answer, what)
+            if status < 300:
+                return _json(content, method, url)
+            problem, wait = self._retryable(_Answer(status, headers), what)
             pause = pause if wait is None else wait
         raise HarnessError(
             f"GitHub API {method} {url} failed after {ATTEMPTS} attempts: {problem}; "
             "try again later"
         )
+
+    def _exchange(self, method: str, url: str, body: Any) -> tuple[int, Any, bytes]:
+        """Status, headers and body of one request, all within `timeout` seconds in total
+        (headers dripping a byte at a time included: the request runs in a thread that is
+        abandoned at the deadline) and at most MAX_ANSWER bytes; raises TimeoutError."""
+        outcome: list[Any] = []
+
+        def run() -> None:
+            try:
+                outcome.append((True, self._read(method, url, body)))
+            except BaseException as exc:  # handed to the caller's thread
+                outcome.append((False, exc))
+
+        worker = threading.Thread(target=run, daemon=True)
+        worker.start()
+        worker.join(self.timeout)
+        if not outcome:
+            raise TimeoutError
+        succeeded, value = outcome[0]
+        if not succeeded:
+            raise value
+        return value
+
+    def _read(self, method: str, url: str, body: Any) -> tuple[int, Any, bytes]:
+        deadline = time.monotonic() + self.timeout
+        with self.session.request(
+            method, url, json=body, timeout=self.timeout, stream=True
+        ) as answer:
+            chunks, size = [], 0
+            for chunk in answer.iter_content(CHUNK):
+                size += len(chunk)
+                if size > MAX_ANSWER:
+                    raise HarnessError(
+                        f"the GitHub API at {self.base} sent more than {MAX_ANSWER >> 20} MB "
+                        f"for {method} {url}: not a GitHub answer"
+                    )
+                chunks.append(chunk)
+                if time.monotonic() > deadline:
+                    raise TimeoutError
+            if time.monotonic() > deadline:
+                raise TimeoutError
+            return answer.status_code, answer.headers, b"".join(chunks)
 
     def _retryable(self, answer, what: str) -> tuple[str, float | None]:
         """A retryable problem and how long to wait (None: the usual backoff), or raise."""
@@ -84,7 +152,7 @@ class GitHub:
         if status >= 500:
             return f"HTTP {status}", None
         if status not in (403, 429) or not _is_rate_limit(answer):
-            raise HarnessError(self._refusal(status, what))
+            raise _Refused(self._refusal(status, what), status)
         wait = _rate_limit_wait(answer)
         if wait is not None and wait > MAX_WAIT:
             raise HarnessError(
@@ -110,6 +178,54 @@ class GitHub:
                 "and that GITHUB_TOKEN can read the repository"
             )
         return f"the GitHub API at {self.base} answered HTTP {status} for {what}"
+
+
+class _Refused(HarnessError):
+    """The API said no (4xx): one line, and the status for callers that expect it."""
+
+    def __init__(self, message: str, status: int) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+class _Answer:
+    """What the retry rules read of an answer: its status and headers."""
+
+    def __init__(self, status_code: int, headers: Any) -> None:
+        self.status_code, self.headers = status_code, headers
+
+
+def _json(content: bytes, method: str, url: str) -> Any:
+    if not content:
+        return None
+    try:
+        return json.loads(content)
+    except (ValueError, RecursionError):
+        raise HarnessError(
+            f"the GitHub API answered {method} {url} with something that is not JSON: "
+            "check GITHUB_API_URL"
+        ) from None
+
+
+def _of_type(value: Any, kind: type, name: str, what: str, base: str) -> Any:
+    if not isinstance(value, kind):
+        raise HarnessError(
+            f"the GitHub API at {base} answered for {what} with {type(value).__name__}, "
+            f"not {name}: check GITHUB_API_URL"
+        )
+    return value
+
+
+def _checked_token(token: str | None) -> str | None:
+    """The token without surrounding whitespace (a secret pasted with its newline); one
+    with whitespace or control characters inside is refused without showing it."""
+    token = (token or "").strip()
+    if any(c.isspace() or not c.isprintable() for c in token):
+        raise HarnessError(
+            "GITHUB_TOKEN has a space, newline or control character inside it: "
+            "check how the secret is set"
+        )
+    return token or None
 
 
 def _is_rate_limit(answer) -> bool:

@@ -8,9 +8,11 @@ stale table; with no change and no comment yet, nothing is posted.
 
 from __future__ import annotations
 
+import hashlib
 import json
+import re
+import time
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from harness.errors import HarnessError
@@ -19,7 +21,20 @@ from harness.report.markdown import changed_count, render_document
 
 MAX_BODY = 65_536  # GitHub's limit on a comment body, in characters
 PER_PAGE = 100
-REQUIRED = ("matrix", "target", "base", "head", "cells", "axes", "changed", "summary")
+MAX_PAGES = 30  # 3,000 comments: past that, the search gives up (one line)
+MAX_SEARCH = 120.0  # seconds the search for our comment may take in all
+MAX_REPORT = 32 << 20  # bytes of a report read, at most (write it with --format json-sample)
+ACTIONS_BOT = "github-actions[bot]"
+REQUIRED = {  # key: the JSON type harness diff writes there
+    "matrix": str,
+    "target": dict,
+    "base": dict,
+    "head": dict,
+    "cells": int,
+    "axes": dict,
+    "changed": list,
+    "summary": list,
+}
 
 
 @dataclass(frozen=True)
@@ -29,29 +44,70 @@ class Posted:
 
 
 def marker(matrix: str) -> str:
-    return f"<!-- harness:override-matrix:{matrix} -->"
+    """The hidden line a comment is found again by. The matrix name comes from the report
+    (hostile): only letters, digits, `.`, `_` and `-` are kept, so it cannot end the HTML
+    comment; a name that had others gets a hash of the original, to stay distinct."""
+    kept = re.sub(r"[^A-Za-z0-9._-]", "_", matrix)[:80]
+    if kept != matrix:
+        kept += "-" + hashlib.sha256(matrix.encode()).hexdigest()[:12]
+    return f"<!-- harness:override-matrix:{kept} -->"
 
 
 def load_report(path: str) -> dict[str, Any]:
-    """The JSON report of `harness diff --format json`, checked enough to render safely."""
+    """The JSON report of `harness diff --format json` (or json-sample), read with a size
+    cap and checked enough to render safely: it comes from a job that ran PR code."""
     try:
-        doc = json.loads(Path(path).read_text(encoding="utf-8"))
+        with open(path, "rb") as handle:
+            data = handle.read(MAX_REPORT + 1)
     except OSError as exc:
         raise HarnessError(f"--report {path}: cannot read it ({exc.strerror})") from None
-    except ValueError as exc:
-        raise HarnessError(f"--report {path}: not JSON ({exc})") from None
-    missing = [key for key in REQUIRED if not isinstance(doc, dict) or key not in doc]
+    if len(data) > MAX_REPORT:
+        raise HarnessError(
+            f"--report {path}: more than {MAX_REPORT >> 20} MB; write the report for the "
+            "comment with harness diff --output json-sample=FILE (a sample of cells)"
+        )
+    try:
+        doc = json.loads(data)
+    except (ValueError, RecursionError) as exc:
+        raise HarnessError(f"--report {path}: not JSON ({_first_line(exc)})") from None
+    _check_report(doc, path)
+    return doc
+
+
+def _check_report(doc: Any, path: str) -> None:
+    if not isinstance(doc, dict):
+        raise HarnessError(f"--report {path}: not a harness diff report (not a JSON object)")
+    missing = [key for key in REQUIRED if key not in doc]
     if missing:
         raise HarnessError(
             f"--report {path}: not a harness diff report (missing {', '.join(missing)}): "
             "write it with harness diff --format json"
         )
-    return doc
+    wrong = [key for key, kind in REQUIRED.items() if not isinstance(doc[key], kind)]
+    if "changed_count" in doc and type(doc["changed_count"]) is not int:
+        wrong.append("changed_count")
+    if wrong:
+        raise HarnessError(
+            f"--report {path}: not a harness diff report ({', '.join(wrong)} of the wrong type)"
+        )
+
+
+def _first_line(exc: Exception) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0][:200] if text else type(exc).__name__
 
 
 def body_for(doc: dict[str, Any], sample: int, details: str | None) -> str:
-    text = marker(doc["matrix"]) + "\n" + render_document(doc, sample, details)
-    return truncate(text, details)
+    """The comment's text. The report is hostile: a part of the wrong shape anywhere is one
+    line (exit 2), not a crash."""
+    try:
+        rendered = render_document(doc, sample, details)
+    except (KeyError, TypeError, AttributeError, ValueError, IndexError) as exc:
+        raise HarnessError(
+            f"the report is not a harness diff report: a part of it has the wrong shape "
+            f"({type(exc).__name__}: {_first_line(exc)[:80]})"
+        ) from None
+    return truncate(marker(doc["matrix"]) + "\n" + rendered, details)
 
 
 def truncate(text: str, details: str | None) -> str:
@@ -70,38 +126,70 @@ def truncate(text: str, details: str | None) -> str:
 def post(client: GitHub, pr: int, doc: dict[str, Any], sample: int, details: str | None) -> Posted:
     """Create or update the one comment for this matrix on PR `pr`."""
     tag = marker(doc["matrix"])
-    existing = find_comment(client, pr, tag)
-    changed = changed_count(doc)
-    if existing is None and not changed:
+    body = body_for(doc, sample, details)  # first: a malformed report posts nothing
+    existing = find_comment(client, pr, tag, authors(client))
+    if existing is None and not changed_count(doc):
         return Posted("skipped", None)
-    body = body_for(doc, sample, details)
     if existing is None:
         path, what = client.repo_path(f"issues/{pr}/comments"), f"PR #{pr} of {client.slug}"
         made = client.send("POST", path, what, {"body": body})
-        return Posted("created", (made or {}).get("html_url"))
-    path = client.repo_path(f"issues/comments/{existing['id']}")
-    done = client.send("PATCH", path, f"comment {existing['id']} of {client.slug}", {"body": body})
-    return Posted("updated", (done or {}).get("html_url"))
+        return Posted("created", _url(made))
+    number = existing["id"]
+    path = client.repo_path(f"issues/comments/{number}")
+    done = client.send("PATCH", path, f"comment {number} of {client.slug}", {"body": body})
+    return Posted("updated", _url(done))
 
 
-def find_comment(client: GitHub, pr: int, tag: str) -> dict[str, Any] | None:
-    """The first comment on the PR whose body starts with the marker, through every page."""
-    page = 1
-    while True:
+def _url(answer: Any) -> str | None:
+    url = answer.get("html_url") if isinstance(answer, dict) else None
+    return url if isinstance(url, str) else None
+
+
+def authors(client: GitHub) -> set[str]:
+    """Whose comments may be edited: the token's own user, and the Actions bot (an Actions
+    token cannot ask who it is: GET /user answers 403)."""
+    me = client.get_optional("/user", "the token's user")
+    login = me.get("login") if isinstance(me, dict) else None
+    return {ACTIONS_BOT} | ({login} if isinstance(login, str) else set())
+
+
+def find_comment(
+    client: GitHub, pr: int, tag: str, by: set[str] | frozenset[str] = frozenset({ACTIONS_BOT})
+) -> dict[str, Any] | None:
+    """The first comment on the PR written by one of `by` whose body starts with the marker,
+    through at most MAX_PAGES pages and MAX_SEARCH seconds."""
+    deadline = time.monotonic() + MAX_SEARCH
+    for page in range(1, MAX_PAGES + 1):
         path = client.repo_path(f"issues/{pr}/comments?per_page={PER_PAGE}&page={page}")
-        found = client.get(path, f"PR #{pr} of {client.slug}") or []
+        found = client.get_list(path, f"the comments of PR #{pr} of {client.slug}")
         for comment in found:
-            if str(comment.get("body") or "").startswith(tag):
+            if _ours(comment, tag, by):
                 return comment
         if len(found) < PER_PAGE:
             return None
-        page += 1
+        if time.monotonic() > deadline:
+            break
+    raise HarnessError(
+        f"PR #{pr} of {client.slug} has more comments than harness reads ({MAX_PAGES} pages "
+        f"of {PER_PAGE}, {MAX_SEARCH:g} s) without one of ours: not commenting"
+    )
+
+
+def _ours(comment: dict[str, Any], tag: str, by: set[str] | frozenset[str]) -> bool:
+    user = comment.get("user")
+    login = user.get("login") if isinstance(user, dict) else None
+    body = comment.get("body")
+    number = comment.get("id")
+    return (
+        login in by and isinstance(body, str) and body.startswith(tag) and isinstance(number, int)
+    )
 
 
 def check_head(client: GitHub, pr: int, head_sha: str) -> None:
     """Refuse to comment when the report is not for the PR's current head."""
-    data = client.get(client.repo_path(f"pulls/{pr}"), f"PR #{pr} of {client.slug}")
-    actual = (data.get("head") or {}).get("sha")
+    data = client.get_object(client.repo_path(f"pulls/{pr}"), f"PR #{pr} of {client.slug}")
+    head = data.get("head")
+    actual = head.get("sha") if isinstance(head, dict) else None
     if actual != head_sha:
         raise HarnessError(
             f"the report is for {head_sha[:10]} but PR #{pr}'s head is {str(actual)[:10]}: "

@@ -8,6 +8,7 @@ base, for `diff --pr N`, is where its head left the base branch.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -28,11 +29,15 @@ class PullRequest:
     clone_url: str | None
 
 
+SHA = re.compile(r"^[0-9a-f]{40}$")
+
+
 def fetch_pull(client: GitHub, number: int) -> PullRequest:
-    data = client.get(client.repo_path(f"pulls/{number}"), f"PR #{number} of {client.slug}")
+    what = f"PR #{number} of {client.slug}"
+    data = client.get_object(client.repo_path(f"pulls/{number}"), what)
     try:
         return _pull_from(number, data)
-    except (KeyError, TypeError):
+    except (KeyError, TypeError, AttributeError, ValueError):
         raise HarnessError(
             f"the GitHub API at {client.base} answered PR #{number} without the expected "
             "fields (head.sha, merged): is GITHUB_API_URL a GitHub API?"
@@ -40,15 +45,33 @@ def fetch_pull(client: GitHub, number: int) -> PullRequest:
 
 
 def _pull_from(number: int, data: dict[str, Any]) -> PullRequest:
+    """The fields harness uses, each checked: what reaches git is a sha or a plain URL."""
     base = data.get("base") or {}
     return PullRequest(
         number,
         bool(data.get("merged") or data.get("merged_at")),
-        data.get("merge_commit_sha"),
-        data["head"]["sha"],
-        base.get("sha"),
-        (base.get("repo") or {}).get("clone_url"),
+        _sha(data.get("merge_commit_sha"), optional=True),
+        _sha(data["head"]["sha"]),
+        _sha(base.get("sha"), optional=True),
+        _url((base.get("repo") or {}).get("clone_url")),
     )
+
+
+def _sha(value: Any, optional: bool = False) -> str | None:
+    if value is None and optional:
+        return None
+    if not isinstance(value, str) or not SHA.match(value):
+        raise ValueError("not a sha")
+    return value
+
+
+def _url(value: Any) -> str | None:
+    """A clone URL git may fetch from: no option (`-...`), no remote helper (`ext::`)."""
+    if value is None:
+        return None
+    if not isinstance(value, str) or value.startswith("-") or "::" in value:
+        raise ValueError("not a clone URL")
+    return value
 
 
 class OnlinePRs:
