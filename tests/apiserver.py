@@ -18,6 +18,7 @@ class Reply:
     body: Any = None
     headers: dict[str, str] = field(default_factory=dict)
     delay: float = 0.0  # seconds before answering (to provoke client timeouts)
+    drip: float = 0.0  # seconds between bytes: the whole answer a byte at a time
 
 
 @dataclass
@@ -87,6 +88,8 @@ def _handler(fake: FakeGitHub):
             reply = fake.next_reply(seen)
             time.sleep(reply.delay)
             data = b"" if reply.body is None else json.dumps(reply.body).encode()
+            if reply.drip:
+                return self._drip(reply, data)
             try:
                 self.send_response(reply.status)
                 for name, value in reply.headers.items():
@@ -98,6 +101,16 @@ def _handler(fake: FakeGitHub):
             except (BrokenPipeError, ConnectionResetError):
                 pass  # the client gave up waiting: that is what the test provoked
 
+        def _drip(self, reply: Reply, data: bytes) -> None:
+            head = f"HTTP/1.1 {reply.status} OK\r\nContent-Length: {len(data)}\r\n\r\n"
+            try:
+                for byte in head.encode() + data:
+                    self.wfile.write(bytes([byte]))
+                    self.wfile.flush()
+                    time.sleep(reply.drip)
+            except (BrokenPipeError, ConnectionResetError):
+                pass
+
         do_GET = do_POST = do_PATCH = _serve
 
         def log_message(self, *args) -> None:
@@ -106,21 +119,34 @@ def _handler(fake: FakeGitHub):
     return Handler
 
 
-class Comments:
-    """Issue comments of one pull request, kept as GitHub keeps them (list, create, edit)."""
+ACTIONS_BOT = "github-actions[bot]"
 
-    def __init__(self, fake: FakeGitHub, slug: str, pr: int) -> None:
+
+class Comments:
+    """Issue comments of one pull request, kept as GitHub keeps them (list, create, edit).
+
+    The token belongs to `login`: with the Actions bot (the default), GET /user is refused
+    as GitHub refuses it to an Actions token; with another user, it answers the login."""
+
+    def __init__(self, fake: FakeGitHub, slug: str, pr: int, login: str = ACTIONS_BOT) -> None:
         self.items: list[dict[str, Any]] = []
-        self.slug, self.pr = slug, pr
+        self.slug, self.pr, self.login = slug, pr, login
+        if login == ACTIONS_BOT:
+            fake.on(
+                "GET", "/user", Reply(403, {"message": "Resource not accessible by integration"})
+            )
+        else:
+            fake.on("GET", "/user", Reply(body={"login": login}))
         base = f"/repos/{slug}/issues"
         fake.serve("GET", f"{base}/{pr}/comments", self.list)
         fake.serve("POST", f"{base}/{pr}/comments", self.create)
         fake.serve("PATCH", f"{base}/comments/*", self.edit)
 
-    def add(self, body: str) -> dict[str, Any]:
+    def add(self, body: str, author: str | None = None) -> dict[str, Any]:
         number = 1000 + len(self.items)
         url = f"https://github.invalid/{self.slug}/pull/{self.pr}#issuecomment-{number}"
-        comment = {"id": number, "body": body, "html_url": url}
+        user = {"login": author or self.login}
+        comment = {"id": number, "body": body, "html_url": url, "user": user}
         self.items.append(comment)
         return comment
 

@@ -54,17 +54,20 @@ def test_no_cache_writes_nothing(history, private_cache):
     assert result.code == 1 and not private_cache.exists()
 
 
-def test_a_damaged_file_warns_once_and_the_answer_stays_right(history, tmp_path):
+def test_a_damaged_file_is_replaced_and_the_answer_stays_right(history, tmp_path):
     cache = tmp_path / "cache"
     diff_json(history, cache)
-    for path in cache_files(cache):
-        data = bytearray(path.read_bytes())
-        data[-5] ^= 0xFF
-        path.write_bytes(bytes(data))
+    damaged = cache_files(cache)[0]
+    data = bytearray(damaged.read_bytes())
+    data[-5] ^= 0xFF
+    damaged.write_bytes(bytes(data))
     result, report = diff_json(history, cache)
     warnings = result.err.strip().splitlines()
-    assert len(warnings) == 1 and "damaged" in warnings[0] and "--no-cache" in warnings[0]
+    assert len(warnings) == 1 and "damaged" in warnings[0] and "replaced" in warnings[0]
     assert changed(report) == oracle.changed_between(False, True)
+    assert damaged.read_bytes() != bytes(data)  # written again, whole
+    again, report = diff_json(history, cache)
+    assert again.err == "" and changed(report) == oracle.changed_between(False, True)
 
 
 def test_a_table_filed_under_another_key_is_not_believed(history, tmp_path):
@@ -80,10 +83,23 @@ def test_a_table_filed_under_another_key_is_not_believed(history, tmp_path):
     assert changed(report) == oracle.changed_between(False, True)
 
 
-def test_an_unwritable_cache_warns_once_and_carries_on(history, tmp_path):
+def test_an_unwritable_default_cache_warns_once_and_carries_on(history, tmp_path, monkeypatch):
     blocker = tmp_path / "not-a-directory"
     blocker.write_text("a file where the cache directory should be\n")
-    result, report = diff_json(history, blocker)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(blocker))
+    result = run_cli("diff", *REVS, "--repo", history.repo(), "--format", "json")
     warnings = result.err.strip().splitlines()
     assert len(warnings) == 1 and "cannot write" in warnings[0]
-    assert changed(report) == oracle.changed_between(False, True)
+    assert "remove" not in warnings[0]  # the file is not ours to remove
+    assert changed(json.loads(result.out)) == oracle.changed_between(False, True)
+    assert blocker.read_text() == "a file where the cache directory should be\n"
+
+
+def test_a_cache_dir_that_is_a_file_is_one_line_and_nothing_else(history, tmp_path):
+    blocker = tmp_path / "hostname"
+    blocker.write_text("myhost\n")
+    result = run_cli("diff", *REVS, "--repo", history.repo(), "--cache-dir", str(blocker))
+    assert result.code == 2 and result.out == ""
+    (line,) = result.err.strip().splitlines()
+    assert f"--cache-dir {blocker}: not a directory" in line and "remove" not in line
+    assert blocker.read_text() == "myhost\n"

@@ -95,16 +95,24 @@ def _because(reason: Any) -> str:
     return "".join(f"`{code(p)}`" if n % 2 else escape(p) for n, p in enumerate(parts))
 
 
+SCANNED = 10_000  # changed cells searched for the rules' first cells, at most
+
+
 def pick_sample(doc: dict[str, Any], limit: int) -> list[dict[str, Any]]:
-    """Up to `limit` changed cells: the first of each rule, then the next in order."""
+    """Up to `limit` changed cells: the first of each of the first `limit` rules (found
+    among the first SCANNED cells), then the next in order. Linear in the cells read,
+    whatever the report holds."""
     items = doc["changed"]
-    firsts = []
-    for rule in doc["summary"]:
-        inside = (k for k, item in enumerate(items) if _inside(item["cell"], rule["where"]))
-        first = next(inside, None)
-        if first is not None:
-            firsts.append(first)
-    return [items[k] for k in sample_positions(firsts, len(items), limit)]
+    wanted = [rule["where"] for rule in doc["summary"][:limit]]
+    firsts: list[int | None] = [None] * len(wanted)
+    for k, item in enumerate(items[:SCANNED]):
+        for n, where in enumerate(wanted):
+            if firsts[n] is None and _inside(item["cell"], where):
+                firsts[n] = k
+        if all(f is not None for f in firsts):
+            break
+    found = [k for k in firsts if k is not None]
+    return [items[k] for k in sample_positions(found, min(len(items), SCANNED), limit)]
 
 
 def _inside(cell: dict[str, Any], where: dict[str, list[Any]]) -> bool:
