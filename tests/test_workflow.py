@@ -205,3 +205,34 @@ def test_a_pr_whose_code_raises_system_exit_fails_the_gate(pr_checkout, tmp_path
     gate = run_step(step(job, "Require acknowledgement of changed outcomes")["run"], checkout,
                     job_env)  # fmt: skip
     assert gate.returncode == 1
+
+
+def test_a_matrix_file_in_the_repository_is_read_as_the_base_has_it(pr_checkout, tmp_path):
+    """A PR that edits the matrix to hide its change still faces the base's matrix."""
+    checkout, event = pr_checkout
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@t"]
+    shipped = (ROOT / "matrices" / "sglang-fa4-page-size.yaml").read_text()
+    subprocess.run(["git", "checkout", "-q", event["BASE_SHA"]], cwd=checkout, check=True)
+    (checkout / "ci").mkdir()
+    (checkout / "ci" / "matrix.yaml").write_text(shipped)
+    subprocess.run([*git, "add", "ci/matrix.yaml"], cwd=checkout, check=True)
+    subprocess.run([*git, "commit", "-qm", "our matrix"], cwd=checkout, check=True)
+    base = git_out(checkout, "rev-parse", "HEAD").strip()
+    subprocess.run(["git", "checkout", "-q", event["HEAD_SHA"]], cwd=checkout, check=True)
+    subprocess.run(["git", "merge", "-q", "--no-edit", base], cwd=checkout, check=True,
+                   env={**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t",
+                        "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@t"})  # fmt: skip
+    hidden = shipped.replace("platform: [sm90, sm100, sm120]", "platform: [sm90, sm120]")
+    assert hidden != shipped
+    (checkout / "ci" / "matrix.yaml").write_text(hidden)  # no sm100 cell: the change hides
+    subprocess.run([*git, "commit", "-qam", "hide the change"], cwd=checkout, check=True)
+    event = {**event, "BASE_SHA": base, "HEAD_SHA": git_out(checkout, "rev-parse", "HEAD").strip()}
+    files = github_files(tmp_path)
+    job = load(EVALUATE)["jobs"]["evaluate"]
+    env = {"MATRIX": "ci/matrix.yaml", **event, **files}
+    done = run_step(step(job, "Compare outcomes")["run"], checkout, env)
+    assert done.returncode == 0, done.stderr
+    assert Path(files["GITHUB_OUTPUT"]).read_text() == "changed=true\n"
+    report = json.loads((checkout / "override-report" / "report.json").read_text())
+    assert "sm100" in report["axes"]["platform"]
+    assert len(report["changed"]) == len(oracle.changed_between(False, True))
