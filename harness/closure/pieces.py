@@ -272,7 +272,10 @@ def _whole(source: str, path: str) -> Layout:
     except SyntaxError as exc:
         line = _line_of(exc, source)
         raise Unevaluable(f"syntax error in {path} line {line}: {exc.msg}") from None
-    except ValueError as exc:  # e.g. null bytes
+    except ValueError as exc:  # null bytes, on some 3.11 releases
+        if "\0" in source:
+            line = source.count("\n", 0, source.index("\0")) + 1
+            raise Unevaluable(f"syntax error in {path} line {line}: a NUL byte") from None
         raise Unevaluable(f"{path} cannot be parsed: {exc}") from None
     except (RecursionError, MemoryError):
         raise Unevaluable(f"{path} is nested too deeply for Python to parse") from None
