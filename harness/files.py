@@ -23,3 +23,8 @@ def write_atomically(path: Path, data: bytes) -> None:
     except BaseException:
         Path(temporary).unlink(missing_ok=True)
         raise
+
+
+def undecodable(data: bytes, exc: UnicodeDecodeError) -> tuple[int, str]:
+    """Where text that failed to decode went wrong: its line, and the byte (as 0xNN)."""
+    return data[: exc.start].count(b"\n") + 1, f"0x{data[exc.start]:02x}"

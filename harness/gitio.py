@@ -18,6 +18,7 @@ from typing import Any
 import git
 
 from harness.errors import HarnessError, Unevaluable
+from harness.files import undecodable
 
 PR_EXPR = re.compile(r"^(?:#|pr:)(\d+)(.*)$")
 PR_SUBJECT = re.compile(r"\(#(\d+)\)\s*$")
@@ -272,9 +273,9 @@ def python_source(data: bytes, path: str) -> str:
     except (SyntaxError, LookupError) as exc:
         raise Unevaluable(f"{path} cannot be read as Python source: {exc}") from None
     except UnicodeDecodeError as exc:
-        line = data[: exc.start].count(b"\n") + 1
+        line, byte = undecodable(data, exc)
         raise Unevaluable(
-            f"{path} line {line} is not valid {exc.encoding} (byte 0x{data[exc.start]:02x}); "
+            f"{path} line {line} is not valid {exc.encoding} (byte {byte}); "
             "CPython would refuse the file too"
         ) from None
 

@@ -9,6 +9,7 @@ from typing import Any
 import yaml
 
 from harness.errors import HarnessError
+from harness.files import undecodable
 from harness.matrix.model import (
     ALL_PASSES,
     NO_DEFAULT,
@@ -70,11 +71,8 @@ def _read_text(path: Path, spec: str) -> str:
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
-        line = data[: exc.start].count(b"\n") + 1
-        raise HarnessError(
-            f"{path}:{line}: not UTF-8 (byte 0x{data[exc.start]:02x}); save the matrix file "
-            "as UTF-8"
-        ) from None
+        line, byte = undecodable(data, exc)
+        raise HarnessError(f"{path}:{line}: not UTF-8 (byte {byte}); save the matrix file as UTF-8") from None
 
 
 class _StrictLoader(yaml.SafeLoader):
