@@ -72,7 +72,8 @@ def _read_text(path: Path, spec: str) -> str:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
         line, byte = undecodable(data, exc)
-        raise HarnessError(f"{path}:{line}: not UTF-8 (byte {byte}); save the matrix file as UTF-8") from None
+        message = f"{path}:{line}: not UTF-8 (byte {byte}); save the matrix file as UTF-8"
+        raise HarnessError(message) from None
 
 
 class _StrictLoader(yaml.SafeLoader):
