@@ -16,20 +16,16 @@ from __future__ import annotations
 import json
 import os
 import re
-import threading
 import time
 from typing import Any
 
 from harness.errors import HarnessError
+from harness.http import Answer, Http
 
 PUBLIC_API = "https://api.github.com"
 SLUG = re.compile(r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$")
-ATTEMPTS = 4
-BACKOFF = 0.5  # seconds before the first retry; doubles each time
 MAX_WAIT = 60.0  # a rate limit that lifts later than this is an error, not a wait
-DEFAULT_TIMEOUT = 10.0
-MAX_ANSWER = 16 << 20  # bytes of one answer, at most
-CHUNK = 1 << 16
+MAX_ANSWER = 16 << 20  # bytes of one API answer, at most
 
 
 def check_slug(text: str) -> str:
@@ -44,17 +40,12 @@ class GitHub:
     def __init__(self, slug: str, base_url: str | None = None, token: str | None = None) -> None:
         self.slug = check_slug(slug)
         self.base = (base_url or os.environ.get("GITHUB_API_URL") or PUBLIC_API).rstrip("/")
-        import requests  # deferred: most runs never touch the network, and it costs 0.15 s
-
-        self.requests = requests
-        self.session = requests.Session()
-        self.session.headers.update(
-            {"Accept": "application/vnd.github+json", "X-GitHub-Api-Version": "2022-11-28"}
-        )
+        self.http = Http("GitHub API", {"Accept": "application/vnd.github+json",
+                                        "X-GitHub-Api-Version": "2022-11-28"})  # fmt: skip
         token = _checked_token(token if token is not None else os.environ.get("GITHUB_TOKEN"))
         if token:
-            self.session.headers["Authorization"] = f"Bearer {token}"
-        self.timeout = _timeout()
+            self.http.session.headers["Authorization"] = f"Bearer {token}"
+        self.timeout = self.http.timeout
 
     def repo_path(self, rest: str) -> str:
         return f"/repos/{self.slug}/{rest.lstrip('/')}"
@@ -83,68 +74,15 @@ class GitHub:
     def send(self, method: str, path: str, what: str, body: Any = None) -> Any:
         """The JSON answer to one request, retried as the module docstring says."""
         url = self.base + path
-        problem, pause = "", 0.0
-        for attempt in range(ATTEMPTS):
-            time.sleep(pause)
-            pause = BACKOFF * 2**attempt
-            try:
-                status, headers, content = self._exchange(method, url, body)
-            except (self.requests.Timeout, TimeoutError):
-                problem = f"no whole answer within {self.timeout:g} s"
-                continue
-            except self.requests.ConnectionError as exc:
-                problem = f"cannot connect ({_first_line(exc)})"
-                continue
-            if status < 300:
-                return _json(content, method, url)
-            problem, wait = self._retryable(_Answer(status, headers), what)
-            pause = pause if wait is None else wait
-        raise HarnessError(
-            f"GitHub API {method} {url} failed after {ATTEMPTS} attempts: {problem}; "
-            "try again later"
-        )
+        judge = lambda answer: self._judge(answer, what)  # noqa: E731
+        answer = self.http.request(method, url, judge, body, limit=MAX_ANSWER)
+        return _json(answer.content, method, url)
 
-    def _exchange(self, method: str, url: str, body: Any) -> tuple[int, Any, bytes]:
-        """Status, headers and body of one request, all within `timeout` seconds in total
-        (headers dripping a byte at a time included: the request runs in a thread that is
-        abandoned at the deadline) and at most MAX_ANSWER bytes; raises TimeoutError."""
-        outcome: list[Any] = []
-
-        def run() -> None:
-            try:
-                outcome.append((True, self._read(method, url, body)))
-            except BaseException as exc:  # handed to the caller's thread
-                outcome.append((False, exc))
-
-        worker = threading.Thread(target=run, daemon=True)
-        worker.start()
-        worker.join(self.timeout)
-        if not outcome:
-            raise TimeoutError
-        succeeded, value = outcome[0]
-        if not succeeded:
-            raise value
-        return value
-
-    def _read(self, method: str, url: str, body: Any) -> tuple[int, Any, bytes]:
-        deadline = time.monotonic() + self.timeout
-        with self.session.request(
-            method, url, json=body, timeout=self.timeout, stream=True
-        ) as answer:
-            chunks, size = [], 0
-            for chunk in answer.iter_content(CHUNK):
-                size += len(chunk)
-                if size > MAX_ANSWER:
-                    raise HarnessError(
-                        f"the GitHub API at {self.base} sent more than {MAX_ANSWER >> 20} MB "
-                        f"for {method} {url}: not a GitHub answer"
-                    )
-                chunks.append(chunk)
-                if time.monotonic() > deadline:
-                    raise TimeoutError
-            if time.monotonic() > deadline:
-                raise TimeoutError
-            return answer.status_code, answer.headers, b"".join(chunks)
+    def _judge(self, answer: Answer, what: str) -> tuple[str, float | None] | None:
+        """None to take the answer; a retryable problem and how long to wait; or raise."""
+        if answer.status_code < 300:
+            return None
+        return self._retryable(answer, what)
 
     def _retryable(self, answer, what: str) -> tuple[str, float | None]:
         """A retryable problem and how long to wait (None: the usual backoff), or raise."""
@@ -186,13 +124,6 @@ class _Refused(HarnessError):
     def __init__(self, message: str, status: int) -> None:
         super().__init__(message)
         self.status = status
-
-
-class _Answer:
-    """What the retry rules read of an answer: its status and headers."""
-
-    def __init__(self, status_code: int, headers: Any) -> None:
-        self.status_code, self.headers = status_code, headers
 
 
 def _json(content: bytes, method: str, url: str) -> Any:
@@ -246,18 +177,3 @@ def _rate_limit_wait(answer) -> float | None:
     if answer.headers.get("X-RateLimit-Remaining") == "0" and reset.isdigit():
         return float(reset) - time.time()
     return None
-
-
-def _timeout() -> float:
-    text = os.environ.get("HARNESS_HTTP_TIMEOUT", "")
-    try:
-        value = float(text) if text else DEFAULT_TIMEOUT
-    except ValueError:
-        raise HarnessError(f"HARNESS_HTTP_TIMEOUT={text!r}: expected seconds, e.g. 10") from None
-    if value <= 0:
-        raise HarnessError(f"HARNESS_HTTP_TIMEOUT={text!r}: expected a positive number")
-    return value
-
-
-def _first_line(exc: Exception) -> str:
-    return str(exc).splitlines()[0] if str(exc) else type(exc).__name__
