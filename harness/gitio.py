@@ -34,14 +34,19 @@ class Revision:
     sha: str | None
     subject: str = ""
     date: str = ""
+    release: Any = field(default=None, compare=False)  # a harness.releases Release: no git
 
     @property
     def short(self) -> str:
+        if self.release is not None:
+            return self.expr
         return self.sha[:10] if self.sha else WORKTREE
 
     @property
     def label(self) -> str:
         """How messages name it: the expression, and the sha when they differ."""
+        if self.release is not None:
+            return self.expr
         if self.sha is None:
             return "the working tree"
         if self.sha.startswith(self.expr):

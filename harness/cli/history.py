@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 
-from harness.cli.options import add_command, add_evaluation_options, set_up
+from harness.cli.options import add_command, add_evaluation_options, release_cache, set_up
 from harness.cli.progress import Progress
 from harness.errors import HarnessError
 from harness.report import history as report
 from harness.scan.history import history
+from harness.scan.releases import release_history
 
 HELP = """\
 List the commits that changed the outcomes of the matrix's target function.
@@ -18,6 +20,9 @@ List the commits that changed the outcomes of the matrix's target function.
   harness history A..B         commits after A, up to B (either side may be
                                left out: A.. means A..HEAD)
   harness history REV          every commit reachable from REV
+  harness history pypi:NAME    every release of NAME on the package index, each
+                               against the one before (--releases A..B: from A
+                               to B; --pre: pre-releases too)
 
 Only commits that change the target file are considered (as git log -- PATH).
 Each is compared with its first parent; a commit whose change exactly undoes
@@ -33,6 +38,13 @@ def register(commands: argparse._SubParsersAction) -> None:
     parser = add_command(commands, "history", "list the commits that changed outcomes", HELP)
     parser.add_argument("range", nargs="?", metavar="RANGE", help="A..B, or one revision")
     parser.add_argument(
+        "--releases",
+        metavar="A..B",
+        help="with pypi:NAME: only the releases from version A to version B (either side may "
+        "be left out)",
+    )
+    parser.add_argument("--pre", action="store_true", help="with pypi:NAME: include pre-releases")
+    parser.add_argument(
         "--first-parent",
         action="store_true",
         help="follow only the first parent of merges (the mainline's own commits)",
@@ -42,13 +54,23 @@ def register(commands: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     setup = set_up(args)
-    text, revisions = parse_range(args.range, setup.resolve)
+    project = _project(args)
     versions = setup.versions()
-    with Progress("history") as bar:
-        found = history(
-            setup.repo, versions, text, revisions, setup.where, args.first_parent, on_commit=bar
-        )
-    if not found.considered:
+    if project is not None:
+        cache, span = release_cache(args), args.releases
+        with Progress("history") as bar:
+            found = release_history(
+                versions, project, span, args.pre, args.index_url, cache, setup.where, bar
+            )
+    else:
+        if args.releases or args.pre:
+            raise HarnessError("--releases and --pre go with a pypi:NAME range")
+        text, revisions = parse_range(args.range, setup.resolve)
+        with Progress("history") as bar:
+            found = history(
+                setup.repo, versions, text, revisions, setup.where, args.first_parent, bar
+            )
+    if not found.considered and project is None:
         print(
             f"harness: warning: no commit in {text} changes {setup.matrix.target.path}: "
             "is --repo an SGLang clone, and --matrix the right target?",
@@ -59,6 +81,20 @@ def run(args: argparse.Namespace) -> int:
     sys.stdout.write(render.get(args.format, report.render_text)(found))
     sys.stdout.flush()
     return args.status
+
+
+def _project(args: argparse.Namespace) -> str | None:
+    """NAME, when the range is `pypi:NAME` (a pin, pypi:NAME==V, is one release, not a range)."""
+    text = args.range or ""
+    if not text.startswith("pypi:"):
+        return None
+    name = text.removeprefix("pypi:")
+    if "==" in name or not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*", name):
+        raise HarnessError(
+            f"range {text!r}: history over releases takes pypi:NAME (and --releases A..B), "
+            "not a pinned version"
+        )
+    return name
 
 
 def parse_range(text: str | None, resolve) -> tuple[str, list[str]]:

@@ -16,6 +16,7 @@ from harness.github.prs import OnlinePRs
 from harness.matrix.cells import parse_where
 from harness.matrix.load import DEFAULT_MATRIX, MAX_CELLS, load_matrix
 from harness.matrix.model import Matrix
+from harness.releases.release import is_release, release_revision
 from harness.scan.cache import TableCache, default_directory
 from harness.scan.versions import Versions
 
@@ -102,7 +103,13 @@ def table_cache(args: argparse.Namespace) -> TableCache:
 
 
 def add_revision_options(parser: argparse.ArgumentParser) -> None:
-    """Options that change how revisions resolve (#N / pr:N)."""
+    """Options that change how revisions resolve (#N / pr:N, pypi:NAME==VERSION)."""
+    parser.add_argument(
+        "--index-url",
+        metavar="URL",
+        help="the package index pypi:NAME==VERSION revisions are read from (its simple API; "
+        "default: PIP_INDEX_URL, else https://pypi.org/simple)",
+    )
     parser.add_argument(
         "--github",
         metavar="OWNER/REPO",
@@ -124,10 +131,43 @@ def online_prs(args: argparse.Namespace, repo) -> OnlinePRs | None:
     return OnlinePRs(repo, GitHub(args.github)) if args.github else None
 
 
-def revision_resolver(repo, online: OnlinePRs | None) -> Callable[[str], gitio.Revision]:
-    """expr -> Revision; #N falls back to the GitHub API when `online` is given."""
+def revision_resolver(
+    repo, online: OnlinePRs | None, index: str | None = None, cache: Path | None = None
+) -> Callable[[str], gitio.Revision]:
+    """expr -> Revision: a release (pypi:, wheel:, sdist:), else a commit of `repo`; #N
+    falls back to the GitHub API when `online` is given."""
     lookup = online.commit if online else None
-    return lambda expr: gitio.resolve(repo, expr, lookup)
+
+    def resolve(expr: str) -> gitio.Revision:
+        if is_release(expr):
+            return release_revision(expr, index, cache)
+        if repo is None:
+            raise HarnessError(
+                f"revision {expr!r} is a commit, and there is no repository here: pass --repo "
+                "PATH, or name releases (pypi:NAME==VERSION, wheel:PATH, sdist:PATH)"
+            )
+        return gitio.resolve(repo, expr, lookup)
+
+    return resolve
+
+
+def release_cache(args: argparse.Namespace) -> Path | None:
+    """Where release members are kept (beside the outcome tables), or None."""
+    if getattr(args, "no_cache", False):
+        return None
+    return Path(args.cache_dir) if getattr(args, "cache_dir", None) else default_directory()
+
+
+RELEASE_ARGUMENTS = ("revisions", "rev", "good", "bad", "range")  # where commands keep revisions
+
+
+def only_releases(args: argparse.Namespace) -> bool:
+    """Whether every revision the command names is a release (then no repository is needed)."""
+    named = []
+    for name in RELEASE_ARGUMENTS:
+        value = getattr(args, name, None)
+        named += value if isinstance(value, list) else [value] if isinstance(value, str) else []
+    return bool(named) and all(is_release(expr) for expr in named)
 
 
 def add_evaluation_options(
@@ -220,7 +260,7 @@ def set_up(args: argparse.Namespace) -> Setup:
     """Load and check everything the options name, in the order users expect errors."""
     matrix = load_matrix(args.matrix, args.max_cells)
     where = parse_where(matrix, getattr(args, "where", []))
-    repo = gitio.open_repo(args.repo)
-    online = online_prs(args, repo)
-    resolver = revision_resolver(repo, online)
+    repo = None if only_releases(args) and not args.repo else gitio.open_repo(args.repo)
+    online = online_prs(args, repo) if repo is not None else None
+    resolver = revision_resolver(repo, online, args.index_url, release_cache(args))
     return Setup(matrix, where, repo, resolver, online, table_cache(args), limits_of(args))

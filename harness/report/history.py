@@ -35,11 +35,12 @@ def reverts_text(change: Change) -> str:
 def render_text(report: HistoryReport) -> str:
     lines = [*_header(report), ""]
     field = output_label(report.matrix.target)
+    noun = "release" if report.releases else "commit"
     if not report.changes:
-        lines.append(f"No commit changes {field}.")
+        lines.append(f"No {noun} changes {field}.")
     else:
         count = len(report.changes)
-        lines += [f"{count} commit{'s change' if count != 1 else ' changes'} {field}:", ""]
+        lines += [f"{count} {noun}{'s change' if count != 1 else ' changes'} {field}:", ""]
     for change in report.changes:
         lines.append(commit_line(change.commit))
         if change.reverts:
@@ -52,10 +53,9 @@ def render_text(report: HistoryReport) -> str:
 
 def _header(report: HistoryReport) -> list[str]:
     count = report.considered
-    lines = [
-        title(report.matrix),
-        f"range: {report.range} ({count} commit{'s' if count != 1 else ''} touch the file)",
-    ]
+    what = ("release", "releases in the range") if report.releases else ("commit", "")
+    touched = what[1] or f"commit{'s' if count != 1 else ''} touch the file"
+    lines = [title(report.matrix), f"range: {report.range} ({count} {touched})"]
     if report.baseline:
         lines.append(f"first evaluable: {commit_line(report.baseline)}")
     return lines
@@ -64,8 +64,8 @@ def _header(report: HistoryReport) -> list[str]:
 def _skipped_text(report: HistoryReport) -> list[str]:
     if not report.skipped:
         return []
-    count = len(report.skipped)
-    lines = ["", f"Skipped {count} commit{'s' if count != 1 else ''} that cannot be evaluated:"]
+    count, noun = len(report.skipped), "release" if report.releases else "commit"
+    lines = ["", f"Skipped {count} {noun}{'s' if count != 1 else ''} that cannot be evaluated:"]
     for item in report.skipped[:SKIPPED_SHOWN]:
         lines += [f"  {commit_line(item.commit)}", f"    {item.reason}"]
     if count > SKIPPED_SHOWN:
@@ -78,8 +78,9 @@ def render_markdown(report: HistoryReport) -> str:
     lines = [
         heading(report.matrix.name, function_label(target), target.path),
         "",
-        f"Range `{report.range}`: {report.considered} commits touch the file, "
-        f"{len(report.changes)} change `{field}`.",
+        f"Range `{report.range}`: {report.considered} "
+        + ("releases" if report.releases else "commits touch the file")
+        + f", {len(report.changes)} change `{field}`.",
     ]
     for change in report.changes:
         title = escape(commit_line(change.commit))
@@ -107,11 +108,23 @@ def render_json(report: HistoryReport) -> str:
         "commits": [_change_json(report, change) for change in report.changes],
         "skipped": [{"sha": s.commit.sha, "reason": s.reason} for s in report.skipped],
     }
+    if report.releases:
+        document["releases"] = document.pop("commits")
+        document["skipped"] = [{"version": s.commit.sha, "reason": s.reason}
+                               for s in report.skipped]  # fmt: skip
     return json.dumps(document) + "\n"
 
 
 def _change_json(report: HistoryReport, change: Change) -> dict[str, Any]:
     commit = change.commit
+    if report.releases:
+        return {
+            "version": commit.sha,
+            "date": commit.date,
+            "cells_changed": change.comparison.changed,
+            "reverts": change.reverts.sha if change.reverts else None,
+            "summary": summary_json(rules_of(report, change)),
+        }
     return {
         "sha": commit.sha,
         "date": commit.date,

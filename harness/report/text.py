@@ -47,7 +47,7 @@ def revision_line(rev: Revision) -> str:
 def revision_text(expr: str, sha: str | None, subject: str) -> str:
     """`1a2b3c4d5e  subject  [#30835]`: the sha, the subject, and the name used if other."""
     if sha is None:
-        return "working tree"
+        return subject or "working tree"  # a release names itself; the working tree does not
     text = f"{sha[:10]}  {subject}".rstrip()
     if not sha.startswith(expr):
         text += f"  [{expr}]"

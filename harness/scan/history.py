@@ -45,6 +45,7 @@ class HistoryReport:
     baseline: gitio.Commit | None  # the commit the scan started from, when it is in the range
     changes: list[Change] = field(default_factory=list)
     skipped: list[Skipped] = field(default_factory=list)
+    releases: bool = False  # the "commits" are releases of a package (their id: the version)
 
 
 def history(
@@ -90,9 +91,11 @@ def _scan(repo, versions, range_text, revisions, where, first_parent, on_commit,
         if before is None:
             report.baseline = commit
         elif before.key != state.key:
-            change = _record(report, commit, compare(matrix, before.table, state.table, where))
+            change = record_change(
+                report, commit, compare(matrix, before.table, state.table, where)
+            )
             if change:
-                change.because = _because(versions, before, state, change)
+                change.because = because_of(versions, before, state, change)
         last = state
     return report, read
 
@@ -114,13 +117,15 @@ def _before(versions: Versions, commit: gitio.Commit, last: State | None) -> Sta
     return last
 
 
-def _because(versions: Versions, before: State, after: State, change: Change):
+def because_of(versions: Versions, before: State, after: State, change: Change):
     base = versions.code_for(before, "the commit before")
     head = versions.code_for(after, change.commit.short)
     return explain_rules(versions, base, head, change.comparison.rules)
 
 
-def _record(report: HistoryReport, commit: gitio.Commit, comparison: Comparison) -> Change | None:
+def record_change(
+    report: HistoryReport, commit: gitio.Commit, comparison: Comparison
+) -> Change | None:
     if not comparison.changed:
         return None
     change = Change(commit, comparison)

@@ -126,6 +126,13 @@ class Versions:
         reader = reader or gitio.FilesAt(self.repo, sha)
         return RevisionFiles(reader.read, self.matrix.target.path, self.matrix.target.roots)
 
+    def files_at(self, revision: gitio.Revision) -> RevisionFiles:
+        """A revision's files: a commit's, the working tree's, or a release's members."""
+        if revision.release is not None:
+            target = self.matrix.target
+            return RevisionFiles(revision.release.reader(target.path), target.path, target.roots)
+        return self.files(revision.sha)
+
     def extract(self, files: RevisionFiles) -> Closure | Pipeline:
         """The target's closure (or each pass's); raises Absent or Unevaluable."""
         target, names, hint = self.matrix.target, self.bound.names, self.matrix.edit_hint
@@ -150,8 +157,8 @@ class Versions:
 
     def start(self, revision: gitio.Revision) -> Plan:
         """A state at `revision`, or its evaluation, started (see `settle`)."""
-        if revision.sha is None:
-            return self.plan(self.files(None), revision.label)
+        if revision.release is not None or revision.sha is None:
+            return self.plan(self.files_at(revision), revision.label)
         return self.start_commit(revision.sha, revision.label)
 
     def at_scanned(self, commit: gitio.Commit, parent: bool = False) -> State:
@@ -245,7 +252,7 @@ class Versions:
 
     def code_at(self, revision: gitio.Revision) -> Code | None:
         """The closure and source at `revision`, or None when it cannot be evaluated."""
-        return self.code_of(self.files(revision.sha), revision.label)
+        return self.code_of(self.files_at(revision), revision.label)
 
     def code_for(self, state: State, label: str) -> Code | None:
         """The code behind an evaluable state: held, else read again from its commit."""

@@ -15,7 +15,7 @@ ROOT = Path(__file__).resolve().parents[2] / "harness"
 LAYERS = [
     {"errors", "files", "testing"},
     {"gitio", "http", "matrix"},
-    {"closure"},
+    {"closure", "releases"},
     {"engine"},
     {"scan"},
     {"report"},

@@ -1,0 +1,1 @@
+"""Releases from a package index or local archives, read as revisions."""

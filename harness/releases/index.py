@@ -1,0 +1,168 @@
+"""A package index's simple API (PEP 503, PEP 691): a project's files and their versions.
+
+The JSON form is asked for first, the HTML form understood as the fallback.
+Every answer is data from a server we do not control: a name, a URL, a
+sha256, a yanked flag, each checked for its type; anything else is ignored.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from dataclasses import dataclass
+from html.parser import HTMLParser
+from urllib.parse import urldefrag, urljoin
+
+from packaging.utils import (
+    InvalidSdistFilename,
+    InvalidWheelFilename,
+    canonicalize_name,
+    parse_sdist_filename,
+    parse_wheel_filename,
+)
+from packaging.version import Version
+
+from harness.errors import HarnessError
+from harness.http import Http
+
+DEFAULT_INDEX = "https://pypi.org/simple"
+ACCEPT = "application/vnd.pypi.simple.v1+json, text/html;q=0.01"
+SHA256 = re.compile(r"^[0-9a-fA-F]{64}$")
+MAX_PAGE = 32 << 20
+
+
+@dataclass(frozen=True)
+class DistFile:
+    """One file of a release, as the index lists it."""
+
+    filename: str
+    url: str
+    sha256: str | None
+    version: Version
+    wheel: bool
+    pure: bool  # a py3-none-any wheel
+    yanked: str | None = None  # the reason ("" when none was given); None: not yanked
+    uploaded: str = ""  # PEP 700's upload-time, when the index gives it
+
+
+def index_url(option: str | None) -> str:
+    """--index-url, else PIP_INDEX_URL, else the public index."""
+    return (option or os.environ.get("PIP_INDEX_URL") or DEFAULT_INDEX).rstrip("/")
+
+
+def project_files(http: Http, index: str, name: str) -> list[DistFile]:
+    """Every wheel and sdist of project `name` the index lists."""
+    url = f"{index}/{canonicalize_name(name)}/"
+    answer = http.request("GET", url, headers={"Accept": ACCEPT}, limit=MAX_PAGE)
+    if answer.status_code == 404:
+        raise HarnessError(f"{name}: no such project on the package index {index}")
+    if answer.status_code >= 300:
+        raise HarnessError(f"the package index answered HTTP {answer.status_code} for {url}")
+    kind = answer.headers.get("Content-Type", "")
+    entries = _json_entries(answer.content, url) if "json" in kind else _html_entries(answer)
+    files = [f for f in (_dist_file(e, url, name) for e in entries) if f is not None]
+    return sorted(files, key=lambda f: (f.version, f.filename))
+
+
+def choose(files: list[DistFile], version: Version, label: str) -> DistFile:
+    """The file to read a release's Python sources from: a pure wheel, else any wheel
+    (the sources are the same in every wheel of a release), else the sdist; the first by
+    file name among equals, so the choice is the same on every machine."""
+    found = [f for f in files if f.version == version]
+    if not found:
+        listed = sorted({str(f.version) for f in files}, key=Version)[-5:]
+        raise HarnessError(
+            f"{label}: no file of version {version} on the index (latest: {', '.join(listed)})"
+        )
+    return min(found, key=lambda f: (not f.pure, not f.wheel, f.filename))
+
+
+def _json_entries(content: bytes, url: str) -> list[dict]:
+    try:
+        doc = json.loads(content)
+    except (ValueError, RecursionError):
+        raise HarnessError(f"the package index answered {url} with malformed JSON") from None
+    files = doc.get("files") if isinstance(doc, dict) else None
+    if not isinstance(files, list):
+        raise HarnessError(f"the package index answered {url} without a list of files")
+    out = []
+    for item in files:
+        if not isinstance(item, dict):
+            continue
+        hashes = item.get("hashes") if isinstance(item.get("hashes"), dict) else {}
+        out.append({
+            "filename": item.get("filename"), "url": item.get("url"),
+            "sha256": hashes.get("sha256"), "yanked": item.get("yanked"),
+            "uploaded": item.get("upload-time"),
+        })  # fmt: skip
+    return out
+
+
+class _Anchors(HTMLParser):
+    def __init__(self) -> None:
+        super().__init__()
+        self.found: list[dict] = []
+        self._open: dict | None = None
+
+    def handle_starttag(self, tag: str, attrs: list) -> None:
+        if tag == "a":
+            found = dict(attrs)
+            self._open = {"href": found.get("href"), "yanked": found.get("data-yanked"),
+                          "text": ""}  # fmt: skip
+
+    def handle_data(self, data: str) -> None:
+        if self._open is not None:
+            self._open["text"] += data
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag == "a" and self._open is not None:
+            self.found.append(self._open)
+            self._open = None
+
+
+def _html_entries(answer) -> list[dict]:
+    parser = _Anchors()
+    parser.feed(answer.content.decode("utf-8", errors="replace"))
+    out = []
+    for anchor in parser.found:
+        href = anchor["href"] or ""
+        url, fragment = urldefrag(href)
+        sha = fragment.removeprefix("sha256=") if fragment.startswith("sha256=") else None
+        name = url.rsplit("/", 1)[-1] or anchor["text"].strip()
+        out.append({"filename": name, "url": url, "sha256": sha, "yanked": anchor["yanked"]})
+    return out
+
+
+def _dist_file(entry: dict, page: str, project: str) -> DistFile | None:
+    filename, url = entry.get("filename"), entry.get("url")
+    if not (isinstance(filename, str) and isinstance(url, str)) or "/" in filename:
+        return None
+    sha = entry.get("sha256")
+    sha = sha.lower() if isinstance(sha, str) and SHA256.match(sha) else None
+    yanked = entry.get("yanked")
+    reason = None if yanked in (None, False) else (yanked if isinstance(yanked, str) else "")
+    uploaded = entry.get("uploaded") if isinstance(entry.get("uploaded"), str) else ""
+    parsed = _parse(filename, project)
+    if parsed is None:
+        return None
+    version, wheel, pure = parsed
+    return DistFile(filename, urljoin(page, url), sha, version, wheel, pure, reason, uploaded)
+
+
+def _parse(filename: str, project: str) -> tuple[Version, bool, bool] | None:
+    try:
+        if filename.endswith(".whl"):
+            name, version, _, tags = parse_wheel_filename(filename)
+            pure = any(t.abi == "none" and t.platform == "any" for t in tags)
+            wheel = True
+        elif filename.endswith((".tar.gz", ".zip")):
+            name, version = parse_sdist_filename(filename)
+            wheel = pure = False
+        else:
+            return None
+    except (InvalidWheelFilename, InvalidSdistFilename, ValueError):
+        return None
+    if canonicalize_name(name) != canonicalize_name(project):
+        return None
+    return version, wheel, pure

@@ -1,0 +1,239 @@
+"""Releases as revisions: `pypi:NAME==VERSION`, `wheel:PATH`, `sdist:PATH`.
+
+A release's files are its archive's members, mapped to repository paths by the
+package's layout: the wheel's `sglang/srt/...` is the repository's
+`python/sglang/srt/...` (the prefix is found by matching the matrix's target
+path against the members), so a matrix written for the repository works
+unchanged. Members read are kept under the cache directory, keyed by the
+file's sha256, with the pin's resolution: a second run reads nothing from the
+network.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from packaging.utils import canonicalize_name
+from packaging.version import InvalidVersion, Version
+
+from harness.errors import Absent, HarnessError
+from harness.files import write_atomically
+from harness.gitio import Revision, python_source
+from harness.http import Http
+from harness.releases.archive import MAX_ARCHIVE, MemoryZip, RangeZip, Tarball, checked
+from harness.releases.index import DistFile, choose, index_url, project_files
+
+FORM = re.compile(r"^(pypi|wheel|sdist):(.+)$")
+PIN = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)==(\S+)$")
+FORMS = "pypi:NAME==VERSION, wheel:PATH or sdist:PATH"
+
+
+def is_release(expr: str) -> bool:
+    return bool(FORM.match(expr))
+
+
+@dataclass
+class Release:
+    """One release's files, read on demand from its archive (or the cache)."""
+
+    label: str  # "sglang 0.5.23"
+    subject: str  # what reports show: the release and the file read
+    key: str  # the archive's sha256: what its members are cached under
+    open_archive: Callable[[], Any]  # -> RangeZip | MemoryZip | Tarball
+    cache: Path | None
+    date: str = ""
+    version: Version | None = None
+    _archive: Any = field(default=None, repr=False)
+    _names: list[str] | None = field(default=None, repr=False)
+    _layout: dict[str, tuple[str, str]] = field(default_factory=dict, repr=False)
+
+    def reader(self, target: str) -> Callable[[str], str | None]:
+        """Repository path -> text, for a matrix whose target is `target` (the archive is
+        opened, and the layout found, at the first read: Absent then says what is missing)."""
+
+        def read(path: str) -> str | None:
+            strip, prefix = self._layout_for(target)
+            if not path.startswith(prefix):
+                return None
+            member = strip + path[len(prefix) :]
+            if member not in self.names():
+                return None
+            return python_source(self._member(member), path)
+
+        return read
+
+    def names(self) -> list[str]:
+        if self._names is None:
+            listed = self._cached("members.json")
+            if listed is not None:
+                self._names = json.loads(listed)
+            else:
+                self._names = sorted(self.archive().names())
+                self._store("members.json", json.dumps(self._names).encode())
+        return self._names
+
+    def archive(self) -> Any:
+        if self._archive is None:
+            self._archive = self.open_archive()
+        return self._archive
+
+    def _layout_for(self, target: str) -> tuple[str, str]:
+        """(the archive's own top directory, the repository prefix its files live under)."""
+        if target not in self._layout:
+            self._layout[target] = _layout(self.names(), target, self.label)
+        return self._layout[target]
+
+    def _member(self, name: str) -> bytes:
+        cached = self._cached(f"members/{name}")
+        if cached is not None:
+            return cached
+        data = self.archive().read(name)
+        self._store(f"members/{name}", data)
+        return data
+
+    def _cached(self, name: str) -> bytes | None:
+        path = self._path(name)
+        try:
+            return path.read_bytes() if path is not None else None
+        except OSError:
+            return None
+
+    def _store(self, name: str, data: bytes) -> None:
+        path = self._path(name)
+        if path is None:
+            return
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            write_atomically(path, data)
+        except OSError:
+            pass  # the cache is an optimization: reading goes on without it
+
+    def _path(self, name: str) -> Path | None:
+        if self.cache is None or ".." in name.split("/") or name.startswith("/"):
+            return None
+        return self.cache / "releases" / self.key / name
+
+
+def _layout(names: list[str], target: str, label: str) -> tuple[str, str]:
+    """Match the target path against the members (each also without its first directory,
+    an sdist's `NAME-VERSION/`): the longest member path the target ends with gives the
+    repository prefix."""
+    best: tuple[int, str, str] | None = None
+    for name in names:
+        options = [("", name)]
+        if "/" in name:
+            top, rest = name.split("/", 1)
+            options.append((top + "/", rest))
+        for strip, rest in options:
+            if target == rest or target.endswith("/" + rest):
+                candidate = (len(rest), strip, target[: len(target) - len(rest)])
+                best = candidate if best is None else max(best, candidate)
+    if best is None:
+        raise Absent(f"{target} is not in {label} (no member of the archive ends with it)")
+    return best[1], best[2]
+
+
+def release_revision(expr: str, index: str | None, cache: Path | None) -> Revision:
+    """A revision that is a release (no git): what `diff`, `history` and the rest accept."""
+    release = resolve_release(expr, index, cache)
+    return Revision(expr, None, release.subject, release.date, release)
+
+
+def resolve_release(expr: str, index: str | None, cache: Path | None) -> Release:
+    """The release an expression names (see FORMS); one line when it names none."""
+    match = FORM.match(expr)
+    if match is None:
+        raise HarnessError(f"revision {expr!r}: expected {FORMS}")
+    kind, rest = match.groups()
+    if kind == "pypi":
+        return _from_index(expr, rest, index_url(index), cache)
+    return _from_file(expr, kind, Path(rest), cache)
+
+
+def _from_index(expr: str, pin: str, index: str, cache: Path | None) -> Release:
+    match = PIN.match(pin)
+    if match is None:
+        raise HarnessError(f"revision {expr!r}: expected pypi:NAME==VERSION, e.g. "
+                           "pypi:sglang==0.5.23")  # fmt: skip
+    name, text = match.groups()
+    try:
+        version = Version(text)
+    except InvalidVersion:
+        raise HarnessError(f"revision {expr!r}: {text!r} is not a version (PEP 440)") from None
+    http = Http("package index")
+    label = f"{canonicalize_name(name)} {version}"
+    chosen = _pinned(cache, index, name, version)
+    if chosen is None:
+        chosen = choose(project_files(http, index, name), version, expr)
+        _remember_pin(cache, index, name, version, chosen)
+    if chosen.yanked is not None:
+        why = f": {chosen.yanked}" if chosen.yanked else ""
+        print(f"harness: warning: {label} is yanked on the index{why}", file=sys.stderr)
+    return release_for(chosen, http, cache)
+
+
+def release_for(chosen: DistFile, http: Http, cache: Path | None) -> Release:
+    """The release a file of the index holds (the wheel or sdist `choose` picked)."""
+    label = f"{chosen.filename.split('-', 1)[0]} {chosen.version}"
+    key = chosen.sha256 or _sha(chosen.url.encode())
+    return Release(label, f"{label} ({chosen.filename})", key,
+                   lambda: _open_remote(http, chosen, label), cache, chosen.uploaded,
+                   chosen.version)  # fmt: skip
+
+
+def _open_remote(http: Http, chosen: DistFile, label: str) -> Any:
+    if chosen.wheel:
+        return RangeZip(http, chosen.url, chosen.sha256, label)
+    answer = http.request("GET", chosen.url, limit=MAX_ARCHIVE)
+    if answer.status_code != 200:
+        raise HarnessError(f"{label}: the package index answered HTTP {answer.status_code}")
+    return Tarball(checked(answer.content, chosen.sha256, label), label)
+
+
+def _from_file(expr: str, kind: str, path: Path, cache: Path | None) -> Release:
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise HarnessError(f"revision {expr!r}: cannot read {path} ({exc.strerror})") from None
+    label = path.name
+    opener = (lambda: MemoryZip(data, label)) if kind == "wheel" else (lambda: Tarball(data, label))
+    return Release(label, f"{label} (a local {kind})", _sha(data), opener, cache)
+
+
+def _pin_path(cache: Path | None, index: str, name: str, version: Version) -> Path | None:
+    if cache is None:
+        return None
+    where = _sha(index.encode())[:16]
+    return cache / "releases" / "pins" / where / f"{canonicalize_name(name)}-{version}.json"
+
+
+def _pinned(cache: Path | None, index: str, name: str, version: Version) -> DistFile | None:
+    path = _pin_path(cache, index, name, version)
+    try:
+        doc = json.loads(path.read_text()) if path else None
+        return DistFile(**{**doc, "version": version}) if isinstance(doc, dict) else None
+    except (OSError, ValueError, TypeError):
+        return None
+
+
+def _remember_pin(cache, index: str, name: str, version: Version, chosen: DistFile) -> None:
+    path = _pin_path(cache, index, name, version)
+    if path is None:
+        return
+    doc = {k: v for k, v in chosen.__dict__.items() if k != "version"}
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        write_atomically(path, json.dumps(doc).encode())
+    except OSError:
+        pass
+
+
+def _sha(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
