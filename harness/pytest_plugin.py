@@ -133,13 +133,19 @@ class Target:
             config.getoption("override_exhaustive"),
         )
 
-    def update_baseline(self) -> None:
+    def revision(self):
+        """(the repository, or None for a release; the revision --override-rev names)."""
         from harness import gitio
+        from harness.releases.release import is_release, resolve_revision
+
+        repo = None if is_release(self.rev) else gitio.open_repo(self.repo_path)
+        return repo, resolve_revision(repo, self.rev)
+
+    def update_baseline(self) -> None:
         from harness.report import baseline
         from harness.scan.versions import Versions
 
-        repo = gitio.open_repo(self.repo_path)
-        revision = gitio.resolve(repo, self.rev)
+        repo, revision = self.revision()
         table = Versions(repo, self.matrix).at(revision).table
         baseline.snapshot(self.matrix, revision, table, self.baseline_path)
 
@@ -160,13 +166,11 @@ class Loaded:
 
     @classmethod
     def of(cls, target: Target) -> Loaded:
-        from harness import gitio
         from harness.report import baseline
         from harness.scan.versions import Versions
 
         expected = baseline.read(target.baseline_path, target.matrix)
-        repo = gitio.open_repo(target.repo_path)
-        revision = gitio.resolve(repo, target.rev)
+        repo, revision = target.revision()
         versions = Versions(repo, target.matrix)
         code = versions.code_at(revision)
         failure = versions.at(revision).table if code is None else None  # revision-wide

@@ -16,7 +16,7 @@ from harness.github.prs import OnlinePRs
 from harness.matrix.cells import parse_where
 from harness.matrix.load import DEFAULT_MATRIX, MAX_CELLS, load_matrix
 from harness.matrix.model import Matrix
-from harness.releases.release import is_release, release_revision
+from harness.releases.release import is_release, resolve_revision
 from harness.scan.cache import TableCache, default_directory
 from harness.scan.versions import Versions
 
@@ -137,18 +137,7 @@ def revision_resolver(
     """expr -> Revision: a release (pypi:, wheel:, sdist:), else a commit of `repo`; #N
     falls back to the GitHub API when `online` is given."""
     lookup = online.commit if online else None
-
-    def resolve(expr: str) -> gitio.Revision:
-        if is_release(expr):
-            return release_revision(expr, index, cache)
-        if repo is None:
-            raise HarnessError(
-                f"revision {expr!r} is a commit, and there is no repository here: pass --repo "
-                "PATH, or name releases (pypi:NAME==VERSION, wheel:PATH, sdist:PATH)"
-            )
-        return gitio.resolve(repo, expr, lookup)
-
-    return resolve
+    return lambda expr: resolve_revision(repo, expr, index, cache, lookup)
 
 
 def release_cache(args: argparse.Namespace) -> Path | None:

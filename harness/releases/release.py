@@ -11,6 +11,7 @@ network.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import re
@@ -25,7 +26,7 @@ from packaging.version import InvalidVersion, Version
 
 from harness.errors import Absent, HarnessError
 from harness.files import write_atomically
-from harness.gitio import Revision, python_source
+from harness.gitio import Revision, python_source, resolve
 from harness.http import Http
 from harness.releases.archive import MAX_ARCHIVE, MemoryZip, RangeZip, Tarball, checked
 from harness.releases.index import DistFile, choose, index_url, project_files
@@ -50,6 +51,8 @@ class Release:
     cache: Path | None
     date: str = ""
     version: Version | None = None
+    siblings: Callable[[], list[DistFile]] | None = None  # the project's files on its index
+    http: Http | None = None
     _archive: Any = field(default=None, repr=False)
     _names: list[str] | None = field(default=None, repr=False)
     _layout: dict[str, tuple[str, str]] = field(default_factory=dict, repr=False)
@@ -140,6 +143,20 @@ def _layout(names: list[str], target: str, label: str) -> tuple[str, str]:
     return best[1], best[2]
 
 
+def resolve_revision(
+    repo: Any, expr: str, index: str | None = None, cache: Path | None = None, lookup: Any = None
+) -> Revision:
+    """A release (pypi:, wheel:, sdist:), else a commit of `repo` (see gitio.resolve)."""
+    if is_release(expr):
+        return release_revision(expr, index, cache)
+    if repo is None:
+        raise HarnessError(
+            f"revision {expr!r} is a commit, and there is no repository here: pass --repo "
+            f"PATH, or name releases ({FORMS})"
+        )
+    return resolve(repo, expr, lookup)
+
+
 def release_revision(expr: str, index: str | None, cache: Path | None) -> Revision:
     """A revision that is a release (no git): what `diff`, `history` and the rest accept."""
     release = resolve_release(expr, index, cache)
@@ -176,16 +193,47 @@ def _from_index(expr: str, pin: str, index: str, cache: Path | None) -> Release:
     if chosen.yanked is not None:
         why = f": {chosen.yanked}" if chosen.yanked else ""
         print(f"harness: warning: {label} is yanked on the index{why}", file=sys.stderr)
-    return release_for(chosen, http, cache)
+    siblings = functools.cache(lambda: project_files(http, index, name))
+    return release_for(chosen, http, cache, siblings)
 
 
-def release_for(chosen: DistFile, http: Http, cache: Path | None) -> Release:
+def release_for(chosen: DistFile, http: Http, cache: Path | None, siblings: Any = None) -> Release:
     """The release a file of the index holds (the wheel or sdist `choose` picked)."""
     label = f"{chosen.filename.split('-', 1)[0]} {chosen.version}"
     key = chosen.sha256 or _sha(chosen.url.encode())
     return Release(label, f"{label} ({chosen.filename})", key,
                    lambda: _open_remote(http, chosen, label), cache, chosen.uploaded,
-                   chosen.version)  # fmt: skip
+                   chosen.version, siblings, http)  # fmt: skip
+
+
+def releases_between(good: Revision, bad: Revision) -> list[Revision]:
+    """The releases after GOOD up to BAD (both pins of one project on one index), in version
+    order, yanked ones and pre-releases left out (unless an endpoint is one)."""
+    first, last = good.release, bad.release
+    if first is None or last is None or first.siblings is None or last.siblings is None:
+        raise HarnessError(
+            f"bisect GOOD {good.label} BAD {bad.label}: both must be pypi:NAME==VERSION pins of "
+            "one project (or both commits)"
+        )
+    if first.label.split()[0] != last.label.split()[0] or first.version >= last.version:
+        raise HarnessError(
+            f"bisect GOOD {good.label} BAD {bad.label}: GOOD must be an earlier release of the "
+            "same project"
+        )
+    pre = first.version.is_prerelease or last.version.is_prerelease
+    files = [f for f in last.siblings() if first.version < f.version <= last.version]
+    out = []
+    for version in sorted({f.version for f in files}):
+        usable = [f for f in files if f.version == version and f.yanked is None]
+        if (usable and (pre or not version.is_prerelease)) or version == last.version:
+            release = (
+                last if version == last.version
+                else release_for(choose(usable, version, ""), last.http, first.cache)
+            )  # fmt: skip
+            name = first.label.split()[0]
+            out.append(Revision(f"pypi:{name}=={version}", None, release.subject, release.date,
+                                release))  # fmt: skip
+    return out
 
 
 def _open_remote(http: Http, chosen: DistFile, label: str) -> Any:

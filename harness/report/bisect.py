@@ -36,7 +36,7 @@ def conclusion_text(matrix: Matrix, result: BisectResult) -> str:
     if not result.found:
         return f"No selected cell changes {field} between good and bad.\n"
     if result.culprit:
-        lines = [f"First bad commit: {commit_line(result.culprit)}"]
+        lines = [f"First bad {_noun(result)}: {commit_line(result.culprit)}"]
         if result.culprit.pr:
             lines.append(f"  PR #{result.culprit.pr}")
     else:
@@ -67,7 +67,7 @@ def render_markdown(matrix: Matrix, result: BisectResult) -> str:
             f"No selected cell changes `{output_label(matrix.target)}` between good and bad."
         )
     elif result.culprit:
-        lines.append(f"**First bad commit:** {escape(commit_line(result.culprit))}")
+        lines.append(f"**First bad {_noun(result)}:** {escape(commit_line(result.culprit))}")
     else:
         lines.append("**The first bad commit is one of:**")
         lines += [f"- {escape(commit_line(c))}" for c in result.candidates]
@@ -85,6 +85,11 @@ def render_json(matrix: Matrix, result: BisectResult) -> str:
         "summary": summary_json(rules_of(matrix, result)),
     }
     return json.dumps(document) + "\n"
+
+
+def _noun(result) -> str:
+    """What the search went over: commits, or the releases of a package."""
+    return "release" if result.good.release is not None else "commit"
 
 
 def _commit_json(commit: Commit) -> dict:

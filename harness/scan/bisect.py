@@ -1,7 +1,8 @@
 """The first commit between GOOD and BAD whose outcomes differ from GOOD's.
 
 A binary search over the commits that touch the target file or a file the closure
-draws from at GOOD or BAD, oldest first.
+draws from at GOOD or BAD, oldest first; when GOOD and BAD are releases of a
+package, over the releases after GOOD up to BAD, in version order.
 A commit that cannot be evaluated is skipped as `git bisect skip` does: the
 search tests a neighbour instead, and if skipped commits end up next to the
 first bad one, the answer is the list of candidates rather than one commit.
@@ -16,6 +17,7 @@ import git as gitpython
 
 from harness import gitio
 from harness.errors import HarnessError
+from harness.releases.release import releases_between
 from harness.scan.because import Difference, explain_rules
 from harness.scan.compare import Comparison, any_change, compare
 from harness.scan.versions import State, Versions, paths_of
@@ -59,10 +61,13 @@ class Search:
         self.repo, self.versions, self.where = repo, versions, where
         self.on_step = on_step or (lambda step: None)
         self.baseline: State | None = None
+        self.releases: dict[str, gitio.Revision] = {}  # release "commits", by version
 
     def run(self, good: gitio.Revision, bad: gitio.Revision, first_parent: bool) -> BisectResult:
         self.baseline = self._endpoint(good, "GOOD")
         last = self._endpoint(bad, "BAD")
+        if good.release is not None or bad.release is not None:
+            return self._over_releases(good, bad, last)
         if not gitio.is_ancestor(self.repo, good.sha, bad.sha):
             raise HarnessError(
                 f"GOOD {good.label} is not an ancestor of BAD {bad.label}: "
@@ -76,6 +81,20 @@ class Search:
             return result
         self._search(commits, bad, result)
         return result
+
+    def _over_releases(self, good: gitio.Revision, bad: gitio.Revision, last: State):
+        """The same search over the releases after GOOD up to BAD, in version order."""
+        between = releases_between(good, bad)
+        self.releases = {str(r.release.version): r for r in between}
+        commits = [gitio.Commit(v, None, r.date, r.release.label) for v, r in self.releases.items()]
+        result = BisectResult(good, bad, len(commits))
+        if self._differs(last):
+            self._search(commits, bad, result)
+        return result
+
+    def _state(self, commit: gitio.Commit) -> State:
+        release = self.releases.get(commit.sha)
+        return self.versions.at(release) if release else self.versions.at_scanned(commit)
 
     def _endpoint(self, revision: gitio.Revision, name: str) -> State:
         state = self.versions.at(revision)
@@ -113,15 +132,15 @@ class Search:
             result.candidates = [commits[i] for i in range(lo + 1, hi)] + [first_bad]
         else:
             result.culprit = first_bad
-        before = self.versions.at_scanned(commits[lo]) if lo >= 0 else self.baseline
-        after = self.versions.at_scanned(first_bad)
+        before = self._state(commits[lo]) if lo >= 0 else self.baseline
+        after = self._state(first_bad)
         result.comparison = compare(self.versions.matrix, before.table, after.table, self.where)
         base = self.versions.code_for(before, "the last good")
         head = self.versions.code_for(after, first_bad.short)
         result.because = explain_rules(self.versions, base, head, result.comparison.rules)
 
     def _test(self, commit: gitio.Commit, result: BisectResult) -> str:
-        state = self.versions.at_scanned(commit)
+        state = self._state(commit)
         if not state.evaluable:
             step = Step(commit, SKIP, state.reason)
         else:
