@@ -81,6 +81,7 @@ class Index:
     ranges: bool = True
     html: bool = False
     sent: int = 0  # bytes of archive data sent
+    requests: list[str] = field(default_factory=list)  # every path asked for
 
     def __post_init__(self) -> None:
         self.lock = threading.Lock()
@@ -119,6 +120,8 @@ class Index:
 def _handler(index: Index):
     class Handler(BaseHTTPRequestHandler):
         def do_GET(self) -> None:
+            with index.lock:
+                index.requests.append(self.path)
             if self.path.rstrip("/") == f"/simple/{index.name}":
                 body, kind = index.listing()
                 return self._send(200, body, {"Content-Type": kind})

@@ -74,9 +74,9 @@ class Release:
 
     def names(self) -> list[str]:
         if self._names is None:
-            listed = self._cached("members.json")
+            listed = _names_from(self._cached("members.json"))
             if listed is not None:
-                self._names = json.loads(listed)
+                self._names = listed
             else:
                 self._names = sorted(self.archive().names())
                 self._store("members.json", json.dumps(self._names).encode())
@@ -105,7 +105,7 @@ class Release:
         path = self._path(name)
         try:
             return path.read_bytes() if path is not None else None
-        except OSError:
+        except (OSError, ValueError):  # ValueError: a NUL in a hostile member name
             return None
 
     def _store(self, name: str, data: bytes) -> None:
@@ -115,13 +115,23 @@ class Release:
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
             write_atomically(path, data)
-        except OSError:
+        except (OSError, ValueError):
             pass  # the cache is an optimization: reading goes on without it
 
     def _path(self, name: str) -> Path | None:
         if self.cache is None or ".." in name.split("/") or name.startswith("/"):
             return None
         return self.cache / "releases" / self.key / name
+
+
+def _names_from(data: bytes | None) -> list[str] | None:
+    """A cached member list, if it is one (a damaged file is read again from the archive)."""
+    try:
+        names = json.loads(data) if data is not None else None
+    except ValueError:
+        return None
+    ok = isinstance(names, list) and all(isinstance(n, str) for n in names)
+    return names if ok else None
 
 
 def _layout(names: list[str], target: str, label: str) -> tuple[str, str]:
