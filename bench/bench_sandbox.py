@@ -31,7 +31,8 @@ def in_process(work, encode, decode, limits, room=0):
 
 
 def started_in_process(work, encode, decode, limits, room=0):
-    return Done(work())
+    result = work()
+    return Done(lambda: result)
 
 
 @contextlib.contextmanager

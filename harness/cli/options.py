@@ -193,7 +193,8 @@ def add_limit_options(parser: argparse.ArgumentParser) -> None:
         metavar="SIZE",
         type=memory_size,
         default=DEFAULT_LIMITS.memory,
-        help="address space of the evaluation worker, e.g. 512M or 4G "
+        help="address space the evaluation worker may add to the harness's own, e.g. 512M "
+        "or 4G "
         f"(default: {DEFAULT_LIMITS.memory >> 30}G)",
     )
 

@@ -8,7 +8,8 @@ which the parent reads with a deadline and a size cap. In the child:
   `faulthandler` writes the Python stack from C (so a loop inside one C
   call, `10 ** 10 ** 9`, is caught too), and the child dies; the parent kills
   it from outside at twice the limit of wall-clock time whatever it does;
-- an address-space limit (RLIMIT_AS): allocation past it is a MemoryError;
+- an address-space limit (RLIMIT_AS, on top of what the process already had):
+  allocation past it is a MemoryError;
 - no environment variables, no open files but its two pipes, no new files
   (RLIMIT_NOFILE, RLIMIT_FSIZE), no new processes (RLIMIT_NPROC), and, where
   Linux lets an unprivileged process make namespaces, no network;
@@ -60,7 +61,7 @@ class Limits:
     """What one worker (one revision's evaluation, or one traced cell) may use."""
 
     seconds: float = 60.0  # CPU time; the parent kills at twice this in wall-clock time
-    memory: int = 2 * GIB  # address space, bytes
+    memory: int = 2 * GIB  # address space the evaluation may add, bytes
 
     def describe_time(self) -> str:
         return f"{self.seconds:g} s"
@@ -93,7 +94,7 @@ def start(
     no copy through the pipe)."""
     if not hasattr(os, "fork"):
         _warn_in_process()
-        return Done(decode(*encode(work())))
+        return Done(lambda: decode(*encode(work())))
     sys.stdout.flush()
     sys.stderr.flush()
     _reap()
@@ -110,12 +111,12 @@ def start(
 
 @dataclass
 class Done:
-    """An answer computed in-process (no fork on this platform)."""
+    """An answer computed in-process (no fork on this platform), when it is asked for."""
 
-    value: Any
+    compute: Callable[[], Any]
 
     def result(self) -> Any:
-        return self.value
+        return self.compute()
 
 
 @dataclass
@@ -364,9 +365,19 @@ def _confine(out: int, trace: int, limits: Limits) -> None:
     _no_programs()
     seconds = max(1, int(limits.seconds + 0.999))
     _limit(resource.RLIMIT_CPU, seconds, seconds + 1)
-    _limit(resource.RLIMIT_AS, limits.memory)
+    _limit(resource.RLIMIT_AS, _address_space() + limits.memory)
     _limit(resource.RLIMIT_FSIZE, 0)
     _limit(resource.RLIMIT_NOFILE, TRACE_FD + 1)
+
+
+def _address_space() -> int:
+    """Bytes of address space this process already has (the harness's own, or a pytest
+    run's that imported torch): the limit is on what the evaluation adds to it."""
+    try:
+        with open("/proc/self/statm") as statm:
+            return int(statm.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):
+        return 0
 
 
 def _limit(kind: int | None, soft: int, hard: int | None = None) -> None:
