@@ -86,13 +86,14 @@ class RangeZip:
         return _central(directory, entries, self.label)
 
     def _range(self, first: int, last: int) -> bytes:
-        answer = self._get({"Range": f"bytes={first}-{last}"})
+        answer = self._get({"Range": f"bytes={first}-{last}"}, last - first + 1)
         if answer.status_code != 206:
             raise self._damaged(f"the server stopped answering ranges (HTTP {answer.status_code})")
         return answer.content
 
-    def _get(self, headers: dict[str, str]):
-        answer = self.http.request("GET", self.url, headers=headers, limit=MAX_ARCHIVE)
+    def _get(self, headers: dict[str, str], size: int = MAX_ARCHIVE):
+        """A GET of at most `size` bytes (a range asked for; the whole file otherwise)."""
+        answer = self.http.request("GET", self.url, headers=headers, limit=size)
         if answer.status_code not in (200, 206):
             raise HarnessError(
                 f"{self.label}: the package index answered HTTP {answer.status_code} for {self.url}"
