@@ -14,6 +14,7 @@ Find the first commit between GOOD and BAD whose outcomes differ from GOOD's.
 
   harness bisect '#30835^' main
   harness bisect v0.5.0 HEAD --where platform=sm100 --where attention_backend=fa4
+  harness bisect pypi:sglang==0.5.16 pypi:sglang==0.5.23   (over the releases)
 
 A binary search over the commits that change the target file, reading each
 from git: nothing is checked out. --where limits the comparison to some cells

@@ -31,7 +31,10 @@ Compare the outcomes of the matrix's target function at two revisions.
 
 A revision is anything git understands (sha, branch, tag, HEAD~3) or #N /
 pr:N for the commit whose subject ends in (#N), optionally with a suffix such
-as #30835^ for its parent.
+as #30835^ for its parent; or a release, with no repository needed:
+pypi:NAME==VERSION (from --index-url), wheel:PATH or sdist:PATH.
+
+  harness diff pypi:sglang==0.5.18 pypi:sglang==0.5.23
 
 Formats: text (rules, then a sample of cells), markdown (for a step summary
 or a PR comment), json (every changed cell), json-sample (the same document

@@ -8,8 +8,8 @@ from harness.cli.options import add_command, add_evaluation_options, set_up
 from harness.report import baseline
 
 HELP = """\
-Write the outcome table of the matrix's target at REV (default HEAD) as a
-baseline file: per outcome, the cubes of cells that have it (exact, disjoint,
+Write the outcome table of the matrix's target at REV (default HEAD; a
+release such as pypi:sglang==0.5.23 works too) as a baseline file: per outcome, the cubes of cells that have it (exact, disjoint,
 in a fixed order, one per line). The pytest entry point compares a revision
 with it:
 
