@@ -9,8 +9,9 @@ from harness.report import baseline
 
 HELP = """\
 Write the outcome table of the matrix's target at REV (default HEAD; a
-release such as pypi:sglang==0.5.23 works too) as a baseline file: per outcome, the cubes of cells that have it (exact, disjoint,
-in a fixed order, one per line). The pytest entry point compares a revision
+release such as pypi:sglang==0.5.23 works too) as a baseline file: per
+outcome, the cubes of cells that have it (exact, disjoint, in a fixed order,
+one per line). The pytest entry point compares a revision
 with it:
 
   harness snapshot HEAD -o tests/override-baseline.json

@@ -120,6 +120,7 @@ class Versions:
         self.sources = SourceCache()  # parsed pieces and closures, for this run only
         self.evaluations = 0
         self.running: dict[str, Any] = {}  # evaluations started and not yet settled, by key
+        self.pure: dict[str, bool] = {}  # closure digest -> judged pure
 
     def files(self, sha: str | None, reader: gitio.FilesAt | None = None) -> RevisionFiles:
         """The files of a commit (None: the working tree), as extraction reads them."""
@@ -196,7 +197,7 @@ class Versions:
             closure = self.extract(files)
         except (Absent, Unevaluable) as exc:
             return replace(_unevaluable(exc, self.matrix), files=files.paths_read())
-        impure = impurity(closure)
+        impure = self.impurity(closure)
         mode = EVERY_CELL if self.exhaustive or impure else EXPLORED
         key = table_key(self.matrix.world, self.matrix.digest, closure.digest, mode)
         table = self.by_key.get(key) or self.cache.get(key, self.matrix.size)
@@ -238,6 +239,15 @@ class Versions:
             self.cache.put(key, table)
             self.by_key[key] = table
         return replace(state, table=self.by_key[key])
+
+    def impurity(self, closure: Closure | Pipeline) -> str | None:
+        """Why the closure may keep state between calls (see engine.purity), judged once per
+        digest: equal digests, equal code. (An impure one is judged again, for its lines.)"""
+        if self.pure.get(closure.digest):
+            return None
+        reason = impurity(closure)
+        self.pure[closure.digest] = reason is None
+        return reason
 
     def start_evaluation(self, closure: Closure | Pipeline, label: str, impure: bool):
         """The closure's evaluation, started in a worker (`.result()` waits for it)."""
