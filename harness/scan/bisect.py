@@ -64,8 +64,7 @@ class Search:
         self.releases: dict[str, gitio.Revision] = {}  # release "commits", by version
 
     def run(self, good: gitio.Revision, bad: gitio.Revision, first_parent: bool) -> BisectResult:
-        self.baseline = self._endpoint(good, "GOOD")
-        last = self._endpoint(bad, "BAD")
+        self.baseline, last = self._endpoints(good, bad)
         if good.release is not None or bad.release is not None:
             return self._over_releases(good, bad, last)
         if not gitio.is_ancestor(self.repo, good.sha, bad.sha):
@@ -96,14 +95,16 @@ class Search:
         release = self.releases.get(commit.sha)
         return self.versions.at(release) if release else self.versions.at_scanned(commit)
 
-    def _endpoint(self, revision: gitio.Revision, name: str) -> State:
-        state = self.versions.at(revision)
-        if not state.evaluable:
-            raise HarnessError(
-                f"{name} {revision.label} cannot be evaluated ({state.reason}): "
-                "pick a revision where the target function runs"
-            )
-        return state
+    def _endpoints(self, good: gitio.Revision, bad: gitio.Revision) -> list[State]:
+        """GOOD's and BAD's states (evaluated side by side); each must be evaluable."""
+        states = self.versions.at_all([good, bad])
+        for name, revision, state in zip(("GOOD", "BAD"), (good, bad), states, strict=True):
+            if not state.evaluable:
+                raise HarnessError(
+                    f"{name} {revision.label} cannot be evaluated ({state.reason}): "
+                    "pick a revision where the target function runs"
+                )
+        return states
 
     def _differs(self, state: State) -> bool:
         if state.key == self.baseline.key:
