@@ -329,9 +329,13 @@ def test_sigint_is_one_line_exit_130_and_leaves_no_worker(tmp_path):
     run = subprocess.Popen([*HARNESS, "diff", *shas, "--repo", str(tmp_path / "repo"),
                             "--matrix", str(matrix), "--no-cache", "--time-limit", "30"],
                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # fmt: skip
-    time.sleep(2.0)
+    deadline = time.monotonic() + 20
     children = _children(run.pid)
+    while not children and time.monotonic() < deadline:  # the worker is forked
+        time.sleep(0.1)
+        children = _children(run.pid)
     assert children, "the evaluation runs in a worker"
+    time.sleep(0.3)  # into the evaluation
     run.send_signal(signal.SIGINT)
     assert run.wait(timeout=10) == 130
     assert run.stderr.read().strip() == "harness: interrupted"
