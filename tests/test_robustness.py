@@ -344,6 +344,7 @@ def test_sigint_is_one_line_exit_130_and_leaves_no_worker(tmp_path):
 
 
 def _children(pid: int) -> list[int]:
+    """The process's children that are Python (its evaluation workers), not git."""
     found = []
     for entry in Path("/proc").iterdir():
         if entry.name.isdigit():
@@ -351,9 +352,16 @@ def _children(pid: int) -> list[int]:
                 fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
             except OSError:
                 continue
-            if int(fields[1]) == pid:
+            if int(fields[1]) == pid and b"git" not in _cmdline(entry):
                 found.append(int(entry.name))
     return found
+
+
+def _cmdline(entry: Path) -> bytes:
+    try:
+        return (entry / "cmdline").read_bytes().split(b"\0")[0]
+    except OSError:
+        return b""
 
 
 def _alive(pid: int) -> bool:
