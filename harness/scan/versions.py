@@ -187,9 +187,6 @@ class Versions:
         plan = self.plan(self.files(sha, reader), label or sha[:10])
         return replace(plan, sha=sha, remember=(blob, reader))
 
-    def of_files(self, files: RevisionFiles, label: str) -> State:
-        return self.settle(self.plan(files, label))
-
     def plan(self, files: RevisionFiles, label: str) -> Plan:
         """The state of these files when it is known without running anything, else a
         Pending state whose evaluation is running in a worker."""
