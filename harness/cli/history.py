@@ -6,7 +6,7 @@ import argparse
 import re
 import sys
 
-from harness.cli.options import add_command, add_evaluation_options, release_cache, set_up
+from harness.cli.options import add_command, add_evaluation_options, cache_directory, set_up
 from harness.cli.progress import Progress
 from harness.errors import HarnessError
 from harness.report import history as report
@@ -57,7 +57,7 @@ def run(args: argparse.Namespace) -> int:
     project = _project(args)
     versions = setup.versions()
     if project is not None:
-        cache, span = release_cache(args), args.releases
+        cache, span = cache_directory(args), args.releases
         with Progress("history") as bar:
             found = release_history(
                 versions, project, span, args.pre, args.index_url, cache, setup.where, bar

@@ -91,15 +91,22 @@ def add_cache_options(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def table_cache(args: argparse.Namespace) -> TableCache:
-    if args.no_cache:
-        return TableCache(None)
-    if args.cache_dir and Path(args.cache_dir).exists() and not Path(args.cache_dir).is_dir():
+def cache_directory(args: argparse.Namespace) -> Path | None:
+    """--cache-dir, else the default; None with --no-cache. Outcome tables and release
+    members both live there."""
+    if getattr(args, "no_cache", False):
+        return None
+    given = getattr(args, "cache_dir", None)
+    if given and Path(given).exists() and not Path(given).is_dir():
         raise HarnessError(
-            f"--cache-dir {args.cache_dir}: not a directory; pass a directory (it is made if "
+            f"--cache-dir {given}: not a directory; pass a directory (it is made if "
             "missing) or --no-cache"
         )
-    return TableCache(Path(args.cache_dir) if args.cache_dir else default_directory())
+    return Path(given) if given else default_directory()
+
+
+def table_cache(args: argparse.Namespace) -> TableCache:
+    return TableCache(cache_directory(args))
 
 
 def add_revision_options(parser: argparse.ArgumentParser) -> None:
@@ -138,13 +145,6 @@ def revision_resolver(
     falls back to the GitHub API when `online` is given."""
     lookup = online.commit if online else None
     return lambda expr: resolve_revision(repo, expr, index, cache, lookup)
-
-
-def release_cache(args: argparse.Namespace) -> Path | None:
-    """Where release members are kept (beside the outcome tables), or None."""
-    if getattr(args, "no_cache", False):
-        return None
-    return Path(args.cache_dir) if getattr(args, "cache_dir", None) else default_directory()
 
 
 RELEASE_ARGUMENTS = ("revisions", "rev", "good", "bad", "range")  # where commands keep revisions
@@ -252,5 +252,5 @@ def set_up(args: argparse.Namespace) -> Setup:
     where = parse_where(matrix, getattr(args, "where", []))
     repo = None if only_releases(args) and not args.repo else gitio.open_repo(args.repo)
     online = online_prs(args, repo) if repo is not None else None
-    resolver = revision_resolver(repo, online, args.index_url, release_cache(args))
+    resolver = revision_resolver(repo, online, args.index_url, cache_directory(args))
     return Setup(matrix, where, repo, resolver, online, table_cache(args), limits_of(args))
