@@ -206,3 +206,13 @@ def test_an_index_page_of_the_wrong_shape_is_one_line(page, tmp_path):
     finally:
         served.close()
     assert "package index" in line
+
+
+def test_a_pipeline_drawing_on_other_modules_reads_them_from_the_wheel(index, history):
+    """The pipeline's closure spans several files of the package: each is mapped too."""
+    pipeline = ("--matrix", "sglang-page-size-pipeline", "--no-cache")
+    code, report, _ = diff("pypi:sglang==0.2.0", "pypi:sglang==0.3.0", "--index-url", index.url,
+                           *pipeline)  # fmt: skip
+    _, by_git, _ = diff("#30835^", "#30835", "--repo", history.repo(), *pipeline)
+    # a helper module the wheel did not give would make the release unevaluable (a note)
+    assert code == 1 and report["notes"] == {} and report["changed"] == by_git["changed"]
