@@ -52,6 +52,15 @@ a=1,
 
 class Holder:
     value = 3
+
+if TYPE_CHECKING:
+    from typing import Any
+
+# a comment holding """ three quotes
+QUOTES = '"""'
+SQL = f"""
+SELECT {X}
+"""
 # a trailing comment
 '''
 
@@ -77,7 +86,18 @@ def piecewise_tree(cache: SourceCache, source: str) -> list[str]:
 def edits(source: str, seed: int, count: int) -> list[str]:
     """A chain of random line edits: delete, duplicate, insert a statement or a stray quote."""
     rng = random.Random(seed)
-    inserts = ["Y = 2\n", "def extra():\n    return 3\n", "else:\n", '"""\n', "@deco\n", "(\n"]
+    inserts = [
+        "Y = 2\n",
+        "def extra():\n    return 3\n",
+        "else:\n",
+        '"""\n',
+        "@deco\n",
+        "(\n",
+        "if TYPE_CHECKING:\n    import z\n",
+        '# """\n',
+        'S = \'"""\'\n',
+        ")\n",
+    ]
     versions, lines = [], source.splitlines(keepends=True)
     for _ in range(count):
         at = rng.randrange(len(lines) + 1)
@@ -92,7 +112,7 @@ def edits(source: str, seed: int, count: int) -> list[str]:
     return versions
 
 
-@pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize("seed", range(12))
 @pytest.mark.parametrize("base", ["tricky", "fixture"])
 def test_piecewise_parse_matches_one_parse_after_every_edit(base, seed):
     source = TRICKY if base == "tricky" else overrides_source(Overrides(padding=3))
