@@ -15,7 +15,10 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
+from urllib.request import url2pathname
 
 from harness.errors import HarnessError
 
@@ -76,6 +79,8 @@ class Http:
             except self.requests.ConnectionError as exc:
                 problem = f"cannot connect ({first_line(exc)})"
                 continue
+            except self.requests.RequestException as exc:  # a URL it cannot fetch at all
+                raise HarnessError(f"{self.name} {method} {url}: {first_line(exc)}") from None
             verdict = judge(answer)
             if verdict is None:
                 return answer
@@ -95,7 +100,10 @@ class Http:
         limit: int = MAX_ANSWER,
     ) -> Answer:
         """One request, whole within `timeout` seconds and at most `limit` bytes; raises
-        TimeoutError past the deadline."""
+        TimeoutError past the deadline. A file: URL (a package index on disk, as pip
+        accepts) is read from the file system, ranges included."""
+        if url.startswith("file:"):
+            return _local(url, headers or {}, limit)
         outcome: list[Any] = []
 
         def run() -> None:
@@ -131,6 +139,28 @@ class Http:
                 if time.monotonic() > deadline:
                     raise TimeoutError
             return Answer(answer.status_code, answer.headers, b"".join(chunks))
+
+
+def _local(url: str, headers: dict[str, str], limit: int) -> Answer:
+    """A file: URL as a server would answer it: a directory's index.html, a byte range."""
+    path = Path(url2pathname(urlsplit(url).path))
+    if path.is_dir():
+        path = path / "index.html"
+    try:
+        data = path.read_bytes()
+    except OSError:
+        return Answer(404, {}, b"")
+    kind = {"Content-Type": "text/html" if path.suffix == ".html" else "application/octet-stream"}
+    wanted = headers.get("Range", "")
+    if wanted.startswith("bytes="):
+        first, _, last = wanted.removeprefix("bytes=").partition("-")
+        start = max(0, len(data) - int(last)) if not first else int(first)
+        end = len(data) - 1 if not first or not last else min(int(last), len(data) - 1)
+        part = data[start : end + 1]
+        return Answer(206, {**kind, "Content-Range": f"bytes {start}-{end}/{len(data)}"}, part)
+    if len(data) > limit:
+        raise HarnessError(f"{url}: more than {limit >> 20} MB where less was expected")
+    return Answer(200, kind, data)
 
 
 def timeout_from_environment() -> float:

@@ -4,6 +4,7 @@ files, and reading a release costs a few percent of its wheel."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 from pathlib import Path
@@ -216,3 +217,21 @@ def test_a_pipeline_drawing_on_other_modules_reads_them_from_the_wheel(index, hi
     _, by_git, _ = diff("#30835^", "#30835", "--repo", history.repo(), *pipeline)
     # a helper module the wheel did not give would make the release unevaluable (a note)
     assert code == 1 and report["notes"] == {} and report["changed"] == by_git["changed"]
+
+
+def test_an_index_on_disk_works_as_pip_reads_one(archives, tmp_path):
+    """A file: index (a directory per project holding index.html), as air-gapped mirrors are."""
+    files = tmp_path / "files"
+    files.mkdir()
+    links = []
+    for version in ("0.2.0", "0.3.0"):
+        name = WHEEL.format(version)
+        (files / name).write_bytes(archives[version])
+        sha = hashlib.sha256(archives[version]).hexdigest()
+        links.append(f'<a href="../../files/{name}#sha256={sha}">{name}</a>')
+    project = tmp_path / "simple" / "sglang"
+    project.mkdir(parents=True)
+    (project / "index.html").write_text("<html><body>" + "\n".join(links) + "</body></html>")
+    code, report, _ = diff("pypi:sglang==0.2.0", "pypi:sglang==0.3.0", "--index-url",
+                           (tmp_path / "simple").as_uri(), "--no-cache")  # fmt: skip
+    assert code == 1 and changed_cells(report) == oracle.changed_between(False, True)
