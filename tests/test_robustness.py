@@ -86,11 +86,17 @@ def test_a_corrupt_target_blob_is_one_line_whichever_side_it_is_on(history, tmp_
     data[len(data) // 2] ^= 0xFF
     loose.chmod(0o644)
     loose.write_bytes(bytes(data))
+    before = (git_out(clone, "rev-parse", "HEAD"), git_out(clone, "show-ref"), loose.read_bytes())
     for revisions in (("HEAD", "#30835"), ("#30835", "HEAD")):
         result = run_cli("diff", *revisions, "--repo", str(clone), "--no-cache")
         line = one_line_error(result)
         assert f"git cannot read object {blob[:12]} ({PATH})" in line and "git fsck" in line
         assert result.out == ""
+    assert (
+        git_out(clone, "rev-parse", "HEAD"),
+        git_out(clone, "show-ref"),
+        loose.read_bytes(),
+    ) == before  # nothing "repaired" behind the user's back
 
 
 def _pack(clone: Path) -> bytes:
