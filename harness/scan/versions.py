@@ -72,7 +72,6 @@ class State:
     files: tuple[str, ...] = ()  # every path read to make it (found or not), the target's first
     code: Code | None = field(default=None, compare=False)  # what made it, when still held
     impure: str | None = None  # why every cell was run: the code may keep state between calls
-    remember: tuple | None = field(default=None, compare=False, repr=False)  # see Pending
 
     @property
     def evaluable(self) -> bool:
@@ -81,10 +80,11 @@ class State:
 
 @dataclass(frozen=True)
 class Pending:
-    """A state whose table is being made in a worker (`Versions.settle` waits for it)."""
+    """A state not settled yet: its table may be in the making in a worker, and a
+    commit's state is remembered by its blobs once settled (`Versions.settle`)."""
 
-    state: State  # all but the table
-    running: Any  # the worker's evaluation: `.result()` is an Evaluation
+    state: State  # all but the table, while `running`
+    running: Any = None  # the worker's evaluation (`.result()` is an Evaluation), if any
     sha: str | None = None
     remember: tuple | None = None  # (target blob, reader): to find the state again by blobs
 
@@ -185,6 +185,7 @@ class Versions:
                 return state
         reader = gitio.FilesAt(self.repo, sha, {path: blob})
         plan = self.plan(self.files(sha, reader), label or sha[:10])
+        plan = plan if isinstance(plan, Pending) else Pending(plan)
         return replace(plan, sha=sha, remember=(blob, reader))
 
     def plan(self, files: RevisionFiles, label: str) -> Plan:
@@ -212,12 +213,12 @@ class Versions:
 
     def settle(self, plan: Plan) -> State:
         """The state a plan stands for, its evaluation (if any) waited for."""
-        state = plan.state if isinstance(plan, Pending) else plan
-        if isinstance(plan, Pending):
-            state = self._evaluated(plan)
+        if isinstance(plan, State):
+            return plan
+        state = plan.state if plan.running is None else self._evaluated(plan)
         if plan.remember is not None:
             blob, reader = plan.remember
-            state = replace(state, sha=plan.sha, remember=None)
+            state = replace(state, sha=plan.sha)
             blobs = tuple(sorted(reader.blobs.items()))
             self.by_blob.setdefault(blob, []).append((blobs, replace(state, code=None)))
         return state
