@@ -254,9 +254,8 @@ def _persistent(repo: git.Repo, ask: Callable[[], Any]) -> Any:
 
 def _tree_entry(repo: git.Repo, commit: str, path: str) -> str | None:
     """The object id the trees list for `path` at `commit`, read without the object."""
-    repo.git.clear_cache()  # the header question may have killed cat-file
     try:
-        return (repo.commit(commit).tree / path).hexsha
+        return _persistent(repo, lambda: (repo.commit(commit).tree / path).hexsha)
     except (KeyError, ValueError, git.BadName):
         return None
 
