@@ -102,26 +102,34 @@ class Release:
         return data
 
     def _cached(self, name: str) -> bytes | None:
-        path = self._path(name)
-        try:
-            return path.read_bytes() if path is not None else None
-        except (OSError, ValueError):  # ValueError: a NUL in a hostile member name
-            return None
+        return _read_cached(self._path(name))
 
     def _store(self, name: str, data: bytes) -> None:
-        path = self._path(name)
-        if path is None:
-            return
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            write_atomically(path, data)
-        except (OSError, ValueError):
-            pass  # the cache is an optimization: reading goes on without it
+        _write_cached(self._path(name), data)
 
     def _path(self, name: str) -> Path | None:
         if self.cache is None or ".." in name.split("/") or name.startswith("/"):
             return None
         return self.cache / "releases" / self.key / name
+
+
+def _read_cached(path: Path | None) -> bytes | None:
+    try:
+        return path.read_bytes() if path is not None else None
+    except (OSError, ValueError):  # ValueError: a NUL in a hostile member name
+        return None
+
+
+def _write_cached(path: Path | None, data: bytes) -> None:
+    """Keep `data` at `path`, whole or not at all; the cache is an optimization, so a
+    failure to write it is not an error."""
+    if path is None:
+        return
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        write_atomically(path, data)
+    except (OSError, ValueError):
+        pass
 
 
 def _names_from(data: bytes | None) -> list[str] | None:
@@ -273,24 +281,17 @@ def _pin_path(cache: Path | None, index: str, name: str, version: Version) -> Pa
 
 
 def _pinned(cache: Path | None, index: str, name: str, version: Version) -> DistFile | None:
-    path = _pin_path(cache, index, name, version)
+    data = _read_cached(_pin_path(cache, index, name, version))
     try:
-        doc = json.loads(path.read_text()) if path else None
+        doc = json.loads(data) if data is not None else None
         return DistFile(**{**doc, "version": version}) if isinstance(doc, dict) else None
-    except (OSError, ValueError, TypeError):
+    except (ValueError, TypeError):
         return None
 
 
 def _remember_pin(cache, index: str, name: str, version: Version, chosen: DistFile) -> None:
-    path = _pin_path(cache, index, name, version)
-    if path is None:
-        return
     doc = {k: v for k, v in chosen.__dict__.items() if k != "version"}
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        write_atomically(path, json.dumps(doc).encode())
-    except OSError:
-        pass
+    _write_cached(_pin_path(cache, index, name, version), json.dumps(doc).encode())
 
 
 def _sha(data: bytes) -> str:
