@@ -26,3 +26,9 @@ class Unevaluable(Exception):
     def __init__(self, reason: str, missing: str | None = None) -> None:
         super().__init__(reason)
         self.missing = missing
+
+
+def first_line(exc: BaseException, width: int = 200) -> str:
+    """An exception's message for a one-line error: its first line, bounded; else its type."""
+    text = str(exc).strip()
+    return text.splitlines()[0][:width] if text else type(exc).__name__

@@ -20,7 +20,7 @@ from typing import Any
 from urllib.parse import urlsplit
 from urllib.request import url2pathname
 
-from harness.errors import HarnessError
+from harness.errors import HarnessError, first_line
 
 ATTEMPTS = 4
 BACKOFF = 0.5  # seconds before the first retry; doubles each time
@@ -172,7 +172,3 @@ def timeout_from_environment() -> float:
     if value <= 0:
         raise HarnessError(f"HARNESS_HTTP_TIMEOUT={text!r}: expected a positive number")
     return value
-
-
-def first_line(exc: Exception) -> str:
-    return str(exc).splitlines()[0] if str(exc) else type(exc).__name__

@@ -15,7 +15,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from harness.errors import HarnessError
+from harness.errors import HarnessError, first_line
 from harness.github.client import GitHub
 from harness.report.markdown import changed_count, render_document
 
@@ -69,7 +69,7 @@ def load_report(path: str) -> dict[str, Any]:
     try:
         doc = json.loads(data)
     except (ValueError, RecursionError) as exc:
-        raise HarnessError(f"--report {path}: not JSON ({_first_line(exc)})") from None
+        raise HarnessError(f"--report {path}: not JSON ({first_line(exc)})") from None
     _check_report(doc, path)
     return doc
 
@@ -92,11 +92,6 @@ def _check_report(doc: Any, path: str) -> None:
         )
 
 
-def _first_line(exc: Exception) -> str:
-    text = str(exc).strip()
-    return text.splitlines()[0][:200] if text else type(exc).__name__
-
-
 def body_for(doc: dict[str, Any], sample: int, details: str | None) -> str:
     """The comment's text. The report is hostile: a part of the wrong shape anywhere is one
     line (exit 2), not a crash."""
@@ -105,7 +100,7 @@ def body_for(doc: dict[str, Any], sample: int, details: str | None) -> str:
     except (KeyError, TypeError, AttributeError, ValueError, IndexError) as exc:
         raise HarnessError(
             f"the report is not a harness diff report: a part of it has the wrong shape "
-            f"({type(exc).__name__}: {_first_line(exc)[:80]})"
+            f"({type(exc).__name__}: {first_line(exc)[:80]})"
         ) from None
     return truncate(marker(doc["matrix"]) + "\n" + rendered, details)
 

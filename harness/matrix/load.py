@@ -8,7 +8,7 @@ from typing import Any
 
 import yaml
 
-from harness.errors import HarnessError
+from harness.errors import HarnessError, first_line
 from harness.files import undecodable
 from harness.matrix.model import (
     ALL_PASSES,
@@ -103,7 +103,7 @@ def parse_matrix(
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f":{mark.line + 1}" if mark else ""
-        raise HarnessError(f"{source}{where}: not valid YAML ({_first_line(exc)})") from None
+        raise HarnessError(f"{source}{where}: not valid YAML ({first_line(exc)})") from None
     except RecursionError:
         raise HarnessError(f"{source}: not a matrix (nested too deeply)") from None
     check = _Checker(source)
@@ -126,10 +126,6 @@ def parse_matrix(
         digest=hashlib.sha256(text.encode()).hexdigest(),
         shipped=shipped,
     )
-
-
-def _first_line(exc: Exception) -> str:
-    return str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
 
 
 def _parse_target(check: _Checker, raw: Any) -> Target:
