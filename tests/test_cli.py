@@ -82,7 +82,7 @@ def test_unknown_shipped_matrix():
         ),
         (
             MATRIX.replace("function: f", "passes: some"),
-            "target.passes: needs a list of function names, run in that order, or `all`",
+            "target.passes: needs a list of function names, run in that order, `all` or `run-order`",
         ),
     ],
 )

@@ -19,6 +19,7 @@ from collections.abc import Collection
 from dataclasses import dataclass, replace
 from functools import cached_property
 
+from harness.closure.defaults import NO_DEFAULTS, Defaults
 from harness.closure.index import DEFINITION, Binding, names_bound
 from harness.closure.modules import RevisionFiles
 from harness.closure.pieces import Layout, SourceCache, Statement
@@ -27,6 +28,7 @@ from harness.closure.resolve import (
     METHOD_PREFIX,
     TARGET,
     Link,
+    LocalImport,
     Need,
     Part,
     Resolver,
@@ -45,6 +47,7 @@ __all__ = [
     "ViewClass",
     "extract_closure",
     "extract_pipeline",
+    "with_defaults",
 ]
 
 
@@ -62,6 +65,8 @@ class Closure:
     builtins: tuple[str, ...] = ()  # builtin names it reads
     files: tuple[str, ...] = ()  # every file read to resolve it, the target's first
     methods: tuple[tuple[str, str], ...] = ()  # (view method, file): from the view's class
+    local_imports: tuple[LocalImport, ...] = ()  # imports inside functions, into the repository
+    defaults: Defaults = NO_DEFAULTS  # what the view's class declares (see `with_defaults`)
 
     def method_functions(self, spaces: dict[str, dict]) -> dict[str, object]:
         """The loaded view methods, by name, from the files' namespaces."""
@@ -144,10 +149,11 @@ def build_closure(path: str, function: str, target: Statement, resolver: Resolve
     needs = tuple(sorted(Need(p, n, w) for (p, n), w in resolver.needs.items()))
     links = tuple(sorted(resolver.links.values()))
     methods = tuple(sorted(resolver.methods.items()))
-    digest = _digest(parts, needs, links + methods)
+    local = tuple(sorted(resolver.local_imports))
+    digest = _digest(parts, needs, links + methods + local)
     return Closure(
         path, function, target.lineno, parts, needs, links, digest,
-        tuple(sorted(resolver.builtins)), tuple(order), methods,
+        tuple(sorted(resolver.builtins)), tuple(order), methods, local,
     )  # fmt: skip
 
 
@@ -158,6 +164,7 @@ class Pipeline:
     path: str
     passes: tuple[tuple[str, Closure | None], ...]
     digest: str
+    defaults: Defaults = NO_DEFAULTS  # what the view's class declares (see `with_defaults`)
 
     @property
     def lineno(self) -> int | None:
@@ -191,6 +198,16 @@ def extract_pipeline(
         raise Absent(f"none of the passes {', '.join(names)} is in {path}")
     text = "\0".join(f"{name}={c.digest if c else '-'}" for name, c in passes)
     return Pipeline(path, tuple(passes), hashlib.sha256(text.encode()).hexdigest())
+
+
+def with_defaults(code: Closure | Pipeline, defaults: Defaults) -> Closure | Pipeline:
+    """The closure (or pipeline) whose view also answers the fields its class declares
+    with literal defaults. They are part of what it does, so they are part of its digest:
+    a changed default is a changed closure."""
+    if not defaults.fields:
+        return code
+    digest = hashlib.sha256(f"{code.digest}\0{defaults.digest}".encode()).hexdigest()
+    return replace(code, defaults=defaults, digest=digest)
 
 
 @dataclass(frozen=True)

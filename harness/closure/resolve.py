@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+import posixpath
 from collections.abc import Collection
 from typing import NamedTuple
 
@@ -37,6 +38,19 @@ class ViewClass(NamedTuple):
     name: str
     answered: frozenset[str]
     identities: frozenset[str] = frozenset()  # functions that return the view itself
+    namespaces: str | None = None  # a module-level list of classes declaring more fields
+
+
+class LocalImport(NamedTuple):
+    """`from module import name` inside a function of `path`, read from the repository:
+    at run time the import gives `source_name` of the file `source`."""
+
+    path: str
+    module: str
+    level: int
+    name: str
+    source: str
+    source_name: str
 
 
 class Part(NamedTuple):
@@ -103,6 +117,7 @@ class Resolver:
         self.included: dict[tuple[str, int, int], Part] = {}  # by (file, line, member)
         self.needs: dict[tuple[str, str], str] = {}
         self.links: dict[tuple[str, str], Link] = {}
+        self.local_imports: set[LocalImport] = set()
         self.builtins: set[str] = set()
         self.seen: set[tuple[str, str]] = set()
 
@@ -117,6 +132,8 @@ class Resolver:
         self.included[(path, statement.lineno, statement.member)] = Part(path, statement, role)
         for name in sorted(shape(statement, role)[1]):
             self.resolve(name, Use(path, statement))
+        if isinstance(statement.node, ast.FunctionDef | ast.AsyncFunctionDef):
+            self._local_imports(path, statement)
         if role != HELPER and self.view_class is not None:
             for method in sorted(view_calls(statement.node) - self.view_class.answered):
                 self._view_method(method)
@@ -181,6 +198,35 @@ class Resolver:
                 return
             link = self.links[key] = further._replace(path=use.path, name=name)  # a re-export
         self._module_attributes(link, use)
+
+    def _local_imports(self, path: str, statement: Statement) -> None:
+        """Follow `from m import x` inside a function into the resolution code: a module
+        in the target's own directory, or the view class's module. Names the world binds,
+        and other modules (SGLang imports its probes of the model and the machine this
+        way), are answered by the world when the import runs."""
+        for node in ast.walk(statement.node):
+            if not isinstance(node, ast.ImportFrom):
+                continue
+            for alias in node.names:
+                if alias.name in self.bound or alias.name == "*":
+                    continue
+                found = self._source_of(node, alias.asname or alias.name, path)
+                if found is None or found[1] is None or not self._resolution_code(found[0]):
+                    continue
+                source, source_name = found
+                module, level = node.module or "", node.level
+                at = f"{path}:{node.lineno + statement.offset}"
+                self.resolve(source_name, Use(source, statement, at))
+                entry = LocalImport(path, module, level, alias.name, source, source_name)
+                self.local_imports.add(entry)
+
+    def _resolution_code(self, path: str) -> bool:
+        """Whether the file at `path` is resolution code: next to the target, or the
+        module of the view's class."""
+        if posixpath.dirname(path) == posixpath.dirname(self.files.target):
+            return True
+        view = self.view_class
+        return view is not None and path == self.files.module_file(view.module, self.files.target)
 
     def _source_of(self, node: ast.stmt, name: str, path: str) -> tuple[str, str | None] | None:
         """The repository file (and the name in it) that an import of `name` reads."""

@@ -12,7 +12,14 @@ import ast
 from collections.abc import Collection
 from dataclasses import dataclass
 
-from harness.closure.extract import REGISTER, Closure, build_closure, decorated, find_target
+from harness.closure.extract import (
+    REGISTER,
+    Closure,
+    Pipeline,
+    build_closure,
+    decorated,
+    find_target,
+)
 from harness.closure.index import DEFINITION, index_module
 from harness.closure.modules import RevisionFiles
 from harness.closure.pieces import SourceCache, Statement
@@ -84,6 +91,19 @@ def survey_pass(cache, files, function, bound, matrix_file, view) -> PassSurvey:
         view_reads(closure, view.identities if view else frozenset()), world, blocked,
         None if blocked else closure,
     )  # fmt: skip
+
+
+def defaults_read(code: Closure | Pipeline, view: ViewClass | None) -> tuple[tuple[str, str], ...]:
+    """(field, default as shown) for each view attribute the code reads that neither the
+    matrix nor the world answers and the view's class declares (`code.defaults`)."""
+    if view is None or not code.defaults.fields:
+        return ()
+    closures = [c for _, c in code.passes if c] if isinstance(code, Pipeline) else [code]
+    reads = {name for c in closures for name in view_reads(c, view.identities)}
+    fields = code.defaults.fields
+    return tuple(
+        (name, fields[name].shown()) for name in sorted(reads - view.answered) if name in fields
+    )
 
 
 def declared_fields(target: Statement) -> tuple[str, ...]:

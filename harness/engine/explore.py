@@ -38,7 +38,7 @@ from harness.engine.plain import Malformed, plain_problem
 from harness.engine.purity import impurity
 from harness.engine.sandbox import describe, line_in, load_target, unbound_reason
 from harness.engine.worker import DEFAULT_LIMITS, Limits, start
-from harness.engine.world import Bound
+from harness.engine.world import Bound, with_defaults
 from harness.errors import Unevaluable
 from harness.matrix.cells import Cube, bits_of, cube_runs, first_cell, iter_cells
 from harness.matrix.model import Matrix
@@ -82,7 +82,8 @@ def start_evaluation(
     cube = cube or matrix.full_masks()
 
     def work() -> Evaluation:
-        runner = _Runner(load_target(closure, bound, label), bound, matrix)
+        view = with_defaults(bound, closure.defaults)
+        runner = _Runner(load_target(closure, view, label), view, matrix)
         table = runner.run_all(cube) if every_cell else runner.explore(cube)
         return Evaluation(table, runner.calls)
 

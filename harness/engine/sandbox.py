@@ -98,9 +98,10 @@ def load_function(
     check_closure(closure)
     bound.probe.unbound = None
     spaces: dict[str, dict[str, Any]] = {}
+    table = safe_builtins(bound, _repository_imports(closure, spaces))
     pending = list(closure.links)
     for path in _load_order(closure):
-        space = {"__builtins__": safe_builtins(bound), "__name__": f"harness.closure:{path}"}
+        space = {"__builtins__": table, "__name__": f"{SPACE_PREFIX}{path}"}
         space.update({n.name: bound.names[n.world] for n in closure.needs if n.path == path})
         pending = _bind_links(pending, spaces, {path: space})
         if path == closure.path:
@@ -205,7 +206,27 @@ class LoadedModule(Overlay):
         raise AttributeError(f"module {_VIEW.__get__(self)} has no {name}")
 
 
-def safe_builtins(bound: Bound) -> dict[str, Any]:
+SPACE_PREFIX = "harness.closure:"  # a loaded file's `__name__`: this, then its path
+
+
+def _repository_imports(closure: Closure, spaces: dict[str, dict]) -> dict[tuple, dict]:
+    """For each (importing file, module, level) an import inside a function names, the
+    names it reads from the repository: name -> a getter of the loaded definition."""
+    out: dict[tuple, dict[str, Callable[[], Any]]] = {}
+    for item in closure.local_imports:
+        names = out.setdefault((item.path, item.module, item.level), {})
+        names[item.name] = functools.partial(_loaded, spaces, item.source, item.source_name)
+    return out
+
+
+def _loaded(spaces: dict[str, dict], path: str, name: str) -> Any:
+    try:
+        return spaces[path][name]
+    except KeyError:
+        raise Unevaluable(f"{name} from {path} is imported before it is defined") from None
+
+
+def safe_builtins(bound: Bound, repository: dict[tuple, dict] | None = None) -> dict[str, Any]:
     """The allowed builtins; `getattr`, `hasattr` and `type` guarded, `print` silent,
     `import` answered by the world."""
     table = {name: getattr(builtins, name) for name in ALLOWED_BUILTINS if hasattr(builtins, name)}
@@ -228,15 +249,20 @@ def safe_builtins(bound: Bound) -> dict[str, Any]:
 
     table.update(getattr=guarded_getattr, hasattr=guarded_hasattr, type=type_of)
     table["print"] = lambda *args, **kwargs: None
-    table["__import__"] = _import_from(bound)
+    table["__import__"] = _import_from(bound, repository or {})
     return table
 
 
-def _import_from(bound: Bound) -> Callable[..., Any]:
-    """`import` inside evaluated code: a module whose attributes are the world's names."""
+def _import_from(bound: Bound, repository: dict[tuple, dict]) -> Callable[..., Any]:
+    """`import` inside evaluated code: a module whose attributes are the definitions the
+    closure read from the repository for that import, else the world's names."""
 
-    def world_import(name: Any, *args: Any, **kwargs: Any) -> Any:
-        return _WorldModule(str(name), bound)
+    def world_import(name: Any, globals: Any = None, locals: Any = None, fromlist: Any = (),
+                     level: Any = 0) -> Any:  # fmt: skip
+        importer = globals.get("__name__") if type(globals) is dict else None
+        path = importer[len(SPACE_PREFIX) :] if type(importer) is str else None
+        local = repository.get((path, str(name), level if type(level) is int else 0), {})
+        return _WorldModule(str(name), bound, local)
 
     return world_import
 
@@ -244,26 +270,30 @@ def _import_from(bound: Bound) -> Callable[..., Any]:
 class _WorldModule:
     """What `import` gives evaluated code: the world's names, nothing of the harness."""
 
-    __slots__ = ("_bound", "_module")
+    __slots__ = ("_bound", "_local", "_module")
 
-    def __init__(self, module: str, bound: Bound) -> None:
+    def __init__(self, module: str, bound: Bound, local: dict[str, Callable[[], Any]]) -> None:
         _MODULE.__set__(self, module)
         _BOUND.__set__(self, bound)
+        _LOCAL.__set__(self, local)
 
     def __getattribute__(self, name: str) -> Any:
         bound = _BOUND.__get__(self)
         if name.startswith("__"):
             raise AttributeError(name)
+        local = _LOCAL.__get__(self).get(name)
+        if local is not None:
+            return local()
         try:
             return bound.names[name]
         except KeyError:
             raise bound.probe.refuse(
                 f"{_MODULE.__get__(self)}.{name}",
-                "the world does not bind it: bind the name under `bindings:` in the matrix",
+                f"the world does not bind it: bind {name} under `bindings:` in the matrix",
             ) from None
 
 
-_MODULE, _BOUND = _WorldModule._module, _WorldModule._bound
+_MODULE, _BOUND, _LOCAL = _WorldModule._module, _WorldModule._bound, _WorldModule._local
 
 
 def unbound_reason(exc: Unbound) -> str:

@@ -24,7 +24,7 @@ from harness.engine.outcome import Outcome, decode_outcome, encode_outcome
 from harness.engine.plain import Malformed, decode, encode, shown
 from harness.engine.sandbox import chain, load_function
 from harness.engine.worker import DEFAULT_LIMITS, Limits, isolated
-from harness.engine.world import Bound
+from harness.engine.world import Bound, with_defaults
 from harness.matrix.model import Matrix
 
 RECORD = "__harness_record__"
@@ -229,6 +229,7 @@ def _traced(
     cell: tuple[int, ...],
 ) -> Trace:
     sites, events, log = _Sites(source), [], []
+    bound = with_defaults(bound, target.defaults)
 
     def record(site: int, value: Any) -> Any:
         kind, line, written, normalized = sites.sites[site]

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from harness.errors import HarnessError
@@ -174,7 +174,19 @@ class Obj(Spec):
         return lambda probe: obj
 
 
-def _raiser(field: str, what: str, fix: str) -> Resolver:
+@dataclass(frozen=True)
+class Refused(Spec):
+    """A read nothing answers, with the reason and the fix."""
+
+    what: str
+    fix: str
+    field: str | None = None
+
+    def compile(self, ctx: Context) -> Resolver:
+        return _raiser(self.field, self.what, self.fix)
+
+
+def _raiser(field: str | None, what: str, fix: str) -> Resolver:
     def resolve(probe: Probe) -> Any:
         raise probe.refuse(what, fix, field)
 
@@ -241,6 +253,8 @@ class World:
     validate: Callable[[Matrix], None] | None = None
     view_class: tuple[str, str] | None = None  # (module, class) whose methods the view has
     view_functions: frozenset[str] = frozenset()  # names bound to functions returning the view
+    view_namespaces: str | None = None  # the list of classes whose fields the view's class has
+    run_entries: tuple[tuple[str, str], ...] = ()  # (module, function) that run the passes
 
 
 class Context:
@@ -270,6 +284,8 @@ class Bound:
     probe: Probe
     view: Any  # a strict_object
     names: dict[str, Any]
+    ctx: Context | None = field(default=None, repr=False)
+    view_specs: dict[str, Spec] = field(default_factory=dict, repr=False)
 
 
 def bind(world: World, matrix: Matrix) -> Bound:
@@ -289,7 +305,32 @@ def bind(world: World, matrix: Matrix) -> Bound:
     for name, raw in matrix.bindings.items():
         spec = parse_binding(raw, f"{matrix.source}: bindings.{name}", name)
         names[name] = spec.compile(ctx)(ctx.probe)
-    return Bound(probe=ctx.probe, view=view, names=names)
+    return Bound(probe=ctx.probe, view=view, names=names, ctx=ctx, view_specs=view_specs)
+
+
+def with_defaults(bound: Bound, defaults: Any) -> Bound:
+    """`bound` with a view that also answers the fields its class declares
+    (`harness.closure.defaults.Defaults`) when neither the matrix nor the world does: a
+    literal default is the answer; a field declared without one is refused, saying why."""
+    if not defaults.fields or bound.ctx is None:
+        return bound
+    ctx, fields = bound.ctx, defaults.fields
+
+    def fallback(name: str) -> Spec:
+        declared = fields.get(name)
+        if declared is None:
+            return Refused(f"view.{name}", ctx.fix_for("view", name), name)
+        if declared.literal:
+            return Const(declared.value)
+        fix = (
+            f"{defaults.source} declares {name}, but {declared.refusal}, which harness "
+            f"does not run: declare {name} under `fields:` or `axes:` in "
+            f"{ctx.matrix.edit_hint}"
+        )
+        return Refused(f"view.{name}", fix, name)
+
+    view = Obj("view", bound.view_specs, fallback).compile(ctx)(ctx.probe)
+    return replace(bound, view=view)
 
 
 # --- declarative bindings --------------------------------------------------------

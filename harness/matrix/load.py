@@ -13,6 +13,7 @@ from harness.files import undecodable
 from harness.matrix.model import (
     ALL_PASSES,
     NO_DEFAULT,
+    RUN_ORDER,
     SCALAR_TYPES,
     Axis,
     Matrix,
@@ -134,18 +135,23 @@ def _parse_target(check: _Checker, raw: Any) -> Target:
         check.fail("target", "needs either function: NAME or passes: [NAME, ...] (not both)")
     if "function" in data:
         passes = (check.string(data["function"], "target.function"),)
-    elif data["passes"] == "all":
-        passes = ALL_PASSES
+    elif data["passes"] in ("all", "run-order"):
+        return _target(check, data, ALL_PASSES if data["passes"] == "all" else RUN_ORDER)
     else:
         raw_passes = data["passes"]
         if not isinstance(raw_passes, list) or not raw_passes:
             check.fail(
-                "target.passes", "needs a list of function names, run in that order, or `all`"
+                "target.passes",
+                "needs a list of function names, run in that order, `all` or `run-order`",
             )
         passes = tuple(check.string(p, f"target.passes[{n}]") for n, p in enumerate(raw_passes))
     for n, name in enumerate(passes):
         if not name.isidentifier():
             check.fail(f"target.passes[{n}]", f"{name!r} is not a function name")
+    return _target(check, data, passes)
+
+
+def _target(check: _Checker, data: dict, passes: tuple[str, ...]) -> Target:
     raw_outputs = data["output"]
     if isinstance(raw_outputs, list) and raw_outputs:
         outputs = tuple(check.string(o, f"target.output[{n}]") for n, o in enumerate(raw_outputs))

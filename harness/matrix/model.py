@@ -19,6 +19,7 @@ SCALAR_TYPES = (type(None), bool, int, float, str)
 
 NO_DEFAULT = object()
 ALL_PASSES = ("all",)  # `passes: all`: every registered pass, in file order
+RUN_ORDER = ("run-order",)  # `passes: run-order`: every registered pass, in the order run
 
 
 @dataclass(frozen=True)
@@ -41,13 +42,13 @@ class Target:
     """One function, or a pipeline of passes run in order over one view."""
 
     path: str
-    passes: tuple[str, ...]  # one name: a single function; ALL_PASSES: every registered one
+    passes: tuple[str, ...]  # one name: one function; ALL_PASSES, RUN_ORDER: every registered one
     outputs: tuple[str, ...]  # each output field, in order
     roots: tuple[str, ...] = ()  # source roots for module names (default: from `path`)
 
     @property
     def pipeline(self) -> bool:
-        return len(self.passes) > 1 or self.passes == ALL_PASSES
+        return len(self.passes) > 1 or self.passes in (ALL_PASSES, RUN_ORDER)
 
 
 @dataclass(frozen=True)

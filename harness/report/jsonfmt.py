@@ -25,6 +25,8 @@ def document_head(report: DiffReport) -> dict[str, Any]:
             sides[side]["skipped_passes"] = list(report.skipped.get(side, ()))
         if side in report.every_cell:
             sides[side]["every_cell"] = report.every_cell[side]
+        if report.defaults.get(side):
+            sides[side]["defaults"] = dict(report.defaults[side])
     described = {
         "path": target.path,
         "function": function_label(target),
@@ -41,6 +43,10 @@ def document_head(report: DiffReport) -> dict[str, Any]:
         "cells": report.matrix.size,
         "axes": axes_of(report.matrix),
         "notes": report.notes,
+        "changed_defaults": [
+            {"field": name, "base": before, "head": after}
+            for name, before, after in report.changed_defaults
+        ],
     }
 
 

@@ -41,6 +41,8 @@ def render_document(doc: dict[str, Any], sample: int = 10, details: str | None =
     for side in ("base", "head"):
         if isinstance(doc[side].get("every_cell"), str):
             lines.append(f"- {side}: {escape(every_cell_note(doc[side]['every_cell']))}")
+    for item in _changed_defaults(doc):
+        lines.append(f"- default changed: {escape(item)}")
     lines.append("")
     changed, cells = changed_count(doc), doc["cells"]
     if not changed:
@@ -53,6 +55,18 @@ def render_document(doc: dict[str, Any], sample: int = 10, details: str | None =
     if details:
         lines += ["", f"[Full report]({details})"]
     return "\n".join(lines) + "\n"
+
+
+def _changed_defaults(doc: dict[str, Any]) -> list[str]:
+    """`field: before -> after` for each well-formed entry of `changed_defaults` (the
+    document may come from an artifact: anything else is left out)."""
+    out = []
+    for item in doc.get("changed_defaults") or []:
+        if isinstance(item, dict) and all(
+            isinstance(item.get(k), str) for k in ("field", "base", "head")
+        ):
+            out.append(f"{item['field']}: {item['base']} -> {item['head']}")
+    return out
 
 
 def heading(matrix: str, function: str, path: str) -> str:

@@ -63,6 +63,12 @@ class DiffReport:
     lines: dict[str, int | None]  # the target function's line at each side
     skipped: dict[str, tuple[str, ...]] = field(default_factory=dict)  # absent passes
     every_cell: dict[str, str] = field(default_factory=dict)  # impure sides: why
+    defaults: dict[str, tuple[tuple[str, str], ...]] = field(default_factory=dict)
+
+    @property
+    def changed_defaults(self) -> list[tuple[str, str, str]]:
+        """(field, base default, head default) for each default read that differs."""
+        return changed_defaults(self.defaults.get("base", ()), self.defaults.get("head", ()))
 
     @property
     def changed(self) -> int:
@@ -126,9 +132,30 @@ def build_report(diff: Diff) -> DiffReport:
     lines = {side: state.line for side, state in diff.states.items()}
     skipped = {side: state.skipped for side, state in diff.states.items() if state.skipped}
     impure = {side: state.impure for side, state in diff.states.items() if state.impure}
+    defaults = {side: state.defaults for side, state in diff.states.items() if state.defaults}
     return DiffReport(
-        matrix, diff.base, diff.head, diff.comparison, notes, rules, lines, skipped, impure
-    )
+        matrix, diff.base, diff.head, diff.comparison, notes, rules, lines, skipped, impure,
+        defaults,
+    )  # fmt: skip
+
+
+def changed_defaults(base, head) -> list[tuple[str, str, str]]:
+    """(field, before, after) for each default both sides read whose value differs (a
+    side that could not be evaluated read none)."""
+    before, after = dict(base), dict(head)
+    return [
+        (n, before[n], after[n]) for n in sorted(before) if n in after and before[n] != after[n]
+    ]
+
+
+DEFAULTS_SHOWN = 6  # defaults named on a text report's revision line; JSON lists them all
+
+
+def defaults_line(defaults) -> str:
+    """`defaults from the view's class: a=1, b=null, ... (12 in all)`."""
+    shown = ", ".join(f"{n}={v}" for n, v in list(defaults)[:DEFAULTS_SHOWN])
+    more = f", ... ({len(defaults)} in all)" if len(defaults) > DEFAULTS_SHOWN else ""
+    return f"read from the code's declared defaults: {shown}{more}"
 
 
 def every_cell_note(reason: str) -> str:

@@ -8,6 +8,7 @@ from harness.report.because import because_text
 from harness.report.model import (
     DiffReport,
     RuleView,
+    defaults_line,
     every_cell_note,
     function_label,
     output_label,
@@ -32,6 +33,10 @@ def header(report: DiffReport) -> list[str]:
             lines.append(f"      passes absent here (skipped): {', '.join(report.skipped[side])}")
         if side in report.every_cell:
             lines.append(f"      {every_cell_note(report.every_cell[side])}")
+        if report.defaults.get(side):
+            lines.append(f"      {defaults_line(report.defaults[side])}")
+    for name, before, after in report.changed_defaults:
+        lines.append(f"default changed: {name}: {before} -> {after}")
     return lines
 
 

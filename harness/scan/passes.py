@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from harness import gitio
+from harness.closure.extract import with_defaults
 from harness.closure.survey import PassSurvey, survey
 from harness.engine.explore import evaluate_closure
 from harness.errors import Absent, HarnessError, Unevaluable
@@ -43,8 +44,18 @@ def passes_at(versions: Versions, revision: gitio.Revision) -> list[PassReport]:
             f"cannot list the passes at {revision.label}: {exc}; name a revision where "
             f"{files.target} exists and parses"
         ) from None
+    defaults = versions.defaults(files)
+    literal = {name for name, default in defaults.fields.items() if default.literal}
     answered = versions.view.answered if versions.view else frozenset(matrix.axis_names)
-    return [_report(versions, revision, one, answered) for one in found]
+    answered = answered | literal
+    return [_report(versions, revision, _defaulted(one, defaults), answered) for one in found]
+
+
+def _defaulted(one: PassSurvey, defaults) -> PassSurvey:
+    """The survey whose closure's view answers the defaults of the view's class."""
+    return (
+        one if one.closure is None else replace(one, closure=with_defaults(one.closure, defaults))
+    )
 
 
 MAX_RUNS = 20  # runs of one pass while looking for the inputs it reads at run time

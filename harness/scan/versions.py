@@ -14,16 +14,19 @@ from typing import Any
 import git as gitpython
 
 from harness import gitio
+from harness.closure.defaults import NO_DEFAULTS, Defaults, class_defaults
 from harness.closure.extract import (
     Closure,
     Pipeline,
     ViewClass,
     extract_closure,
     extract_pipeline,
+    with_defaults,
 )
 from harness.closure.modules import RevisionFiles
+from harness.closure.order import PassOrder, pass_order
 from harness.closure.pieces import SourceCache
-from harness.closure.survey import REGISTER, registered
+from harness.closure.survey import REGISTER, defaults_read, registered
 from harness.engine.explore import start_evaluation
 from harness.engine.outcome import OutcomeTable, revision_wide
 from harness.engine.purity import impurity
@@ -32,7 +35,7 @@ from harness.engine.worker import DEFAULT_LIMITS, Limits
 from harness.engine.world import Bound, bind
 from harness.engine.worlds import world_named
 from harness.errors import Absent, Unevaluable
-from harness.matrix.model import ALL_PASSES, Matrix
+from harness.matrix.model import ALL_PASSES, RUN_ORDER, Matrix
 from harness.scan.cache import EVERY_CELL, EXPLORED, TableCache, table_key
 
 
@@ -47,7 +50,9 @@ def view_class(matrix: Matrix) -> ViewClass | None:
     if world.view_class is None:
         return None
     answered = {*world.view_attrs, *matrix.axis_names, *matrix.fields}
-    return ViewClass(*world.view_class, frozenset(answered), world.view_functions)
+    return ViewClass(
+        *world.view_class, frozenset(answered), world.view_functions, world.view_namespaces
+    )
 
 
 @dataclass(frozen=True)
@@ -72,6 +77,7 @@ class State:
     files: tuple[str, ...] = ()  # every path read to make it (found or not), the target's first
     code: Code | None = field(default=None, compare=False)  # what made it, when still held
     impure: str | None = None  # why every cell was run: the code may keep state between calls
+    defaults: tuple[tuple[str, str], ...] = ()  # (field, value shown) from the view's class
 
     @property
     def evaluable(self) -> bool:
@@ -135,17 +141,40 @@ class Versions:
         return self.files(revision.sha)
 
     def extract(self, files: RevisionFiles) -> Closure | Pipeline:
-        """The target's closure (or each pass's); raises Absent or Unevaluable."""
+        """The target's closure (or each pass's), with the defaults the view's class
+        declares; raises Absent or Unevaluable."""
+        return with_defaults(self._extract(files), self.defaults(files))
+
+    def _extract(self, files: RevisionFiles) -> Closure | Pipeline:
         target, names, hint = self.matrix.target, self.bound.names, self.matrix.edit_hint
-        if target.passes == ALL_PASSES:
+        if target.passes in (ALL_PASSES, RUN_ORDER):
             passes = tuple(registered(self.sources, files))
             if not passes:
                 raise Absent(f"no function is registered with @{REGISTER} in {target.path}")
+            if target.passes == RUN_ORDER:
+                passes = self.run_order(files, list(passes)).passes
             return extract_pipeline(self.sources, files, passes, names, hint, self.view)
         if target.pipeline:
             return extract_pipeline(self.sources, files, target.passes, names, hint, self.view)
         (function,) = target.passes
         return extract_closure(self.sources, files, function, names, hint, self.view)
+
+    def run_order(self, files: RevisionFiles, passes: list[str]) -> PassOrder:
+        """The registered `passes` in the order the world's entry point runs them."""
+        world = world_named(self.matrix.world, self.matrix.source)
+        try:
+            return pass_order(self.sources, files, passes, world.run_entries)
+        except RecursionError:
+            raise Unevaluable(
+                "the code that runs the passes nests its calls too deeply to follow"
+            ) from None
+
+    def defaults(self, files: RevisionFiles) -> Defaults:
+        """What the view's class declares for its fields in these files (see
+        `harness.closure.defaults`)."""
+        if self.view is None:
+            return NO_DEFAULTS
+        return class_defaults(self.sources, files, self.view)
 
     def at(self, revision: gitio.Revision) -> State:
         """The state at a revision (sha None: the working tree)."""
@@ -201,7 +230,8 @@ class Versions:
         table = self.by_key.get(key) or self.cache.get(key, self.matrix.size)
         code = Code(closure, files.read(files.target) or "", label)
         used, skipped = files.paths_read(), closure.skipped
-        state = State(key, table, None, closure.lineno, None, skipped, used, code, impure)
+        defaults = defaults_read(closure, self.view)
+        state = State(key, table, None, closure.lineno, None, skipped, used, code, impure, defaults)
         if table is not None:
             self.by_key[key] = table
             return state

@@ -293,4 +293,9 @@ WORLD = World(
     validate=check_platforms,
     view_class=("sglang.srt.server_args", "ServerArgs"),
     view_functions=frozenset(VIEW_FUNCTIONS),
+    view_namespaces="_INPUT_NAMESPACES",  # ServerArgs's fields from 0.5.20 on
+    run_entries=(
+        ("sglang.srt.arg_groups.pipeline", "run_resolution_pipeline"),  # 0.5.19 on
+        ("sglang.srt.server_args", "ServerArgs.__post_init__"),  # before
+    ),
 )

@@ -1,0 +1,192 @@
+"""The defaults the view's class declares for its fields, read with `ast` (never imported).
+
+SGLang's `ServerArgs` has had two shapes, both read here:
+
+- a dataclass whose body declares each field, `page_size: Optional[int] = None`
+  (0.5.19 and earlier);
+- a class assembled from namespace structs that a module-level list names
+  (`_INPUT_NAMESPACES = [Model, Memory, ...]` in 0.5.20 and later), each
+  declaring its fields the same way, in its own module.
+
+A default is taken when it is a literal (also inside `field(default=...)`,
+and arithmetic on number literals such as `10 * 1024`); anything else
+(`default_factory`, a computed value, no default at all) is kept as a
+refusal naming its line, so reading it is an error unless the matrix declares
+the field. Nothing here depends on the matrix: `Defaults` belong to the files.
+"""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+import operator
+from dataclasses import dataclass
+from typing import Any
+
+from harness.closure.index import DEFINITION, IMPORT, index_module
+from harness.closure.modules import RevisionFiles
+from harness.closure.pieces import SourceCache, Statement
+from harness.closure.resolve import ViewClass
+from harness.errors import Unevaluable
+
+
+@dataclass(frozen=True)
+class Default:
+    """One field's declared default: its value, or why it has none harness can use."""
+
+    value: Any
+    where: str  # path:line of the declaration
+    refusal: str | None = None  # set when there is no literal default
+
+    @property
+    def literal(self) -> bool:
+        return self.refusal is None
+
+    def shown(self) -> str:
+        from harness.matrix.model import format_value
+
+        return format_value(self.value) if self.literal else f"({self.refusal})"
+
+
+@dataclass(frozen=True)
+class Defaults:
+    """Every field the view's class declares, by name, and where that was read."""
+
+    fields: dict[str, Default]
+    source: str = ""  # the class, as messages name it: `ServerArgs (python/.../server_args.py)`
+
+    @property
+    def digest(self) -> str:
+        text = "\0".join(f"{n}={d.value!r}:{d.refusal}" for n, d in sorted(self.fields.items()))
+        return hashlib.sha256(text.encode()).hexdigest()
+
+
+NO_DEFAULTS = Defaults({})
+
+
+def class_defaults(cache: SourceCache, files: RevisionFiles, view: ViewClass) -> Defaults:
+    """The defaults of `view`'s class at these files (none when the class is not here)."""
+    path = files.module_file(view.module, files.target)
+    if path is None:
+        return NO_DEFAULTS
+    try:
+        index = index_module(cache.layout(files.read(path) or "", path))
+    except Unevaluable:  # the module does not parse: no defaults, reads stay strict
+        return NO_DEFAULTS
+    fields: dict[str, Default] = {}
+    for name in _namespaces(index, view.namespaces):
+        found = _class_in(cache, files, index, path, name)
+        if found is not None:
+            fields.update(_declared(*found))
+    own = _definition(index, view.name)
+    if own is not None:
+        fields.update(_declared(path, own))
+    return Defaults(fields, f"{view.name} ({path})") if fields else NO_DEFAULTS
+
+
+def _definition(index: dict, name: str) -> Statement | None:
+    bindings = index.get(name, [])
+    if not bindings or bindings[-1].kind != DEFINITION:
+        return None
+    statement = bindings[-1].statement
+    return statement if isinstance(statement.node, ast.ClassDef) else None
+
+
+def _namespaces(index: dict, list_name: str | None) -> list[str]:
+    """The class names a module-level list `list_name = [A, B, ...]` holds, in order."""
+    if not list_name:
+        return []
+    bindings = index.get(list_name, [])
+    node = bindings[-1].statement.node if bindings else None
+    value = getattr(node, "value", None)
+    if not isinstance(value, ast.List | ast.Tuple):
+        return []
+    return [item.id for item in value.elts if isinstance(item, ast.Name)]
+
+
+def _class_in(cache, files, index, path: str, name: str) -> tuple[str, Statement] | None:
+    """The class `name` as the module at `path` binds it: defined there, or imported
+    (`from M import name`) from a module of the repository."""
+    bindings = index.get(name, [])
+    if not bindings:
+        return None
+    binding = bindings[-1]
+    if binding.kind == DEFINITION:
+        statement = _definition(index, name)
+        return (path, statement) if statement is not None else None
+    node = binding.statement.node
+    if binding.kind != IMPORT or not isinstance(node, ast.ImportFrom):
+        return None
+    source = files.module_file(node.module or "", path, node.level)
+    alias = next((a for a in node.names if (a.asname or a.name) == name), None)
+    if source is None or alias is None:
+        return None
+    try:
+        other = index_module(cache.layout(files.read(source) or "", source))
+    except Unevaluable:
+        return None
+    statement = _definition(other, alias.name)
+    return (source, statement) if statement is not None else None
+
+
+def _declared(path: str, cls: Statement) -> dict[str, Default]:
+    """The annotated fields of a class body, each with its default."""
+    out = {}
+    for node in cls.node.body:
+        if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+            name = node.target.id
+            if not name.startswith("__") and not _class_variable(node.annotation):
+                out[name] = _default(node.value, f"{path}:{node.lineno + cls.offset}")
+    return out
+
+
+def _class_variable(annotation: ast.expr) -> bool:
+    """`ClassVar[...]`: an attribute of the class, not a field."""
+    node = annotation.value if isinstance(annotation, ast.Subscript) else annotation
+    name = node.attr if isinstance(node, ast.Attribute) else getattr(node, "id", None)
+    return name == "ClassVar"
+
+
+def _default(value: ast.expr | None, where: str) -> Default:
+    if value is None:
+        return Default(None, where, f"declared without a default at {where}")
+    if _is_field_call(value):
+        keywords = {k.arg: k.value for k in value.keywords}
+        if "default" in keywords:
+            return _default(keywords["default"], where)
+        return Default(None, where, f"its default is made by a factory at {where}")
+    try:
+        return Default(_literal(value), where)
+    except ValueError:
+        return Default(None, where, f"its default is computed at {where}")
+
+
+def _is_field_call(node: ast.expr) -> bool:
+    if not isinstance(node, ast.Call):
+        return False
+    func = node.func
+    name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", None)
+    return name == "field"
+
+
+ARITHMETIC = {
+    ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
+    ast.FloorDiv: operator.floordiv, ast.Div: operator.truediv,
+}  # fmt: skip
+MAX_NUMBER = 1 << 64  # arithmetic beyond this is not a default anyone writes
+
+
+def _literal(node: ast.expr) -> Any:
+    """A literal's value, also arithmetic on number literals; ValueError otherwise."""
+    if isinstance(node, ast.BinOp) and type(node.op) in ARITHMETIC:
+        left, right = _literal(node.left), _literal(node.right)
+        numbers = (int, float)
+        if not all(isinstance(v, numbers) and not isinstance(v, bool) for v in (left, right)):
+            raise ValueError("not arithmetic on numbers")
+        if isinstance(node.op, ast.FloorDiv | ast.Div) and right == 0:
+            raise ValueError("division by zero")
+        result = ARITHMETIC[type(node.op)](left, right)
+        if abs(result) > MAX_NUMBER:
+            raise ValueError("too large")
+        return result
+    return ast.literal_eval(node)

@@ -1,0 +1,205 @@
+"""The order SGLang runs its passes in, read from the code that runs them (never imported).
+
+From the resolution entry point the world names (SGLang's
+`run_resolution_pipeline` in `arg_groups/pipeline.py`; before 0.5.19,
+`ServerArgs.__post_init__` in `server_args.py`), calls are followed in source
+order, depth first:
+
+- a registered pass handed to a call (`run_post_process_pass(args, _page_size_default)`)
+  runs there;
+- a function of the repository that is called, or handed to a call
+  (`run_hook(handle_attention, args)`), is entered, as is a method called on
+  `self`; names resolve through the module's imports, at the top or inside the
+  function, and re-exports.
+
+Every branch is taken: the order is the code's, not one configuration's
+(a pass behind `if` is placed where the `if` is). Each function is entered once
+and each pass placed once, at its first call. Only files in the target's
+package and the entry's own file are entered, so the walk stays within the
+resolution code. Registered passes no call reaches follow, in file order.
+"""
+
+from __future__ import annotations
+
+import ast
+import posixpath
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from harness.closure.index import DEFINITION, IMPORT, index_module
+from harness.closure.modules import RevisionFiles
+from harness.closure.pieces import SourceCache
+from harness.errors import Unevaluable
+
+MAX_DEPTH = 64  # nested calls followed; deeper ones are left out
+
+
+@dataclass(frozen=True)
+class PassOrder:
+    """The registered passes in the order the entry point runs them."""
+
+    entry: str  # `path:function` the walk started from ("" when no entry was found)
+    reached: tuple[str, ...]  # passes a call reaches, in that order
+    unreached: tuple[str, ...]  # registered passes no call reaches, in file order
+
+    @property
+    def passes(self) -> tuple[str, ...]:
+        return self.reached + self.unreached
+
+
+def pass_order(
+    cache: SourceCache,
+    files: RevisionFiles,
+    registered: list[str],
+    entries: tuple[tuple[str, str], ...],
+) -> PassOrder:
+    """The order of `registered` (the target file's passes, in file order) as run from the
+    first of `entries` ((module, function or Class.method)) the files define."""
+    for module, name in entries:
+        path = files.module_file(module, files.target)
+        found = _function(cache, files, path, name) if path else None
+        if found is not None:
+            walk = _Walk(cache, files, frozenset(registered), {path})
+            walk.enter(path, *found, depth=0)
+            rest = tuple(p for p in registered if p not in walk.order)
+            return PassOrder(f"{path}:{name}", tuple(walk.order), rest)
+    return PassOrder("", (), tuple(registered))
+
+
+def _function(
+    cache, files, path: str, name: str
+) -> tuple[ast.FunctionDef, ast.ClassDef | None] | None:
+    """`name` (or `Class.method`) defined at the top of the file at `path`."""
+    owner, _, method = name.rpartition(".")
+    node = _top_definition(_index(cache, files, path), owner or name)
+    if owner:
+        if not isinstance(node, ast.ClassDef):
+            return None
+        body = [n for n in node.body if isinstance(n, ast.FunctionDef) and n.name == method]
+        return (body[-1], node) if body else None
+    return (node, None) if isinstance(node, ast.FunctionDef) else None
+
+
+def _index(cache: SourceCache, files: RevisionFiles, path: str) -> dict:
+    try:
+        return index_module(cache.layout(files.read(path) or "", path))
+    except Unevaluable:  # a file that does not parse: nothing is entered there
+        return {}
+
+
+def _top_definition(index: dict, name: str) -> ast.stmt | None:
+    bindings = index.get(name, [])
+    if not bindings or bindings[-1].kind != DEFINITION:
+        return None
+    return bindings[-1].statement.node
+
+
+class _Walk:
+    def __init__(self, cache, files: RevisionFiles, passes: frozenset[str], entry_files) -> None:
+        self.cache, self.files, self.passes = cache, files, passes
+        self.package = posixpath.dirname(files.target)
+        self.entry_files = set(entry_files)
+        self.order: list[str] = []
+        self.entered: set[tuple[str, int]] = set()
+
+    def enter(self, path: str, function: ast.FunctionDef, cls: ast.ClassDef | None, depth: int):
+        key = (path, id(function))  # node linenos are relative to their piece
+        if key in self.entered or depth > MAX_DEPTH:
+            return
+        self.entered.add(key)
+        local = _local_imports(function)
+        for name, is_method in _called_names(function):
+            if is_method:
+                found = _method(cls, name)
+                if found is not None:
+                    self.enter(path, found, cls, depth + 1)
+                continue
+            self._reach(path, name, local, depth)
+
+    def _reach(self, path: str, name: str, local: dict, depth: int) -> None:
+        where = self._resolve(path, name, local.get(name), 0)
+        if where is None:
+            return
+        source, original = where
+        if source == self.files.target and original in self.passes:
+            if original not in self.order:
+                self.order.append(original)
+            return
+        if not (posixpath.dirname(source) == self.package or source in self.entry_files):
+            return
+        found = _function(self.cache, self.files, source, original)
+        if found is not None:
+            self.enter(source, *found, depth=depth + 1)
+
+    def _resolve(self, path: str, name: str, imported, hops: int) -> tuple[str, str] | None:
+        """(file, name there) of the definition `name` means in `path`."""
+        if hops > 8:
+            return None
+        if imported is None:
+            bindings = _index(self.cache, self.files, path).get(name, [])
+            if not bindings:
+                return None
+            binding = bindings[-1]
+            if binding.kind == DEFINITION:
+                return path, name
+            node = binding.statement.node
+            if binding.kind != IMPORT or not isinstance(node, ast.ImportFrom):
+                return None
+            imported = _imported(node, name)
+            if imported is None:
+                return None
+        module, level, original = imported
+        source = self.files.module_file(module, path, level)
+        if source is None:
+            return None
+        return self._resolve(source, original, None, hops + 1)
+
+
+def _imported(node: ast.ImportFrom, name: str) -> tuple[str, int, str] | None:
+    for alias in node.names:
+        if (alias.asname or alias.name) == name:
+            return node.module or "", node.level, alias.name
+    return None
+
+
+def _local_imports(function: ast.FunctionDef) -> dict[str, tuple[str, int, str]]:
+    """Names the function imports in its own body: name -> (module, level, original)."""
+    out = {}
+    for node in ast.walk(function):
+        if isinstance(node, ast.ImportFrom):
+            for alias in node.names:
+                out[alias.asname or alias.name] = (node.module or "", node.level, alias.name)
+    return out
+
+
+def _method(cls: ast.ClassDef | None, name: str) -> ast.FunctionDef | None:
+    if cls is None:
+        return None
+    found = [n for n in cls.body if isinstance(n, ast.FunctionDef) and n.name == name]
+    return found[-1] if found else None
+
+
+def _called_names(function: ast.FunctionDef) -> Iterator[tuple[str, bool]]:
+    """In source order, the names each call uses: the called name (or `self.m`, as a
+    method), then each name handed to it as an argument."""
+    for call in _calls(function.body):
+        func = call.func
+        if isinstance(func, ast.Name):
+            yield func.id, False
+        elif (
+            isinstance(func, ast.Attribute)
+            and isinstance(func.value, ast.Name)
+            and func.value.id == "self"
+        ):
+            yield func.attr, True
+        for arg in [*call.args, *(k.value for k in call.keywords)]:
+            if isinstance(arg, ast.Name):
+                yield arg.id, False
+
+
+def _calls(nodes: list[ast.AST]) -> Iterator[ast.Call]:
+    """Every call under `nodes`, in source order (an outer call before its arguments')."""
+    for node in nodes:
+        if isinstance(node, ast.Call):
+            yield node
+        yield from _calls(list(ast.iter_child_nodes(node)))

@@ -1,0 +1,320 @@
+"""The whole resolution: defaults read from ServerArgs, passes in the order the code runs
+them, imports inside functions followed into the resolution code.
+
+A small SGLang-shaped repository is built in tmp_path, five commits, each changing
+one thing the outcomes depend on: a ServerArgs default, a pass that declares a field
+other than page_size, the order a handler runs two passes in, and a constant a pass
+imports inside its body. The expected outcomes come from `expected` below, written
+from the code's meaning, not from harness.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+from pathlib import Path
+
+import pytest
+
+from harness.testing.gitrepo import FixtureRepo
+from tests.conftest import one_line_error, run_cli
+
+PKG = "python/sglang/srt/arg_groups"
+SERVER_ARGS = "python/sglang/srt/server_args.py"
+
+SERVER_ARGS_SOURCE = '''\
+# Written for harness's tests, shaped like SGLang's server_args.py.
+"""Server arguments: one dataclass, its defaults declared field by field."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import ClassVar, Optional
+
+DETERMINISTIC_SAMPLING = ["{sampling}"]
+
+
+@dataclasses.dataclass
+class ServerArgs:
+    model_path: str
+    attention_backend: Optional[str] = None
+    page_size: Optional[int] = None
+    chunked_prefill_size: Optional[int] = None
+    sampling_backend: Optional[str] = None
+    enable_deterministic_inference: bool = False
+    max_prefill_tokens: int = {tokens}
+    served_model_names: list = dataclasses.field(default_factory=list)
+    NOTE: ClassVar[str] = "not a field"
+
+    def __post_init__(self):
+        pass
+'''
+
+OVERRIDES_SOURCE = '''\
+# Written for harness's tests, shaped like SGLang's overrides.py.
+"""Post-process passes."""
+
+from __future__ import annotations
+
+from typing import Any, Dict
+
+
+def register_post_process(fn):
+    return fn
+
+
+def run_post_process_pass(server_args, fn):
+    fn(server_args)
+
+
+@register_post_process
+def _mla_page_size(view) -> Dict[str, Any]:
+    if view.attention_backend == "flashmla" and view.page_size is None:
+        return {{"page_size": 64}}
+    return {{}}
+
+
+@register_post_process
+def _page_size_default(view) -> Dict[str, Any]:
+    return {{"page_size": 1}} if view.page_size is None else {{}}
+
+
+@register_post_process
+def _sampling_backend_default(view) -> Dict[str, Any]:
+    if view.sampling_backend is not None:
+        return {{}}
+    if view.enable_deterministic_inference:
+        from sglang.srt.server_args import DETERMINISTIC_SAMPLING
+
+        return {{"sampling_backend": DETERMINISTIC_SAMPLING[0]}}
+    return {{"sampling_backend": "{sampling}"}}
+
+
+@register_post_process
+def _chunked_prefill_default(view) -> Dict[str, Any]:
+    if view.chunked_prefill_size is None:
+        return {{"chunked_prefill_size": view.max_prefill_tokens // 2}}
+    return {{}}
+'''
+
+HOOKS_SOURCE = '''\
+"""Handlers the pipeline runs."""
+
+from sglang.srt.arg_groups.overrides import {first}, {second}, run_post_process_pass
+
+
+def handle_page_size(server_args):
+    run_post_process_pass(server_args, {first})
+    run_post_process_pass(server_args, {second})
+'''
+
+PIPELINE_SOURCE = '''\
+"""Resolution, in order."""
+
+from sglang.srt.arg_groups.overrides import (
+    _chunked_prefill_default,
+    _sampling_backend_default,
+    run_post_process_pass,
+)
+
+
+def run_hook(hook, server_args):
+    hook(server_args)
+
+
+def run_resolution_pipeline(server_args):
+    run_post_process_pass(server_args, _chunked_prefill_default)
+    from sglang.srt.arg_groups.hooks import handle_page_size
+
+    run_hook(handle_page_size, server_args)
+    run_post_process_pass(server_args, _sampling_backend_default)
+'''
+
+# Each commit's knobs, oldest first; each changes one thing.
+VERSIONS = {
+    "initial": dict(tokens="4 * 1024", sampling="flashinfer", det="pytorch", mla_first=False),
+    "default": dict(tokens="8192", sampling="flashinfer", det="pytorch", mla_first=False),
+    "sampling": dict(tokens="8192", sampling="triton", det="pytorch", mla_first=False),
+    "order": dict(tokens="8192", sampling="triton", det="pytorch", mla_first=True),
+    "constant": dict(tokens="8192", sampling="triton", det="ascend", mla_first=True),
+}
+
+AXES = {
+    "attention_backend": [None, "flashmla", "fa3"],
+    "page_size": [None, 16],
+    "enable_deterministic_inference": [False, True],
+    "chunked_prefill_size": [None, 512],
+}
+
+MATRIX = """\
+name: resolution-test
+target:
+  path: python/sglang/srt/arg_groups/overrides.py
+  passes: run-order
+  output: [page_size, sampling_backend, chunked_prefill_size]
+world: sglang
+axes:
+  attention_backend: [null, flashmla, fa3]
+  page_size: [null, 16]
+  enable_deterministic_inference: [false, true]
+  chunked_prefill_size: [null, 512]
+fields:
+  sampling_backend: null
+"""
+
+
+def files(version: dict) -> dict[str, str]:
+    passes = ("_mla_page_size", "_page_size_default")
+    first, second = passes if version["mla_first"] else passes[::-1]
+    return {
+        SERVER_ARGS: SERVER_ARGS_SOURCE.format(tokens=version["tokens"], sampling=version["det"]),
+        f"{PKG}/__init__.py": "",
+        f"{PKG}/overrides.py": OVERRIDES_SOURCE.format(sampling=version["sampling"]),
+        f"{PKG}/hooks.py": HOOKS_SOURCE.format(first=first, second=second),
+        f"{PKG}/pipeline.py": PIPELINE_SOURCE,
+    }
+
+
+def expected(version: dict, cell: dict) -> tuple:
+    """(page_size, sampling_backend, chunked_prefill_size) SGLang resolves for `cell`."""
+    page = cell["page_size"]
+    mla = cell["attention_backend"] == "flashmla"
+    if version["mla_first"]:
+        page = 64 if mla and page is None else page
+        page = 1 if page is None else page
+    else:
+        page = 1 if page is None else page  # the default runs first: MLA sees a page size
+    sampling = version["det"] if cell["enable_deterministic_inference"] else version["sampling"]
+    tokens = 4 * 1024 if version["tokens"] == "4 * 1024" else int(version["tokens"])
+    chunk = cell["chunked_prefill_size"]
+    return page, sampling, tokens // 2 if chunk is None else chunk
+
+
+def cells() -> list[dict]:
+    return [dict(zip(AXES, values, strict=True)) for values in itertools.product(*AXES.values())]
+
+
+def changed(base: str, head: str) -> int:
+    return sum(expected(VERSIONS[base], c) != expected(VERSIONS[head], c) for c in cells())
+
+
+@pytest.fixture(scope="module")
+def repo(tmp_path_factory) -> tuple[str, dict[str, str], str]:
+    root = tmp_path_factory.mktemp("resolution")
+    fixture = FixtureRepo(root / "repo")
+    shas = {
+        key: fixture.commit(f"{key} (#{n})", files(v))
+        for n, (key, v) in enumerate(VERSIONS.items())
+    }
+    matrix = root / "resolution.yaml"
+    matrix.write_text(MATRIX)
+    return str(root / "repo"), shas, str(matrix)
+
+
+def diff_json(repo, base: str, head: str) -> tuple[int, dict]:
+    path, shas, matrix = repo
+    result = run_cli("diff", shas[base], shas[head], "--repo", path, "--matrix", matrix,
+                     "--format", "json", "--no-cache")  # fmt: skip
+    assert result.err == "", result.err
+    return result.code, json.loads(result.out)
+
+
+def test_each_version_evaluates_to_what_the_code_means(repo):
+    for key, version in VERSIONS.items():
+        _, report = diff_json(repo, "initial", key)
+        assert report["notes"] == {}
+        assert len(report["changed"]) == changed("initial", key)
+        for item in report["changed"]:
+            want = expected(version, item["cell"])
+            head = item["head"]
+            assert (
+                head["page_size"],
+                head["sampling_backend"],
+                head["chunked_prefill_size"],
+            ) == want
+
+
+@pytest.mark.parametrize(
+    "base, head",
+    [("initial", "default"), ("default", "sampling"), ("sampling", "order"), ("order", "constant")],
+)
+def test_every_kind_of_change_shows_up_in_diff(repo, base, head):
+    code, report = diff_json(repo, base, head)
+    assert changed(base, head) > 0
+    assert (code, len(report["changed"])) == (1, changed(base, head))
+
+
+def test_a_changed_default_is_named_in_the_report(repo):
+    path, shas, matrix = repo
+    _, report = diff_json(repo, "initial", "default")
+    assert report["changed_defaults"] == [
+        {"field": "max_prefill_tokens", "base": "4096", "head": "8192"}
+    ]
+    assert report["head"]["defaults"]["max_prefill_tokens"] == "8192"
+    text = run_cli("diff", shas["initial"], shas["default"], "--repo", path, "--matrix", matrix)
+    assert "default changed: max_prefill_tokens: 4096 -> 8192" in text.out
+
+
+def test_history_lists_each_commit_that_changes_outcomes(repo):
+    path, shas, matrix = repo
+    result = run_cli("history", "--repo", path, "--matrix", matrix, "--format", "json")
+    report = json.loads(result.out)
+    keys = list(VERSIONS)
+    want = [(shas[head], changed(base, head)) for base, head in itertools.pairwise(keys)]
+    assert [(c["sha"], c["cells_changed"]) for c in report["commits"]] == want
+
+
+@pytest.mark.parametrize("culprit", ["default", "sampling", "order", "constant"])
+def test_bisect_finds_each_change(repo, culprit):
+    path, shas, matrix = repo
+    keys = list(VERSIONS)
+    before = keys[keys.index(culprit) - 1]
+    result = run_cli("bisect", shas[before], shas[culprit], "--repo", path, "--matrix", matrix,
+                     "--format", "json")  # fmt: skip
+    assert result.code == 0, result.err
+    assert json.loads(result.out)["culprit"]["sha"] == shas[culprit]
+
+
+def test_the_order_comes_from_the_code_not_the_file(repo):
+    """In file order `_mla_page_size` runs first; the pipeline runs it after the default."""
+    path, shas, matrix = repo
+    flashmla = {"attention_backend": "flashmla", "page_size": None,
+                "enable_deterministic_inference": False, "chunked_prefill_size": None}  # fmt: skip
+    assert expected(VERSIONS["initial"], flashmla)[0] == 1
+    result = run_cli("explain", shas["initial"], "--repo", path, "--matrix", matrix,
+                     *[f"--where={k}={'null' if v is None else str(v).lower()}" for k, v in flashmla.items()])  # fmt: skip
+    assert result.code == 0, result.err
+    assert result.out.index("_page_size_default") < result.out.index("_mla_page_size")
+
+
+def test_a_field_without_a_literal_default_is_refused_by_name(tmp_path):
+    fixture = FixtureRepo(tmp_path / "repo")
+    source = files(VERSIONS["initial"])
+    source[f"{PKG}/overrides.py"] += (
+        "\n\n@register_post_process\ndef _model(view):\n"
+        '    return {"page_size": 2} if view.model_path else {}\n'
+    )
+    fixture.commit("model path", source)
+    matrix = tmp_path / "m.yaml"
+    matrix.write_text(MATRIX)
+    result = run_cli("diff", "HEAD", "HEAD", "--repo", str(tmp_path / "repo"),
+                     "--matrix", str(matrix), "--format", "json")  # fmt: skip
+    note = json.loads(result.out)["notes"]["base"]
+    assert "view.model_path" in note and "declared without a default" in note
+    assert f"{SERVER_ARGS}:14" in note and "under `fields:`" in note
+
+
+def test_a_matrix_field_wins_over_the_default(repo, tmp_path):
+    path, shas, _ = repo
+    matrix = tmp_path / "m.yaml"
+    matrix.write_text(MATRIX + "  max_prefill_tokens: 100\n")
+    result = run_cli("diff", shas["initial"], shas["default"], "--repo", path,
+                     "--matrix", str(matrix), "--format", "json")  # fmt: skip
+    assert result.code == 0 and json.loads(result.out)["changed"] == []
+
+
+def test_run_order_is_a_matrix_keyword(tmp_path: Path):
+    matrix = tmp_path / "m.yaml"
+    matrix.write_text(MATRIX.replace("passes: run-order", "passes: run_order"))
+    line = one_line_error(run_cli("diff", "HEAD", "HEAD", "--matrix", str(matrix)))
+    assert "target.passes" in line and "run-order" in line

@@ -1,0 +1,154 @@
+"""What the view's class declares (both of ServerArgs's shapes), and the order the code
+runs passes in (both entry points), on files held in memory."""
+
+from __future__ import annotations
+
+from harness.closure.defaults import class_defaults
+from harness.closure.modules import RevisionFiles
+from harness.closure.order import pass_order
+from harness.closure.pieces import SourceCache
+from harness.closure.resolve import ViewClass
+
+TARGET = "python/sglang/srt/arg_groups/overrides.py"
+VIEW = ViewClass(
+    "sglang.srt.server_args", "ServerArgs", frozenset(), namespaces="_INPUT_NAMESPACES"
+)
+
+NAMESPACES = '''\
+"""Server arguments assembled from namespaces."""
+from sglang.srt.arg_groups.fields.memory import Memory
+from .arg_groups.fields.sched import Schedule as Sched
+
+_INPUT_NAMESPACES = [Memory, Sched]
+
+
+class ServerArgs:
+    """Fields come from the namespaces."""
+
+    def resolve(self):
+        pass
+'''
+
+MEMORY = """\
+import msgspec
+
+
+class Memory(msgspec.Struct):
+    _NS_PATH = "memory"
+    page_size: A[Optional[int], "help"] = None
+    mem_fraction: float = 0.5 + 0.25
+    hosts: A[List[str], "h"] = msgspec.field(default_factory=list)
+    _explicit: A[bool, Arg(no_cli=True)] = False
+"""
+
+SCHEDULE = """\
+class Schedule:
+    chunked_prefill_size: int = 2 * 4096
+    policy: str = "fcfs"
+    seed: int = random_seed()
+"""
+
+
+def defaults_of(files: dict[str, str]) -> dict:
+    found = class_defaults(SourceCache(), RevisionFiles.of(files, TARGET), VIEW).fields
+    return {name: (d.value, d.refusal is None) for name, d in found.items()}
+
+
+def test_namespace_classes_are_read_through_their_imports():
+    files = {
+        "python/sglang/srt/server_args.py": NAMESPACES,
+        "python/sglang/srt/arg_groups/fields/memory.py": MEMORY,
+        "python/sglang/srt/arg_groups/fields/sched.py": SCHEDULE,
+        TARGET: "",
+    }
+    assert defaults_of(files) == {
+        "page_size": (None, True),
+        "mem_fraction": (0.75, True),
+        "hosts": (None, False),
+        "_explicit": (False, True),
+        "chunked_prefill_size": (8192, True),
+        "policy": ("fcfs", True),
+        "seed": (None, False),
+    }
+
+
+def test_a_dataclass_declares_its_own_fields():
+    source = (
+        "import dataclasses\nfrom typing import ClassVar\n\n\n@dataclasses.dataclass\n"
+        "class ServerArgs:\n    model_path: str\n    tp_size: int = 1\n"
+        "    tags: list = dataclasses.field(default_factory=list)\n"
+        "    port: int = dataclasses.field(default=30000)\n"
+        '    KIND: ClassVar[str] = "args"\n    big: int = 10 ** 400\n'
+    )
+    files = {"python/sglang/srt/server_args.py": source, TARGET: ""}
+    assert defaults_of(files) == {
+        "model_path": (None, False),
+        "tp_size": (1, True),
+        "tags": (None, False),
+        "port": (30000, True),
+        "big": (None, False),
+    }
+
+
+def test_no_class_or_no_file_means_no_defaults():
+    assert defaults_of({TARGET: ""}) == {}
+    assert defaults_of({"python/sglang/srt/server_args.py": "x = (", TARGET: ""}) == {}
+
+
+PASSES = "def _a(v): ...\ndef _b(v): ...\ndef _c(v): ...\ndef _d(v): ...\n"
+
+OLD_SHAPE = """\
+from sglang.srt.arg_groups.overrides import _a, _b, _c, run_post_process_pass
+
+
+class ServerArgs:
+    def __post_init__(self):
+        self._handle_late()
+        if self.x:
+            self._handle_early()
+
+    def _handle_early(self):
+        run_post_process_pass(self, _c)
+        self._handle_late()
+
+    def _handle_late(self):
+        run_post_process_pass(self, _b)
+"""
+
+
+def test_methods_on_self_are_followed_from_post_init():
+    files = {"python/sglang/srt/server_args.py": OLD_SHAPE, TARGET: PASSES}
+    entries = (
+        ("sglang.srt.arg_groups.pipeline", "run"),
+        ("sglang.srt.server_args", "ServerArgs.__post_init__"),
+    )
+    order = pass_order(
+        SourceCache(), RevisionFiles.of(files, TARGET), ["_a", "_b", "_c", "_d"], entries
+    )
+    assert order.entry == "python/sglang/srt/server_args.py:ServerArgs.__post_init__"
+    assert (order.reached, order.unreached) == (("_b", "_c"), ("_a", "_d"))
+
+
+def test_handed_functions_local_imports_and_other_packages():
+    pipeline = (
+        "def run(args):\n    from .hooks import late, early as first\n"
+        "    run_hook(first, args)\n    late(args)\n    outside(args)\n"
+        "from sglang.srt.other import outside\n"
+    )
+    hooks = (
+        "from .overrides import _a, _c, _d\n\n"
+        "def early(args):\n    apply(args, _d)\n\n"
+        "def late(args):\n    apply(args, _a)\n    apply(args, _d)\n"
+    )
+    files = {
+        "python/sglang/srt/arg_groups/pipeline.py": pipeline,
+        "python/sglang/srt/arg_groups/hooks.py": hooks,
+        "python/sglang/srt/other.py": "from sglang.srt.arg_groups.overrides import _c\n"
+        "def outside(args):\n    apply(args, _c)\n",
+        TARGET: PASSES,
+    }
+    entries = (("sglang.srt.arg_groups.pipeline", "run"),)
+    order = pass_order(
+        SourceCache(), RevisionFiles.of(files, TARGET), ["_a", "_b", "_c", "_d"], entries
+    )
+    assert (order.reached, order.unreached) == (("_d", "_a"), ("_b", "_c"))
