@@ -78,7 +78,10 @@ def test_a_diff_compares_every_output_and_names_the_field_that_changed(tmp_path)
         "page_size: input page_size -> 16; attention_backend: input attention_backend -> triton"
     )
     text = run_cli("diff", *shas, "--repo", str(repo), "--matrix", str(matrix)).out
-    assert "cells change page_size, attention_backend" in text
+    assert "3 of 18 cells change at least one of 2 fields; by field:" in text
+    for field in ("page_size", "attention_backend"):  # the rules, field by field
+        count = sum(base[field] != head[field] for base, head in want.values())
+        assert f"\n{field}: {count} cells," in text
 
 
 def test_an_explicit_value_equal_to_the_input_is_no_change(tmp_path):

@@ -75,6 +75,12 @@ def _mla_page_size(view) -> Dict[str, Any]:
 
 
 @register_post_process
+def _tiny_pages(view) -> Dict[str, Any]:
+    """Run by the handler for fa3 only; it does not check that itself."""
+    return {{"page_size": 2}} if view.page_size is None else {{}}
+
+
+@register_post_process
 def _page_size_default(view) -> Dict[str, Any]:
     return {{"page_size": 1}} if view.page_size is None else {{}}
 
@@ -100,10 +106,17 @@ def _chunked_prefill_default(view) -> Dict[str, Any]:
 HOOKS_SOURCE = '''\
 """Handlers the pipeline runs."""
 
-from sglang.srt.arg_groups.overrides import {first}, {second}, run_post_process_pass
+from sglang.srt.arg_groups.overrides import (
+    _tiny_pages,
+    {first},
+    {second},
+    run_post_process_pass,
+)
 
 
 def handle_page_size(server_args):
+    if server_args.attention_backend == "fa3":
+        run_post_process_pass(server_args, _tiny_pages)
     run_post_process_pass(server_args, {first})
     run_post_process_pass(server_args, {second})
 '''
@@ -152,6 +165,8 @@ target:
   path: python/sglang/srt/arg_groups/overrides.py
   passes: run-order
   output: [page_size, sampling_backend, chunked_prefill_size]
+  guards:
+    _tiny_pages: {axis_in: {attention_backend: [fa3]}}
 world: sglang
 axes:
   attention_backend: [null, flashmla, fa3]
@@ -179,6 +194,8 @@ def expected(version: dict, cell: dict) -> tuple:
     """(page_size, sampling_backend, chunked_prefill_size) SGLang resolves for `cell`."""
     page = cell["page_size"]
     mla = cell["attention_backend"] == "flashmla"
+    if cell["attention_backend"] == "fa3" and page is None:  # the handler's guarded pass
+        page = 2
     if version["mla_first"]:
         page = 64 if mla and page is None else page
         page = 1 if page is None else page
@@ -318,3 +335,60 @@ def test_run_order_is_a_matrix_keyword(tmp_path: Path):
     matrix.write_text(MATRIX.replace("passes: run-order", "passes: run_order"))
     line = one_line_error(run_cli("diff", "HEAD", "HEAD", "--matrix", str(matrix)))
     assert "target.passes" in line and "run-order" in line
+
+
+def test_without_its_guard_a_guarded_pass_runs_everywhere_and_the_report_says_so(repo, tmp_path):
+    path, shas, _ = repo
+    matrix = tmp_path / "m.yaml"
+    unguarded = MATRIX.replace(
+        "  guards:\n    _tiny_pages: {axis_in: {attention_backend: [fa3]}}\n", ""
+    )
+    matrix.write_text(unguarded)
+    result = run_cli("diff", shas["initial"], shas["initial"], "--repo", path,
+                     "--matrix", str(matrix), "--format", "json")  # fmt: skip
+    report = json.loads(result.out)
+    (where,) = report["base"]["unguarded_passes"].values()
+    assert list(report["base"]["unguarded_passes"]) == ["_tiny_pages"]
+    assert where.startswith(f"{PKG}/hooks.py:12: if server_args.attention_backend == 'fa3'")
+    # and the pass then runs on every cell: pages of 2 where the default would give 1
+    base = run_cli(
+        "diff", shas["initial"], shas["initial"], "--repo", path, "--matrix", str(matrix)
+    )
+    assert "run on every cell, though SGLang runs them only under a condition" in base.out
+
+
+def test_reports_group_the_rules_by_field(repo):
+    path, shas, matrix = repo
+    _, report = diff_json(repo, "initial", "sampling")
+    fields = report["fields"]
+    cells_list = cells()
+    for name, position in (("sampling_backend", 1), ("chunked_prefill_size", 2)):
+        before = [expected(VERSIONS["initial"], c)[position] for c in cells_list]
+        after = [expected(VERSIONS["sampling"], c)[position] for c in cells_list]
+        assert fields[name]["cells"] == sum(b != a for b, a in zip(before, after, strict=True))
+        assert sum(rule["cells"] for rule in fields[name]["summary"]) == fields[name]["cells"]
+    assert "page_size" not in fields  # no page changes between these two
+    assert len(cells_list) == 24
+    text = run_cli("diff", shas["initial"], shas["sampling"], "--repo", path, "--matrix", matrix)
+    assert "cells change at least one of 3 fields; by field:" in text.out
+    assert "sampling_backend: 12 cells, 1 rule" in text.out
+    assert "1. 12 cells: flashinfer -> triton" in text.out
+
+
+@pytest.mark.parametrize(
+    "guards, complaint",
+    [
+        ("  guards:\n    1abc: false\n", "target.guards: '1abc' is not a pass name"),
+        ("  guards:\n    _tiny_pages: {all: []}\n", "all: expected a list of bindings"),
+        ("  guards: [a]\n", "target.guards: expected a mapping"),
+    ],
+)
+def test_bad_guards_are_one_line(repo, tmp_path, guards, complaint):
+    path, _, _ = repo
+    matrix = tmp_path / "m.yaml"
+    text = MATRIX.replace(
+        "  guards:\n    _tiny_pages: {axis_in: {attention_backend: [fa3]}}\n", guards
+    )
+    matrix.write_text(text)
+    line = one_line_error(run_cli("diff", "HEAD", "HEAD", "--repo", path, "--matrix", str(matrix)))
+    assert complaint in line and str(matrix) in line

@@ -41,6 +41,7 @@ class PassOrder:
     entry: str  # `path:function` the walk started from ("" when no entry was found)
     reached: tuple[str, ...]  # passes a call reaches, in that order
     unreached: tuple[str, ...]  # registered passes no call reaches, in file order
+    guarded: tuple[tuple[str, str], ...] = ()  # (pass, `if` it is run under, with file:line)
 
     @property
     def passes(self) -> tuple[str, ...]:
@@ -60,24 +61,29 @@ def pass_order(
         found = _function(cache, files, path, name) if path else None
         if found is not None:
             walk = _Walk(cache, files, frozenset(registered), {path})
-            walk.enter(path, *found, depth=0)
+            walk.enter(path, *found, depth=0, guard=None)
             rest = tuple(p for p in registered if p not in walk.order)
-            return PassOrder(f"{path}:{name}", tuple(walk.order), rest)
+            guarded = tuple((p, walk.guards[p]) for p in walk.order if walk.guards.get(p))
+            return PassOrder(f"{path}:{name}", tuple(walk.order), rest, guarded)
     return PassOrder("", (), tuple(registered))
 
 
-def _function(
-    cache, files, path: str, name: str
-) -> tuple[ast.FunctionDef, ast.ClassDef | None] | None:
+Found = tuple[ast.FunctionDef, "ast.ClassDef | None", int]  # function, class, line offset
+
+
+def _function(cache, files, path: str, name: str) -> Found | None:
     """`name` (or `Class.method`) defined at the top of the file at `path`."""
     owner, _, method = name.rpartition(".")
-    node = _top_definition(_index(cache, files, path), owner or name)
+    statement = _top_definition(_index(cache, files, path), owner or name)
+    if statement is None:
+        return None
+    node, offset = statement.node, statement.offset
     if owner:
         if not isinstance(node, ast.ClassDef):
             return None
         body = [n for n in node.body if isinstance(n, ast.FunctionDef) and n.name == method]
-        return (body[-1], node) if body else None
-    return (node, None) if isinstance(node, ast.FunctionDef) else None
+        return (body[-1], node, offset) if body else None
+    return (node, None, offset) if isinstance(node, ast.FunctionDef) else None
 
 
 def _index(cache: SourceCache, files: RevisionFiles, path: str) -> dict:
@@ -87,11 +93,11 @@ def _index(cache: SourceCache, files: RevisionFiles, path: str) -> dict:
         return {}
 
 
-def _top_definition(index: dict, name: str) -> ast.stmt | None:
+def _top_definition(index: dict, name: str):
     bindings = index.get(name, [])
     if not bindings or bindings[-1].kind != DEFINITION:
         return None
-    return bindings[-1].statement.node
+    return bindings[-1].statement
 
 
 class _Walk:
@@ -100,23 +106,25 @@ class _Walk:
         self.package = posixpath.dirname(files.target)
         self.entry_files = set(entry_files)
         self.order: list[str] = []
+        self.guards: dict[str, str | None] = {}  # pass -> the `if` its first call is under
         self.entered: set[tuple[str, int]] = set()
 
-    def enter(self, path: str, function: ast.FunctionDef, cls: ast.ClassDef | None, depth: int):
+    def enter(self, path: str, function, cls, offset: int, depth: int, guard: str | None):
         key = (path, id(function))  # node linenos are relative to their piece
         if key in self.entered or depth > MAX_DEPTH:
             return
         self.entered.add(key)
         local = _local_imports(function)
-        for name, is_method in _called_names(function):
+        for name, is_method, test in _called_names(function):
+            where = guard or (test and f"{path}:{test.lineno + offset}: if {_short(test)}")
             if is_method:
                 found = _method(cls, name)
                 if found is not None:
-                    self.enter(path, found, cls, depth + 1)
+                    self.enter(path, found, cls, offset, depth + 1, where)
                 continue
-            self._reach(path, name, local, depth)
+            self._reach(path, name, local, depth, where)
 
-    def _reach(self, path: str, name: str, local: dict, depth: int) -> None:
+    def _reach(self, path: str, name: str, local: dict, depth: int, guard: str | None) -> None:
         where = self._resolve(path, name, local.get(name), 0)
         if where is None:
             return
@@ -124,12 +132,13 @@ class _Walk:
         if source == self.files.target and original in self.passes:
             if original not in self.order:
                 self.order.append(original)
+                self.guards[original] = guard
             return
         if not (posixpath.dirname(source) == self.package or source in self.entry_files):
             return
         found = _function(self.cache, self.files, source, original)
         if found is not None:
-            self.enter(source, *found, depth=depth + 1)
+            self.enter(source, *found, depth=depth + 1, guard=guard)
 
     def _resolve(self, path: str, name: str, imported, hops: int) -> tuple[str, str] | None:
         """(file, name there) of the definition `name` means in `path`."""
@@ -179,27 +188,39 @@ def _method(cls: ast.ClassDef | None, name: str) -> ast.FunctionDef | None:
     return found[-1] if found else None
 
 
-def _called_names(function: ast.FunctionDef) -> Iterator[tuple[str, bool]]:
+def _called_names(function: ast.FunctionDef) -> Iterator[tuple[str, bool, ast.expr | None]]:
     """In source order, the names each call uses: the called name (or `self.m`, as a
-    method), then each name handed to it as an argument."""
-    for call in _calls(function.body):
+    method), then each name handed to it as an argument; each with the test of the
+    innermost `if` the call is under (None: it runs whenever the function does)."""
+    for call, test in _calls(function.body, None):
         func = call.func
         if isinstance(func, ast.Name):
-            yield func.id, False
+            yield func.id, False, test
         elif (
             isinstance(func, ast.Attribute)
             and isinstance(func.value, ast.Name)
             and func.value.id == "self"
         ):
-            yield func.attr, True
+            yield func.attr, True, test
         for arg in [*call.args, *(k.value for k in call.keywords)]:
             if isinstance(arg, ast.Name):
-                yield arg.id, False
+                yield arg.id, False, test
 
 
-def _calls(nodes: list[ast.AST]) -> Iterator[ast.Call]:
-    """Every call under `nodes`, in source order (an outer call before its arguments')."""
+def _calls(nodes: list, test: ast.expr | None) -> Iterator[tuple[ast.Call, ast.expr | None]]:
+    """Every call under `nodes`, in source order (an outer call before its arguments'),
+    with the test of the innermost `if` it is under."""
     for node in nodes:
         if isinstance(node, ast.Call):
-            yield node
-        yield from _calls(list(ast.iter_child_nodes(node)))
+            yield node, test
+        if isinstance(node, ast.If):
+            yield from _calls([node.test], test)
+            yield from _calls(node.body, node.test)
+            yield from _calls(node.orelse, node.test)
+        else:
+            yield from _calls(list(ast.iter_child_nodes(node)), test)
+
+
+def _short(test: ast.expr, limit: int = 80) -> str:
+    text = " ".join(ast.unparse(test).split())
+    return text if len(text) <= limit else text[: limit - 3] + "..."

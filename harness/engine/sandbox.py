@@ -30,9 +30,26 @@ def code_name(path: str, label: str) -> str:
 def load_target(closure: Closure | Pipeline, bound: Bound, label: str) -> Callable[..., Any]:
     """The callable a cell runs: the target function, or the passes chained."""
     if isinstance(closure, Pipeline):
-        passes = [load_function(c, bound, label) for _, c in closure.passes if c is not None]
+        passes = [
+            guarded(load_function(c, bound, label), bound.guards.get(name))
+            for name, c in closure.passes
+            if c is not None
+        ]
         return chain(passes)
     return load_function(closure, bound, label)
+
+
+def guarded(fn: Callable[..., Any], guard: Callable[[], Any] | None) -> Callable[..., Any]:
+    """`fn`, run only on cells where the matrix's guard for it holds (`target.guards`:
+    what stands in for the `if` SGLang's handler runs the pass under)."""
+    if guard is None:
+        return fn
+
+    def run(view: Any) -> Any:
+        return fn(view) if guard() else {}
+
+    run.__name__ = fn.__name__
+    return run
 
 
 def chain(passes: list[Callable[..., Any]]) -> Callable[..., Any]:

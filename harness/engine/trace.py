@@ -22,7 +22,7 @@ from harness.closure.extract import Closure, Pipeline
 from harness.engine.explore import run_cell
 from harness.engine.outcome import Outcome, decode_outcome, encode_outcome
 from harness.engine.plain import Malformed, decode, encode, shown
-from harness.engine.sandbox import chain, load_function
+from harness.engine.sandbox import chain, guarded, load_function
 from harness.engine.worker import DEFAULT_LIMITS, Limits, isolated
 from harness.engine.world import Bound, with_defaults
 from harness.matrix.model import Matrix
@@ -247,7 +247,8 @@ def _traced(
                 fns.append(_absent(name, log))
             else:
                 start = Event(PASS, closure.lineno, name, name)
-                fns.append(_logged(name, load(closure), log, events, start))
+                fn = guarded(load(closure), bound.guards.get(name))
+                fns.append(_logged(name, fn, log, events, start))
         fn = chain(fns)
     else:
         fn = load(target)

@@ -15,6 +15,7 @@ raises `Unbound`, a `BaseException` so the evaluated code's own
 from __future__ import annotations
 
 import copy
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -175,6 +176,17 @@ class Obj(Spec):
 
 
 @dataclass(frozen=True)
+class AllOf(Spec):
+    """True when every item is (read in order, stopping at the first false one)."""
+
+    items: tuple[Spec, ...]
+
+    def compile(self, ctx: Context) -> Resolver:
+        getters = [item.compile(ctx) for item in self.items]
+        return lambda probe: all(get(probe) for get in getters)
+
+
+@dataclass(frozen=True)
 class Refused(Spec):
     """A read nothing answers, with the reason and the fix."""
 
@@ -286,6 +298,7 @@ class Bound:
     names: dict[str, Any]
     ctx: Context | None = field(default=None, repr=False)
     view_specs: dict[str, Spec] = field(default_factory=dict, repr=False)
+    guards: dict[str, Callable[[], Any]] = field(default_factory=dict, repr=False)
 
 
 def bind(world: World, matrix: Matrix) -> Bound:
@@ -305,7 +318,11 @@ def bind(world: World, matrix: Matrix) -> Bound:
     for name, raw in matrix.bindings.items():
         spec = parse_binding(raw, f"{matrix.source}: bindings.{name}", name)
         names[name] = spec.compile(ctx)(ctx.probe)
-    return Bound(probe=ctx.probe, view=view, names=names, ctx=ctx, view_specs=view_specs)
+    guards = {}
+    for name, raw in matrix.target.guards:
+        resolve = parse_binding(raw, f"{matrix.source}: target.guards.{name}", name).compile(ctx)
+        guards[name] = functools.partial(resolve, ctx.probe)
+    return Bound(ctx.probe, view, names, ctx, view_specs, guards)
 
 
 def with_defaults(bound: Bound, defaults: Any) -> Bound:
@@ -335,7 +352,7 @@ def with_defaults(bound: Bound, defaults: Any) -> Bound:
 
 # --- declarative bindings --------------------------------------------------------
 
-BINDING_FORMS = "value, call, object, axis, axis_in"
+BINDING_FORMS = "value, call, object, axis, axis_in, all"
 
 
 def parse_binding(raw: Any, where: str, label: str) -> Spec:
@@ -355,6 +372,11 @@ def parse_binding(raw: Any, where: str, label: str) -> Spec:
         return Param(_str(arg, f"{where}.axis"), reader=label)
     if form == "axis_in":
         return _parse_axis_in(arg, where, label)
+    if form == "all":
+        if not isinstance(arg, list) or not arg:
+            raise HarnessError(f"{where}.all: expected a list of bindings, all of them true")
+        items = [parse_binding(a, f"{where}.all[{n}]", label) for n, a in enumerate(arg)]
+        return AllOf(tuple(items))
     raise HarnessError(f"{where}: unknown binding form {form!r} (use one of {BINDING_FORMS})")
 
 

@@ -25,7 +25,7 @@ from harness.matrix.model import (
 TOP_KEYS = {"name", "description", "target", "world", "axes", "fields", "bindings"}
 
 
-TARGET_KEYS = {"path", "function", "passes", "output", "roots"}
+TARGET_KEYS = {"path", "function", "passes", "output", "roots", "guards"}
 
 
 def shipped_dir() -> Path:
@@ -164,7 +164,14 @@ def _target(check: _Checker, data: dict, passes: tuple[str, ...]) -> Target:
     if not isinstance(raw_roots, list):
         check.fail("target.roots", "needs a list of directories, e.g. [python]")
     roots = tuple(_inside(check, r, f"target.roots[{n}]") for n, r in enumerate(raw_roots))
-    return Target(path=path, passes=passes, outputs=outputs, roots=roots)
+    guards = check.mapping(data.get("guards", {}), "target.guards")
+    for name in guards:
+        if not isinstance(name, str) or not name.isidentifier():
+            check.fail("target.guards", f"{name!r} is not a pass name")
+    if guards and len(passes) == 1 and passes not in (ALL_PASSES, RUN_ORDER):
+        check.fail("target.guards", "guards a pass of a pipeline: use it with passes:")
+    return Target(path=path, passes=passes, outputs=outputs, roots=roots,
+                  guards=tuple(guards.items()))  # fmt: skip
 
 
 def _inside(check: _Checker, raw: Any, key: str) -> str:

@@ -45,6 +45,7 @@ class Target:
     passes: tuple[str, ...]  # one name: one function; ALL_PASSES, RUN_ORDER: every registered one
     outputs: tuple[str, ...]  # each output field, in order
     roots: tuple[str, ...] = ()  # source roots for module names (default: from `path`)
+    guards: tuple[tuple[str, Any], ...] = ()  # (pass, binding): run it only where truthy
 
     @property
     def pipeline(self) -> bool:

@@ -13,6 +13,7 @@ from typing import Any
 
 from harness.gitio import Revision
 from harness.report.because import because_json
+from harness.report.fields import of_report
 from harness.report.model import DiffReport, RuleView, axes_of, function_label, output_label
 
 
@@ -27,6 +28,8 @@ def document_head(report: DiffReport) -> dict[str, Any]:
             sides[side]["every_cell"] = report.every_cell[side]
         if report.defaults.get(side):
             sides[side]["defaults"] = dict(report.defaults[side])
+        if report.unguarded.get(side):
+            sides[side]["unguarded_passes"] = dict(report.unguarded[side])
     described = {
         "path": target.path,
         "function": function_label(target),
@@ -57,6 +60,18 @@ def document(report: DiffReport, sample: int) -> dict[str, Any]:
         "changed_count": report.changed,
         "changed": report.sample(sample),
         "summary": summary_json(report.rules),
+        **fields_json(report),
+    }
+
+
+def fields_json(report: DiffReport) -> dict[str, Any]:
+    """`{"fields": {field: {"cells": n, "summary": [rule]}}}` for a several-field matrix
+    (the OUTCOME group under "(outcome)"); nothing for one field."""
+    if len(report.matrix.target.outputs) < 2:
+        return {}
+    groups = of_report(report)
+    return {
+        "fields": {g.field: {"cells": g.cells, "summary": summary_json(g.rules)} for g in groups}
     }
 
 
@@ -65,7 +80,8 @@ def render_chunks(report: DiffReport) -> Iterator[str]:
     yield json.dumps(document_head(report))[:-1] + ', "changed": ['
     for n, item in enumerate(report.changed_cells()):
         yield ("" if n == 0 else ", ") + json.dumps(item)
-    yield '], "summary": ' + json.dumps(summary_json(report.rules)) + "}\n"
+    rest = {"summary": summary_json(report.rules), **fields_json(report)}
+    yield "], " + json.dumps(rest)[1:] + "\n"
 
 
 def summary_json(rules: list[RuleView]) -> list[dict[str, Any]]:

@@ -64,6 +64,8 @@ class DiffReport:
     skipped: dict[str, tuple[str, ...]] = field(default_factory=dict)  # absent passes
     every_cell: dict[str, str] = field(default_factory=dict)  # impure sides: why
     defaults: dict[str, tuple[tuple[str, str], ...]] = field(default_factory=dict)
+    field_changes: list | None = None  # rules per output field (report.fields.of_report)
+    unguarded: dict[str, tuple[tuple[str, str], ...]] = field(default_factory=dict)
 
     @property
     def changed_defaults(self) -> list[tuple[str, str, str]]:
@@ -133,9 +135,10 @@ def build_report(diff: Diff) -> DiffReport:
     skipped = {side: state.skipped for side, state in diff.states.items() if state.skipped}
     impure = {side: state.impure for side, state in diff.states.items() if state.impure}
     defaults = {side: state.defaults for side, state in diff.states.items() if state.defaults}
+    unguarded = {side: state.unguarded for side, state in diff.states.items() if state.unguarded}
     return DiffReport(
         matrix, diff.base, diff.head, diff.comparison, notes, rules, lines, skipped, impure,
-        defaults,
+        defaults, unguarded=unguarded,
     )  # fmt: skip
 
 
@@ -146,6 +149,15 @@ def changed_defaults(base, head) -> list[tuple[str, str, str]]:
     return [
         (n, before[n], after[n]) for n in sorted(before) if n in after and before[n] != after[n]
     ]
+
+
+def unguarded_line(unguarded) -> str:
+    """The passes SGLang runs under a condition that run here on every cell."""
+    names = ", ".join(name for name, _ in unguarded)
+    return (
+        f"run on every cell, though SGLang runs them only under a condition (declare "
+        f"target.guards to say where they run): {names}"
+    )
 
 
 DEFAULTS_SHOWN = 6  # defaults named on a text report's revision line; JSON lists them all
@@ -164,13 +176,19 @@ def every_cell_note(reason: str) -> str:
 
 
 def rule_view(matrix: Matrix, rule: Rule) -> RuleView:
+    where = where_of(matrix, rule.masks)
+    transition = transition_text(rule.base, rule.head, matrix.target.outputs)
+    return RuleView(where, conditions_of(where, axes_of(matrix)), rule.cells, transition)
+
+
+def where_of(matrix: Matrix, masks: tuple[int, ...]) -> dict[str, list[Any]]:
+    """A cube as {axis: values}, only the axes it constrains."""
     where = {}
-    for axis, mask in zip(matrix.axes, rule.masks, strict=True):
+    for axis, mask in zip(matrix.axes, masks, strict=True):
         chosen = bits_of(mask)
         if len(chosen) < len(axis.values):
             where[axis.name] = [axis.values[i] for i in chosen]
-    transition = transition_text(rule.base, rule.head, matrix.target.outputs)
-    return RuleView(where, conditions_of(where, axes_of(matrix)), rule.cells, transition)
+    return where
 
 
 def axes_of(matrix: Matrix) -> dict[str, list[Any]]:

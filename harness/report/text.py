@@ -5,6 +5,7 @@ from __future__ import annotations
 from harness.gitio import Revision
 from harness.matrix.model import Matrix, format_value
 from harness.report.because import because_text
+from harness.report.fields import OUTCOME, of_report
 from harness.report.model import (
     DiffReport,
     RuleView,
@@ -13,6 +14,7 @@ from harness.report.model import (
     function_label,
     output_label,
     short_outcome,
+    unguarded_line,
 )
 
 
@@ -35,6 +37,8 @@ def header(report: DiffReport) -> list[str]:
             lines.append(f"      {every_cell_note(report.every_cell[side])}")
         if report.defaults.get(side):
             lines.append(f"      {defaults_line(report.defaults[side])}")
+        if report.unguarded.get(side):
+            lines.append(f"      {unguarded_line(report.unguarded[side])}")
     for name, before, after in report.changed_defaults:
         lines.append(f"default changed: {name}: {before} -> {after}")
     return lines
@@ -63,15 +67,41 @@ def _body(report: DiffReport, sample: int) -> list[str]:
     field, total = output_label(report.matrix.target), report.matrix.size
     if not report.changed:
         return [f"No cell changes {field} ({total:,} cells compared)."]
-    count = len(report.rules)
-    lines = [
-        f"{report.changed:,} of {total:,} cells change {field}, "
-        f"covered by {count} rule{'s' if count != 1 else ''}:",
-        "",
-    ]
-    lines.extend(rule_lines(report.rules))
+    if len(report.matrix.target.outputs) > 1:
+        lines = _by_field(report)
+    else:
+        count = len(report.rules)
+        lines = [
+            f"{report.changed:,} of {total:,} cells change {field}, "
+            f"covered by {count} rule{'s' if count != 1 else ''}:",
+            "",
+        ]
+        lines.extend(rule_lines(report.rules))
     if sample > 0:
         lines.extend(_sample(report, sample))
+    return lines
+
+
+FIELD_RULES_SHOWN = 12  # rules listed per field in text; --format json lists them all
+
+
+def _by_field(report: DiffReport) -> list[str]:
+    """The changes of a several-field matrix, field by field."""
+    outputs = report.matrix.target.outputs
+    groups = of_report(report)
+    lines = [
+        f"{report.changed:,} of {report.matrix.size:,} cells change at least one of "
+        f"{len(outputs)} fields; by field:",
+    ]
+    for group in groups:
+        count = len(group.rules)
+        name = (
+            "no field (an error or state on both sides)" if group.field == OUTCOME else group.field
+        )
+        lines += ["", f"{name}: {group.cells:,} cells, {count} rule{'s' if count != 1 else ''}"]
+        lines.extend(rule_lines(group.rules[:FIELD_RULES_SHOWN]))
+        if count > FIELD_RULES_SHOWN:
+            lines.append(f"  ... and {count - FIELD_RULES_SHOWN} more (--format json lists all)")
     return lines
 
 

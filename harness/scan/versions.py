@@ -78,6 +78,7 @@ class State:
     code: Code | None = field(default=None, compare=False)  # what made it, when still held
     impure: str | None = None  # why every cell was run: the code may keep state between calls
     defaults: tuple[tuple[str, str], ...] = ()  # (field, value shown) from the view's class
+    unguarded: tuple[tuple[str, str], ...] = ()  # (pass, its `if` in SGLang) run on every cell
 
     @property
     def evaluable(self) -> bool:
@@ -152,7 +153,9 @@ class Versions:
             if not passes:
                 raise Absent(f"no function is registered with @{REGISTER} in {target.path}")
             if target.passes == RUN_ORDER:
-                passes = self.run_order(files, list(passes)).passes
+                order = self.run_order(files, list(passes))
+                found = extract_pipeline(self.sources, files, order.passes, names, hint, self.view)
+                return replace(found, guarded=order.guarded)
             return extract_pipeline(self.sources, files, passes, names, hint, self.view)
         if target.pipeline:
             return extract_pipeline(self.sources, files, target.passes, names, hint, self.view)
@@ -231,7 +234,12 @@ class Versions:
         code = Code(closure, files.read(files.target) or "", label)
         used, skipped = files.paths_read(), closure.skipped
         defaults = defaults_read(closure, self.view)
-        state = State(key, table, None, closure.lineno, None, skipped, used, code, impure, defaults)
+        declared = {name for name, _ in self.matrix.target.guards}
+        unguarded = tuple(g for g in getattr(closure, "guarded", ()) if g[0] not in declared)
+        state = State(
+            key, table, None, closure.lineno, None, skipped, used, code, impure, defaults,
+            unguarded,
+        )  # fmt: skip
         if table is not None:
             self.by_key[key] = table
             return state
