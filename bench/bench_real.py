@@ -57,7 +57,8 @@ def release_line(repo: str, tag: str) -> str:
                            "json", "--no-cache")  # fmt: skip
         ok = "evaluates" if not json.loads(out)["notes"] else "UNEVALUABLE"
         parts.append(f"{matrix} {ok} ({took:.2f} s)")
-    _, out, _ = run("passes", tag, "--repo", repo, "--format", "json", "--no-cache")
+    _, out, _ = run("passes", tag, "--repo", repo, "--format", "json", "--no-cache",
+                    "--matrix", "sglang-resolution")  # fmt: skip
     found = json.loads(out)["passes"]
     clear = sum(not p["blocked_by"] for p in found)
     ready = sum(not p["blocked_by"] and not p["needs_fields"] for p in found)
@@ -98,11 +99,26 @@ def main_bench() -> None:
         print(release_line(args.repo, tag))
     for matrix in shipped_names():
         _, out, took = run("diff", tags[0], tags[-1], "--repo", args.repo, "--matrix", matrix,
-                           "--format", "json", "--no-cache")  # fmt: skip
+                           "--format", "json-sample", "--no-cache")  # fmt: skip
         report = json.loads(out)
-        changed, cells, rules = len(report["changed"]), report["cells"], len(report["summary"])
+        changed, cells, rules = report["changed_count"], report["cells"], len(report["summary"])
         print(f"{matrix}: {tags[0]} -> {tags[-1]}: {changed:,} of {cells:,} cells change, "
               f"{rules} rules ({took:.2f} s)")  # fmt: skip
+    resolution_ratio(args.repo, "v0.5.18", tags[-1])
+
+
+def resolution_ratio(repo: str, base: str, head: str, repeat: int = 3) -> None:
+    """The whole-resolution diff against the single-function (FA4) diff of the same two
+    releases, in-process, cache off, best of `repeat`, alternating (target: at most 10x)."""
+    times: dict[str, list[float]] = {"sglang-fa4-page-size": [], "sglang-resolution": []}
+    for _ in range(repeat):
+        for matrix, taken in times.items():
+            _, _, took = run("diff", base, head, "--repo", repo, "--matrix", matrix,
+                             "--format", "json-sample", "--no-cache")  # fmt: skip
+            taken.append(took)
+    single, whole = min(times["sglang-fa4-page-size"]), min(times["sglang-resolution"])
+    print(f"resolution diff {base} -> {head}: {whole:.2f} s; FA4 diff: {single:.2f} s; "
+          f"ratio {whole / single:.1f} (target <= 10)")  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -67,7 +67,10 @@ def test_unknown_shipped_matrix():
         (MATRIX.replace("[null, 1]", "[null, 1, 1]"), "axes.page_size: a value is listed twice"),
         (MATRIX.replace("[null, 1]", "[]"), "axes.page_size: expected a non-empty list"),
         (MATRIX.replace("world: sglang", "world: vllm"), "unknown world 'vllm'"),
-        (MATRIX.replace("output: page_size", "output: chunk"), "target.output: chunk must also"),
+        (
+            MATRIX.replace("output: page_size", "output: chunk").replace("sglang", "plain"),
+            "target.output: chunk must also",
+        ),
         (
             MATRIX.replace("[sm90, sm100]", "[sm90, tpu]"),
             "axes.platform: the sglang world does not know",

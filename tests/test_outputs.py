@@ -112,6 +112,18 @@ def test_a_baseline_of_several_outputs_reads_back_the_same_table(tmp_path):
 
 def test_every_output_must_be_an_axis_or_a_field(tmp_path):
     bad = tmp_path / "bad.yaml"
-    bad.write_text(MATRIX.replace("[page_size, attention_backend]", "[page_size, kv_dtype]"))
+    text = MATRIX.replace("[page_size, attention_backend]", "[page_size, kv_dtype]")
+    bad.write_text(text.replace("world: sglang", "world: plain"))
     result = run_cli("matrix", "--matrix", str(bad))
     assert result.code == 2 and "kv_dtype must also be an axis or a field" in result.err
+
+
+def test_in_the_sglang_world_an_output_nothing_declares_is_refused_when_it_runs(tmp_path):
+    repo, shas, matrix = setup(tmp_path)
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(
+        matrix.read_text().replace("[page_size, attention_backend]", "[page_size, kv_dtype]")
+    )
+    result = run_cli("diff", *shas, "--repo", str(repo), "--matrix", str(bad), "--format", "json")
+    note = json.loads(result.out)["notes"]["base"]
+    assert "view.kv_dtype" in note and "add it under `fields:`" in note

@@ -123,6 +123,8 @@ class _Runner:
     def __init__(self, fn: Callable[..., Any], bound: Bound, matrix: Matrix) -> None:
         self.fn, self.bound, self.matrix = fn, bound, matrix
         self.outputs = matrix.target.outputs
+        given = {*matrix.axis_names, *matrix.fields}
+        self.unanswered = tuple(f for f in self.outputs if f not in given)
         self.outcomes: list[Outcome] = []
         self.codes: dict[tuple[str, Any], int] = {}
         self.calls = 0
@@ -133,7 +135,7 @@ class _Runner:
         probe.cell, probe.read, probe.unbound = cell, 0, None
         self.calls += 1
         try:
-            outcome = self._declared(self.fn(self.bound.view))
+            outcome = self._declared(self._with_defaults(self.fn(self.bound.view)))
         except MemoryError as exc:
             raise Unevaluable(
                 f"ran out of memory under the worker's limit (--memory-limit) at "
@@ -149,6 +151,16 @@ class _Runner:
             where = line_in(outcome.__traceback__)
             raise Unevaluable(f"{describe(outcome)} at {where}")
         return self._code(outcome), probe.read
+
+    def _with_defaults(self, result: Any) -> Any:
+        """The result with each output field that is neither an axis nor a field, and that
+        the code left alone, at the view's value of it (the default the view's class
+        declares at this revision): inputs may differ between revisions, so the value is
+        part of the outcome, never `kept`."""
+        if not self.unanswered or type(result) is not dict:
+            return result
+        view = self.bound.view
+        return {**{f: getattr(view, f) for f in self.unanswered if f not in result}, **result}
 
     def _declared(self, result: Any) -> Outcome:
         """The outcome of a returned value: a dict of plain values, else an error."""

@@ -328,13 +328,17 @@ def bind(world: World, matrix: Matrix) -> Bound:
 def with_defaults(bound: Bound, defaults: Any) -> Bound:
     """`bound` with a view that also answers the fields its class declares
     (`harness.closure.defaults.Defaults`) when neither the matrix nor the world does: a
-    literal default is the answer; a field declared without one is refused, saying why."""
+    literal default is the answer; a field declared without one is refused, saying why.
+    An output field the class does not declare (yet, or any more) is null."""
     if not defaults.fields or bound.ctx is None:
         return bound
     ctx, fields = bound.ctx, defaults.fields
+    outputs = ctx.matrix.target.outputs
 
     def fallback(name: str) -> Spec:
         declared = fields.get(name)
+        if declared is None and name in outputs:
+            return Const(None)
         if declared is None:
             return Refused(f"view.{name}", ctx.fix_for("view", name), name)
         if declared.literal:

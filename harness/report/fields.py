@@ -5,8 +5,9 @@ different page_size, and how" is the question, field by field. Each changed
 cell is projected on one field (its value, with a kept field resolved to the
 cell's input; or the error or state the whole outcome is), and the cells whose
 projection differs are grouped by `before -> after` and covered by rules, as
-the whole-outcome rules are. Cells that are errors (or unevaluable) on both
-sides change no field: they are grouped apart, under `OUTCOME`.
+the whole-outcome rules are. Cells that are an error (or unevaluable) on
+either side change no field: they are grouped apart, under `OUTCOME`, the
+side that is a value shown as `a value`.
 """
 
 from __future__ import annotations
@@ -56,8 +57,8 @@ def by_field(matrix: Matrix, comparison: Comparison) -> list[FieldChanges]:
     for (b, h), indices in by_pair.items():
         base, head = comparison.outcomes[b], comparison.outcomes[h]
         before, after = declared(base, fields), declared(head, fields)
-        if before is None and after is None:
-            key = (outcome_label(base, fields), outcome_label(head, fields))
+        if before is None or after is None:  # an error or a state on a side: no field compares
+            key = (_label(base, before, fields), _label(head, after, fields))
             groups.setdefault(OUTCOME, {}).setdefault(key, []).extend(map(matrix.cell, indices))
             continue
         for field in fields:
@@ -74,6 +75,10 @@ def by_field(matrix: Matrix, comparison: Comparison) -> list[FieldChanges]:
                     groups.setdefault(field, {}).setdefault(key, []).append(matrix.cell(index))
     order = [*fields, OUTCOME]
     return [_changes(matrix, name, groups[name]) for name in order if name in groups]
+
+
+def _label(outcome: Outcome, values: dict | None, fields: tuple[str, ...]) -> str:
+    return "a value" if values is not None else outcome_label(outcome, fields)
 
 
 def _shown(outcome: Outcome, values: dict | None, field: str) -> str | None:

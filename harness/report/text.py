@@ -95,9 +95,7 @@ def _by_field(report: DiffReport) -> list[str]:
     ]
     for group in groups:
         count = len(group.rules)
-        name = (
-            "no field (an error or state on both sides)" if group.field == OUTCOME else group.field
-        )
+        name = "no field (an error or a state on a side)" if group.field == OUTCOME else group.field
         lines += ["", f"{name}: {group.cells:,} cells, {count} rule{'s' if count != 1 else ''}"]
         lines.extend(rule_lines(group.rules[:FIELD_RULES_SHOWN]))
         if count > FIELD_RULES_SHOWN:
