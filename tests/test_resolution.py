@@ -392,3 +392,32 @@ def test_bad_guards_are_one_line(repo, tmp_path, guards, complaint):
     matrix.write_text(text)
     line = one_line_error(run_cli("diff", "HEAD", "HEAD", "--repo", path, "--matrix", str(matrix)))
     assert complaint in line and str(matrix) in line
+
+
+def test_coverage_says_which_passes_run_on_which_cells(repo):
+    _, report = diff_json(repo, "initial", "default")
+    fa3 = sum(c["attention_backend"] == "fa3" for c in cells())  # where the guard holds
+    for side in ("base", "head"):
+        coverage = {c["pass"]: (c["cells"], c["why"]) for c in report[side]["coverage"]}
+        assert coverage.pop("_tiny_pages") == (fa3, "target.guards")
+        assert set(coverage.values()) == {(len(cells()), "")}
+
+
+def test_passes_lists_the_run_order_the_guards_and_their_cells(repo):
+    path, shas, matrix = repo
+    result = run_cli("passes", shas["initial"], "--repo", path, "--matrix", matrix,
+                     "--format", "json")  # fmt: skip
+    found = {p["name"]: p for p in json.loads(result.out)["passes"]}
+    # pipeline.py: the chunked default, then the handler (the guarded pass, then the page
+    # default before the MLA one at this commit), then the sampling default
+    order = ["_chunked_prefill_default", "_tiny_pages", "_page_size_default",
+             "_mla_page_size", "_sampling_backend_default"]  # fmt: skip
+    assert sorted(found, key=lambda n: found[n]["order"]) == order
+    tiny = found["_tiny_pages"]
+    assert tiny["runs_under"] == f"{PKG}/hooks.py:12: if server_args.attention_backend == 'fa3'"
+    assert tiny["cells"] == sum(c["attention_backend"] == "fa3" for c in cells())
+    assert all(
+        p["cells"] is None and p["runs_under"] is None
+        for n, p in found.items()
+        if n != "_tiny_pages"
+    )

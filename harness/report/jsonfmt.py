@@ -30,6 +30,10 @@ def document_head(report: DiffReport) -> dict[str, Any]:
             sides[side]["defaults"] = dict(report.defaults[side])
         if report.unguarded.get(side):
             sides[side]["unguarded_passes"] = dict(report.unguarded[side])
+        if report.coverage.get(side):
+            sides[side]["coverage"] = [
+                {"pass": e.name, "cells": e.cells, "why": e.why} for e in report.coverage[side]
+            ]
     described = {
         "path": target.path,
         "function": function_label(target),

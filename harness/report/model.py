@@ -66,6 +66,7 @@ class DiffReport:
     defaults: dict[str, tuple[tuple[str, str], ...]] = field(default_factory=dict)
     field_changes: list | None = None  # rules per output field (report.fields.of_report)
     unguarded: dict[str, tuple[tuple[str, str], ...]] = field(default_factory=dict)
+    coverage: dict[str, tuple] = field(default_factory=dict)  # side -> (PassCoverage, ...)
 
     @property
     def changed_defaults(self) -> list[tuple[str, str, str]]:
@@ -136,9 +137,10 @@ def build_report(diff: Diff) -> DiffReport:
     impure = {side: state.impure for side, state in diff.states.items() if state.impure}
     defaults = {side: state.defaults for side, state in diff.states.items() if state.defaults}
     unguarded = {side: state.unguarded for side, state in diff.states.items() if state.unguarded}
+    covered = {side: state.coverage for side, state in diff.states.items() if state.coverage}
     return DiffReport(
         matrix, diff.base, diff.head, diff.comparison, notes, rules, lines, skipped, impure,
-        defaults, unguarded=unguarded,
+        defaults, unguarded=unguarded, coverage=covered,
     )  # fmt: skip
 
 

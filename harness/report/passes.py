@@ -32,7 +32,20 @@ def render_text(matrix: Matrix, revision: Revision, reports: list[PassReport]) -
             f"  {r.survey.name:<{width}}  line {r.survey.line:<5}  declares {declares}: {state}"
         )
         lines.extend(f"      {name}: {reason}" for name, reason in r.blocked_by)
+        lines.extend(f"      {line}" for line in _placement(r, matrix.size))
     return "\n".join(lines) + "\n"
+
+
+def _placement(r: PassReport, size: int) -> list[str]:
+    """Where SGLang runs the pass, and on which cells of the matrix it runs."""
+    lines = []
+    if r.order is None and r.reached is False:
+        lines.append("not reached from SGLang's entry point: run last, in file order")
+    if r.runs_under:
+        lines.append(f"SGLang runs it only under {r.runs_under}")
+    if r.cells is not None:
+        lines.append(f"runs on {r.cells:,} of {size:,} cells (target.guards)")
+    return lines
 
 
 def render_json(revision: Revision, reports: list[PassReport]) -> str:
@@ -47,6 +60,9 @@ def render_json(revision: Revision, reports: list[PassReport]) -> str:
                 "reads": [f"view.{a}" for a in r.survey.reads] + list(r.survey.world),
                 "needs_fields": list(r.needs_fields),
                 "blocked_by": [{"name": n, "reason": reason} for n, reason in r.blocked_by],
+                "order": r.order,
+                "runs_under": r.runs_under,
+                "cells": r.cells,
             }
             for r in reports
         ],

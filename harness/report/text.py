@@ -16,6 +16,7 @@ from harness.report.model import (
     short_outcome,
     unguarded_line,
 )
+from harness.scan.coverage import ABSENT, coverage_line
 
 
 def render(report: DiffReport, sample: int = 10) -> str:
@@ -39,6 +40,9 @@ def header(report: DiffReport) -> list[str]:
             lines.append(f"      {defaults_line(report.defaults[side])}")
         if report.unguarded.get(side):
             lines.append(f"      {unguarded_line(report.unguarded[side])}")
+        entries = report.coverage.get(side, ())
+        if any(e.why == "target.guards" or (e.cells == 0 and e.why != ABSENT) for e in entries):
+            lines.append(f"      {coverage_line(entries, report.matrix.size)}")
     for name, before, after in report.changed_defaults:
         lines.append(f"default changed: {name}: {before} -> {after}")
     return lines

@@ -17,6 +17,7 @@ from harness.closure.extract import with_defaults
 from harness.closure.survey import PassSurvey, survey
 from harness.engine.explore import evaluate_closure
 from harness.errors import Absent, HarnessError, Unevaluable
+from harness.scan.coverage import true_cells
 from harness.scan.versions import Versions, bind_matrix
 
 
@@ -25,6 +26,10 @@ class PassReport:
     survey: PassSurvey
     needs_fields: tuple[str, ...]  # view attributes the matrix does not declare
     blocked_by: tuple[tuple[str, str], ...]  # (name, reason)
+    order: int | None = None  # its place in the order SGLang runs the passes (from 1)
+    runs_under: str | None = None  # the `if` SGLang's handler runs it under, if any
+    cells: int | None = None  # cells the matrix runs it on (its guard), None: every cell
+    reached: bool | None = None  # whether a call from the entry point reaches it (None: no entry)
 
     @property
     def evaluable(self) -> bool:
@@ -48,7 +53,28 @@ def passes_at(versions: Versions, revision: gitio.Revision) -> list[PassReport]:
     literal = {name for name, default in defaults.fields.items() if default.literal}
     answered = versions.view.answered if versions.view else frozenset(matrix.axis_names)
     answered = answered | literal
-    return [_report(versions, revision, _defaulted(one, defaults), answered) for one in found]
+    reports = [_report(versions, revision, _defaulted(one, defaults), answered) for one in found]
+    return _placed(versions, files, reports)
+
+
+def _placed(versions: Versions, files, reports: list[PassReport]) -> list[PassReport]:
+    """The reports with each pass's place in SGLang's run order, the `if` it runs under,
+    and the cells the matrix's guard (if any) runs it on."""
+    order = versions.run_order(files, [r.survey.name for r in reports])
+    place = {name: n for n, name in enumerate(order.reached, 1)}
+    if not order.entry:  # no entry point here: the order is unknown, not "unreached"
+        place = {r.survey.name: None for r in reports}
+    under = dict(order.guarded)
+    bound, matrix = versions.bound, versions.matrix
+    out = []
+    for r in reports:
+        name = r.survey.name
+        guard = bound.guards.get(name)
+        cells = None if guard is None else true_cells(matrix, bound, guard, name)
+        reached = None if not order.entry else name in place
+        out.append(replace(r, order=place.get(name), runs_under=under.get(name), cells=cells,
+                           reached=reached))  # fmt: skip
+    return out
 
 
 def _defaulted(one: PassSurvey, defaults) -> PassSurvey:

@@ -37,6 +37,7 @@ from harness.engine.worlds import world_named
 from harness.errors import Absent, Unevaluable
 from harness.matrix.model import ALL_PASSES, RUN_ORDER, Matrix
 from harness.scan.cache import EVERY_CELL, EXPLORED, TableCache, table_key
+from harness.scan.coverage import PassCoverage, coverage
 
 
 def bind_matrix(matrix: Matrix) -> Bound:
@@ -79,6 +80,7 @@ class State:
     impure: str | None = None  # why every cell was run: the code may keep state between calls
     defaults: tuple[tuple[str, str], ...] = ()  # (field, value shown) from the view's class
     unguarded: tuple[tuple[str, str], ...] = ()  # (pass, its `if` in SGLang) run on every cell
+    coverage: tuple[PassCoverage, ...] = ()  # a pipeline's passes, with the cells each runs on
 
     @property
     def evaluable(self) -> bool:
@@ -236,9 +238,12 @@ class Versions:
         defaults = defaults_read(closure, self.view)
         declared = {name for name, _ in self.matrix.target.guards}
         unguarded = tuple(g for g in getattr(closure, "guarded", ()) if g[0] not in declared)
+        covered = (
+            coverage(self.matrix, self.bound, closure) if isinstance(closure, Pipeline) else ()
+        )
         state = State(
             key, table, None, closure.lineno, None, skipped, used, code, impure, defaults,
-            unguarded,
+            unguarded, covered,
         )  # fmt: skip
         if table is not None:
             self.by_key[key] = table
