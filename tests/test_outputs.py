@@ -114,7 +114,8 @@ def test_every_output_must_be_an_axis_or_a_field(tmp_path):
     bad = tmp_path / "bad.yaml"
     text = MATRIX.replace("[page_size, attention_backend]", "[page_size, kv_dtype]")
     bad.write_text(text.replace("world: sglang", "world: plain"))
-    result = run_cli("matrix", "--matrix", str(bad))
+    repo, shas, _ = setup(tmp_path)
+    result = run_cli("diff", *shas, "--repo", str(repo), "--matrix", str(bad))
     assert result.code == 2 and "kv_dtype must also be an axis or a field" in result.err
 
 

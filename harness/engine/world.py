@@ -305,6 +305,7 @@ def bind(world: World, matrix: Matrix) -> Bound:
     """Compile `world` (plus the matrix's own fields and bindings) against `matrix`."""
     if world.validate is not None:
         world.validate(matrix)
+    _check_outputs(world, matrix)
     ctx = Context(world, matrix)
     view_specs: dict[str, Spec] = dict(world.view_attrs)  # the matrix's own inputs win
     for axis in matrix.axes:
@@ -323,6 +324,20 @@ def bind(world: World, matrix: Matrix) -> Bound:
         resolve = parse_binding(raw, f"{matrix.source}: target.guards.{name}", name).compile(ctx)
         guards[name] = functools.partial(resolve, ctx.probe)
     return Bound(ctx.probe, view, names, ctx, view_specs, guards)
+
+
+def _check_outputs(world: World, matrix: Matrix) -> None:
+    """Each output is an input too (the value a cell keeps when nothing declares it): an
+    axis, a field, or, in a world whose view stands for a class, the class's default."""
+    if world.view_class is not None:
+        return
+    for output in matrix.target.outputs:
+        if output not in matrix.fields and matrix.axis_index(output) is None:
+            raise HarnessError(
+                f"{matrix.source}: target.output: {output} must also be an axis or a field: "
+                "it is the input value a cell keeps when the function declares nothing (the "
+                f"{world.name} world has no class whose defaults could give it)"
+            )
 
 
 def with_defaults(bound: Bound, defaults: Any) -> Bound:

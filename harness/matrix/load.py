@@ -115,7 +115,6 @@ def parse_matrix(
     fields = check.mapping(data.get("fields") or {}, "fields")
     bindings = check.mapping(data.get("bindings") or {}, "bindings")
     world = check.string(data.get("world", "plain"), "world")
-    _check_output(check, target, axes, fields, world)
     return Matrix(
         name=check.string(data["name"], "name"),
         source=source,
@@ -220,23 +219,6 @@ def _check_size(check: _Checker, axes: tuple[Axis, ...], max_cells: int) -> None
             f"{cells:,} cells ({shape}) is more than the {max_cells:,} allowed: drop values "
             "or axes, or raise the limit with --max-cells",
         )
-
-
-def _check_output(check: _Checker, target: Target, axes, fields: dict, world: str) -> None:
-    """Each output is an input too (the value a cell keeps when nothing declares it): an
-    axis, a field, or, in a world whose view stands for a class, the class's default."""
-    from harness.engine.worlds import world_named  # the world decides: a class, or none
-
-    if world_named(world, check.source).view_class is not None:
-        return
-    for output in target.outputs:
-        if output not in fields and not any(a.name == output for a in axes):
-            check.fail(
-                "target.output",
-                f"{output} must also be an axis or a field: it is the input value a cell "
-                f"keeps when the function declares nothing (the {world} world has no "
-                "class whose defaults could give it)",
-            )
 
 
 class _Checker:
