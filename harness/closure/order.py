@@ -58,9 +58,9 @@ def pass_order(
     first of `entries` ((module, function or Class.method)) the files define."""
     for module, name in entries:
         path = files.module_file(module, files.target)
-        found = _function(cache, files, path, name) if path else None
+        walk = _Walk(cache, files, frozenset(registered), {path})
+        found = _function(walk.index, path, name) if path else None
         if found is not None:
-            walk = _Walk(cache, files, frozenset(registered), {path})
             walk.enter(path, *found, depth=0, guard=None)
             rest = tuple(p for p in registered if p not in walk.order)
             guarded = tuple((p, walk.guards[p]) for p in walk.order if walk.guards.get(p))
@@ -71,10 +71,11 @@ def pass_order(
 Found = tuple[ast.FunctionDef, "ast.ClassDef | None", int]  # function, class, line offset
 
 
-def _function(cache, files, path: str, name: str) -> Found | None:
-    """`name` (or `Class.method`) defined at the top of the file at `path`."""
+def _function(index_of, path: str, name: str) -> Found | None:
+    """`name` (or `Class.method`) defined at the top of the file at `path`
+    (`index_of(path)`: that file's top-level bindings)."""
     owner, _, method = name.rpartition(".")
-    statement = _top_definition(_index(cache, files, path), owner or name)
+    statement = _top_definition(index_of(path), owner or name)
     if statement is None:
         return None
     node, offset = statement.node, statement.offset
@@ -108,6 +109,13 @@ class _Walk:
         self.order: list[str] = []
         self.guards: dict[str, str | None] = {}  # pass -> the `if` its first call is under
         self.entered: set[tuple[str, int]] = set()
+        self.indexes: dict[str, dict] = {}
+
+    def index(self, path: str) -> dict:
+        """The top-level bindings of the file at `path`, made once per walk."""
+        if path not in self.indexes:
+            self.indexes[path] = _index(self.cache, self.files, path)
+        return self.indexes[path]
 
     def enter(self, path: str, function, cls, offset: int, depth: int, guard: str | None):
         key = (path, id(function))  # node linenos are relative to their piece
@@ -136,7 +144,7 @@ class _Walk:
             return
         if not (posixpath.dirname(source) == self.package or source in self.entry_files):
             return
-        found = _function(self.cache, self.files, source, original)
+        found = _function(self.index, source, original)
         if found is not None:
             self.enter(source, *found, depth=depth + 1, guard=guard)
 
@@ -145,7 +153,7 @@ class _Walk:
         if hops > 8:
             return None
         if imported is None:
-            bindings = _index(self.cache, self.files, path).get(name, [])
+            bindings = self.index(path).get(name, [])
             if not bindings:
                 return None
             binding = bindings[-1]
