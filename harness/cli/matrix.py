@@ -6,7 +6,15 @@ import argparse
 import json
 import sys
 
-from harness.cli.options import add_command, add_matrix_option, add_where_option
+from harness.cli.infer import run_infer
+from harness.cli.options import (
+    add_command,
+    add_limit_options,
+    add_matrix_option,
+    add_repo_option,
+    add_where_option,
+)
+from harness.errors import HarnessError
 from harness.matrix.cells import Cube, parse_where
 from harness.matrix.load import load_matrix
 from harness.matrix.model import Matrix
@@ -15,7 +23,18 @@ from harness.report import matrix as report
 HELP = """\
 Show the matrix: target, axes and values, fields, and the number of cells.
 With --cells, stream every cell instead, one per line (text: AXIS=VALUE
-pairs; json: one JSON object per line)."""
+pairs; json: one JSON object per line).
+
+With --infer [REV] (default HEAD), write a starting matrix from the code
+instead: the passes of --matrix's target file (--passes NAMES, comma-
+separated, or all, the default: every registered pass in the order SGLang
+runs them) are run in a worker on inputs that note what they are compared
+with; each input compared with literals becomes an axis (null, the literals,
+and one value none of them names), every other input a field (the default
+ServerArgs declares, else null), and names nothing binds are listed as
+comments. Trim it, save it, pass it with --matrix.
+
+  harness matrix --infer v0.5.23 --passes _fa4_page_constraint -o fa4.yaml"""
 
 
 def register(commands: argparse._SubParsersAction) -> None:
@@ -26,10 +45,28 @@ def register(commands: argparse._SubParsersAction) -> None:
     parser.add_argument("--cells", action="store_true", help="stream the cells, one per line")
     add_where_option(parser)
     add_matrix_option(parser)
+    parser.add_argument(
+        "--infer", nargs="?", const="HEAD", metavar="REV",
+        help="write a starting matrix from the code at REV (default HEAD)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--passes", metavar="NAMES|all",
+        help="with --infer: the passes to read, comma-separated (default all)",
+    )  # fmt: skip
+    parser.add_argument(
+        "-o", "--output", metavar="FILE",
+        help="with --infer: write the matrix to FILE (whole, or not at all)",
+    )  # fmt: skip
+    add_repo_option(parser)
+    add_limit_options(parser)
     parser.set_defaults(handler=run)
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.infer is not None:
+        return run_infer(args)
+    if args.passes or args.output:
+        raise HarnessError("--passes and --output go with --infer")
     matrix = load_matrix(args.matrix, args.max_cells)
     where = parse_where(matrix, args.where)
     if args.cells:

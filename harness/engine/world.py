@@ -267,6 +267,7 @@ class World:
     view_functions: frozenset[str] = frozenset()  # names bound to functions returning the view
     view_namespaces: str | None = None  # the list of classes whose fields the view's class has
     run_entries: tuple[tuple[str, str], ...] = ()  # (module, function) that run the passes
+    suggested: dict[str, tuple] = field(default_factory=dict)  # inputs it reads: a first axis
 
 
 class Context:

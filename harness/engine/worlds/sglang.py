@@ -294,6 +294,13 @@ WORLD = World(
     view_class=("sglang.srt.server_args", "ServerArgs"),
     view_functions=frozenset(VIEW_FUNCTIONS),
     view_namespaces="_INPUT_NAMESPACES",  # ServerArgs's fields from 0.5.20 on
+    suggested={  # `matrix --infer`: the axes these become when the code reads them
+        "platform": ("sm90", "sm100", "sm120", "hip"),
+        "use_mla": (False, True),
+        "prefill_cuda_graph": ("full", "breakable", "disabled"),
+        "decode_cuda_graph": ("full", "breakable", "disabled"),
+        "architecture": ("LlamaForCausalLM", "DeepseekV3ForCausalLM"),
+    },
     run_entries=(
         ("sglang.srt.arg_groups.pipeline", "run_resolution_pipeline"),  # 0.5.19 on
         ("sglang.srt.server_args", "ServerArgs.__post_init__"),  # before

@@ -1,0 +1,72 @@
+"""`harness matrix --infer [REV]`: write a starting matrix from the code at REV."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from harness import gitio
+from harness.cli.options import limits_of
+from harness.closure.survey import registered, survey_pass
+from harness.engine.worlds import world_named
+from harness.errors import Absent, HarnessError, Unevaluable
+from harness.files import write_atomically
+from harness.matrix.load import load_matrix
+from harness.releases.release import resolve_revision
+from harness.scan.infer import base_matrix, discover, render, yaml_value
+from harness.scan.versions import Versions
+
+
+def run_infer(args: argparse.Namespace) -> int:
+    matrix = load_matrix(args.matrix, args.max_cells)  # its target file and world
+    world = world_named(matrix.world, matrix.source)
+    repo = gitio.open_repo(args.repo)
+    revision = resolve_revision(repo, args.infer)
+    versions = Versions(repo, matrix, limits=limits_of(args))
+    files = versions.files_at(revision)
+    try:
+        found = registered(versions.sources, files)
+    except (Absent, Unevaluable) as exc:
+        raise HarnessError(f"cannot infer a matrix at {revision.label}: {exc}") from None
+    names, target = _chosen(args.passes, found, versions, files, matrix.target.path)
+    names_bound, hint = versions.bound.names, matrix.edit_hint
+    surveys = [
+        survey_pass(versions.sources, files, n, names_bound, hint, versions.view) for n in names
+    ]
+    blocked = {s.name: "; ".join(r for _, r in s.blocked_by) for s in surveys if s.closure is None}
+    outputs = tuple(dict.fromkeys(f for s in surveys for f in s.declares)) or matrix.target.outputs
+    closures = [(s.name, s.closure) for s in surveys if s.closure is not None]
+    base = base_matrix(world, matrix.target.path, names, outputs)
+    seen = discover(world, base, closures, versions.limits)
+    shown = ", ".join(yaml_value(o) for o in outputs)
+    target.append(f"  output: [{shown}]" if len(outputs) > 1 else f"  output: {shown}")
+    text = render("inferred", target, world, seen, versions.defaults(files), outputs, blocked)
+    if args.output:
+        write_atomically(Path(args.output), text.encode())
+    else:
+        sys.stdout.write(text)
+    return 0
+
+
+def _chosen(passes: str | None, found: list[str], versions, files, path: str):
+    """The pass names, and the target lines naming them."""
+    lines = [f"  path: {path}"]
+    if passes in (None, "all"):
+        if not found:
+            raise HarnessError(f"no function in {path} is registered with @register_post_process")
+        order = versions.run_order(files, found)
+        lines.append("  passes: run-order" if order.entry else "  passes: all")
+        return list(order.passes), lines
+    names = [n.strip() for n in passes.split(",") if n.strip()]
+    unknown = [n for n in names if n not in found]
+    if unknown or not names:
+        known = ", ".join(found) or "none"
+        raise HarnessError(
+            f"--passes: {', '.join(unknown) or 'no name'} is not a registered pass in {path} "
+            f"(registered: {known})"
+        )
+    lines.append(
+        f"  function: {names[0]}" if len(names) == 1 else f"  passes: [{', '.join(names)}]"
+    )
+    return names, lines

@@ -1,0 +1,284 @@
+"""`harness matrix --infer`: a starting matrix, written from the code.
+
+Each chosen pass is run, in a worker, on a view whose undeclared attributes
+are *symbols*: values that are falsy, equal to nothing, and remember every
+plain value they are compared with (`view.attention_backend == "fa4"`,
+`in ("flashmla", ...)`, `page_size not in [32, 64]`, through helpers and
+`getattr` too). Each value found is then given to its attribute in a further
+run, so both sides of each comparison run (up to MAX_RUNS runs per pass).
+The world's own inputs (the GPU, MLA, the CUDA-graph modes) get the world's
+suggested values, and those the passes read become axes. An input read only
+through the world (`envs.X`, `model_config.X`) becomes a field.
+
+The matrix written: an axis for every attribute compared with literals
+(`null`, the literals, and one value none of them names), a field for every
+other input (the default the view's class declares, else `null`), and, as
+comments, the names no one binds. A user starts from it and trims.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from harness.closure.defaults import Defaults
+from harness.closure.extract import Closure
+from harness.engine.explore import run_cell
+from harness.engine.plain import Malformed
+from harness.engine.sandbox import load_function
+from harness.engine.worker import Limits, isolated
+from harness.engine.world import Bound, Const, Obj, Spec, World, bind
+from harness.errors import Unevaluable
+from harness.matrix.model import SCALAR_TYPES, Axis, Matrix, Target, format_value
+
+MAX_RUNS = 40  # runs of one pass while following the values it compares inputs with
+MAX_VALUES = 12  # literals kept per attribute (an axis of more is rarely what one wants)
+
+
+class Symbol:
+    """An input nobody declared: falsy, equal to nothing, noting what it is compared with."""
+
+    __slots__ = ("_name",)
+
+    def __init__(self, name: str) -> None:
+        self._name = name
+
+    def _note(self, other: Any) -> None:
+        if type(other) in SCALAR_TYPES:
+            values = _SEEN.setdefault(self._name, [])
+            if not any(type(v) is type(other) and v == other for v in values):
+                values.append(other)
+
+    def __eq__(self, other: Any) -> bool:
+        self._note(other)
+        return False
+
+    def __ne__(self, other: Any) -> bool:
+        self._note(other)
+        return True
+
+    def __lt__(self, other: Any) -> bool:
+        self._note(other)
+        return False
+
+    __le__ = __gt__ = __ge__ = __lt__
+
+    def __bool__(self) -> bool:
+        _TESTED.add(self._name)
+        return False
+
+    def __hash__(self) -> int:
+        return hash(self._name)
+
+    def __deepcopy__(self, memo: dict) -> Symbol:
+        return self
+
+    def __repr__(self) -> str:
+        return f"<{self._name}>"
+
+
+_SEEN: dict[str, list] = {}  # in the worker: attribute -> plain values compared with it
+_TESTED: set[str] = set()  # in the worker: attributes whose truth was tested
+_READ: list[str] = []  # in the worker: view attributes read, in order
+
+
+@dataclass
+class Found:
+    """What the runs saw, as plain data."""
+
+    values: dict[str, list] = field(default_factory=dict)
+    tested: list[str] = field(default_factory=list)
+    read: list[str] = field(default_factory=list)  # view attributes, in order
+    inputs: list[str] = field(default_factory=list)  # world inputs read (fields, dotted)
+    axes: list[str] = field(default_factory=list)  # the world's suggested axes read
+    problems: dict[str, str] = field(default_factory=dict)  # pass -> why it stopped
+
+
+def discover(
+    world: World, base: Matrix, passes: list[tuple[str, Closure]], limits: Limits
+) -> Found:
+    """Run each pass on symbols, in one worker, and collect what it compared them with."""
+
+    def work() -> Found:
+        _SEEN.clear(), _TESTED.clear(), _READ.clear()
+        found = Found()
+        for name, closure in passes:
+            _explore(world, base, name, closure, found)
+        found.values = {k: v[:MAX_VALUES] for k, v in _SEEN.items()}
+        found.tested, found.read = sorted(_TESTED), list(dict.fromkeys(_READ))
+        return found
+
+    return isolated(work, lambda f: (f.__dict__, b""), lambda h, _: _decoded(h), limits)
+
+
+def _decoded(header: Any) -> Found:
+    """The worker's answer, checked: names are strings, values plain scalars."""
+    if type(header) is not dict or set(header) != set(Found().__dict__):
+        raise Malformed("not the inference's fields")
+    strings = all(
+        type(header[k]) is list and all(type(s) is str for s in header[k])
+        for k in ("tested", "read", "inputs", "axes")
+    )
+    values = header["values"]
+    plain = type(values) is dict and all(
+        type(k) is str and type(v) is list and all(type(x) in SCALAR_TYPES for x in v)
+        for k, v in values.items()
+    )
+    problems = header["problems"]
+    named = type(problems) is dict and all(type(v) is str for v in problems.values())
+    if not (strings and plain and named):
+        raise Malformed("the inference's answer is not plain names and values")
+    return Found(**header)
+
+
+def _explore(world: World, base: Matrix, name: str, closure: Closure, found: Found) -> None:
+    """Run the pass on symbols, then again with each value it compared an input with, each
+    truth it tested, and each other value of a suggested axis it read (breadth first)."""
+    inputs: dict[str, Any] = {}  # world inputs the pass read, as symbols
+    start = (0,) * len(base.axes)
+    queue, seen, runs = [({}, start)], set(), 0
+    while queue and runs < MAX_RUNS:
+        assign, cell = queue.pop(0)
+        runs += 1
+        matrix = replace(base, fields={**base.fields, **inputs, **assign})
+        bound = _with_symbols(bind(world, matrix))
+        try:
+            run_cell(load_function(closure, bound, name), bound, matrix, cell)
+        except Unevaluable as exc:
+            if exc.missing is not None and exc.missing not in inputs:
+                inputs[exc.missing] = Symbol(exc.missing)
+                found.inputs.append(exc.missing)
+                queue.insert(0, (assign, cell))
+                continue
+            found.problems[name] = str(exc)
+            return
+        for step in _next_steps(matrix, bound.probe.read, assign, cell, found):
+            key = (tuple(sorted((k, repr(v)) for k, v in step[0].items())), step[1])
+            if key not in seen:
+                seen.add(key)
+                queue.append(step)
+
+
+def _next_steps(matrix: Matrix, read: int, assign: dict, cell: tuple, found: Found):
+    """The runs a run calls for: each value an input was compared with, a true value for
+    each input tested for truth, each other value of a suggested axis it read."""
+    for i, axis in enumerate(matrix.axes):
+        if read >> i & 1:
+            if axis.name not in found.axes:
+                found.axes.append(axis.name)
+            for digit in range(len(axis.values)):
+                yield assign, (*cell[:i], digit, *cell[i + 1 :])
+    for attribute, values in list(_SEEN.items()):
+        for value in values:
+            yield {**assign, attribute: value}, cell
+    for attribute in sorted(_TESTED):
+        yield {**assign, attribute: True}, cell
+
+
+def _with_symbols(bound: Bound) -> Bound:
+    """`bound` whose view answers any attribute nothing declares with a symbol."""
+
+    def fallback(name: str) -> Spec:
+        _READ.append(name)
+        return Const(Symbol(name))
+
+    view = Obj("view", bound.view_specs, fallback).compile(bound.ctx)(bound.probe)
+    return replace(bound, view=view)
+
+
+# --- the matrix file ---------------------------------------------------------------
+
+
+def base_matrix(world: World, path: str, passes: list[str], outputs: tuple[str, ...]) -> Matrix:
+    """The matrix the runs use: the world's suggested axes, nothing else declared."""
+    axes = tuple(Axis(n, tuple(v)) for n, v in world.suggested.items())
+    target = Target(path, tuple(passes), outputs)
+    fields = {} if world.view_class else {o: Symbol(o) for o in outputs}  # outputs are inputs
+    return Matrix("inferred", "(inferred)", target, world.name, axes, fields)
+
+
+OTHER = "other"  # a value none of the code's literals names
+
+
+def axis_values(values: list) -> list:
+    """`null`, the literals, then one value none of them names."""
+    if values and all(type(v) is bool for v in values):
+        return [False, True]
+    numbers = [v for v in values if type(v) in (int, float)]
+    if numbers and len(numbers) == len(values):
+        return [None, *values, max(numbers) + 1]
+    other = OTHER
+    while other in values:
+        other += "_"
+    return [None, *[v for v in values if v is not None], other]
+
+
+def render(
+    name: str, target_lines: list[str], world: World, found: Found, defaults: Defaults,
+    outputs: tuple[str, ...], blocked: dict[str, str],
+) -> str:  # fmt: skip
+    """The matrix file, with comments saying where each part came from."""
+    axes = {a: axis_values(found.values[a]) for a in found.read if found.values.get(a)}
+    for attribute in found.read:
+        if attribute not in axes and attribute in found.tested and _is_bool(defaults, attribute):
+            axes[attribute] = [False, True]
+    for suggested in found.axes:
+        axes[suggested] = list(world.suggested[suggested])
+    fields = {}
+    for attribute in [*found.read, *found.inputs, *outputs]:
+        if attribute not in axes and attribute not in fields:
+            fields[attribute] = _default(defaults, attribute)
+    return "\n".join(_lines(name, target_lines, world, axes, fields, found, blocked)) + "\n"
+
+
+def _is_bool(defaults: Defaults, name: str) -> bool:
+    declared = defaults.fields.get(name)
+    return declared is not None and declared.literal and type(declared.value) is bool
+
+
+def _default(defaults: Defaults, name: str) -> tuple[Any, str]:
+    declared = defaults.fields.get(name)
+    if declared is not None and declared.literal and type(declared.value) in SCALAR_TYPES:
+        return declared.value, f"the default at {declared.where}"
+    return None, "no literal default: set it"
+
+
+def _lines(name, target_lines, world, axes, fields, found, blocked) -> list[str]:
+    cells = 1
+    for values in axes.values():
+        cells *= len(values)
+    lines = [
+        "# Written by `harness matrix --infer` from the code: a start to trim.",
+        "# An axis for each input the code compares with literals (null, the literals,",
+        "# and a value none of them names); a field for each other input it reads.",
+        f"name: {name}",
+        "target:",
+        *target_lines,
+        f"world: {world.name}",
+        f"# {cells:,} cells",
+        "axes:" if axes else "axes: {}",
+        *(f"  {a}: [{', '.join(yaml_value(v) for v in values)}]" for a, values in axes.items()),
+    ]
+    if fields:
+        lines.append("fields:")
+        lines.extend(f"  {f}: {yaml_value(v)}  # {why}" for f, (v, why) in fields.items())
+    problems = {**blocked, **found.problems}
+    if problems:
+        lines.append(
+            "# Not answered yet (bind the names under `bindings:`, or leave the passes out):"
+        )
+        lines.extend(f"#   {p}: {' '.join(why.split())[:300]}" for p, why in problems.items())
+    return lines
+
+
+PLAIN = re.compile(r"[A-Za-z_][A-Za-z0-9_.\-]*\Z")
+YAML_WORDS = {"null", "true", "false", "yes", "no", "on", "off", "y", "n", "~"}
+
+
+def yaml_value(value: Any) -> str:
+    """A scalar as a matrix file writes it, quoted where YAML would read it otherwise."""
+    if isinstance(value, str) and not (PLAIN.match(value) and value.lower() not in YAML_WORDS):
+        return json.dumps(value)
+    return format_value(value)

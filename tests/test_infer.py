@@ -1,0 +1,83 @@
+"""`harness matrix --infer`: a starting matrix written from the code, that evaluates and
+agrees with the hand-written FA4 matrix where the two overlap."""
+
+from __future__ import annotations
+
+import json
+
+import yaml
+
+from harness.matrix.load import load_matrix
+from tests import oracle
+from tests.conftest import one_line_error, run_cli
+
+
+def infer(history, tmp_path, *args: str):
+    out = tmp_path / "inferred.yaml"
+    result = run_cli("matrix", "--repo", history.repo(), "--infer", *args, "-o", str(out))
+    assert result.code == 0, result.err
+    return out
+
+
+def changed_cells(history, matrix: str) -> dict[str, tuple]:
+    result = run_cli("diff", "#30835^", "#30835", "--repo", history.repo(), "--matrix", matrix,
+                     "--format", "json")  # fmt: skip
+    report = json.loads(result.out)
+    assert report["notes"] == {}, report["notes"]  # both revisions evaluate
+    return {
+        json.dumps(i["cell"], sort_keys=True): (i["base"], i["head"]) for i in report["changed"]
+    }
+
+
+def test_the_inferred_fa4_matrix_names_the_codes_literals(history, tmp_path):
+    path = infer(history, tmp_path, "#30835", "--passes", "_fa4_page_constraint")
+    data = yaml.safe_load(path.read_text())
+    assert data["target"]["function"] == "_fa4_page_constraint"
+    axes = data["axes"]
+    for name in ("attention_backend", "decode_attention_backend", "prefill_attention_backend"):
+        assert axes[name] == [None, "fa4", "other"]  # compared with "fa4" through getattr
+    assert axes["use_mla"] == [False, True]
+    assert "full" in axes["prefill_cuda_graph"]  # #30835 compares it with Backend.FULL
+    assert "sm100" in axes["platform"]
+    assert data["fields"] == {"page_size": None, "speculative_eagle_topk": None}
+    load_matrix(str(path))  # a matrix harness reads
+
+
+def test_its_diff_of_30835_equals_the_fa4_matrixs_on_their_common_cells(history, tmp_path):
+    path = infer(history, tmp_path, "#30835", "--passes", "_fa4_page_constraint")
+    inferred = load_matrix(str(path))
+    shipped = oracle.AXES
+    fixed = dict(inferred.fields)  # inferred fields are one value of the shipped axes
+
+    def common(cell: dict) -> bool:
+        return all(cell.get(k, fixed.get(k)) in shipped[k] for k in shipped) and all(
+            cell[k] == v for k, v in fixed.items() if k in cell
+        )
+
+    def project(cells: dict, keep) -> dict:
+        out = {}
+        for key, outcome in cells.items():
+            cell = {**fixed, **json.loads(key)}
+            if all(k in cell for k in shipped) and common(cell) and keep(cell):
+                out[json.dumps({k: cell[k] for k in shipped}, sort_keys=True)] = outcome
+        return out
+
+    values = {a.name: set(a.values) for a in inferred.axes}
+    in_inferred = lambda cell: all(  # noqa: E731
+        cell[k] in values[k] if k in values else cell[k] == fixed[k] for k in shipped
+    )
+    ours = project(changed_cells(history, str(path)), lambda cell: True)
+    theirs = project(changed_cells(history, "sglang-fa4-page-size"), in_inferred)
+    assert ours == theirs
+    assert len(ours) > 0  # the common cells hold some of #30835's changes
+
+
+def test_all_passes_in_run_order_and_bad_names(history, tmp_path):
+    path = infer(history, tmp_path)  # HEAD, every registered pass
+    data = yaml.safe_load(path.read_text())
+    assert data["target"]["passes"] == "all"  # the fixture has no pipeline.py: file order
+    line = one_line_error(run_cli("matrix", "--repo", history.repo(), "--infer",
+                                  "--passes", "_no_such_pass"))  # fmt: skip
+    assert "--passes: _no_such_pass is not a registered pass" in line
+    line = one_line_error(run_cli("matrix", "--passes", "x"))
+    assert "--passes and --output go with --infer" in line
