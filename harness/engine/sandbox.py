@@ -57,13 +57,14 @@ def chain(passes: list[Callable[..., Any]]) -> Callable[..., Any]:
 
     def pipeline(view: Any) -> dict[str, Any]:
         declared: dict[str, Any] = {}
+        overlay = Overlay(view, declared)  # reads `declared` as it grows: one for every pass
         for fn in passes:
-            result = fn(Overlay(view, declared))
-            if not isinstance(result, dict):
+            result = fn(overlay)
+            if type(result) is not dict:
                 kind = type(result).__name__
                 raise TypeError(f"{fn.__name__} returned {kind}, not a dict of declared fields")
             declared.update(result)
-        return declared
+        return dict(declared)
 
     return pipeline
 
@@ -84,6 +85,8 @@ class Overlay:
         declared = _DECLARED.__get__(self)
         if name in declared and not name.startswith("__"):
             return type(self).answer(self, declared[name])
+        if type(self) is Overlay:  # the common case, without a method call
+            return getattr(_VIEW.__get__(self), name)
         return type(self).otherwise(self, name)
 
     def __setattr__(self, name: str, value: Any) -> None:

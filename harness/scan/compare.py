@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from harness.engine.outcome import CODE_TYPE, KEPT, Outcome, OutcomeTable
-from harness.engine.outputs import Inputs
+from harness.engine.outputs import Inputs, declared
 from harness.matrix.cells import bits_of, cube_runs
 from harness.matrix.model import Matrix, same_value
 
@@ -119,15 +119,28 @@ class _Resolver:
         self.outcomes = outcomes
         self.inputs = Inputs(matrix)
         self.single = len(matrix.target.outputs) == 1
+        self.by_pair: dict[tuple[int, int], bool] = {}  # pairs that need no cell's input
 
     def differs(self, index: int, b: int, h: int) -> bool:
         ob, oh = self.outcomes[b], self.outcomes[h]
         if not self.single:
-            return self.inputs.resolved(ob, index) != self.inputs.resolved(oh, index)
+            known = self.by_pair.get((b, h))
+            if known is not None:
+                return known
+            answer = self.inputs.resolved(ob, index) != self.inputs.resolved(oh, index)
+            if self._whole(ob) and self._whole(oh):  # no kept field: the same on every cell
+                self.by_pair[(b, h)] = answer
+            return answer
         if (ob.kind == KEPT) == (oh.kind == KEPT):
             return True  # distinct codes, neither or both kept: distinct outcomes
         value = oh.value if ob.kind == KEPT else ob.value
         return not same_value(self.inputs.one(self.inputs.fields[0], index), value)
+
+
+    def _whole(self, outcome: Outcome) -> bool:
+        """Whether the outcome names every output (or is no value): no input needed."""
+        values = declared(outcome, self.inputs.fields)
+        return values is None or all(f in values for f in self.inputs.fields)
 
 
 def resolved_keys(matrix: Matrix, comparison: Comparison, side: str) -> list:
