@@ -81,3 +81,25 @@ def test_all_passes_in_run_order_and_bad_names(history, tmp_path):
     assert "--passes: _no_such_pass is not a registered pass" in line
     line = one_line_error(run_cli("matrix", "--passes", "x"))
     assert "--passes and --output go with --infer" in line
+
+
+def test_a_probe_nothing_binds_is_offered_as_a_binding_to_decide(tmp_path):
+    from harness.testing.gitrepo import FixtureRepo
+
+    overrides = (
+        "def register_post_process(fn):\n    return fn\n\n\n"
+        "@register_post_process\ndef _probed(view):\n"
+        "    from sglang.srt.checkpoint_probe import has_fp4_weights\n\n"
+        '    if view.quantization == "fp4" and has_fp4_weights(view.model_path):\n'
+        '        return {"page_size": 32}\n'
+        "    return {}\n"
+    )
+    FixtureRepo(tmp_path / "repo").commit(
+        "one pass", {"python/sglang/srt/arg_groups/overrides.py": overrides}
+    )
+    out = tmp_path / "m.yaml"
+    result = run_cli("matrix", "--repo", str(tmp_path / "repo"), "--infer", "-o", str(out))
+    assert result.code == 0, result.err
+    text = out.read_text()
+    assert "#   has_fp4_weights: {call: null}  # read by _probed" in text
+    assert yaml.safe_load(text)["axes"]["quantization"] == [None, "fp4", "other"]

@@ -136,7 +136,6 @@ class _Resolver:
         value = oh.value if ob.kind == KEPT else ob.value
         return not same_value(self.inputs.one(self.inputs.fields[0], index), value)
 
-
     def _whole(self, outcome: Outcome) -> bool:
         """Whether the outcome names every output (or is no value): no input needed."""
         values = declared(outcome, self.inputs.fields)

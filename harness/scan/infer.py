@@ -69,6 +69,9 @@ class Symbol:
         _TESTED.add(self._name)
         return False
 
+    def __call__(self, *args: Any, **kwargs: Any) -> Symbol:
+        return self  # a probe nothing binds, called: still unknown
+
     def __hash__(self) -> int:
         return hash(self._name)
 
@@ -82,6 +85,15 @@ class Symbol:
 _SEEN: dict[str, list] = {}  # in the worker: attribute -> plain values compared with it
 _TESTED: set[str] = set()  # in the worker: attributes whose truth was tested
 _READ: list[str] = []  # in the worker: view attributes read, in order
+_UNBOUND: list[str] = []  # in the worker: names imported inside a pass that nothing binds
+
+
+class _Answering(dict):
+    """The world's names, and a symbol for any other a pass imports (noted)."""
+
+    def __missing__(self, name: str) -> Symbol:
+        _UNBOUND.append(name)
+        return Symbol(name)
 
 
 @dataclass
@@ -94,6 +106,7 @@ class Found:
     inputs: list[str] = field(default_factory=list)  # world inputs read (fields, dotted)
     axes: list[str] = field(default_factory=list)  # the world's suggested axes read
     problems: dict[str, str] = field(default_factory=dict)  # pass -> why it stopped
+    unbound: dict[str, str] = field(default_factory=dict)  # probe nothing binds -> a pass
 
 
 def discover(
@@ -102,10 +115,12 @@ def discover(
     """Run each pass on symbols, in one worker, and collect what it compared them with."""
 
     def work() -> Found:
-        _SEEN.clear(), _TESTED.clear(), _READ.clear()
+        _SEEN.clear(), _TESTED.clear(), _READ.clear(), _UNBOUND.clear()
         found = Found()
         for name, closure in passes:
             _explore(world, base, name, closure, found)
+            for probe in _UNBOUND:
+                found.unbound.setdefault(probe, name)
         found.values = {k: v[:MAX_VALUES] for k, v in _SEEN.items()}
         found.tested, found.read = sorted(_TESTED), list(dict.fromkeys(_READ))
         return found
@@ -126,8 +141,11 @@ def _decoded(header: Any) -> Found:
         type(k) is str and type(v) is list and all(type(x) in SCALAR_TYPES for x in v)
         for k, v in values.items()
     )
-    problems = header["problems"]
-    named = type(problems) is dict and all(type(v) is str for v in problems.values())
+    problems, unbound = header["problems"], header["unbound"]
+    named = all(
+        type(d) is dict and all(type(k) is str and type(v) is str for k, v in d.items())
+        for d in (problems, unbound)
+    )
     if not (strings and plain and named):
         raise Malformed("the inference's answer is not plain names and values")
     return Found(**header)
@@ -144,6 +162,7 @@ def _explore(world: World, base: Matrix, name: str, closure: Closure, found: Fou
         runs += 1
         matrix = replace(base, fields={**base.fields, **inputs, **assign})
         bound = _with_symbols(bind(world, matrix))
+        bound = replace(bound, names=_Answering(bound.names))
         try:
             run_cell(load_function(closure, bound, name), bound, matrix, cell)
         except Unevaluable as exc:
@@ -170,10 +189,11 @@ def _next_steps(matrix: Matrix, read: int, assign: dict, cell: tuple, found: Fou
                 found.axes.append(axis.name)
             for digit in range(len(axis.values)):
                 yield assign, (*cell[:i], digit, *cell[i + 1 :])
+    inputs = {*_READ, *found.inputs}  # what a matrix can declare (not the probes)
     for attribute, values in list(_SEEN.items()):
-        for value in values:
+        for value in values if attribute in inputs else ():
             yield {**assign, attribute: value}, cell
-    for attribute in sorted(_TESTED):
+    for attribute in sorted(_TESTED & inputs):
         yield {**assign, attribute: True}, cell
 
 
@@ -265,14 +285,25 @@ def _lines(name, target_lines, world, axes, fields, found, blocked) -> list[str]
         lines.append("fields:")
         lines.extend(f"  {f}: {yaml_value(v)}  # {why}" for f, (v, why) in fields.items())
     problems = {**blocked, **found.problems}
-    if problems:
-        lines.append(
-            "# Not answered yet (bind the names under `bindings:`, or leave the passes out):"
+    wanted: dict[str | None, list[str]] = {}  # a name to bind (None: other) -> passes
+    for probe, pass_name in found.unbound.items():
+        wanted.setdefault(probe, []).append(pass_name)
+    for pass_name, why in problems.items():
+        for name in BIND.findall(why) or [None]:
+            wanted.setdefault(name or None, []).append(pass_name)
+    if any(name is not None for name in wanted):
+        lines.append("# Probes the world does not answer: decide each answer, then uncomment.")
+        lines.append("# bindings:")
+        lines.extend(
+            f"#   {n}: {{call: null}}  # read by {', '.join(ps)}" for n, ps in wanted.items() if n
         )
-        lines.extend(f"#   {p}: {' '.join(why.split())[:300]}" for p, why in problems.items())
+    if wanted.get(None):
+        lines.append("# Passes that did not run (leave them out, or answer what they read):")
+        lines.extend(f"#   {p}: {' '.join(problems[p].split())[:300]}" for p in wanted[None])
     return lines
 
 
+BIND = re.compile(r"\bbind (\w+) under `bindings:`")  # how refusals name what to bind
 PLAIN = re.compile(r"[A-Za-z_][A-Za-z0-9_.\-]*\Z")
 YAML_WORDS = {"null", "true", "false", "yes", "no", "on", "off", "y", "n", "~"}
 
