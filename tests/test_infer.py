@@ -103,3 +103,23 @@ def test_a_probe_nothing_binds_is_offered_as_a_binding_to_decide(tmp_path):
     text = out.read_text()
     assert "#   has_fp4_weights: {call: null}  # read by _probed" in text
     assert yaml.safe_load(text)["axes"]["quantization"] == [None, "fp4", "other"]
+
+
+def test_a_pass_that_never_returns_is_one_line_within_the_time_limit(tmp_path):
+    import time
+
+    from harness.testing.gitrepo import FixtureRepo
+
+    overrides = (
+        "def register_post_process(fn):\n    return fn\n\n\n"
+        "@register_post_process\ndef _spin(view):\n"
+        "    while not view.page_size:\n        pass\n    return {}\n"
+    )
+    FixtureRepo(tmp_path / "repo").commit(
+        "spin", {"python/sglang/srt/arg_groups/overrides.py": overrides}
+    )
+    start = time.monotonic()
+    result = run_cli("matrix", "--repo", str(tmp_path / "repo"), "--infer", "--time-limit", "1")
+    line = one_line_error(result)
+    assert time.monotonic() - start < 10
+    assert "cannot infer a matrix" in line and "ran past 1 s" in line

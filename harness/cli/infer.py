@@ -38,7 +38,13 @@ def run_infer(args: argparse.Namespace) -> int:
     outputs = tuple(dict.fromkeys(f for s in surveys for f in s.declares)) or matrix.target.outputs
     closures = [(s.name, s.closure) for s in surveys if s.closure is not None]
     base = base_matrix(world, matrix.target.path, names, outputs)
-    seen = discover(world, base, closures, versions.limits)
+    try:
+        seen = discover(world, base, closures, versions.limits)
+    except Unevaluable as exc:  # the worker ran past its limits, or answered nonsense
+        raise HarnessError(
+            f"cannot infer a matrix at {revision.label}: {exc}; leave that pass out "
+            "(--passes) or raise --time-limit"
+        ) from None
     shown = ", ".join(yaml_value(o) for o in outputs)
     target.append(f"  output: [{shown}]" if len(outputs) > 1 else f"  output: {shown}")
     text = render("inferred", target, world, seen, versions.defaults(files), outputs, blocked)

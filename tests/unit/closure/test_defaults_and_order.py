@@ -152,3 +152,29 @@ def test_handed_functions_local_imports_and_other_packages():
         SourceCache(), RevisionFiles.of(files, TARGET), ["_a", "_b", "_c", "_d"], entries
     )
     assert (order.reached, order.unreached) == (("_d", "_a"), ("_b", "_c"))
+
+
+def test_hostile_defaults_are_refused_not_computed():
+    source = (
+        "class ServerArgs:\n"
+        "    power: int = 10 ** 10 ** 10\n"
+        '    text: str = "a" * 10 ** 9\n'
+        "    huge: int = 99999999999 * 99999999999 * 99999999999\n"
+        "    zero: float = 1 / 0\n"
+        "    call: int = len([1, 2])\n"
+    )
+    files = {"python/sglang/srt/server_args.py": source, TARGET: ""}
+    found = defaults_of(files)
+    assert found == {name: (None, False) for name in ("power", "text", "huge", "zero", "call")}
+
+
+def test_a_call_chain_deeper_than_the_walk_follows_leaves_the_pass_unreached():
+    chain = "".join(f"def f{n}(args):\n    f{n + 1}(args)\n\n\n" for n in range(200))
+    chain += "def f200(args):\n    apply(args, _a)\n"
+    files = {
+        "python/sglang/srt/arg_groups/pipeline.py": "from .overrides import _a\n\n\n" + chain,
+        TARGET: PASSES,
+    }
+    entries = (("sglang.srt.arg_groups.pipeline", "f0"),)
+    order = pass_order(SourceCache(), RevisionFiles.of(files, TARGET), ["_a", "_b"], entries)
+    assert order.reached == () and order.unreached == ("_a", "_b")
