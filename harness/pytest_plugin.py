@@ -2,12 +2,14 @@
 
 Inert unless `--override-matrix` is given: this module imports nothing but
 pytest, so every other pytest run pays nothing for it: the rest of harness is
-imported inside the functions that need it, which run only when asked. The matrix is split on its
-leading axes into enough slices (at least 32) that `pytest -n auto` spreads
-them over workers; each item evaluates its slice (once per decision path
-when the code is pure, else every cell; `--override-exhaustive` runs every cell
-anyway) and compares it with the baseline, failing with the
-rule summary of its mismatches. `--override-update` rewrites the baseline
+imported inside the functions that need it, which run only when asked. The
+revision's table is made once per process, as `harness diff` makes it (one
+evaluation, once per decision path where the code is pure; none when the
+on-disk cache holds it; `--override-exhaustive` runs every cell), and the
+matrix is split on its leading axes into slices (at least 32), one item each,
+comparing its slice with the baseline and failing with the rule summary of
+its mismatches. `-n auto` runs no workers when no test paths are given (the
+one evaluation cannot be shared). `--override-update` rewrites the baseline
 first (once, in the controlling process), so every item then passes.
 """
 
@@ -59,6 +61,17 @@ def pytest_configure(config: pytest.Config) -> None:
         config.stash[TARGET] = target
     except HarnessError as exc:
         raise pytest.UsageError(f"harness: {exc}") from None
+
+
+@pytest.hookimpl(tryfirst=True, optionalhook=True)  # optional: pytest-xdist may be absent
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int | None:
+    """`-n auto` with the matrix and no test paths (on the command line or as `testpaths`):
+    no workers. The check is one evaluation of the matrix, which workers cannot share,
+    only start up for; with test paths, pytest-xdist decides as usual."""
+    alone = config.args_source == pytest.Config.ArgsSource.INVOCATION_DIR
+    if config.getoption("override_matrix") and alone:
+        return 0
+    return None
 
 
 def pytest_collection_modifyitems(
@@ -156,40 +169,24 @@ class Target:
 
 @dataclass
 class Loaded:
-    """The baseline table and the revision's code, made once per process."""
+    """The baseline table and the revision's, made once per process: one evaluation of the
+    whole matrix (or none, when the on-disk cache holds it), which every item slices."""
 
     expected: Any  # the baseline's OutcomeTable
-    versions: Any  # harness.scan.versions.Versions
-    code: Any  # harness.scan.versions.Code, None when the revision cannot run
-    failure: Any  # the OutcomeTable of a revision that is absent or unevaluable
+    actual: Any  # the revision's OutcomeTable (revision-wide when it cannot run)
     label: str  # the revision, as messages name it
 
     @classmethod
     def of(cls, target: Target) -> Loaded:
         from harness.report import baseline
+        from harness.scan.cache import TableCache, default_directory
         from harness.scan.versions import Versions
 
         expected = baseline.read(target.baseline_path, target.matrix)
         repo, revision = target.revision()
-        versions = Versions(repo, target.matrix)
-        code = versions.code_at(revision)
-        failure = versions.at(revision).table if code is None else None  # revision-wide
-        return cls(expected, versions, code, failure, revision.label)
-
-    def actual(self, target: Target, cube: tuple[int, ...]):
-        """The revision's outcome table, filled inside `cube`."""
-        from harness.engine.explore import evaluate_closure
-        from harness.engine.outcome import revision_wide
-        from harness.errors import Unevaluable
-
-        if self.failure is not None:
-            return self.failure
-        code, bound, matrix = self.code, self.versions.bound, target.matrix
-        try:
-            run = evaluate_closure(code.closure, matrix, bound, code.label, target.exhaustive, cube)
-        except Unevaluable as exc:
-            return revision_wide(exc, matrix.size)
-        return run.table
+        cache = TableCache(default_directory())
+        versions = Versions(repo, target.matrix, cache, target.exhaustive)
+        return cls(expected, versions.at(revision).table, revision.label)
 
 
 class Mismatch(Exception):
@@ -212,8 +209,7 @@ class SliceItem(pytest.Item):
             loaded = target.loaded
         except HarnessError as exc:
             raise Mismatch(f"harness: {exc}") from None
-        actual = loaded.actual(target, self.cube)
-        comparison = compare(target.matrix, loaded.expected, actual, self.cube)
+        comparison = compare(target.matrix, loaded.expected, loaded.actual, self.cube)
         if comparison.changed:
             raise Mismatch("\n".join(self._summary(target, loaded, comparison)))
 

@@ -137,3 +137,15 @@ def test_bad_options_are_usage_errors(pytester, history, tmp_path):
     other.write_text(json.dumps(doc))
     result = run_pytest(pytester, history, other, "HEAD")
     assert result.ret == pytest.ExitCode.USAGE_ERROR and "other axes" in result.stderr.str()
+
+
+def test_n_auto_runs_no_workers_for_the_check_alone(pytester, history, tmp_path):
+    baseline = tmp_path / "baseline.json"
+    snapshot(history, "#30835^", baseline)
+    alone = run_pytest(pytester, history, baseline, "#30835^", "-n", "auto")
+    alone.assert_outcomes(passed=81)
+    assert "workers" not in alone.stdout.str() and "[gw0]" not in alone.stdout.str()
+    pytester.makepyfile(test_other="def test_other():\n    assert True\n")
+    with_paths = run_pytest(pytester, history, baseline, "#30835^", "-n", "auto", "test_other.py")
+    with_paths.assert_outcomes(passed=82)
+    assert "workers" in with_paths.stdout.str()  # test paths given: xdist decides
