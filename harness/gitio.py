@@ -216,18 +216,60 @@ def read_file(repo: git.Repo, revision: Revision, path: str) -> str | None:
 
 
 def blob_of(repo: git.Repo, commit: str, path: str) -> str | None:
-    """The blob id of `path` at `commit` (None: no such file), from git's object header.
+    """The blob id of `path` at `commit` (None: no such file), read from the trees.
 
-    git answers "missing" both for a path that is not there and for an object it cannot
-    read; the tree tells them apart, so a corrupt file is an error, never "absent"."""
-    try:
-        sha, kind, _ = _persistent(repo, lambda: repo.git.get_object_header(f"{commit}:{path}"))
-    except ValueError:
-        listed = _tree_entry(repo, commit, path)
-        if listed is not None:
-            raise HarnessError(_unreadable(repo, listed, path)) from None
-        return None
-    return sha.decode() if kind == b"blob" else None
+    The commit's root tree is asked once, each directory's listing once per tree id
+    (a scan of 1,000 commits reads mostly the same trees); a tree git cannot read is
+    an error naming it, and a blob that turns out unreadable is `read_blob`'s."""
+    tree = _root_tree(repo, commit)
+    *directories, name = path.split("/")
+    for directory in directories:
+        entry = _listing(repo, tree).get(directory)
+        if entry is None or entry[0] != TREE_MODE:
+            return None
+        tree = entry[1]
+    entry = _listing(repo, tree).get(name)
+    return entry[1] if entry is not None and entry[0] in BLOB_MODES else None
+
+
+TREE_MODE = "40000"
+BLOB_MODES = frozenset({"100644", "100755", "100664", "120000"})  # files and symlinks
+_ROOTS: dict[str, str] = {}  # commit id -> its root tree id
+_LISTINGS: dict[str, dict[str, tuple[str, str]]] = {}  # tree id -> {name: (mode, id)}
+MAX_REMEMBERED = 100_000  # ids never change: the dicts are only ever cleared, for memory
+
+
+def _root_tree(repo: git.Repo, commit: str) -> str:
+    if commit not in _ROOTS:
+        try:
+            tree, _, _ = _persistent(repo, lambda: repo.git.get_object_header(f"{commit}^{{tree}}"))
+        except ValueError:
+            raise HarnessError(_unreadable(repo, commit, "a commit")) from None
+        if len(_ROOTS) > MAX_REMEMBERED:
+            _ROOTS.clear()
+        _ROOTS[commit] = tree.decode()
+    return _ROOTS[commit]
+
+
+def _listing(repo: git.Repo, tree: str) -> dict[str, tuple[str, str]]:
+    """A tree's entries, parsed from its raw form (`MODE NAME\\0` and 20 bytes of id)."""
+    if tree not in _LISTINGS:
+        try:
+            _, kind, size, data = _persistent(repo, lambda: repo.git.get_object_data(tree))
+            if len(data) != size or kind != b"tree":
+                raise ValueError("not a whole tree")
+            entries, at = {}, 0
+            while at < len(data):
+                space, nul = data.index(b" ", at), data.index(b"\0", at)
+                name = data[space + 1 : nul].decode("utf-8", "surrogateescape")
+                entries[name] = (data[at:space].decode(), data[nul + 1 : nul + 21].hex())
+                at = nul + 21
+        except (ValueError, OSError, git.GitCommandError):
+            raise HarnessError(_unreadable(repo, tree, "a directory")) from None
+        if len(_LISTINGS) > MAX_REMEMBERED:
+            _LISTINGS.clear()
+        _LISTINGS[tree] = entries
+    return _LISTINGS[tree]
 
 
 def read_blob(repo: git.Repo, blob: str, path: str = "") -> str:
@@ -250,14 +292,6 @@ def _persistent(repo: git.Repo, ask: Callable[[], Any]) -> Any:
     except OSError:
         repo.git.clear_cache()
         return ask()
-
-
-def _tree_entry(repo: git.Repo, commit: str, path: str) -> str | None:
-    """The object id the trees list for `path` at `commit`, read without the object."""
-    try:
-        return _persistent(repo, lambda: (repo.commit(commit).tree / path).hexsha)
-    except (KeyError, ValueError, git.BadName):
-        return None
 
 
 def _unreadable(repo: git.Repo, blob: str, path: str) -> str:
@@ -318,6 +352,10 @@ class Commit:
     subject: str
     # (the file's blob at the parent, at the commit) when git log said; None: ask git
     blobs: tuple[str | None, str | None] | None = field(default=None, compare=False)
+    # every path of the scan git log saw change, (blob at the parent, at the commit); the
+    # scan's other paths are unchanged since the parent. None: not known (a merge)
+    changes: dict[str, tuple[str | None, str | None]] | None = field(default=None, compare=False)
+    watched: tuple[str, ...] = field(default=(), compare=False)  # the scan's paths
 
     @property
     def pr(self) -> int | None:
@@ -339,20 +377,22 @@ def commits_touching(
         "--reverse", "--topo-order", "--raw", "--no-abbrev", "--no-renames",
         "--format=%x01%H%x00%P%x00%cI%x00%s", *options, *revisions, "--", *paths,
     )  # fmt: skip
-    return [_commit_from(record, paths[0]) for record in out.split("\x01")[1:]]
+    return [_commit_from(record, tuple(paths)) for record in out.split("\x01")[1:]]
 
 
-def _commit_from(record: str, target: str) -> Commit:
+def _commit_from(record: str, paths: tuple[str, ...]) -> Commit:
     header, _, rest = record.partition("\n")
     sha, parents, date, subject = header.split("\0", 3)
-    blobs = None
+    changes: dict[str, tuple[str | None, str | None]] = {}
     for line in rest.splitlines():
         if line.startswith(":"):  # :oldmode newmode oldblob newblob status<TAB>path
             fields, _, path = line.partition("\t")
-            if path == target:
-                parts = fields.split()
-                blobs = (_blob_or_none(parts[2]), _blob_or_none(parts[3]))
-    return Commit(sha, parents.split(" ")[0] or None, date, subject, blobs)
+            parts = fields.split()
+            changes[path] = (_blob_or_none(parts[2]), _blob_or_none(parts[3]))
+    blobs = changes.get(paths[0])
+    single = len(parents.split()) == 1  # a merge's raw lines are not its changes
+    return Commit(sha, parents.split(" ")[0] or None, date, subject, blobs,
+                  changes if single else None, paths)  # fmt: skip
 
 
 def _blob_or_none(sha: str) -> str | None:

@@ -130,6 +130,7 @@ class Versions:
         self.evaluations = 0
         self.running: dict[str, Any] = {}  # evaluations started and not yet settled, by key
         self.pure: dict[str, bool] = {}  # closure digest -> judged pure
+        self.blobs_at: dict[str, dict[str, str | None]] = {}  # commit -> blob ids of its paths
 
     def files(self, sha: str | None, reader: gitio.FilesAt | None = None) -> RevisionFiles:
         """The files of a commit (None: the working tree), as extraction reads them."""
@@ -201,23 +202,45 @@ class Versions:
         blob id `git log` gave, when it gave one."""
         sha = commit.parent if parent else commit.sha
         blob = UNKNOWN if commit.blobs is None else commit.blobs[0 if parent else 1]
-        return self.at_commit(sha, sha[:10], blob)
+        return self.at_commit(sha, sha[:10], blob, self._told(commit, parent))
 
-    def at_commit(self, sha: str, label: str | None = None, blob: object = UNKNOWN) -> State:
-        """The state at a commit (`blob`: the target's blob id there, if known)."""
-        return self.settle(self.start_commit(sha, label, blob))
+    def _told(self, commit: gitio.Commit, parent: bool) -> dict[str, str | None]:
+        """Blob ids of the scan's paths at the commit (or its parent) that `git log` told:
+        what it saw change, and, for the rest of the scan's paths, the parent's blob
+        where that is known. Nothing for a merge."""
+        if commit.changes is None or commit.parent is None:
+            return {}
+        side = 0 if parent else 1
+        told = {p: pair[side] for p, pair in commit.changes.items()}
+        before = self.blobs_at.get(commit.parent, {})
+        same = {p: before[p] for p in commit.watched if p in before and p not in told}
+        return {**same, **told}
 
-    def start_commit(self, sha: str, label: str | None = None, blob: object = UNKNOWN) -> Plan:
+    def at_commit(
+        self, sha: str, label: str | None = None, blob: object = UNKNOWN, known=None
+    ) -> State:
+        """The state at a commit (`blob`: the target's blob id there, if known; `known`:
+        other paths' blob ids there)."""
+        return self.settle(self.start_commit(sha, label, blob, known))
+
+    def start_commit(
+        self, sha: str, label: str | None = None, blob: object = UNKNOWN, known=None
+    ) -> Plan:
         """The state at a commit, or its evaluation, started. The first answer holds the
         code it came from; the remembered one does not (a 1,000-commit history would
         otherwise keep every file's text)."""
-        path = self.matrix.target.path
+        path, known = self.matrix.target.path, dict(known or {})
+
+        def blob_at(p: str) -> str | None:
+            return known[p] if p in known else gitio.blob_of(self.repo, sha, p)
+
         if blob is UNKNOWN:
-            blob = gitio.blob_of(self.repo, sha, path)
+            blob = blob_at(path)
         for blobs, state in self.by_blob.get(blob, ()):
-            if all(gitio.blob_of(self.repo, sha, p) == b for p, b in blobs if p != path):
+            if all(blob_at(p) == b for p, b in blobs if p != path):
+                self.blobs_at[sha] = dict(blobs)
                 return state
-        reader = gitio.FilesAt(self.repo, sha, {path: blob})
+        reader = gitio.FilesAt(self.repo, sha, {**known, path: blob})
         plan = self.plan(self.files(sha, reader), label or sha[:10])
         plan = plan if isinstance(plan, Pending) else Pending(plan)
         return replace(plan, sha=sha, remember=(blob, reader))
@@ -262,6 +285,7 @@ class Versions:
         if plan.remember is not None:
             blob, reader = plan.remember
             state = replace(state, sha=plan.sha)
+            self.blobs_at[plan.sha] = dict(reader.blobs)
             blobs = tuple(sorted(reader.blobs.items()))
             self.by_blob.setdefault(blob, []).append((blobs, replace(state, code=None)))
         return state
