@@ -11,6 +11,8 @@ cells, each going back to what it was) is marked as reverting it.
 
 from __future__ import annotations
 
+import os
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -74,13 +76,16 @@ def history(
         paths += sorted(read - set(paths))
 
 
+IN_FLIGHT = max(2, os.cpu_count() or 2)  # evaluations started ahead of the commit compared
+AHEAD = 256  # commits started ahead of the one compared (each holds its code until settled)
+
+
 def _scan(repo, versions, range_text, revisions, where, first_parent, on_commit, paths):
     matrix = versions.matrix
     commits = gitio.commits_touching(repo, revisions, paths, first_parent)
     report = HistoryReport(matrix, range_text, len(commits), None)
     last, read = _start(versions, commits), set()
-    for done, commit in enumerate(commits, 1):
-        state = versions.at_scanned(commit)
+    for done, (commit, state) in enumerate(_states_ahead(versions, commits), 1):
         read.update(state.files)
         if on_commit is not None:
             on_commit(done, len(commits))
@@ -98,6 +103,21 @@ def _scan(repo, versions, range_text, revisions, where, first_parent, on_commit,
                 change.because = because_of(versions, before, state, change)
         last = state
     return report, read
+
+
+def _states_ahead(versions: Versions, commits: list[gitio.Commit]):
+    """(commit, its state) in order, each commit's state started while earlier ones are
+    still evaluating (at most AHEAD commits and IN_FLIGHT evaluations at once), so
+    workers overlap with reading and parsing the next commits."""
+    ahead: deque = deque()
+    for commit in commits:
+        ahead.append((commit, versions.start_scanned(commit)))
+        while len(ahead) > AHEAD or (len(ahead) > 1 and versions.in_flight() > IN_FLIGHT):
+            oldest, plan = ahead.popleft()
+            yield oldest, versions.settle(plan)
+    while ahead:
+        oldest, plan = ahead.popleft()
+        yield oldest, versions.settle(plan)
 
 
 def _start(versions: Versions, commits: list[gitio.Commit]) -> State | None:

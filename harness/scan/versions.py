@@ -198,11 +198,19 @@ class Versions:
         return self.start_commit(revision.sha, revision.label)
 
     def at_scanned(self, commit: gitio.Commit, parent: bool = False) -> State:
-        """The state at a commit of a scan (or at its first parent), using the target's
-        blob id `git log` gave, when it gave one."""
+        """The state at a commit of a scan (or at its first parent), using the blob ids
+        `git log` gave, when it gave them."""
+        return self.settle(self.start_scanned(commit, parent))
+
+    def start_scanned(self, commit: gitio.Commit, parent: bool = False) -> Plan:
+        """`at_scanned`, started (see `settle`)."""
         sha = commit.parent if parent else commit.sha
         blob = UNKNOWN if commit.blobs is None else commit.blobs[0 if parent else 1]
-        return self.at_commit(sha, sha[:10], blob, self._told(commit, parent))
+        return self.start_commit(sha, sha[:10], blob, self._told(commit, parent))
+
+    def in_flight(self) -> int:
+        """Evaluations started and not yet settled."""
+        return len(self.running)
 
     def _told(self, commit: gitio.Commit, parent: bool) -> dict[str, str | None]:
         """Blob ids of the scan's paths at the commit (or its parent) that `git log` told:
@@ -242,6 +250,7 @@ class Versions:
                 return state
         reader = gitio.FilesAt(self.repo, sha, {**known, path: blob})
         plan = self.plan(self.files(sha, reader), label or sha[:10])
+        self.blobs_at[sha] = dict(reader.blobs)  # every file it read: known before it settles
         plan = plan if isinstance(plan, Pending) else Pending(plan)
         return replace(plan, sha=sha, remember=(blob, reader))
 
