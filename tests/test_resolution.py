@@ -421,3 +421,16 @@ def test_passes_lists_the_run_order_the_guards_and_their_cells(repo):
         for n, p in found.items()
         if n != "_tiny_pages"
     )
+
+
+def test_a_guard_naming_no_pass_is_pointed_out(repo, tmp_path):
+    path, shas, _ = repo
+    matrix = tmp_path / "m.yaml"
+    matrix.write_text(MATRIX.replace("    _tiny_pages:", "    _tiny_pages: false\n    _tiny_page:"))
+    result = run_cli(
+        "diff", shas["initial"], shas["default"], "--repo", path, "--matrix", str(matrix)
+    )
+    assert "target.guards names no pass of either revision (misspelt?): _tiny_page" in result.out
+    data = json.loads(run_cli("diff", shas["initial"], shas["default"], "--repo", path,
+                              "--matrix", str(matrix), "--format", "json").out)  # fmt: skip
+    assert data["base"]["unused_guards"] == ["_tiny_page"]

@@ -30,6 +30,8 @@ def document_head(report: DiffReport) -> dict[str, Any]:
             sides[side]["defaults"] = dict(report.defaults[side])
         if report.unguarded.get(side):
             sides[side]["unguarded_passes"] = dict(report.unguarded[side])
+        if report.unused_guards.get(side):
+            sides[side]["unused_guards"] = list(report.unused_guards[side])
         if report.coverage.get(side):
             sides[side]["coverage"] = [
                 {"pass": e.name, "cells": e.cells, "why": e.why} for e in report.coverage[side]

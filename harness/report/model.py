@@ -67,6 +67,13 @@ class DiffReport:
     field_changes: list | None = None  # rules per output field (report.fields.of_report)
     unguarded: dict[str, tuple[tuple[str, str], ...]] = field(default_factory=dict)
     coverage: dict[str, tuple] = field(default_factory=dict)  # side -> (PassCoverage, ...)
+    unused_guards: dict[str, tuple[str, ...]] = field(default_factory=dict)
+
+    @property
+    def guards_for_nothing(self) -> list[str]:
+        """Guards naming a pass absent at both revisions: most likely a misspelt name."""
+        base, head = (set(self.unused_guards.get(s, ())) for s in ("base", "head"))
+        return sorted(base & head) if "base" in self.unused_guards else []
 
     @property
     def changed_defaults(self) -> list[tuple[str, str, str]]:
@@ -138,9 +145,10 @@ def build_report(diff: Diff) -> DiffReport:
     defaults = {side: state.defaults for side, state in diff.states.items() if state.defaults}
     unguarded = {side: state.unguarded for side, state in diff.states.items() if state.unguarded}
     covered = {side: state.coverage for side, state in diff.states.items() if state.coverage}
+    unused = {side: state.unused_guards for side, state in diff.states.items() if state.evaluable}
     return DiffReport(
         matrix, diff.base, diff.head, diff.comparison, notes, rules, lines, skipped, impure,
-        defaults, unguarded=unguarded, coverage=covered,
+        defaults, unguarded=unguarded, coverage=covered, unused_guards=unused,
     )  # fmt: skip
 
 

@@ -45,6 +45,9 @@ def header(report: DiffReport) -> list[str]:
             lines.append(f"      {coverage_line(entries, report.matrix.size)}")
     for name, before, after in report.changed_defaults:
         lines.append(f"default changed: {name}: {before} -> {after}")
+    if report.guards_for_nothing:
+        names = ", ".join(report.guards_for_nothing)
+        lines.append(f"target.guards names no pass of either revision (misspelt?): {names}")
     return lines
 
 

@@ -81,6 +81,7 @@ class State:
     defaults: tuple[tuple[str, str], ...] = ()  # (field, value shown) from the view's class
     unguarded: tuple[tuple[str, str], ...] = ()  # (pass, its `if` in SGLang) run on every cell
     coverage: tuple[PassCoverage, ...] = ()  # a pipeline's passes, with the cells each runs on
+    unused_guards: tuple[str, ...] = ()  # target.guards naming no pass at this revision
 
     @property
     def evaluable(self) -> bool:
@@ -273,9 +274,11 @@ class Versions:
         covered = (
             coverage(self.matrix, self.bound, closure) if isinstance(closure, Pipeline) else ()
         )
+        present = {name for name, c in getattr(closure, "passes", ()) if c is not None}
+        unused = tuple(sorted(declared - present))
         state = State(
             key, table, None, closure.lineno, None, skipped, used, code, impure, defaults,
-            unguarded, covered,
+            unguarded, covered, unused,
         )  # fmt: skip
         if table is not None:
             self.by_key[key] = table
