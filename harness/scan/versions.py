@@ -268,17 +268,9 @@ class Versions:
         table = self.by_key.get(key) or self.cache.get(key, self.matrix.size)
         code = Code(closure, files.read(files.target) or "", label)
         used, skipped = files.paths_read(), closure.skipped
-        defaults = defaults_read(closure, self.view)
-        declared = {name for name, _ in self.matrix.target.guards}
-        unguarded = tuple(g for g in getattr(closure, "guarded", ()) if g[0] not in declared)
-        covered = (
-            coverage(self.matrix, self.bound, closure) if isinstance(closure, Pipeline) else ()
-        )
-        present = {name for name, c in getattr(closure, "passes", ()) if c is not None}
-        unused = tuple(sorted(declared - present))
         state = State(
-            key, table, None, closure.lineno, None, skipped, used, code, impure, defaults,
-            unguarded, covered, unused,
+            key, table, None, closure.lineno, None, skipped, used, code, impure,
+            **self.about(closure),
         )  # fmt: skip
         if table is not None:
             self.by_key[key] = table
@@ -288,6 +280,19 @@ class Versions:
             self.evaluations += 1
             running = self.running[key] = self.start_evaluation(closure, label, bool(impure))
         return Pending(state, running)
+
+    def about(self, closure: Closure | Pipeline) -> dict[str, Any]:
+        """What reports say of the code besides its outcomes: the defaults it read and, for
+        a pipeline, the passes run under an `if` the matrix does not guard, the cells
+        each pass runs on, and guards naming no pass here."""
+        facts: dict[str, Any] = {"defaults": defaults_read(closure, self.view)}
+        if isinstance(closure, Pipeline):
+            declared = {name for name, _ in self.matrix.target.guards}
+            present = {name for name, c in closure.passes if c is not None}
+            facts["unguarded"] = tuple(g for g in closure.guarded if g[0] not in declared)
+            facts["coverage"] = coverage(self.matrix, self.bound, closure)
+            facts["unused_guards"] = tuple(sorted(declared - present))
+        return facts
 
     def settle(self, plan: Plan) -> State:
         """The state a plan stands for, its evaluation (if any) waited for."""
