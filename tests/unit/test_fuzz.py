@@ -124,3 +124,69 @@ def test_deeply_nested_source_is_unevaluable_not_a_crash():
         extract_closure(SourceCache(), files, "target", frozenset(), "m.yaml")
     except Unevaluable as exc:
         assert "m.py" in str(exc)
+
+
+SERVER_ARGS_ISH = st.lists(
+    st.sampled_from(
+        [
+            "class ServerArgs",
+            ":",
+            "\n",
+            "    ",
+            "x",
+            ": int",
+            " = ",
+            "1",
+            " * ",
+            " / ",
+            " - ",
+            "0",
+            "10 ** 400",
+            "field(default=",
+            "field(default_factory=list)",
+            ")",
+            "(",
+            "[",
+            "]",
+            '"s"',
+            "None",
+            "_INPUT_NAMESPACES = [",
+            "from .a import ServerArgs",
+            "def run_resolution_pipeline(args)",
+            "run_post_process_pass(args, _p)",
+            "run_hook(",
+            "if x",
+            "self.",
+            "def __post_init__(self)",
+        ]
+    )
+    | st.text(alphabet=string.printable, max_size=5),
+    max_size=60,
+)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(SERVER_ARGS_ISH, SERVER_ARGS_ISH)
+def test_random_server_args_and_pipeline_text_never_crash_the_readers(one, two):
+    """The defaults reader and the run-order walk read whatever a PR writes: they find
+    something or nothing, never raise."""
+    from harness.closure.defaults import class_defaults
+    from harness.closure.order import pass_order
+    from harness.closure.resolve import ViewClass
+
+    target = "python/sglang/srt/arg_groups/overrides.py"
+    files = RevisionFiles.of(
+        {
+            "python/sglang/srt/server_args.py": "".join(one),
+            "python/sglang/srt/arg_groups/pipeline.py": "".join(two),
+            target: "def _p(view):\n    return {}\n",
+        },
+        target,
+    )
+    view = ViewClass(
+        "sglang.srt.server_args", "ServerArgs", frozenset(), namespaces="_INPUT_NAMESPACES"
+    )
+    class_defaults(SourceCache(), files, view)
+    entries = (("sglang.srt.arg_groups.pipeline", "run_resolution_pipeline"),
+               ("sglang.srt.server_args", "ServerArgs.__post_init__"))  # fmt: skip
+    pass_order(SourceCache(), files, ["_p"], entries)
