@@ -16,13 +16,17 @@ List every function registered with @register_post_process in the target
 file at REV (default HEAD), in file order, with its line, the fields it
 declares, the view attributes and world names it reads (through the helpers
 it calls, in any file of the repository), and what stands between it and an
-evaluation under --matrix (default: {PIPELINE_MATRIX}, whose world and
-fields answer the most):
+evaluation under --matrix (default: {PIPELINE_MATRIX}; on SGLang's own
+releases, --matrix sglang-resolution answers every pass):
 
   needs field X   the matrix does not declare view attribute X: adding it
                   under `fields:` or `axes:` is all it takes
   blocked by N    neither the world nor the repository can supply the name N
                   (the reason names the file, the line and the fix)
+
+Each pass also shows where SGLang runs it: not reached from the entry point
+(then it runs last), the `if` a handler runs it under, and the cells the
+matrix's guard runs it on.
 
 Exit status: 0 every pass evaluates, 1 some do not, 2 error."""
 
