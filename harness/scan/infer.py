@@ -216,7 +216,7 @@ def base_matrix(world: World, path: str, passes: list[str], outputs: tuple[str, 
     axes = tuple(Axis(n, tuple(v)) for n, v in world.suggested.items())
     target = Target(path, tuple(passes), outputs)
     fields = {} if world.view_class else {o: Symbol(o) for o in outputs}  # outputs are inputs
-    return Matrix("inferred", "(inferred)", target, world.name, axes, fields)
+    return Matrix("inferred", "the inferred matrix", target, world.name, axes, fields)
 
 
 OTHER = "other"  # a value none of the code's literals names
@@ -240,7 +240,8 @@ def render(
     outputs: tuple[str, ...], blocked: dict[str, str],
 ) -> str:  # fmt: skip
     """The matrix file, with comments saying where each part came from."""
-    axes = {a: axis_values(found.values[a]) for a in found.read if found.values.get(a)}
+    inputs = list(dict.fromkeys([*found.read, *found.inputs]))  # view attributes, then others
+    axes = {a: axis_values(found.values[a]) for a in inputs if found.values.get(a)}
     for attribute in found.read:
         if attribute not in axes and attribute in found.tested and _is_bool(defaults, attribute):
             axes[attribute] = [False, True]
