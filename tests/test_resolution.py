@@ -434,3 +434,21 @@ def test_a_guard_naming_no_pass_is_pointed_out(repo, tmp_path):
     data = json.loads(run_cli("diff", shas["initial"], shas["default"], "--repo", path,
                               "--matrix", str(matrix), "--format", "json").out)  # fmt: skip
     assert data["base"]["unused_guards"] == ["_tiny_page"]
+
+
+def test_markdown_groups_the_rules_by_field_and_a_bad_fields_part_is_one_line(repo, tmp_path):
+    from harness.errors import HarnessError
+    from harness.github.comment import body_for
+
+    path, shas, matrix = repo
+    result = run_cli("diff", shas["initial"], shas["sampling"], "--repo", path,
+                     "--matrix", matrix, "--format", "markdown")  # fmt: skip
+    assert "cells change at least one of 3 fields:**" in result.out
+    assert "`sampling_backend`: 12 cells" in result.out
+    assert "| 1 | 12 | flashinfer -> triton |" in result.out
+    doc = json.loads(run_cli("diff", shas["initial"], shas["sampling"], "--repo", path,
+                             "--matrix", matrix, "--format", "json").out)  # fmt: skip
+    doc["fields"]["sampling_backend"]["summary"] = [{"where": 3}]  # hostile: the wrong shape
+    with pytest.raises(HarnessError) as raised:
+        body_for(doc, 10, None)
+    assert "the report is not a harness diff report" in str(raised.value)

@@ -47,6 +47,10 @@ def render_document(doc: dict[str, Any], sample: int = 10, details: str | None =
     changed, cells = changed_count(doc), doc["cells"]
     if not changed:
         lines.append(f"No cell changes `{code(field)}` ({cells:,} cells compared).")
+    elif isinstance(doc.get("fields"), dict):
+        count = len(doc["target"]["outputs"])
+        lines += [f"**{changed:,} of {cells:,} cells change at least one of {count} fields:**"]
+        lines.extend(_by_field(doc))
     else:
         lines += [f"**{changed:,} of {cells:,} cells change `{code(field)}`:**", ""]
         lines.extend(rule_table(rules_of(doc)))
@@ -67,6 +71,22 @@ def _changed_defaults(doc: dict[str, Any]) -> list[str]:
         ):
             out.append(f"{item['field']}: {item['base']} -> {item['head']}")
     return out
+
+
+FIELD_RULES_SHOWN = 12  # rules per field in a comment; the JSON report has them all
+
+
+def _by_field(doc: dict[str, Any]) -> list[str]:
+    """A table of rules per output field (the report's `fields`), 12 rules each."""
+    lines = []
+    for name, group in doc["fields"].items():
+        rules = [_rule(r, doc["axes"]) for r in group["summary"]]
+        title = "no field: an error or a state on a side" if name == "(outcome)" else name
+        lines += ["", f"`{code(title)}`: {int(group['cells']):,} cells", ""]
+        lines.extend(rule_table(rules[:FIELD_RULES_SHOWN]))
+        if len(rules) > FIELD_RULES_SHOWN:
+            lines.append(f"\n... and {len(rules) - FIELD_RULES_SHOWN} more rules (JSON report)")
+    return lines
 
 
 def heading(matrix: str, function: str, path: str) -> str:
