@@ -383,3 +383,28 @@ def test_exit_statuses_are_documented_in_the_readme():
     section = readme[readme.index("Exit status") :]
     for words in ("0 no change", "1 outcomes changed", "2 ", "3 ", "130"):
         assert words in section[:1200], words
+
+
+def test_odd_code_does_not_make_python_print_its_warnings(tmp_path):
+    """CPython warns about `1if x` when it parses it; that is the repository's code, and the
+    report is ours: nothing reaches stderr."""
+    from harness.testing.gitrepo import FixtureRepo
+
+    source = (
+        'def _fa4_page_constraint(view):\n    return {"page_size": 1if view.page_size else 2}\n'
+    )
+    FixtureRepo(tmp_path / "repo").commit(
+        "odd", {"python/sglang/srt/arg_groups/overrides.py": source}
+    )
+    argv = [
+        sys.executable,
+        "-m",
+        "harness",
+        "diff",
+        "HEAD",
+        "HEAD",
+        "--repo",
+        str(tmp_path / "repo"),
+    ]
+    done = subprocess.run(argv, capture_output=True, text=True)  # Python's own warning filters
+    assert done.returncode == 0 and done.stderr == ""

@@ -18,6 +18,7 @@ import ast
 import bisect
 import itertools
 import re
+import warnings
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
@@ -139,7 +140,7 @@ class SourceCache:
         if piece is not None:
             return piece
         try:
-            tree = ast.parse(text)
+            tree = quiet_parse(text)
         except (SyntaxError, ValueError):
             return None
         if len(self.pieces) >= self.max_pieces:
@@ -265,10 +266,18 @@ def _inside(spans: list[tuple[int, int]], position: int) -> bool:
     return index >= 0 and spans[index][0] < position < spans[index][1]
 
 
+def quiet_parse(source: str, path: str = "<unknown>") -> ast.Module:
+    """`ast.parse`, without the SyntaxWarnings CPython prints for odd code (`1if x`): the
+    code is the repository's, and its oddities are not ours to print."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return ast.parse(source, filename=path)
+
+
 def _whole(source: str, path: str) -> Layout:
     """Parse the file in one go: the true error, or the tree a bad cut could not give."""
     try:
-        tree = ast.parse(source, filename=path)
+        tree = quiet_parse(source, path)
     except SyntaxError as exc:
         line = _line_of(exc, source)
         raise Unevaluable(f"syntax error in {path} line {line}: {exc.msg}") from None
