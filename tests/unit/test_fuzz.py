@@ -60,51 +60,54 @@ def test_near_matrix_documents_are_a_user_error_at_worst(target, axes):
     load_quietly(yaml.safe_dump(doc))
 
 
-PYTHONISH = st.lists(
-    st.sampled_from(
-        [
-            "def ",
-            "target",
-            "(view)",
-            ":",
-            "\n",
-            "    ",
-            "return ",
-            "{",
-            "}",
-            "'page_size'",
-            ": ",
-            "view.a",
-            " if ",
-            " else ",
-            "import x",
-            "from y import z",
-            "class C",
-            "@d",
-            '"""',
-            "#",
-            "lambda: 0",
-            "(",
-            ")",
-            "[",
-            "]",
-            ",",
-            "=",
-            "1",
-            "None",
-            "\t",
-            "\0",
-            "\\\\",
-            "async ",
-            "await ",
-            "yield",
-            "global g",
-            "*",
-            "**",
-        ]
+def texts_of(words: list[str]):
+    """Lists of these words and short random strings, to join into text."""
+    return st.lists(
+        st.sampled_from(words) | st.text(alphabet=string.printable, max_size=5), max_size=60
     )
-    | st.text(alphabet=string.printable, max_size=5),
-    max_size=60,
+
+
+PYTHONISH = texts_of(
+    [
+        "def ",
+        "target",
+        "(view)",
+        ":",
+        "\n",
+        "    ",
+        "return ",
+        "{",
+        "}",
+        "'page_size'",
+        ": ",
+        "view.a",
+        " if ",
+        " else ",
+        "import x",
+        "from y import z",
+        "class C",
+        "@d",
+        '"""',
+        "#",
+        "lambda: 0",
+        "(",
+        ")",
+        "[",
+        "]",
+        ",",
+        "=",
+        "1",
+        "None",
+        "\t",
+        "\0",
+        "\\\\",
+        "async ",
+        "await ",
+        "yield",
+        "global g",
+        "*",
+        "**",
+    ]
 )
 
 
@@ -126,42 +129,38 @@ def test_deeply_nested_source_is_unevaluable_not_a_crash():
         assert "m.py" in str(exc)
 
 
-SERVER_ARGS_ISH = st.lists(
-    st.sampled_from(
-        [
-            "class ServerArgs",
-            ":",
-            "\n",
-            "    ",
-            "x",
-            ": int",
-            " = ",
-            "1",
-            " * ",
-            " / ",
-            " - ",
-            "0",
-            "10 ** 400",
-            "field(default=",
-            "field(default_factory=list)",
-            ")",
-            "(",
-            "[",
-            "]",
-            '"s"',
-            "None",
-            "_INPUT_NAMESPACES = [",
-            "from .a import ServerArgs",
-            "def run_resolution_pipeline(args)",
-            "run_post_process_pass(args, _p)",
-            "run_hook(",
-            "if x",
-            "self.",
-            "def __post_init__(self)",
-        ]
-    )
-    | st.text(alphabet=string.printable, max_size=5),
-    max_size=60,
+SERVER_ARGS_ISH = texts_of(
+    [
+        "class ServerArgs",
+        ":",
+        "\n",
+        "    ",
+        "x",
+        ": int",
+        " = ",
+        "1",
+        " * ",
+        " / ",
+        " - ",
+        "0",
+        "10 ** 400",
+        "field(default=",
+        "field(default_factory=list)",
+        ")",
+        "(",
+        "[",
+        "]",
+        '"s"',
+        "None",
+        "_INPUT_NAMESPACES = [",
+        "from .a import ServerArgs",
+        "def run_resolution_pipeline(args)",
+        "run_post_process_pass(args, _p)",
+        "run_hook(",
+        "if x",
+        "self.",
+        "def __post_init__(self)",
+    ]
 )
 
 

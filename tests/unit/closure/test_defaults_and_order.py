@@ -95,6 +95,10 @@ def test_no_class_or_no_file_means_no_defaults():
     assert defaults_of({"python/sglang/srt/server_args.py": "x = (", TARGET: ""}) == {}
 
 
+def order_of(files: dict[str, str], entries: tuple, passes=("_a", "_b", "_c", "_d")):
+    return pass_order(SourceCache(), RevisionFiles.of(files, TARGET), list(passes), entries)
+
+
 PASSES = "def _a(v): ...\ndef _b(v): ...\ndef _c(v): ...\ndef _d(v): ...\n"
 
 OLD_SHAPE = """\
@@ -122,9 +126,7 @@ def test_methods_on_self_are_followed_from_post_init():
         ("sglang.srt.arg_groups.pipeline", "run"),
         ("sglang.srt.server_args", "ServerArgs.__post_init__"),
     )
-    order = pass_order(
-        SourceCache(), RevisionFiles.of(files, TARGET), ["_a", "_b", "_c", "_d"], entries
-    )
+    order = order_of(files, entries)
     assert order.entry == "python/sglang/srt/server_args.py:ServerArgs.__post_init__"
     assert (order.reached, order.unreached) == (("_b", "_c"), ("_a", "_d"))
 
@@ -147,10 +149,7 @@ def test_handed_functions_local_imports_and_other_packages():
         "def outside(args):\n    apply(args, _c)\n",
         TARGET: PASSES,
     }
-    entries = (("sglang.srt.arg_groups.pipeline", "run"),)
-    order = pass_order(
-        SourceCache(), RevisionFiles.of(files, TARGET), ["_a", "_b", "_c", "_d"], entries
-    )
+    order = order_of(files, (("sglang.srt.arg_groups.pipeline", "run"),))
     assert (order.reached, order.unreached) == (("_d", "_a"), ("_b", "_c"))
 
 
@@ -175,6 +174,5 @@ def test_a_call_chain_deeper_than_the_walk_follows_leaves_the_pass_unreached():
         "python/sglang/srt/arg_groups/pipeline.py": "from .overrides import _a\n\n\n" + chain,
         TARGET: PASSES,
     }
-    entries = (("sglang.srt.arg_groups.pipeline", "f0"),)
-    order = pass_order(SourceCache(), RevisionFiles.of(files, TARGET), ["_a", "_b"], entries)
+    order = order_of(files, (("sglang.srt.arg_groups.pipeline", "f0"),), ("_a", "_b"))
     assert order.reached == () and order.unreached == ("_a", "_b")
