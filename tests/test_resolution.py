@@ -452,3 +452,38 @@ def test_markdown_groups_the_rules_by_field_and_a_bad_fields_part_is_one_line(re
     with pytest.raises(HarnessError) as raised:
         body_for(doc, 10, None)
     assert "the report is not a harness diff report" in str(raised.value)
+
+
+def test_environment_variables_default_to_what_environ_declares(tmp_path):
+    environ = "class Envs:\n    SGLANG_TINY = EnvBool({value})\n    OTHER = EnvStr(compute())\n"
+    overrides = (
+        "from sglang.srt.environ import envs\n\n\n"
+        "def register_post_process(fn):\n    return fn\n\n\n"
+        "@register_post_process\ndef _tiny(view):\n"
+        '    return {"page_size": 2} if envs.SGLANG_TINY.get() else {}\n'
+    )
+    fixture = FixtureRepo(tmp_path / "repo")
+    shas = [
+        fixture.commit(f"tiny {v}", {
+            "python/sglang/srt/environ.py": environ.format(value=v),
+            f"{PKG}/overrides.py": overrides,
+        })
+        for v in ("False", "True")
+    ]  # fmt: skip
+    matrix = tmp_path / "m.yaml"
+    matrix.write_text(
+        "name: env\ntarget:\n  path: python/sglang/srt/arg_groups/overrides.py\n"
+        "  function: _tiny\n  output: page_size\nworld: sglang\n"
+        "axes:\n  page_size: [null, 16]\n"
+    )
+    report = json.loads(run_cli("diff", *shas, "--repo", str(tmp_path / "repo"), "--matrix",
+                                str(matrix), "--format", "json").out)  # fmt: skip
+    assert report["notes"] == {}
+    assert [(i["base"], i["head"]) for i in report["changed"]] == [
+        ({"page_size": None}, {"page_size": 2}),  # the default flipped: the pass now fires
+        ({"page_size": 16}, {"page_size": 2}),
+    ]
+    matrix.write_text(matrix.read_text() + "fields:\n  SGLANG_TINY: false\n")  # declared: wins
+    report = json.loads(run_cli("diff", *shas, "--repo", str(tmp_path / "repo"), "--matrix",
+                                str(matrix), "--format", "json").out)  # fmt: skip
+    assert report["changed"] == []

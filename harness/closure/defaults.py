@@ -20,7 +20,7 @@ from __future__ import annotations
 import ast
 import hashlib
 import operator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from harness.closure.index import DEFINITION, IMPORT, index_module
@@ -54,11 +54,20 @@ class Defaults:
 
     fields: dict[str, Default]
     source: str = ""  # the class, as messages name it: `ServerArgs (python/.../server_args.py)`
+    inputs: dict[str, Default] = field(default_factory=dict)  # the world's inputs (env vars)
 
     @property
     def digest(self) -> str:
-        text = "\0".join(f"{n}={d.value!r}:{d.refusal}" for n, d in sorted(self.fields.items()))
+        text = "\0".join(
+            f"{kind}:{n}={d.value!r}:{d.refusal}"
+            for kind, table in (("field", self.fields), ("input", self.inputs))
+            for n, d in sorted(table.items())
+        )
         return hashlib.sha256(text.encode()).hexdigest()
+
+    @property
+    def empty(self) -> bool:
+        return not self.fields and not self.inputs
 
 
 NO_DEFAULTS = Defaults({})
@@ -82,6 +91,30 @@ def class_defaults(cache: SourceCache, files: RevisionFiles, view: ViewClass) ->
     if own is not None:
         fields.update(_declared(path, own))
     return Defaults(fields, f"{view.name} ({path})") if fields else NO_DEFAULTS
+
+
+def input_defaults(
+    cache: SourceCache, files: RevisionFiles, module: str, name: str
+) -> dict[str, Default]:
+    """The defaults a class of the world's inputs declares, one per class attribute
+    `NAME = Kind(default, ...)` (SGLang's `Envs` in `sglang/srt/environ.py`:
+    `SGLANG_X = EnvBool(False)`); only literal defaults are kept."""
+    path = files.module_file(module, files.target)
+    if path is None:
+        return {}
+    try:
+        cls = _definition(index_module(cache.layout(files.read(path) or "", path)), name)
+    except Unevaluable:
+        return {}
+    out = {}
+    for node in cls.node.body if cls is not None else ():
+        value = getattr(node, "value", None)
+        if isinstance(node, ast.Assign) and isinstance(value, ast.Call) and value.args:
+            default = _default(value.args[0], f"{path}:{node.lineno + cls.offset}")
+            for target in node.targets:
+                if isinstance(target, ast.Name) and default.literal:
+                    out[target.id] = default
+    return out
 
 
 def _definition(index: dict, name: str) -> Statement | None:

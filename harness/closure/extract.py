@@ -205,7 +205,7 @@ def with_defaults(code: Closure | Pipeline, defaults: Defaults) -> Closure | Pip
     """The closure (or pipeline) whose view also answers the fields its class declares
     with literal defaults. They are part of what it does, so they are part of its digest:
     a changed default is a changed closure."""
-    if not defaults.fields:
+    if defaults.empty:
         return code
     digest = hashlib.sha256(f"{code.digest}\0{defaults.digest}".encode()).hexdigest()
     return replace(code, defaults=defaults, digest=digest)

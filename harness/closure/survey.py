@@ -96,7 +96,7 @@ def survey_pass(cache, files, function, bound, matrix_file, view) -> PassSurvey:
 def defaults_read(code: Closure | Pipeline, view: ViewClass | None) -> tuple[tuple[str, str], ...]:
     """(field, default as shown) for each view attribute the code reads that neither the
     matrix nor the world answers and the view's class declares (`code.defaults`)."""
-    if view is None or not code.defaults.fields:
+    if view is None or not code.defaults.fields:  # (inputs' defaults are not view reads)
         return ()
     closures = [c for _, c in code.passes if c] if isinstance(code, Pipeline) else [code]
     reads = {name for c in closures for name in view_reads(c, view.identities)}

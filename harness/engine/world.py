@@ -268,6 +268,7 @@ class World:
     view_namespaces: str | None = None  # the list of classes whose fields the view's class has
     run_entries: tuple[tuple[str, str], ...] = ()  # (module, function) that run the passes
     suggested: dict[str, tuple] = field(default_factory=dict)  # inputs it reads: a first axis
+    input_defaults: tuple[str, str] | None = None  # (module, class) declaring inputs' defaults
 
 
 class Context:
@@ -346,8 +347,10 @@ def with_defaults(bound: Bound, defaults: Any) -> Bound:
     (`harness.closure.defaults.Defaults`) when neither the matrix nor the world does: a
     literal default is the answer; a field declared without one is refused, saying why.
     An output field the class does not declare (yet, or any more) is null."""
-    if not defaults.fields or bound.ctx is None:
+    if defaults.empty or bound.ctx is None:
         return bound
+    if defaults.inputs:  # the world's inputs the matrix leaves out take the code's defaults
+        bound = _with_input_defaults(bound, defaults)
     ctx, fields = bound.ctx, defaults.fields
     outputs = ctx.matrix.target.outputs
 
@@ -368,6 +371,17 @@ def with_defaults(bound: Bound, defaults: Any) -> Bound:
 
     view = Obj("view", bound.view_specs, fallback).compile(ctx)(ctx.probe)
     return replace(bound, view=view)
+
+
+def _with_input_defaults(bound: Bound, defaults: Any) -> Bound:
+    """`bound` made again from a matrix whose fields also hold the code's defaults for the
+    world's inputs it does not declare (`envs.X` reads the field X), the matrix's own
+    declarations first."""
+    ctx = bound.ctx
+    given = {*ctx.matrix.fields, *ctx.matrix.axis_names}
+    extra = {n: d.value for n, d in defaults.inputs.items() if n not in given}
+    matrix = replace(ctx.matrix, fields={**extra, **ctx.matrix.fields})
+    return bind(ctx.world, matrix)  # its own probe: whoever runs the code uses this bound
 
 
 # --- declarative bindings --------------------------------------------------------

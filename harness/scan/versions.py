@@ -14,7 +14,7 @@ from typing import Any
 import git as gitpython
 
 from harness import gitio
-from harness.closure.defaults import NO_DEFAULTS, Defaults, class_defaults
+from harness.closure.defaults import NO_DEFAULTS, Defaults, class_defaults, input_defaults
 from harness.closure.extract import (
     Closure,
     Pipeline,
@@ -179,9 +179,12 @@ class Versions:
     def defaults(self, files: RevisionFiles) -> Defaults:
         """What the view's class declares for its fields in these files (see
         `harness.closure.defaults`)."""
-        if self.view is None:
-            return NO_DEFAULTS
-        return class_defaults(self.sources, files, self.view)
+        world = world_named(self.matrix.world, self.matrix.source)
+        found = class_defaults(self.sources, files, self.view) if self.view else NO_DEFAULTS
+        if world.input_defaults is None:
+            return found
+        inputs = input_defaults(self.sources, files, *world.input_defaults)
+        return replace(found, inputs=inputs) if inputs else found
 
     def at(self, revision: gitio.Revision) -> State:
         """The state at a revision (sha None: the working tree)."""

@@ -294,6 +294,7 @@ WORLD = World(
     view_class=("sglang.srt.server_args", "ServerArgs"),
     view_functions=frozenset(VIEW_FUNCTIONS),
     view_namespaces="_INPUT_NAMESPACES",  # ServerArgs's fields from 0.5.20 on
+    input_defaults=("sglang.srt.environ", "Envs"),  # envs.X: `X = EnvBool(False)` there
     suggested={  # `matrix --infer`: the axes these become when the code reads them
         "platform": ("sm90", "sm100", "sm120", "hip"),
         "use_mla": (False, True),
