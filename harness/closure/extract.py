@@ -165,7 +165,7 @@ class Pipeline:
     passes: tuple[tuple[str, Closure | None], ...]
     digest: str
     defaults: Defaults = NO_DEFAULTS  # what the view's class declares (see `with_defaults`)
-    guarded: tuple[tuple[str, str], ...] = ()  # (pass, the `if` SGLang runs it under)
+    guarded: tuple[tuple[str, str], ...] = ()  # (pass, the `if`s SGLang runs it under)
 
     @property
     def lineno(self) -> int | None:

@@ -41,7 +41,7 @@ class PassOrder:
     entry: str  # `path:function` the walk started from ("" when no entry was found)
     reached: tuple[str, ...]  # passes a call reaches, in that order
     unreached: tuple[str, ...]  # registered passes no call reaches, in file order
-    guarded: tuple[tuple[str, str], ...] = ()  # (pass, `if` it is run under, with file:line)
+    guarded: tuple[tuple[str, str], ...] = ()  # (pass, the `if`s it is run under, file:line)
 
     @property
     def passes(self) -> tuple[str, ...]:
@@ -107,7 +107,7 @@ class _Walk:
         self.package = posixpath.dirname(files.target)
         self.entry_files = set(entry_files)
         self.order: list[str] = []
-        self.guards: dict[str, str | None] = {}  # pass -> the `if` its first call is under
+        self.guards: dict[str, str | None] = {}  # pass -> the `if`s its first call is under
         self.entered: set[tuple[str, int]] = set()
         self.indexes: dict[str, dict] = {}
 
@@ -124,7 +124,8 @@ class _Walk:
         self.entered.add(key)
         local = _local_imports(function)
         for name, is_method, test in _called_names(function):
-            where = guard or (test and f"{path}:{test.lineno + offset}: if {_short(test)}")
+            inner = [f"{path}:{line + offset}: if {text}" for line, text in test]
+            where = "; ".join([guard] * bool(guard) + inner) or None
             if is_method:
                 found = _method(cls, name)
                 if found is not None:
@@ -196,11 +197,14 @@ def _method(cls: ast.ClassDef | None, name: str) -> ast.FunctionDef | None:
     return found[-1] if found else None
 
 
-def _called_names(function: ast.FunctionDef) -> Iterator[tuple[str, bool, ast.expr | None]]:
+Tests = tuple[tuple[int, str], ...]  # (line, condition) of each `if` around a call, outer first
+
+
+def _called_names(function: ast.FunctionDef) -> Iterator[tuple[str, bool, Tests]]:
     """In source order, the names each call uses: the called name (or `self.m`, as a
-    method), then each name handed to it as an argument; each with the test of the
-    innermost `if` the call is under (None: it runs whenever the function does)."""
-    for call, test in _calls(function.body, None):
+    method), then each name handed to it as an argument; each with the `if`s the call
+    is under (none: it runs whenever the function does)."""
+    for call, test in _calls(function.body, ()):
         func = call.func
         if isinstance(func, ast.Name):
             yield func.id, False, test
@@ -215,18 +219,19 @@ def _called_names(function: ast.FunctionDef) -> Iterator[tuple[str, bool, ast.ex
                 yield arg.id, False, test
 
 
-def _calls(nodes: list, test: ast.expr | None) -> Iterator[tuple[ast.Call, ast.expr | None]]:
+def _calls(nodes: list, tests: Tests) -> Iterator[tuple[ast.Call, Tests]]:
     """Every call under `nodes`, in source order (an outer call before its arguments'),
-    with the test of the innermost `if` it is under."""
+    with the `if`s it is under (an `else` branch as the test negated)."""
     for node in nodes:
         if isinstance(node, ast.Call):
-            yield node, test
+            yield node, tests
         if isinstance(node, ast.If):
-            yield from _calls([node.test], test)
-            yield from _calls(node.body, node.test)
-            yield from _calls(node.orelse, node.test)
+            text = _short(node.test)
+            yield from _calls([node.test], tests)
+            yield from _calls(node.body, (*tests, (node.lineno, text)))
+            yield from _calls(node.orelse, (*tests, (node.lineno, f"not ({text})")))
         else:
-            yield from _calls(list(ast.iter_child_nodes(node)), test)
+            yield from _calls(list(ast.iter_child_nodes(node)), tests)
 
 
 def _short(test: ast.expr, limit: int = 80) -> str:

@@ -176,3 +176,24 @@ def test_a_call_chain_deeper_than_the_walk_follows_leaves_the_pass_unreached():
     }
     order = order_of(files, (("sglang.srt.arg_groups.pipeline", "f0"),), ("_a", "_b"))
     assert order.reached == () and order.unreached == ("_a", "_b")
+
+
+def test_every_if_on_the_way_to_a_pass_is_recorded_an_else_negated():
+    pipeline = (
+        "from .overrides import _a, _b\n\n\n"
+        "def run(args):\n"
+        "    if args.x:\n"
+        "        handle(args)\n"
+        "    else:\n"
+        "        apply(args, _b)\n\n\n"
+        "def handle(args):\n"
+        "    if args.y:\n"
+        "        apply(args, _a)\n"
+    )
+    files = {"python/sglang/srt/arg_groups/pipeline.py": pipeline, TARGET: PASSES}
+    order = order_of(files, (("sglang.srt.arg_groups.pipeline", "run"),), ("_a", "_b"))
+    where = "python/sglang/srt/arg_groups/pipeline.py"
+    assert dict(order.guarded) == {
+        "_a": f"{where}:5: if args.x; {where}:12: if args.y",
+        "_b": f"{where}:5: if not (args.x)",
+    }
