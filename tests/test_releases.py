@@ -10,6 +10,7 @@ import os
 from pathlib import Path
 
 import pytest
+import yaml
 
 from harness import gitio
 from tests import oracle
@@ -235,3 +236,14 @@ def test_an_index_on_disk_works_as_pip_reads_one(archives, tmp_path):
     code, report, _ = diff("pypi:sglang==0.2.0", "pypi:sglang==0.3.0", "--index-url",
                            (tmp_path / "simple").as_uri(), "--no-cache")  # fmt: skip
     assert code == 1 and changed_cells(report) == oracle.changed_between(False, True)
+
+
+def test_a_matrix_is_inferred_from_a_release_with_no_repository(index, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # no repository here
+    out = tmp_path / "m.yaml"
+    result = run_cli("matrix", "--infer", "pypi:sglang==0.3.0", "--passes",
+                     "_fa4_page_constraint", "--index-url", index.url, "-o", str(out))  # fmt: skip
+    assert result.code == 0, result.err
+    axes = yaml.safe_load(out.read_text())["axes"]
+    assert axes["attention_backend"] == [None, "fa4", "other"]
+    assert "full" in axes["prefill_cuda_graph"]  # 0.3.0 holds #30835's clause

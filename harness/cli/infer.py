@@ -7,13 +7,13 @@ import sys
 from pathlib import Path
 
 from harness import gitio
-from harness.cli.options import limits_of
+from harness.cli.options import limits_of, online_prs, revision_resolver
 from harness.closure.survey import registered, survey_pass
 from harness.engine.worlds import world_named
 from harness.errors import Absent, HarnessError, Unevaluable
 from harness.files import write_atomically
 from harness.matrix.load import load_matrix
-from harness.releases.release import resolve_revision
+from harness.releases.release import is_release
 from harness.scan.infer import base_matrix, discover, render, yaml_value
 from harness.scan.versions import Versions
 
@@ -21,8 +21,9 @@ from harness.scan.versions import Versions
 def run_infer(args: argparse.Namespace) -> int:
     matrix = load_matrix(args.matrix, args.max_cells)  # its target file and world
     world = world_named(matrix.world, matrix.source)
-    repo = gitio.open_repo(args.repo)
-    revision = resolve_revision(repo, args.infer)
+    repo = None if is_release(args.infer) and not args.repo else gitio.open_repo(args.repo)
+    online = online_prs(args, repo) if repo is not None else None
+    revision = revision_resolver(repo, online, args.index_url)(args.infer)
     versions = Versions(repo, matrix, limits=limits_of(args))
     files = versions.files_at(revision)
     try:

@@ -12,6 +12,7 @@ from harness.cli.options import (
     add_limit_options,
     add_matrix_option,
     add_repo_option,
+    add_revision_options,
     add_where_option,
 )
 from harness.errors import HarnessError
@@ -58,6 +59,7 @@ def register(commands: argparse._SubParsersAction) -> None:
         help="with --infer: write the matrix to FILE (whole, or not at all)",
     )  # fmt: skip
     add_repo_option(parser)
+    add_revision_options(parser)
     add_limit_options(parser)
     parser.set_defaults(handler=run)
 
