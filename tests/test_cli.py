@@ -139,4 +139,4 @@ def test_default_repo_is_the_one_containing_the_current_directory(history, monke
     monkeypatch.chdir(history.root / "python" / "sglang")
     result = run_cli("diff", "#30835^", "#30835", "--format", "json")
     assert result.code == 1
-    assert git_out(history.root, "rev-parse", "HEAD").strip() == history.shas["helper"]
+    assert git_out(history.root, "rev-parse", "HEAD").strip() == history.shas["order"]

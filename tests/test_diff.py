@@ -104,7 +104,7 @@ def test_short_sha_branch_and_relative_revisions_resolve(history):
     short = history.shas["pr30835"][:8]
     code, report = diff_json(history, f"{short}~1", short)
     assert code == 1 and report["head"]["sha"] == history.shas["pr30835"]
-    code, report = diff_json(history, "main~9", "main~1")  # initial .. fixed: no change
+    code, report = diff_json(history, "main~12", "main~4")  # initial .. fixed: no change
     assert (code, report["base"]["sha"]) == (0, history.shas["initial"])
 
 

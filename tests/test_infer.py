@@ -75,7 +75,9 @@ def test_its_diff_of_30835_equals_the_fa4_matrixs_on_their_common_cells(history,
 def test_all_passes_in_run_order_and_bad_names(history, tmp_path):
     path = infer(history, tmp_path)  # HEAD, every registered pass
     data = yaml.safe_load(path.read_text())
-    assert data["target"]["passes"] == "all"  # the fixture has no pipeline.py: file order
+    assert data["target"]["passes"] == "run-order"  # HEAD has pipeline.py
+    path = infer(history, tmp_path, history.shas["helper"])
+    assert yaml.safe_load(path.read_text())["target"]["passes"] == "all"  # no pipeline.py yet
     line = one_line_error(run_cli("matrix", "--repo", history.repo(), "--infer",
                                   "--passes", "_no_such_pass"))  # fmt: skip
     assert "--passes: _no_such_pass is not a registered pass" in line

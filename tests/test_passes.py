@@ -21,7 +21,7 @@ def passes_json(repo: str, *args: str) -> tuple[int, dict]:
 
 def test_every_registered_pass_in_file_order_with_what_it_reads_and_declares(history):
     source = overrides_source(Overrides(spelling="platform", chunk=12288))
-    code, report = passes_json(history.repo(), "HEAD")
+    code, report = passes_json(history.repo(), history.shas["helper"])  # before server_args.py
     got = {p["name"]: p for p in report["passes"]}
     names = ["_chunked_prefill_default", "_attention_backend_default",
              "_mla_backend_page_constraints", "_fa4_page_constraint",
@@ -38,6 +38,20 @@ def test_every_registered_pass_in_file_order_with_what_it_reads_and_declares(his
     assert all(got[n]["needs_fields"] == [] == got[n]["blocked_by"] for n in names[1:])
     assert code == 1  # not every pass evaluates
     assert report["sha"] == history.shas["helper"]
+    assert all(got[n]["order"] is None for n in names)  # no pipeline.py there: no order
+
+
+def test_with_server_args_and_a_pipeline_the_defaults_answer_and_the_order_shows(history):
+    _, report = passes_json(history.repo(), "HEAD")  # #31030: the page default moved up
+    got = {p["name"]: p for p in report["passes"]}
+    order = sorted(got, key=lambda n: got[n]["order"])
+    assert order == ["_chunked_prefill_default", "_page_size_default",
+                     "_attention_backend_default", "_mla_backend_page_constraints",
+                     "_fa4_page_constraint", "_intel_xpu_page_constraint"]  # fmt: skip
+    chunked = got["_chunked_prefill_default"]
+    assert chunked["needs_fields"] == []  # ServerArgs declares chunked_prefill_size
+    (blocked,) = chunked["blocked_by"]  # what is left: the GPU count it reads at import
+    assert "torch.cuda.device_count" in blocked["reason"]
 
 
 def test_a_name_nothing_supplies_blocks_the_pass_with_the_fix(tmp_path):
@@ -67,7 +81,7 @@ def test_a_name_nothing_supplies_blocks_the_pass_with_the_fix(tmp_path):
 def test_text_output_counts_and_bad_revision(history):
     result = run_cli("passes", "--repo", history.repo())
     assert "5 of 6 evaluate under matrix sglang-page-size-pipeline" in result.out
-    assert "_chunked_prefill_default" in result.out and "field chunked_prefill_size" in result.out
+    assert "_chunked_prefill_default" in result.out and "torch.cuda.device_count" in result.out
     line = one_line_error(run_cli("passes", "nope", "--repo", history.repo()))
     assert "unknown revision 'nope'" in line
 

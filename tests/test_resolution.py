@@ -487,3 +487,84 @@ def test_environment_variables_default_to_what_environ_declares(tmp_path):
     report = json.loads(run_cli("diff", *shas, "--repo", str(tmp_path / "repo"), "--matrix",
                                 str(matrix), "--format", "json").out)  # fmt: skip
     assert report["changed"] == []
+
+
+# --- the same kinds of change on the fixture history (harness.testing.sglang_fixture) ----
+
+FIXTURE_MATRIX = """\
+name: fixture-resolution
+target:
+  path: python/sglang/srt/arg_groups/overrides.py
+  passes: run-order
+  output: [page_size, chunked_prefill_size]
+world: sglang
+axes:
+  attention_backend: [intel_xpu, fa4]
+  platform: [sm100, xpu]
+  page_size: [null, 16]
+fields:
+  use_mla: false
+bindings:
+  torch: {object: {cuda: {object: {device_count: {call: 2}}}}}
+"""
+
+
+def fixture_cells() -> list[dict]:
+    axes = {"attention_backend": ["intel_xpu", "fa4"], "platform": ["sm100", "xpu"],
+            "page_size": [None, 16]}  # fmt: skip
+    return [dict(zip(axes, v, strict=True)) for v in itertools.product(*axes.values())]
+
+
+def fixture_expected(cell: dict, key: str) -> tuple:
+    """(page_size, chunked_prefill_size) at the fixture commit `key`, from its code: the
+    FA4 pass gives 128 on SM100; the XPU pass (XMX, kv auto) keeps a page it is given,
+    else 128 (before #31030 the page default runs after it, from #31030 before it, so it
+    is given 1); the chunked prefill default fills 12288 for 2 GPUs when nothing is
+    set, and from #31020 ServerArgs sets 4096."""
+    page = cell["page_size"]
+    if cell["attention_backend"] == "fa4" and cell["platform"] == "sm100":
+        page = 128
+    elif cell["attention_backend"] == "intel_xpu" and cell["platform"] == "xpu":
+        page = page if page is not None else (1 if key == "order" else 128)
+    page = 1 if page is None else page
+    return page, 4096 if key in ("default", "order") else 12288
+
+
+@pytest.fixture
+def fixture_matrix(tmp_path) -> str:
+    path = tmp_path / "fixture-resolution.yaml"
+    path.write_text(FIXTURE_MATRIX)
+    return str(path)
+
+
+def fixture_changed(base: str, head: str) -> int:
+    return sum(fixture_expected(c, base) != fixture_expected(c, head) for c in fixture_cells())
+
+
+@pytest.mark.parametrize("base, head", [("serverargs", "default"), ("default", "order")])
+def test_the_fixture_default_and_order_changes_show_in_diff(history, fixture_matrix, base, head):
+    result = run_cli("diff", history.shas[base], history.shas[head], "--repo", history.repo(),
+                     "--matrix", fixture_matrix, "--format", "json")  # fmt: skip
+    report = json.loads(result.out)
+    assert report["notes"] == {}
+    got = {json.dumps(i["cell"], sort_keys=True): i["head"] for i in report["changed"]}
+    want = {
+        json.dumps(c, sort_keys=True): dict(zip(("page_size", "chunked_prefill_size"),
+                                                fixture_expected(c, head), strict=True))
+        for c in fixture_cells() if fixture_expected(c, base) != fixture_expected(c, head)
+    }  # fmt: skip
+    assert got == want and len(want) == fixture_changed(base, head) > 0
+
+
+def test_the_fixture_history_and_bisect_find_them(history, fixture_matrix):
+    result = run_cli("history", f"{history.shas['serverargs']}..HEAD", "--repo", history.repo(),
+                     "--matrix", fixture_matrix, "--format", "json")  # fmt: skip
+    commits = [(c["sha"], c["cells_changed"]) for c in json.loads(result.out)["commits"]]
+    assert commits == [
+        (history.shas["default"], fixture_changed("serverargs", "default")),
+        (history.shas["order"], fixture_changed("default", "order")),
+    ]
+    for good, culprit in (("serverargs", "default"), ("default", "order")):
+        result = run_cli("bisect", history.shas[good], "HEAD", "--repo", history.repo(),
+                         "--matrix", fixture_matrix, "--format", "json")  # fmt: skip
+        assert json.loads(result.out)["culprit"]["sha"] == history.shas[culprit]

@@ -9,7 +9,10 @@ package, in every import form: a helper in `model_override_base.py`, through a
 relative import and through a re-export in the package's `__init__.py`, and
 constants in a third module, `choices.py`, read through a module alias.
 `build_history` makes a small repository whose history contains PR #30835,
-its revert, noise, and a change to a helper file alone.
+its revert, noise, a change to a helper file alone, and then the resolution
+code: `server_args.py` with its defaults and `pipeline.py` with the order the
+passes run in, a change to a default (#31020), and a change to the order
+(#31030).
 """
 
 from __future__ import annotations
@@ -326,7 +329,110 @@ def history_steps(padding: int = 0) -> list[Step]:
             None,
             {BASE: package_files(both_phases=True)[BASE]},
         ),
+        Step(
+            "serverargs",
+            "Declare server arguments and the resolution order (#31010)",
+            None,
+            resolution_files(),
+        ),
+        Step(
+            "default",
+            "Default the chunked prefill size to 4096 (#31020)",
+            None,
+            {SERVER_ARGS: resolution_files(chunk_default="4096")[SERVER_ARGS]},
+        ),
+        Step(
+            "order",
+            "Run the default page size before the attention handler (#31030)",
+            None,
+            {PIPELINE: resolution_files(page_first=True)[PIPELINE]},
+        ),
     ]
+
+
+SERVER_ARGS = "python/sglang/srt/server_args.py"
+PIPELINE = f"{PACKAGE}/pipeline.py"
+ATTENTION_HOOK = f"{PACKAGE}/attention_hook.py"
+
+SERVER_ARGS_SOURCE = '''\
+# Copyright 2026 the harness fixture authors. Written for harness's tests.
+"""Server arguments: one dataclass, its defaults declared field by field."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Optional
+
+
+@dataclasses.dataclass
+class ServerArgs:
+    model_path: str
+    attention_backend: Optional[str] = None
+    decode_attention_backend: Optional[str] = None
+    prefill_attention_backend: Optional[str] = None
+    page_size: Optional[int] = None
+    kv_cache_dtype: str = "auto"
+    chunked_prefill_size: Optional[int] = {chunk_default}
+    max_running_requests: Optional[int] = None
+    speculative_eagle_topk: Optional[int] = None
+
+    def __post_init__(self):
+        from sglang.srt.arg_groups.pipeline import run_resolution_pipeline
+
+        run_resolution_pipeline(self)
+'''
+
+PIPELINE_SOURCE = '''\
+"""Resolution, in dependency order: each step runs its passes through `_run`."""
+
+from sglang.srt.arg_groups.attention_hook import handle_attention_backend
+from sglang.srt.arg_groups.overrides import _chunked_prefill_default, _page_size_default
+
+
+def _run(server_args, fn):
+    for name, value in fn(server_args).items():
+        setattr(server_args, name, value)
+
+
+def run_resolution_pipeline(server_args):
+    _run(server_args, _chunked_prefill_default)
+{page_early}    handle_attention_backend(server_args, _run)
+{page_late}'''
+
+PAGE_DEFAULT_CALL = "    _run(server_args, _page_size_default)\n"
+
+ATTENTION_HOOK_SOURCE = '''\
+"""The attention-backend handler: its passes, in order."""
+
+from sglang.srt.arg_groups.overrides import (
+    _attention_backend_default,
+    _fa4_page_constraint,
+    _intel_xpu_page_constraint,
+    _mla_backend_page_constraints,
+)
+
+
+def handle_attention_backend(server_args, run):
+    run(server_args, _attention_backend_default)
+    run(server_args, _mla_backend_page_constraints)
+    run(server_args, _fa4_page_constraint)
+    run(server_args, _intel_xpu_page_constraint)
+'''
+
+
+def resolution_files(chunk_default: str = "None", page_first: bool = False) -> dict[str, str]:
+    """`server_args.py`, `pipeline.py` and the attention handler; `chunk_default`: the
+    declared chunked prefill default; `page_first`: the page default runs before the
+    attention handler (#31030's move)."""
+    pipeline = PIPELINE_SOURCE.format(
+        page_early=PAGE_DEFAULT_CALL if page_first else "",
+        page_late="" if page_first else PAGE_DEFAULT_CALL,
+    )
+    return {
+        SERVER_ARGS: SERVER_ARGS_SOURCE.format(chunk_default=chunk_default),
+        PIPELINE: pipeline,
+        ATTENTION_HOOK: ATTENTION_HOOK_SOURCE,
+    }
 
 
 README = "# sglang (fixture)\n"
