@@ -23,11 +23,10 @@ import operator
 from dataclasses import dataclass, field
 from typing import Any
 
-from harness.closure.index import DEFINITION, IMPORT, index_module
+from harness.closure.lookup import FileIndexes
 from harness.closure.modules import RevisionFiles
 from harness.closure.pieces import SourceCache, Statement
 from harness.closure.resolve import ViewClass
-from harness.errors import Unevaluable
 
 
 @dataclass(frozen=True)
@@ -78,18 +77,12 @@ def class_defaults(cache: SourceCache, files: RevisionFiles, view: ViewClass) ->
     path = files.module_file(view.module, files.target)
     if path is None:
         return NO_DEFAULTS
-    try:
-        index = index_module(cache.layout(files.read(path) or "", path))
-    except Unevaluable:  # the module does not parse: no defaults, reads stay strict
-        return NO_DEFAULTS
+    indexes = FileIndexes(cache, files)
     fields: dict[str, Default] = {}
-    for name in _namespaces(index, view.namespaces):
-        found = _class_in(cache, files, index, path, name)
+    for name in [*_namespaces(indexes(path), view.namespaces), view.name]:
+        found = _class(indexes, indexes.defined_at(path, name))
         if found is not None:
             fields.update(_declared(*found))
-    own = _definition(index, view.name)
-    if own is not None:
-        fields.update(_declared(path, own))
     return Defaults(fields, f"{view.name} ({path})") if fields else NO_DEFAULTS
 
 
@@ -100,14 +93,12 @@ def input_defaults(
     `NAME = Kind(default, ...)` (SGLang's `Envs` in `sglang/srt/environ.py`:
     `SGLANG_X = EnvBool(False)`); only literal defaults are kept."""
     path = files.module_file(module, files.target)
-    if path is None:
+    found = _class(FileIndexes(cache, files), (path, name) if path else None)
+    if found is None:
         return {}
-    try:
-        cls = _definition(index_module(cache.layout(files.read(path) or "", path)), name)
-    except Unevaluable:
-        return {}
+    path, cls = found
     out = {}
-    for node in cls.node.body if cls is not None else ():
+    for node in cls.node.body:
         value = getattr(node, "value", None)
         if isinstance(node, ast.Assign) and isinstance(value, ast.Call) and value.args:
             default = _default(value.args[0], f"{path}:{node.lineno + cls.offset}")
@@ -117,12 +108,12 @@ def input_defaults(
     return out
 
 
-def _definition(index: dict, name: str) -> Statement | None:
-    bindings = index.get(name, [])
-    if not bindings or bindings[-1].kind != DEFINITION:
+def _class(indexes: FileIndexes, where: tuple[str, str] | None) -> tuple[str, Statement] | None:
+    """(file, class statement) for a name found at `where`, if it is a class."""
+    if where is None:
         return None
-    statement = bindings[-1].statement
-    return statement if isinstance(statement.node, ast.ClassDef) else None
+    statement = indexes.definition(*where)
+    return (where[0], statement) if statement and isinstance(statement.node, ast.ClassDef) else None
 
 
 def _namespaces(index: dict, list_name: str | None) -> list[str]:
@@ -135,31 +126,6 @@ def _namespaces(index: dict, list_name: str | None) -> list[str]:
     if not isinstance(value, ast.List | ast.Tuple):
         return []
     return [item.id for item in value.elts if isinstance(item, ast.Name)]
-
-
-def _class_in(cache, files, index, path: str, name: str) -> tuple[str, Statement] | None:
-    """The class `name` as the module at `path` binds it: defined there, or imported
-    (`from M import name`) from a module of the repository."""
-    bindings = index.get(name, [])
-    if not bindings:
-        return None
-    binding = bindings[-1]
-    if binding.kind == DEFINITION:
-        statement = _definition(index, name)
-        return (path, statement) if statement is not None else None
-    node = binding.statement.node
-    if binding.kind != IMPORT or not isinstance(node, ast.ImportFrom):
-        return None
-    source = files.module_file(node.module or "", path, node.level)
-    alias = next((a for a in node.names if (a.asname or a.name) == name), None)
-    if source is None or alias is None:
-        return None
-    try:
-        other = index_module(cache.layout(files.read(source) or "", source))
-    except Unevaluable:
-        return None
-    statement = _definition(other, alias.name)
-    return (source, statement) if statement is not None else None
 
 
 def _declared(path: str, cls: Statement) -> dict[str, Default]:

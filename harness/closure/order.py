@@ -26,10 +26,9 @@ import posixpath
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from harness.closure.index import DEFINITION, IMPORT, index_module
+from harness.closure.lookup import FileIndexes
 from harness.closure.modules import RevisionFiles
 from harness.closure.pieces import SourceCache
-from harness.errors import Unevaluable
 
 MAX_DEPTH = 64  # nested calls followed; deeper ones are left out
 
@@ -58,8 +57,8 @@ def pass_order(
     first of `entries` ((module, function or Class.method)) the files define."""
     for module, name in entries:
         path = files.module_file(module, files.target)
-        walk = _Walk(cache, files, frozenset(registered), {path})
-        found = _function(walk.index, path, name) if path else None
+        walk = _Walk(FileIndexes(cache, files), frozenset(registered), {path})
+        found = _function(walk.indexes, path, name) if path else None
         if found is not None:
             walk.enter(path, *found, depth=0, guard=None)
             rest = tuple(p for p in registered if p not in walk.order)
@@ -71,51 +70,27 @@ def pass_order(
 Found = tuple[ast.FunctionDef, "ast.ClassDef | None", int]  # function, class, line offset
 
 
-def _function(index_of, path: str, name: str) -> Found | None:
-    """`name` (or `Class.method`) defined at the top of the file at `path`
-    (`index_of(path)`: that file's top-level bindings)."""
+def _function(indexes: FileIndexes, path: str, name: str) -> Found | None:
+    """`name` (or `Class.method`) defined at the top of the file at `path`."""
     owner, _, method = name.rpartition(".")
-    statement = _top_definition(index_of(path), owner or name)
+    statement = indexes.definition(path, owner or name)
     if statement is None:
         return None
     node, offset = statement.node, statement.offset
     if owner:
-        if not isinstance(node, ast.ClassDef):
-            return None
-        body = [n for n in node.body if isinstance(n, ast.FunctionDef) and n.name == method]
-        return (body[-1], node, offset) if body else None
+        found = _method(node, method) if isinstance(node, ast.ClassDef) else None
+        return (found, node, offset) if found else None
     return (node, None, offset) if isinstance(node, ast.FunctionDef) else None
 
 
-def _index(cache: SourceCache, files: RevisionFiles, path: str) -> dict:
-    try:
-        return index_module(cache.layout(files.read(path) or "", path))
-    except Unevaluable:  # a file that does not parse: nothing is entered there
-        return {}
-
-
-def _top_definition(index: dict, name: str):
-    bindings = index.get(name, [])
-    if not bindings or bindings[-1].kind != DEFINITION:
-        return None
-    return bindings[-1].statement
-
-
 class _Walk:
-    def __init__(self, cache, files: RevisionFiles, passes: frozenset[str], entry_files) -> None:
-        self.cache, self.files, self.passes = cache, files, passes
-        self.package = posixpath.dirname(files.target)
+    def __init__(self, indexes: FileIndexes, passes: frozenset[str], entry_files) -> None:
+        self.indexes, self.files, self.passes = indexes, indexes.files, passes
+        self.package = posixpath.dirname(self.files.target)
         self.entry_files = set(entry_files)
         self.order: list[str] = []
         self.guards: dict[str, str | None] = {}  # pass -> the `if`s its first call is under
         self.entered: set[tuple[str, int]] = set()
-        self.indexes: dict[str, dict] = {}
-
-    def index(self, path: str) -> dict:
-        """The top-level bindings of the file at `path`, made once per walk."""
-        if path not in self.indexes:
-            self.indexes[path] = _index(self.cache, self.files, path)
-        return self.indexes[path]
 
     def enter(self, path: str, function, cls, offset: int, depth: int, guard: str | None):
         key = (path, id(function))  # node linenos are relative to their piece
@@ -134,7 +109,12 @@ class _Walk:
             self._reach(path, name, local, depth, where)
 
     def _reach(self, path: str, name: str, local: dict, depth: int, guard: str | None) -> None:
-        where = self._resolve(path, name, local.get(name), 0)
+        imported = local.get(name)
+        where = (
+            self.indexes.imported(path, *imported)
+            if imported
+            else self.indexes.defined_at(path, name)
+        )
         if where is None:
             return
         source, original = where
@@ -145,39 +125,9 @@ class _Walk:
             return
         if not (posixpath.dirname(source) == self.package or source in self.entry_files):
             return
-        found = _function(self.index, source, original)
+        found = _function(self.indexes, source, original)
         if found is not None:
             self.enter(source, *found, depth=depth + 1, guard=guard)
-
-    def _resolve(self, path: str, name: str, imported, hops: int) -> tuple[str, str] | None:
-        """(file, name there) of the definition `name` means in `path`."""
-        if hops > 8:
-            return None
-        if imported is None:
-            bindings = self.index(path).get(name, [])
-            if not bindings:
-                return None
-            binding = bindings[-1]
-            if binding.kind == DEFINITION:
-                return path, name
-            node = binding.statement.node
-            if binding.kind != IMPORT or not isinstance(node, ast.ImportFrom):
-                return None
-            imported = _imported(node, name)
-            if imported is None:
-                return None
-        module, level, original = imported
-        source = self.files.module_file(module, path, level)
-        if source is None:
-            return None
-        return self._resolve(source, original, None, hops + 1)
-
-
-def _imported(node: ast.ImportFrom, name: str) -> tuple[str, int, str] | None:
-    for alias in node.names:
-        if (alias.asname or alias.name) == name:
-            return node.module or "", node.level, alias.name
-    return None
 
 
 def _local_imports(function: ast.FunctionDef) -> dict[str, tuple[str, int, str]]:
