@@ -369,7 +369,12 @@ def with_defaults(bound: Bound, defaults: Any) -> Bound:
         )
         return Refused(f"view.{name}", fix, name)
 
-    view = Obj("view", bound.view_specs, fallback).compile(ctx)(ctx.probe)
+    return with_view_fallback(bound, fallback)
+
+
+def with_view_fallback(bound: Bound, fallback: Callable[[str], Spec]) -> Bound:
+    """`bound` whose view answers an attribute nothing else does with `fallback(name)`."""
+    view = Obj("view", bound.view_specs, fallback).compile(bound.ctx)(bound.probe)
     return replace(bound, view=view)
 
 

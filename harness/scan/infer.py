@@ -29,7 +29,7 @@ from harness.engine.explore import run_cell
 from harness.engine.plain import Malformed
 from harness.engine.sandbox import load_function
 from harness.engine.worker import Limits, isolated
-from harness.engine.world import Bound, Const, Obj, Spec, World, bind
+from harness.engine.world import Bound, Const, Spec, World, bind, with_view_fallback
 from harness.errors import Unevaluable
 from harness.matrix.model import SCALAR_TYPES, Axis, Matrix, Target, format_value
 
@@ -204,8 +204,7 @@ def _with_symbols(bound: Bound) -> Bound:
         _READ.append(name)
         return Const(Symbol(name))
 
-    view = Obj("view", bound.view_specs, fallback).compile(bound.ctx)(bound.probe)
-    return replace(bound, view=view)
+    return with_view_fallback(bound, fallback)
 
 
 # --- the matrix file ---------------------------------------------------------------
