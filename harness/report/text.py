@@ -5,7 +5,7 @@ from __future__ import annotations
 from harness.gitio import Revision
 from harness.matrix.model import Matrix, format_value
 from harness.report.because import because_text
-from harness.report.fields import OUTCOME, of_report
+from harness.report.fields import OUTCOME, OUTCOME_TITLE, RULES_SHOWN, of_report
 from harness.report.model import (
     DiffReport,
     RuleView,
@@ -16,7 +16,7 @@ from harness.report.model import (
     short_outcome,
     unguarded_line,
 )
-from harness.scan.coverage import ABSENT, coverage_line
+from harness.scan.coverage import GUARDED, coverage_line
 
 
 def render(report: DiffReport, sample: int = 10) -> str:
@@ -41,7 +41,7 @@ def header(report: DiffReport) -> list[str]:
         if report.unguarded.get(side):
             lines.append(f"      {unguarded_line(report.unguarded[side])}")
         entries = report.coverage.get(side, ())
-        if any(e.why == "target.guards" or (e.cells == 0 and e.why != ABSENT) for e in entries):
+        if any(e.why == GUARDED for e in entries):
             lines.append(f"      {coverage_line(entries, report.matrix.size)}")
     for name, before, after in report.changed_defaults:
         lines.append(f"default changed: {name}: {before} -> {after}")
@@ -89,9 +89,6 @@ def _body(report: DiffReport, sample: int) -> list[str]:
     return lines
 
 
-FIELD_RULES_SHOWN = 12  # rules listed per field in text; --format json lists them all
-
-
 def _by_field(report: DiffReport) -> list[str]:
     """The changes of a several-field matrix, field by field."""
     outputs = report.matrix.target.outputs
@@ -102,11 +99,11 @@ def _by_field(report: DiffReport) -> list[str]:
     ]
     for group in groups:
         count = len(group.rules)
-        name = "no field (an error or a state on a side)" if group.field == OUTCOME else group.field
+        name = OUTCOME_TITLE if group.field == OUTCOME else group.field
         lines += ["", f"{name}: {group.cells:,} cells, {count} rule{'s' if count != 1 else ''}"]
-        lines.extend(rule_lines(group.rules[:FIELD_RULES_SHOWN]))
-        if count > FIELD_RULES_SHOWN:
-            lines.append(f"  ... and {count - FIELD_RULES_SHOWN} more (--format json lists all)")
+        lines.extend(rule_lines(group.rules[:RULES_SHOWN]))
+        if count > RULES_SHOWN:
+            lines.append(f"  ... and {count - RULES_SHOWN} more (--format json lists all)")
     return lines
 
 

@@ -11,6 +11,7 @@ which cells those are).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from harness.closure.extract import Pipeline
@@ -29,18 +30,23 @@ class PassCoverage:
     why: str = ""  # why not on every cell: "" when it does
 
 
-def coverage(matrix: Matrix, bound: Bound, pipeline: Pipeline) -> tuple[PassCoverage, ...]:
-    """Each pass of `pipeline`, in order, with the cells it runs on."""
+GUARDED = "target.guards"
+
+
+def coverage(
+    size: int, pipeline: Pipeline, guard_cells: Callable[[str], int | None]
+) -> tuple[PassCoverage, ...]:
+    """Each pass of `pipeline`, in order, with the cells it runs on (`guard_cells(name)`:
+    where the matrix's guard for it holds, None when it has none)."""
     out = []
     for name, closure in pipeline.passes:
+        cells = guard_cells(name) if closure is not None else 0
         if closure is None:
             out.append(PassCoverage(name, 0, ABSENT))
-        elif name in bound.guards:
-            cells = true_cells(matrix, bound, bound.guards[name], name)
-            why = "" if cells == matrix.size else "target.guards"
-            out.append(PassCoverage(name, cells, why))
+        elif cells is None or cells == size:
+            out.append(PassCoverage(name, size))
         else:
-            out.append(PassCoverage(name, matrix.size))
+            out.append(PassCoverage(name, cells, GUARDED))
     return tuple(out)
 
 

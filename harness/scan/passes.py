@@ -17,7 +17,6 @@ from harness.closure.extract import with_defaults
 from harness.closure.survey import PassSurvey, survey
 from harness.engine.explore import evaluate_closure
 from harness.errors import Absent, HarnessError, Unevaluable
-from harness.scan.coverage import true_cells
 from harness.scan.versions import Versions, bind_matrix
 
 
@@ -65,12 +64,10 @@ def _placed(versions: Versions, files, reports: list[PassReport]) -> list[PassRe
     if not order.entry:  # no entry point here: the order is unknown, not "unreached"
         place = {r.survey.name: None for r in reports}
     under = dict(order.guarded)
-    bound, matrix = versions.bound, versions.matrix
     out = []
     for r in reports:
         name = r.survey.name
-        guard = bound.guards.get(name)
-        cells = None if guard is None else true_cells(matrix, bound, guard, name)
+        cells = versions.guard_cells(name)
         reached = None if not order.entry else name in place
         out.append(replace(r, order=place.get(name), runs_under=under.get(name), cells=cells,
                            reached=reached))  # fmt: skip

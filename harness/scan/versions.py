@@ -37,7 +37,7 @@ from harness.engine.worlds import world_named
 from harness.errors import Absent, Unevaluable
 from harness.matrix.model import ALL_PASSES, RUN_ORDER, Matrix
 from harness.scan.cache import EVERY_CELL, EXPLORED, TableCache, table_key
-from harness.scan.coverage import PassCoverage, coverage
+from harness.scan.coverage import PassCoverage, coverage, true_cells
 
 
 def bind_matrix(matrix: Matrix) -> Bound:
@@ -123,6 +123,7 @@ class Versions:
         self.repo, self.matrix, self.exhaustive = repo, matrix, exhaustive
         self.limits = limits
         self.cache = cache or TableCache(None)
+        self.world = world_named(matrix.world, matrix.source)
         self.bound = bind_matrix(matrix)
         self.view = view_class(matrix)
         self.by_blob: dict[str | None, list[tuple[Blobs, State]]] = {}  # by the target's blob
@@ -132,6 +133,8 @@ class Versions:
         self.running: dict[str, Any] = {}  # evaluations started and not yet settled, by key
         self.pure: dict[str, bool] = {}  # closure digest -> judged pure
         self.blobs_at: dict[str, dict[str, str | None]] = {}  # commit -> blob ids of its paths
+        self.guards_hold: dict[str, int] = {}  # guarded pass -> cells its guard holds on
+        self.read_defaults: dict[str, tuple] = {}  # closure digest -> defaults it reads
 
     def files(self, sha: str | None, reader: gitio.FilesAt | None = None) -> RevisionFiles:
         """The files of a commit (None: the working tree), as extraction reads them."""
@@ -168,9 +171,8 @@ class Versions:
 
     def run_order(self, files: RevisionFiles, passes: list[str]) -> PassOrder:
         """The registered `passes` in the order the world's entry point runs them."""
-        world = world_named(self.matrix.world, self.matrix.source)
         try:
-            return pass_order(self.sources, files, passes, world.run_entries)
+            return pass_order(self.sources, files, passes, self.world.run_entries)
         except RecursionError:
             raise Unevaluable(
                 "the code that runs the passes nests its calls too deeply to follow"
@@ -179,11 +181,10 @@ class Versions:
     def defaults(self, files: RevisionFiles) -> Defaults:
         """What the view's class declares for its fields in these files (see
         `harness.closure.defaults`)."""
-        world = world_named(self.matrix.world, self.matrix.source)
         found = class_defaults(self.sources, files, self.view) if self.view else NO_DEFAULTS
-        if world.input_defaults is None:
+        if self.world.input_defaults is None:
             return found
-        inputs = input_defaults(self.sources, files, *world.input_defaults)
+        inputs = input_defaults(self.sources, files, *self.world.input_defaults)
         return replace(found, inputs=inputs) if inputs else found
 
     def at(self, revision: gitio.Revision) -> State:
@@ -288,14 +289,26 @@ class Versions:
         """What reports say of the code besides its outcomes: the defaults it read and, for
         a pipeline, the passes run under an `if` the matrix does not guard, the cells
         each pass runs on, and guards naming no pass here."""
-        facts: dict[str, Any] = {"defaults": defaults_read(closure, self.view)}
+        if closure.digest not in self.read_defaults:  # a walk of every part: once per closure
+            self.read_defaults[closure.digest] = defaults_read(closure, self.view)
+        facts: dict[str, Any] = {"defaults": self.read_defaults[closure.digest]}
         if isinstance(closure, Pipeline):
             declared = {name for name, _ in self.matrix.target.guards}
             present = {name for name, c in closure.passes if c is not None}
             facts["unguarded"] = tuple(g for g in closure.guarded if g[0] not in declared)
-            facts["coverage"] = coverage(self.matrix, self.bound, closure)
+            facts["coverage"] = coverage(self.matrix.size, closure, self.guard_cells)
             facts["unused_guards"] = tuple(sorted(declared - present))
         return facts
+
+    def guard_cells(self, name: str) -> int | None:
+        """The cells the matrix's guard for the pass `name` holds on (None: no guard),
+        counted once per run."""
+        guard = self.bound.guards.get(name)
+        if guard is None:
+            return None
+        if name not in self.guards_hold:
+            self.guards_hold[name] = true_cells(self.matrix, self.bound, guard, name)
+        return self.guards_hold[name]
 
     def settle(self, plan: Plan) -> State:
         """The state a plan stands for, its evaluation (if any) waited for."""
@@ -305,7 +318,6 @@ class Versions:
         if plan.remember is not None:
             blob, reader = plan.remember
             state = replace(state, sha=plan.sha)
-            self.blobs_at[plan.sha] = dict(reader.blobs)
             blobs = tuple(sorted(reader.blobs.items()))
             self.by_blob.setdefault(blob, []).append((blobs, replace(state, code=None)))
         return state
