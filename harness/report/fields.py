@@ -29,6 +29,8 @@ from harness.report.model import (
 from harness.scan.compare import Comparison, cover
 
 OUTCOME = "(outcome)"  # the group of cells that are no value on either side
+OUTCOME_TITLE = "no field (an error or a state on a side)"  # how reports name that group
+RULES_SHOWN = 12  # rules per field in text and markdown; the JSON report has them all
 
 
 @dataclass(frozen=True)

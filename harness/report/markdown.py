@@ -12,6 +12,7 @@ from typing import Any
 
 from harness.matrix.model import format_value, same_value
 from harness.report.because import because_text
+from harness.report.fields import OUTCOME, OUTCOME_TITLE, RULES_SHOWN
 from harness.report.jsonfmt import document
 from harness.report.model import (
     DiffReport,
@@ -73,19 +74,16 @@ def _changed_defaults(doc: dict[str, Any]) -> list[str]:
     return out
 
 
-FIELD_RULES_SHOWN = 12  # rules per field in a comment; the JSON report has them all
-
-
 def _by_field(doc: dict[str, Any]) -> list[str]:
     """A table of rules per output field (the report's `fields`), 12 rules each."""
     lines = []
     for name, group in doc["fields"].items():
         rules = [_rule(r, doc["axes"]) for r in group["summary"]]
-        title = "no field: an error or a state on a side" if name == "(outcome)" else name
+        title = OUTCOME_TITLE if name == OUTCOME else name
         lines += ["", f"`{code(title)}`: {int(group['cells']):,} cells", ""]
-        lines.extend(rule_table(rules[:FIELD_RULES_SHOWN]))
-        if len(rules) > FIELD_RULES_SHOWN:
-            lines.append(f"\n... and {len(rules) - FIELD_RULES_SHOWN} more rules (JSON report)")
+        lines.extend(rule_table(rules[:RULES_SHOWN]))
+        if len(rules) > RULES_SHOWN:
+            lines.append(f"\n... and {len(rules) - RULES_SHOWN} more rules (JSON report)")
     return lines
 
 

@@ -140,16 +140,18 @@ def build_report(diff: Diff) -> DiffReport:
             )
     rules = with_because([rule_view(matrix, r) for r in diff.comparison.rules], diff.because)
     lines = {side: state.line for side, state in diff.states.items()}
-    skipped = {side: state.skipped for side, state in diff.states.items() if state.skipped}
-    impure = {side: state.impure for side, state in diff.states.items() if state.impure}
-    defaults = {side: state.defaults for side, state in diff.states.items() if state.defaults}
-    unguarded = {side: state.unguarded for side, state in diff.states.items() if state.unguarded}
-    covered = {side: state.coverage for side, state in diff.states.items() if state.coverage}
     unused = {side: state.unused_guards for side, state in diff.states.items() if state.evaluable}
     return DiffReport(
-        matrix, diff.base, diff.head, diff.comparison, notes, rules, lines, skipped, impure,
-        defaults, unguarded=unguarded, coverage=covered, unused_guards=unused,
+        matrix, diff.base, diff.head, diff.comparison, notes, rules, lines,
+        skipped=_sides(diff, "skipped"), every_cell=_sides(diff, "impure"),
+        defaults=_sides(diff, "defaults"), unguarded=_sides(diff, "unguarded"),
+        coverage=_sides(diff, "coverage"), unused_guards=unused,
     )  # fmt: skip
+
+
+def _sides(diff: Diff, fact: str) -> dict[str, Any]:
+    """{side: the state's `fact`} for the sides where it is set."""
+    return {side: getattr(s, fact) for side, s in diff.states.items() if getattr(s, fact)}
 
 
 def changed_defaults(base, head) -> list[tuple[str, str, str]]:
