@@ -17,6 +17,7 @@ from typing import Any
 
 import git
 
+from harness.blobstream import BlobStream
 from harness.errors import HarnessError, Unevaluable
 from harness.files import undecodable
 
@@ -272,16 +273,31 @@ def _listing(repo: git.Repo, tree: str) -> dict[str, tuple[str, str]]:
     return _LISTINGS[tree]
 
 
-def read_blob(repo: git.Repo, blob: str, path: str = "") -> str:
-    """The blob as Python source text (see `python_source`); a blob git cannot read is the
-    repository's fault, said in one line."""
-    try:
-        _, _, size, data = _persistent(repo, lambda: repo.git.get_object_data(blob))
-    except (ValueError, OSError, git.GitCommandError):
-        raise HarnessError(_unreadable(repo, blob, path)) from None
-    if len(data) != size:  # cat-file died mid-object: GitPython hands back what came
-        raise HarnessError(_unreadable(repo, blob, path))
-    return python_source(data, path or blob[:12])
+def read_blob(repo: git.Repo, blob: str, path: str = "", stream: BlobStream | None = None) -> str:
+    """The blob as Python source text (see `python_source`), from `stream` when it has it;
+    a blob git cannot read is the repository's fault, said in one line. The last texts
+    read are remembered by id: a scan reads the files a commit left alone again and again."""
+    text = _TEXTS.get((repo.git_dir, blob))
+    if text is not None:
+        return text
+    data = stream.take(blob) if stream is not None else None
+    if data is None:
+        try:
+            _, _, size, data = _persistent(repo, lambda: repo.git.get_object_data(blob))
+        except (ValueError, OSError, git.GitCommandError):
+            raise HarnessError(_unreadable(repo, blob, path)) from None
+        if len(data) != size:  # cat-file died mid-object: GitPython hands back what came
+            raise HarnessError(_unreadable(repo, blob, path))
+    text = python_source(data, path or blob[:12])
+    if len(data) <= MAX_TEXT:
+        if len(_TEXTS) >= TEXTS_KEPT:
+            _TEXTS.clear()
+        _TEXTS[repo.git_dir, blob] = text
+    return text
+
+
+_TEXTS: dict[tuple[str, str], str] = {}  # (repository, blob id) -> text: the last few read
+TEXTS_KEPT, MAX_TEXT = 64, 1 << 20
 
 
 def _persistent(repo: git.Repo, ask: Callable[[], Any]) -> Any:
@@ -306,6 +322,8 @@ def python_source(data: bytes, path: str) -> str:
     """Bytes of a Python file decoded as CPython decodes them: a UTF-8 BOM, else a PEP 263
     coding line, else UTF-8; what CPython would refuse makes the revision unevaluable."""
     try:
+        if _plainly_utf8(data):
+            return data.decode()
         encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
         return data.decode(encoding)
     except (SyntaxError, LookupError) as exc:
@@ -318,6 +336,13 @@ def python_source(data: bytes, path: str) -> str:
         ) from None
 
 
+def _plainly_utf8(data: bytes) -> bool:
+    """Whether the file declares nothing about its encoding (no BOM, no `coding` in its
+    first two lines), so it is UTF-8 without asking `tokenize`."""
+    head = data[: data.find(b"\n", data.find(b"\n") + 1) + 1 or len(data)]
+    return not data.startswith(b"\xef\xbb\xbf") and b"coding" not in head
+
+
 class FilesAt:
     """The files of one commit (sha None: the working tree), each read at most once.
 
@@ -327,9 +352,13 @@ class FilesAt:
     """
 
     def __init__(
-        self, repo: git.Repo, sha: str | None, known: dict[str, str | None] | None = None
+        self,
+        repo: git.Repo,
+        sha: str | None,
+        known: dict[str, str | None] | None = None,
+        stream: BlobStream | None = None,
     ) -> None:
-        self.repo, self.sha = repo, sha
+        self.repo, self.sha, self.stream = repo, sha, stream
         self.known = known or {}  # blob ids already looked up (a scan's `git log --raw`)
         self.blobs: dict[str, str | None] = {}
 
@@ -339,7 +368,7 @@ class FilesAt:
             return _read_worktree(self.repo, path)
         blob = self.known[path] if path in self.known else blob_of(self.repo, self.sha, path)
         self.blobs[path] = blob
-        return None if blob is None else read_blob(self.repo, blob, path)
+        return None if blob is None else read_blob(self.repo, blob, path, self.stream)
 
 
 @dataclass(frozen=True)
@@ -443,6 +472,11 @@ def remote_for(repo: git.Repo, slug: str) -> str | None:
         if any(pattern.search(url) for url in remote.urls):
             return remote.name
     return None
+
+
+def blob_stream(repo: git.Repo, blobs: list[str]) -> BlobStream:
+    """The blobs, streamed ahead in this order (see `harness.blobstream`)."""
+    return BlobStream(repo.git_dir, blobs)
 
 
 def fetch_objects(repo: git.Repo, source: str, ref: str) -> None:
