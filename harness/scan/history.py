@@ -22,7 +22,7 @@ from harness import gitio
 from harness.matrix.model import Matrix
 from harness.scan.because import Difference, explain_rules
 from harness.scan.compare import Comparison, compare, resolved_keys
-from harness.scan.versions import State, Versions, paths_of
+from harness.scan.versions import State, Versions, paths_of, settled_or_not
 
 
 @dataclass
@@ -67,11 +67,13 @@ def history(
     made is remembered, so only the new commits cost anything).
     """
     gitio.refuse_shallow_range(repo, revisions, "harness history")
-    paths = paths_of(versions.at_commit(revisions[-1])) or [versions.matrix.target.path]
+    tip = versions.start_commit(revisions[-1])  # its files are known before it evaluates
+    paths = paths_of(settled_or_not(tip)) or [versions.matrix.target.path]
     while True:
         report, read = _scan(repo, versions, range_text, revisions, where, first_parent,
                              on_commit, paths)  # fmt: skip
         if read <= set(paths):
+            versions.settle(tip)
             return report
         paths += sorted(read - set(paths))
 
@@ -84,6 +86,12 @@ def _scan(repo, versions, range_text, revisions, where, first_parent, on_commit,
     matrix = versions.matrix
     commits = gitio.commits_touching(repo, revisions, paths, first_parent)
     report = HistoryReport(matrix, range_text, len(commits), None)
+    with versions.reading_ahead(commits):
+        return _compare_all(versions, commits, report, where, on_commit)
+
+
+def _compare_all(versions, commits, report, where, on_commit):
+    matrix = versions.matrix
     last, read = _start(versions, commits), set()
     for done, (commit, state) in enumerate(_states_ahead(versions, commits), 1):
         read.update(state.files)
