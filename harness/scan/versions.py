@@ -8,12 +8,16 @@ commits in which the function changed five times costs five evaluations.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
-from typing import Any
+from functools import partial
+from typing import Any, TypeVar
 
 import git as gitpython
 
 from harness import gitio
+from harness.blobstream import BlobStream
 from harness.closure.defaults import NO_DEFAULTS, Defaults, class_defaults, input_defaults
 from harness.closure.extract import (
     Closure,
@@ -100,6 +104,7 @@ class Pending:
 
 
 Plan = State | Pending
+T = TypeVar("T")
 
 Blobs = tuple[tuple[str, "str | None"], ...]  # (path, blob id) of every file a state read
 UNKNOWN = object()  # a blob id not looked up yet
@@ -135,6 +140,17 @@ class Versions:
         self.blobs_at: dict[str, dict[str, str | None]] = {}  # commit -> blob ids of its paths
         self.guards_hold: dict[str, int] = {}  # guarded pass -> cells its guard holds on
         self.read_defaults: dict[str, tuple] = {}  # closure digest -> defaults it reads
+        self.stream: BlobStream | None = None  # blobs a scan will read, read ahead
+        self.memos: dict[str, tuple[tuple, Any]] = {}  # see `texts_memo`
+
+    @contextmanager
+    def reading_ahead(self, commits: list[gitio.Commit]) -> Iterator[None]:
+        """While scanning `commits`, the blobs `git log` said they change are read ahead
+        in scan order (see `harness.blobstream`)."""
+        blobs = [new for c in commits for _, new in (c.changes or {}).values() if new]
+        with gitio.blob_stream(self.repo, blobs) as self.stream:
+            yield
+        self.stream = None
 
     def files(self, sha: str | None, reader: gitio.FilesAt | None = None) -> RevisionFiles:
         """The files of a commit (None: the working tree), as extraction reads them."""
@@ -156,11 +172,11 @@ class Versions:
     def _extract(self, files: RevisionFiles) -> Closure | Pipeline:
         target, names, hint = self.matrix.target, self.bound.names, self.matrix.edit_hint
         if target.passes in (ALL_PASSES, RUN_ORDER):
-            passes = tuple(registered(self.sources, files))
+            passes = self.texts_memo("registered", files, self._registered)
             if not passes:
                 raise Absent(f"no function is registered with @{REGISTER} in {target.path}")
             if target.passes == RUN_ORDER:
-                order = self.run_order(files, list(passes))
+                order = self.texts_memo("order", files, partial(self.run_order, passes=passes))
                 found = extract_pipeline(self.sources, files, order.passes, names, hint, self.view)
                 return replace(found, guarded=order.guarded)
             return extract_pipeline(self.sources, files, passes, names, hint, self.view)
@@ -169,10 +185,31 @@ class Versions:
         (function,) = target.passes
         return extract_closure(self.sources, files, function, names, hint, self.view)
 
-    def run_order(self, files: RevisionFiles, passes: list[str]) -> PassOrder:
+    def texts_memo(
+        self, name: str, files: RevisionFiles, compute: Callable[[RevisionFiles], T]
+    ) -> T:
+        """`compute(files)`, made again only when a file it read (or found missing) differs
+        from the last time: a scan's commits mostly leave those files alone."""
+        memo = self.memos.get(name)
+        if memo is not None and all(files.read(path) == text for path, text in memo[0]):
+            return memo[1]
+        read: dict[str, str | None] = {}
+
+        def record(path: str) -> str | None:
+            read[path] = files.read(path)
+            return read[path]
+
+        found = compute(RevisionFiles(record, files.target, files.roots))
+        self.memos[name] = (tuple(read.items()), found)
+        return found
+
+    def _registered(self, files: RevisionFiles) -> tuple[str, ...]:
+        return tuple(registered(self.sources, files))
+
+    def run_order(self, files: RevisionFiles, passes: tuple[str, ...]) -> PassOrder:
         """The registered `passes` in the order the world's entry point runs them."""
         try:
-            return pass_order(self.sources, files, passes, self.world.run_entries)
+            return pass_order(self.sources, files, list(passes), self.world.run_entries)
         except RecursionError:
             raise Unevaluable(
                 "the code that runs the passes nests its calls too deeply to follow"
@@ -181,6 +218,9 @@ class Versions:
     def defaults(self, files: RevisionFiles) -> Defaults:
         """What the view's class declares for its fields in these files (see
         `harness.closure.defaults`)."""
+        return self.texts_memo("defaults", files, self._defaults)
+
+    def _defaults(self, files: RevisionFiles) -> Defaults:
         found = class_defaults(self.sources, files, self.view) if self.view else NO_DEFAULTS
         if self.world.input_defaults is None:
             return found
@@ -253,7 +293,7 @@ class Versions:
             if all(blob_at(p) == b for p, b in blobs if p != path):
                 self.blobs_at[sha] = dict(blobs)
                 return state
-        reader = gitio.FilesAt(self.repo, sha, {**known, path: blob})
+        reader = gitio.FilesAt(self.repo, sha, {**known, path: blob}, self.stream)
         plan = self.plan(self.files(sha, reader), label or sha[:10])
         self.blobs_at[sha] = dict(reader.blobs)  # every file it read: known before it settles
         plan = plan if isinstance(plan, Pending) else Pending(plan)
@@ -373,6 +413,11 @@ class Versions:
         except (Absent, Unevaluable):
             return None
         return Code(closure, files.read(files.target) or "", label)
+
+
+def settled_or_not(plan: Plan) -> State:
+    """What a plan already knows: every fact but, while it evaluates, the table."""
+    return plan if isinstance(plan, State) else plan.state
 
 
 def paths_of(*states: State) -> list[str]:
