@@ -192,7 +192,8 @@ def changed_span(old: str, new: str, chunk: int = 1024) -> tuple[int, int]:
 
 def _common_length(same, limit: int, chunk: int = 1024) -> int:
     """The largest n <= limit with same(0, n): in chunks that double while equal, then by
-    bisection in the first chunk that differs (each comparison runs at C speed)."""
+    bisection in the first chunk that differs (each comparison runs at C speed, on the
+    part not yet known to be the same)."""
     start = 0
     while start < limit:
         end = min(start + chunk, limit)
@@ -201,10 +202,10 @@ def _common_length(same, limit: int, chunk: int = 1024) -> int:
         start, chunk = end, chunk * 2
     else:
         return limit
-    lo, hi = start, end - 1  # the answer lies in [start, end)
+    lo, hi = start, end - 1  # the answer lies in [start, end); [0, lo) is known the same
     while lo < hi:
         mid = (lo + hi + 1) // 2
-        if same(start, mid):
+        if same(lo, mid):
             lo = mid
         else:
             hi = mid - 1
