@@ -1,4 +1,4 @@
-"""All git access, through GitPython, read-only.
+"""All git access, read-only (git itself runs in `harness.gitcmd`).
 
 Small named functions: open a repository, resolve a revision expression
 (including `#N` / `pr:N` for squash-merged PRs), read a file at a revision or
@@ -15,11 +15,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import git
-
-from harness.blobstream import BlobStream
 from harness.errors import HarnessError, Unevaluable
 from harness.files import undecodable
+from harness.gitcmd import BlobStream, GitError, NotARepository, Repo, discover
 
 PR_EXPR = re.compile(r"^(?:#|pr:)(\d+)(.*)$")
 PR_SUBJECT = re.compile(r"\(#(\d+)\)\s*$")
@@ -55,19 +53,24 @@ class Revision:
         return f"{self.expr} ({self.short})"
 
 
-def open_repo(path: str | None) -> git.Repo:
+def open_repo(path: str | None) -> Repo:
     """The repository at `path` (default: the one containing the current directory)."""
     where = Path(path or ".").resolve()
     if not where.exists():
         raise HarnessError(f"--repo {path}: no such directory")
     try:
-        return git.Repo(where, search_parent_directories=path is None)
-    except (git.InvalidGitRepositoryError, git.NoSuchPathError):
-        hint = "pass --repo PATH to an SGLang clone" if path is None else "point --repo at a clone"
-        raise HarnessError(f"not a git repository: {where} ({hint})") from None
+        return discover(where, search_parents=path is None)
+    except NotARepository as exc:
+        if exc.top is not None:
+            hint = f"point --repo at the repository's top, {exc.top}"
+        elif path is None:
+            hint = "pass --repo PATH to an SGLang clone"
+        else:
+            hint = "point --repo at a clone"
+        raise HarnessError(f"not a git repository: {where} ({exc.reason}; {hint})") from None
 
 
-def resolve(repo: git.Repo, expr: str, lookup: PRLookup | None = None) -> Revision:
+def resolve(repo: Repo, expr: str, lookup: PRLookup | None = None) -> Revision:
     """A commit for a revision expression: sha, branch, tag, HEAD~3, #30835, pr:30835^.
 
     `#N` is the commit whose subject ends in (#N); when there is none (or
@@ -79,13 +82,13 @@ def resolve(repo: git.Repo, expr: str, lookup: PRLookup | None = None) -> Revisi
     spelled = pr_commit(repo, int(match.group(1)), lookup) + match.group(2) if match else expr
     try:
         sha = repo.git.rev_parse("--verify", "--quiet", "--end-of-options", f"{spelled}^{{commit}}")
-    except git.GitCommandError:
+    except GitError:
         raise HarnessError(_unknown(repo, expr, spelled)) from None
-    commit = repo.commit(sha)
-    return Revision(expr, sha, commit.summary, commit.committed_datetime.isoformat())
+    subject, date = repo.git.show("-s", "--format=%s%x00%cI", sha).split("\0")
+    return Revision(expr, sha, subject, date)
 
 
-def _unknown(repo: git.Repo, expr: str, spelled: str) -> str:
+def _unknown(repo: Repo, expr: str, spelled: str) -> str:
     """Why `expr` names no commit, and the fix."""
     where = where_of(repo)
     if not _has_commits(repo):
@@ -100,24 +103,24 @@ def _unknown(repo: git.Repo, expr: str, spelled: str) -> str:
     return message + shallow_hint(repo)
 
 
-def _has_commits(repo: git.Repo) -> bool:
+def _has_commits(repo: Repo) -> bool:
     try:
         repo.git.rev_parse("--verify", "--quiet", "HEAD")
-    except git.GitCommandError:
+    except GitError:
         return bool(repo.git.for_each_ref("--count=1", "refs/"))
     return True
 
 
-def _prefix_matches(repo: git.Repo, spelled: str) -> list[str]:
+def _prefix_matches(repo: Repo, spelled: str) -> list[str]:
     if not re.fullmatch(r"[0-9a-fA-F]{4,39}", spelled):
         return []
     try:
         return repo.git.rev_parse(f"--disambiguate={spelled}").split()
-    except git.GitCommandError:
+    except GitError:
         return []
 
 
-def shallow_commits(repo: git.Repo) -> set[str]:
+def shallow_commits(repo: Repo) -> set[str]:
     """The commits where a shallow clone's history is cut (none in a full clone)."""
     path = Path(repo.git_dir) / "shallow"
     try:
@@ -131,14 +134,14 @@ SHALLOW_FIX = (
 )
 
 
-def shallow_hint(repo: git.Repo) -> str:
+def shallow_hint(repo: Repo) -> str:
     """A sentence for messages about missing commits, when the clone is shallow."""
     if not shallow_commits(repo):
         return ""
     return f" (this clone is shallow, so older commits are missing: {SHALLOW_FIX})"
 
 
-def refuse_shallow_range(repo: git.Repo, revisions: list[str], command: str) -> None:
+def refuse_shallow_range(repo: Repo, revisions: list[str], command: str) -> None:
     """A scan over `revisions` (rev-list arguments) must not cross a shallow boundary."""
     cut = shallow_commits(repo)
     if not cut:
@@ -151,13 +154,13 @@ def refuse_shallow_range(repo: git.Repo, revisions: list[str], command: str) -> 
         )
 
 
-def worktree(repo: git.Repo) -> Revision:
+def worktree(repo: Repo) -> Revision:
     if repo.bare or repo.working_tree_dir is None:
         raise HarnessError(f"{repo.git_dir} is a bare repository: name two revisions to compare")
     return Revision(WORKTREE, None)
 
 
-def pr_commit(repo: git.Repo, number: int, lookup: PRLookup | None = None) -> str:
+def pr_commit(repo: Repo, number: int, lookup: PRLookup | None = None) -> str:
     """The commit for #number: found by subject offline first, else through `lookup`."""
     try:
         return find_pr_commit(repo, number)
@@ -167,7 +170,7 @@ def pr_commit(repo: git.Repo, number: int, lookup: PRLookup | None = None) -> st
     return lookup(number)
 
 
-def find_pr_commit(repo: git.Repo, number: int) -> str:
+def find_pr_commit(repo: Repo, number: int) -> str:
     """The commit whose subject ends with `(#number)`: reachable from HEAD, else from any ref."""
     for scope in (["HEAD"], ["--all"]):
         found = _commits_ending_with(repo, number, scope)
@@ -185,14 +188,14 @@ def find_pr_commit(repo: git.Repo, number: int) -> str:
     )
 
 
-def where_of(repo: git.Repo) -> str:
+def where_of(repo: Repo) -> str:
     return str(repo.working_tree_dir or repo.git_dir)
 
 
-def _commits_ending_with(repo: git.Repo, number: int, scope: list[str]) -> list[str]:
+def _commits_ending_with(repo: Repo, number: int, scope: list[str]) -> list[str]:
     try:
         out = repo.git.log("--format=%H %s", "-E", f"--grep=\\(#{number}\\)", *scope)
-    except git.GitCommandError:
+    except GitError:
         return []  # e.g. HEAD is unborn
     found = []
     for line in out.splitlines():
@@ -208,7 +211,7 @@ def pr_number(subject: str) -> int | None:
     return int(match.group(1)) if match else None
 
 
-def read_file(repo: git.Repo, revision: Revision, path: str) -> str | None:
+def read_file(repo: Repo, revision: Revision, path: str) -> str | None:
     """The text of `path` at `revision` (None: no such file there)."""
     if revision.sha is None:
         return _read_worktree(repo, path)
@@ -216,7 +219,7 @@ def read_file(repo: git.Repo, revision: Revision, path: str) -> str | None:
     return None if blob is None else read_blob(repo, blob, path)
 
 
-def blob_of(repo: git.Repo, commit: str, path: str) -> str | None:
+def blob_of(repo: Repo, commit: str, path: str) -> str | None:
     """The blob id of `path` at `commit` (None: no such file), read from the trees.
 
     The commit's root tree is asked once, each directory's listing once per tree id
@@ -240,40 +243,54 @@ _LISTINGS: dict[str, dict[str, tuple[str, str]]] = {}  # tree id -> {name: (mode
 MAX_REMEMBERED = 100_000  # ids never change: the dicts are only ever cleared, for memory
 
 
-def _root_tree(repo: git.Repo, commit: str) -> str:
+def _root_tree(repo: Repo, commit: str) -> str:
+    """The commit's root tree id (its listing is kept on the way: it is read next)."""
     if commit not in _ROOTS:
-        try:
-            tree, _, _ = _persistent(repo, lambda: repo.git.get_object_header(f"{commit}^{{tree}}"))
-        except ValueError:
-            raise HarnessError(_unreadable(repo, commit, "a commit")) from None
+        found = _object(repo, f"{commit}^{{tree}}", "tree")
+        if found is None:
+            raise HarnessError(_unreadable(repo, commit, "a commit"))
         if len(_ROOTS) > MAX_REMEMBERED:
             _ROOTS.clear()
-        _ROOTS[commit] = tree.decode()
+        _ROOTS[commit] = found[0]
+        _remember_listing(repo, found[0], found[2])
     return _ROOTS[commit]
 
 
-def _listing(repo: git.Repo, tree: str) -> dict[str, tuple[str, str]]:
-    """A tree's entries, parsed from its raw form (`MODE NAME\\0` and 20 bytes of id)."""
+def _listing(repo: Repo, tree: str) -> dict[str, tuple[str, str]]:
     if tree not in _LISTINGS:
-        try:
-            _, kind, size, data = _persistent(repo, lambda: repo.git.get_object_data(tree))
-            if len(data) != size or kind != b"tree":
-                raise ValueError("not a whole tree")
-            entries, at = {}, 0
-            while at < len(data):
-                space, nul = data.index(b" ", at), data.index(b"\0", at)
-                name = data[space + 1 : nul].decode("utf-8", "surrogateescape")
-                entries[name] = (data[at:space].decode(), data[nul + 1 : nul + 21].hex())
-                at = nul + 21
-        except (ValueError, OSError, git.GitCommandError):
-            raise HarnessError(_unreadable(repo, tree, "a directory")) from None
-        if len(_LISTINGS) > MAX_REMEMBERED:
-            _LISTINGS.clear()
-        _LISTINGS[tree] = entries
+        found = _object(repo, tree, "tree")
+        if found is None:
+            raise HarnessError(_unreadable(repo, tree, "a directory"))
+        _remember_listing(repo, tree, found[2])
     return _LISTINGS[tree]
 
 
-def read_blob(repo: git.Repo, blob: str, path: str = "", stream: BlobStream | None = None) -> str:
+def _remember_listing(repo: Repo, tree: str, data: bytes) -> None:
+    """A tree's entries, parsed from its raw form (`MODE NAME\\0` and 20 bytes of id)."""
+    entries, at = {}, 0
+    try:
+        while at < len(data):
+            space, nul = data.index(b" ", at), data.index(b"\0", at)
+            name = data[space + 1 : nul].decode("utf-8", "surrogateescape")
+            entries[name] = (data[at:space].decode(), data[nul + 1 : nul + 21].hex())
+            at = nul + 21
+    except (ValueError, UnicodeDecodeError):
+        raise HarnessError(_unreadable(repo, tree, "a directory")) from None
+    if len(_LISTINGS) > MAX_REMEMBERED:
+        _LISTINGS.clear()
+    _LISTINGS[tree] = entries
+
+
+def _object(repo: Repo, spec: str, kind: str) -> tuple[str, str, bytes] | None:
+    """(id, type, content) of the object, if git gives it whole and it is a `kind`."""
+    try:
+        found = repo.object(spec)
+    except GitError:
+        return None
+    return found if found is not None and found[1] == kind else None
+
+
+def read_blob(repo: Repo, blob: str, path: str = "", stream: BlobStream | None = None) -> str:
     """The blob as Python source text (see `python_source`), from `stream` when it has it;
     a blob git cannot read is the repository's fault, said in one line. The last texts
     read are remembered by id: a scan reads the files a commit left alone again and again."""
@@ -282,12 +299,10 @@ def read_blob(repo: git.Repo, blob: str, path: str = "", stream: BlobStream | No
         return text
     data = stream.take(blob) if stream is not None else None
     if data is None:
-        try:
-            _, _, size, data = _persistent(repo, lambda: repo.git.get_object_data(blob))
-        except (ValueError, OSError, git.GitCommandError):
-            raise HarnessError(_unreadable(repo, blob, path)) from None
-        if len(data) != size:  # cat-file died mid-object: GitPython hands back what came
+        found = _object(repo, blob, "blob")
+        if found is None:
             raise HarnessError(_unreadable(repo, blob, path))
+        data = found[2]
     text = python_source(data, path or blob[:12])
     if len(data) <= MAX_TEXT:
         if len(_TEXTS) >= TEXTS_KEPT:
@@ -300,18 +315,8 @@ _TEXTS: dict[tuple[str, str], str] = {}  # (repository, blob id) -> text: the la
 TEXTS_KEPT, MAX_TEXT = 64, 1 << 20
 
 
-def _persistent(repo: git.Repo, ask: Callable[[], Any]) -> Any:
-    """`ask()` of GitPython's long-lived `git cat-file` processes; one that died (on a
-    corrupt object, say) is restarted once, so that it does not fail the next question."""
-    try:
-        return ask()
-    except OSError:
-        repo.git.clear_cache()
-        return ask()
-
-
-def _unreadable(repo: git.Repo, blob: str, path: str) -> str:
-    repo.git.clear_cache()
+def _unreadable(repo: Repo, blob: str, path: str) -> str:
+    repo.close()  # the `git cat-file` that failed: the next read starts afresh
     return (
         f"git cannot read object {blob[:12]} ({path or 'a file'}) in {where_of(repo)}: it is "
         "corrupt or missing; run `git fsck` there, or clone the repository again"
@@ -353,7 +358,7 @@ class FilesAt:
 
     def __init__(
         self,
-        repo: git.Repo,
+        repo: Repo,
         sha: str | None,
         known: dict[str, str | None] | None = None,
         stream: BlobStream | None = None,
@@ -396,7 +401,7 @@ class Commit:
 
 
 def commits_touching(
-    repo: git.Repo, revisions: list[str], paths: list[str], first_parent: bool = False
+    repo: Repo, revisions: list[str], paths: list[str], first_parent: bool = False
 ) -> list[Commit]:
     """Commits in `revisions` (rev-list arguments) that change any of `paths`, oldest
     first, with the blob of the first path (the target) before and after each, when the
@@ -428,68 +433,67 @@ def _blob_or_none(sha: str) -> str | None:
     return None if not sha.strip("0") else sha
 
 
-def commit_of(repo: git.Repo, revision: Revision) -> Commit:
-    parents = repo.commit(revision.sha).parents
-    return Commit(
-        revision.sha, parents[0].hexsha if parents else None, revision.date, revision.subject
-    )
+def commit_of(repo: Repo, revision: Revision) -> Commit:
+    parents = repo.git.show("-s", "--format=%P", revision.sha).split()
+    return Commit(revision.sha, parents[0] if parents else None, revision.date, revision.subject)
 
 
-def is_ancestor(repo: git.Repo, older: str, newer: str) -> bool:
+def is_ancestor(repo: Repo, older: str, newer: str) -> bool:
     try:
         repo.git.merge_base("--is-ancestor", older, newer)
-    except git.GitCommandError:
+    except GitError:
         return False
     return True
 
 
-def _read_worktree(repo: git.Repo, path: str) -> str | None:
+def _read_worktree(repo: Repo, path: str) -> str | None:
     target = Path(repo.working_tree_dir) / path
     if not target.is_file():
         return None
     return python_source(target.read_bytes(), path)
 
 
-def has_commit(repo: git.Repo, sha: str) -> bool:
+def has_commit(repo: Repo, sha: str) -> bool:
     try:
         repo.git.rev_parse("--verify", "--quiet", f"{sha}^{{commit}}")
-    except git.GitCommandError:
+    except GitError:
         return False
     return True
 
 
-def merge_base(repo: git.Repo, a: str, b: str) -> str | None:
+def merge_base(repo: Repo, a: str, b: str) -> str | None:
     try:
         return repo.git.merge_base(a, b) or None
-    except git.GitCommandError:
+    except GitError:
         return None
 
 
-def remote_for(repo: git.Repo, slug: str) -> str | None:
+def remote_for(repo: Repo, slug: str) -> str | None:
     """The name of a remote whose URL points at github.com's OWNER/REPO, if any."""
     pattern = re.compile(rf"github\.com[:/]{re.escape(slug)}(\.git)?/?$", re.IGNORECASE)
-    for remote in repo.remotes:
-        if any(pattern.search(url) for url in remote.urls):
-            return remote.name
+    for line in repo.git.remote("-v").splitlines():  # NAME<TAB>URL (fetch)
+        name, _, rest = line.partition("\t")
+        if pattern.search(rest.rsplit(" ", 1)[0]):
+            return name
     return None
 
 
-def blob_stream(repo: git.Repo, blobs: list[str]) -> BlobStream:
-    """The blobs, streamed ahead in this order (see `harness.blobstream`)."""
+def blob_stream(repo: Repo, blobs: list[str]) -> BlobStream:
+    """The blobs, streamed ahead in this order (see `harness.gitcmd`)."""
     return BlobStream(repo.git_dir, blobs)
 
 
-def fetch_objects(repo: git.Repo, source: str, ref: str) -> None:
+def fetch_objects(repo: Repo, source: str, ref: str) -> None:
     """Fetch `ref`'s commits into the object store only: no ref, no FETCH_HEAD is written."""
     try:
         repo.git.fetch("--quiet", "--no-tags", "--no-write-fetch-head", "--end-of-options",
                        source, ref)  # fmt: skip
-    except git.GitCommandError as exc:
+    except GitError as exc:
         raise HarnessError(f"cannot fetch {ref} from {source}: {_git_complaint(exc)}") from None
 
 
-def _git_complaint(exc: git.GitCommandError) -> str:
-    """git's own first `fatal:`/`error:` line, without GitPython's wrapping."""
+def _git_complaint(exc: GitError) -> str:
+    """git's own first `fatal:`/`error:` line."""
     text = str(exc.stderr or "").strip().removeprefix("stderr:").strip().strip("'")
     for line in text.splitlines():
         line = line.strip()

@@ -12,10 +12,9 @@ import re
 from dataclasses import dataclass, replace
 from typing import Any
 
-import git as gitpython
-
 from harness import gitio
 from harness.errors import HarnessError
+from harness.gitcmd import Repo
 from harness.github.client import GitHub
 
 
@@ -77,7 +76,7 @@ def _url(value: Any) -> str | None:
 class OnlinePRs:
     """PR numbers to local commits through the API, fetching open PRs' heads if needed."""
 
-    def __init__(self, repo: gitpython.Repo, client: GitHub) -> None:
+    def __init__(self, repo: Repo, client: GitHub) -> None:
         self.repo, self.client = repo, client
         self.pulls: dict[int, PullRequest] = {}
 
@@ -133,7 +132,7 @@ class OnlinePRs:
 
 
 def pr_revisions(
-    repo: gitpython.Repo, number: int, online: OnlinePRs | None
+    repo: Repo, number: int, online: OnlinePRs | None
 ) -> tuple[gitio.Revision, gitio.Revision]:
     """`diff --pr N`: (base, head). Offline: the commit ending in (#N) and its parent."""
     try:

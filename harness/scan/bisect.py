@@ -13,10 +13,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-import git as gitpython
-
 from harness import gitio
 from harness.errors import HarnessError
+from harness.gitcmd import Repo
 from harness.releases.release import releases_between
 from harness.scan.because import Difference, explain_rules
 from harness.scan.compare import Comparison, any_change, compare
@@ -53,7 +52,7 @@ class Search:
 
     def __init__(
         self,
-        repo: gitpython.Repo,
+        repo: Repo,
         versions: Versions,
         where: tuple[int, ...] | None,
         on_step: Callable[[Step], None] | None = None,
@@ -152,7 +151,7 @@ class Search:
 
 
 def bisect(
-    repo: gitpython.Repo,
+    repo: Repo,
     versions: Versions,
     good: gitio.Revision,
     bad: gitio.Revision,

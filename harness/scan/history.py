@@ -16,9 +16,8 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-import git as gitpython
-
 from harness import gitio
+from harness.gitcmd import Repo
 from harness.matrix.model import Matrix
 from harness.scan.because import Difference, explain_rules
 from harness.scan.compare import Comparison, compare, resolved_keys
@@ -51,7 +50,7 @@ class HistoryReport:
 
 
 def history(
-    repo: gitpython.Repo,
+    repo: Repo,
     versions: Versions,
     range_text: str,
     revisions: list[str],

@@ -14,10 +14,7 @@ from dataclasses import dataclass, field, replace
 from functools import partial
 from typing import Any, TypeVar
 
-import git as gitpython
-
 from harness import gitio
-from harness.blobstream import BlobStream
 from harness.closure.defaults import NO_DEFAULTS, Defaults, class_defaults, input_defaults
 from harness.closure.extract import (
     Closure,
@@ -39,6 +36,7 @@ from harness.engine.worker import DEFAULT_LIMITS, Limits
 from harness.engine.world import Bound, bind
 from harness.engine.worlds import world_named
 from harness.errors import Absent, Unevaluable
+from harness.gitcmd import BlobStream, Repo
 from harness.matrix.model import ALL_PASSES, RUN_ORDER, Matrix
 from harness.scan.cache import EVERY_CELL, EXPLORED, TableCache, table_key
 from harness.scan.coverage import PassCoverage, coverage, true_cells
@@ -119,7 +117,7 @@ class Versions:
 
     def __init__(
         self,
-        repo: gitpython.Repo,
+        repo: Repo,
         matrix: Matrix,
         cache: TableCache | None = None,
         exhaustive: bool = False,

@@ -13,7 +13,7 @@ ROOT = Path(__file__).resolve().parents[2] / "harness"
 
 # The flow, upstream first. A module may import its own package and any earlier one.
 LAYERS = [
-    {"errors", "files", "testing", "blobstream"},
+    {"errors", "files", "testing", "gitcmd"},
     {"gitio", "http", "matrix"},
     {"closure", "releases"},
     {"engine"},

@@ -1,0 +1,258 @@
+"""The git processes harness runs: commands, one long-lived `git cat-file --batch`,
+and blobs streamed ahead of a scan.
+
+harness reads repositories with git itself, with no library in between: a
+command is a list of arguments (never a shell line), always names the
+repository with `--git-dir` (so a GIT_DIR in the environment cannot point
+it elsewhere), and fails as `GitError` carrying git's own message. Only
+`harness.gitio` uses this module.
+
+A history reads the target file at every commit that changes it; asked one
+at a time, each blob costs a round trip to git while nothing else runs.
+Given the blob ids in the order the scan will ask for them (`git log --raw`
+told them), `BlobStream` has one git process inflate them into a pipe while
+the scan parses and evaluates earlier commits, and the scan reads each off
+the pipe when it gets there: no thread, and git is never more than the
+pipe's size ahead. A blob asked for out of order, or one git cannot give, is
+`None`, and the caller reads it the ordinary way, which also reports a
+corrupt object properly.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import subprocess
+import sys
+import tempfile
+from collections.abc import Iterable
+from pathlib import Path
+from typing import BinaryIO
+
+LOCATING = ("GIT_DIR", "GIT_WORK_TREE", "GIT_COMMON_DIR")  # would override discovery
+
+
+class GitError(Exception):
+    """A git command failed: its arguments, exit status and what it said."""
+
+    def __init__(self, args: tuple[str, ...], status: int, stderr: str) -> None:
+        super().__init__(f"git {' '.join(args)} exited with {status}: {stderr.strip()}")
+        self.status, self.stderr = status, stderr
+
+
+class NotARepository(Exception):
+    """`discover` found no repository (`reason`: git's own words)."""
+
+    def __init__(self, reason: str, top: str | None = None) -> None:
+        super().__init__(reason)
+        self.reason, self.top = reason, top  # top: the repository a subdirectory is in
+
+
+class Repo:
+    """A repository: where its objects are (`git_dir`) and its working tree (None: bare).
+
+    `repo.git.NAME(*args)` runs `git NAME args` (underscores become dashes) and returns
+    its output without the final newline; `repo.object(spec)` reads one object through a
+    `git cat-file --batch` kept open for the run."""
+
+    def __init__(self, git_dir: str, working_tree_dir: str | None) -> None:
+        self.git_dir, self.working_tree_dir = git_dir, working_tree_dir
+        self.git = Commands(self)
+        self._cat: subprocess.Popen | None = None
+
+    @property
+    def bare(self) -> bool:
+        return self.working_tree_dir is None
+
+    def run(self, *args: str) -> str:
+        done = subprocess.run(
+            ["git", "--git-dir", self.git_dir, *args],
+            cwd=self.working_tree_dir or self.git_dir,
+            env=_environment(),
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+        )
+        if done.returncode != 0:
+            raise GitError(args, done.returncode, done.stderr.decode(errors="replace"))
+        return done.stdout.decode(errors="replace").removesuffix("\n")
+
+    def object(self, spec: str) -> tuple[str, str, bytes] | None:
+        """(id, type, content) of the object `spec` names (None: git has none by that name).
+        Raises GitError when git cannot give it whole (a corrupt object), after asking a
+        fresh `git cat-file` once."""
+        if "\n" in spec or not spec:
+            return None
+        for attempt in range(2):
+            try:
+                return self._ask(spec)
+            except (OSError, ValueError) as exc:
+                self.close()
+                if attempt:
+                    raise GitError(("cat-file", "--batch"), -1, str(exc)) from None
+        return None  # not reached
+
+    def _ask(self, spec: str) -> tuple[str, str, bytes] | None:
+        if self._cat is None:
+            self._cat = subprocess.Popen(
+                ["git", "--git-dir", self.git_dir, "cat-file", "--batch"],
+                env=_environment(),
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.DEVNULL,
+            )
+        self._cat.stdin.write(spec.encode("utf-8", "surrogateescape") + b"\n")
+        self._cat.stdin.flush()
+        return read_object(self._cat.stdout)
+
+    def close(self) -> None:
+        """Stop the `git cat-file` this repository keeps (the next read starts another)."""
+        cat, self._cat = self._cat, None
+        if cat is not None:
+            for stream in (cat.stdin, cat.stdout):
+                with contextlib.suppress(OSError):
+                    stream.close()
+            cat.kill()
+            cat.wait()
+
+
+class Commands:
+    """`repo.git.rev_parse("--verify", "HEAD")` runs `git rev-parse --verify HEAD`."""
+
+    def __init__(self, repo: Repo) -> None:
+        self._repo = repo
+
+    def __getattr__(self, name: str):
+        if name.startswith("_"):
+            raise AttributeError(name)
+        return lambda *args: self._repo.run(name.replace("_", "-"), *args)
+
+
+def discover(path: Path, search_parents: bool) -> Repo:
+    """The repository at `path` (with `search_parents`, also one containing it). Raises
+    NotARepository."""
+    where = str(path)
+    found = _rev_parse(where, "--absolute-git-dir", "--is-bare-repository")
+    git_dir, bare = found.splitlines()
+    tree = None if bare == "true" else _top_level(where, git_dir)
+    if not search_parents and str(path) not in (git_dir, tree):
+        raise NotARepository("a directory inside a repository", tree or git_dir)
+    return Repo(git_dir, tree)
+
+
+def _top_level(where: str, git_dir: str) -> str | None:
+    try:
+        return _rev_parse(where, "--show-toplevel")
+    except NotARepository:  # inside the .git directory itself
+        parent, name = os.path.split(git_dir)
+        return parent if name == ".git" else None
+
+
+def _rev_parse(where: str, *args: str) -> str:
+    try:
+        done = subprocess.run(
+            ["git", "-C", where, "rev-parse", *args],
+            env=_environment(),
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+        )
+    except OSError as exc:
+        raise NotARepository(f"cannot run git ({exc.strerror or exc})") from None
+    if done.returncode != 0:
+        said = done.stderr.decode(errors="replace").strip().splitlines()
+        raise NotARepository(said[-1] if said else f"git exited with {done.returncode}")
+    return done.stdout.decode(errors="surrogateescape").strip()
+
+
+def _environment() -> dict[str, str]:
+    return {k: v for k, v in os.environ.items() if k not in LOCATING}
+
+
+def read_object(out: BinaryIO) -> tuple[str, str, bytes] | None:
+    """The next answer of `git cat-file --batch`: (id, type, content), or None for an
+    object git does not have. Raises ValueError when the stream ends or is not what git
+    writes."""
+    header = out.readline()
+    if not header.endswith(b"\n"):
+        raise ValueError("git cat-file stopped answering")
+    fields = header.split()
+    if len(fields) != 3 or not fields[2].isdigit():
+        return None  # `<name> missing` (or ambiguous): no content follows
+    size = int(fields[2])
+    body = out.read(size + 1)
+    if len(body) != size + 1 or not body.endswith(b"\n"):
+        raise ValueError("git cat-file stopped inside an object")
+    return fields[0].decode(), fields[1].decode(), body[:size]
+
+
+PIPE_SIZE = 1 << 20  # how far git may run ahead, in bytes (Linux's default ceiling)
+F_SETPIPE_SZ = 1031  # Linux's fcntl command (Python names it only from 3.10 on Linux)
+
+
+class BlobStream:
+    """`take(blob)`: the blob's bytes when it is the next one planned, or a later one
+    (those between are skipped); else None. Close it (or use it as a context manager)
+    when the scan ends."""
+
+    def __init__(self, git_dir: str, blobs: Iterable[str]) -> None:
+        self.order = list(blobs)
+        self.next = 0  # the position of the next answer on the pipe
+        self.process = _cat_file(git_dir, self.order)
+        self.broken = False
+
+    def __enter__(self) -> BlobStream:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def close(self) -> None:
+        with contextlib.suppress(OSError):
+            self.process.kill()
+            self.process.wait()
+            self.process.stdout.close()
+
+    def take(self, blob: str) -> bytes | None:
+        position = self._position(blob)
+        if position is None:
+            return None
+        try:
+            while self.next < position:
+                self._read()
+            return self._read()
+        except (OSError, ValueError):
+            self.broken = True
+            return None
+
+    def _position(self, blob: str) -> int | None:
+        """Where `blob` is next planned, at most a few places ahead (None: nowhere near)."""
+        if self.broken:
+            return None
+        ahead = self.order[self.next : self.next + LOOK]
+        return self.next + ahead.index(blob) if blob in ahead else None
+
+    def _read(self) -> bytes | None:
+        self.next += 1
+        found = read_object(self.process.stdout)
+        return found[2] if found is not None and found[1] == "blob" else None
+
+
+LOOK = 16  # how far ahead a blob asked for may be planned: further means the plan is off
+
+
+def _cat_file(git_dir: str, blobs: list[str]) -> subprocess.Popen:
+    with tempfile.TemporaryFile() as ids:  # stdin from a file: no pipe to fill both ways
+        ids.write("".join(f"{blob}\n" for blob in blobs).encode())
+        ids.seek(0)
+        process = subprocess.Popen(
+            ["git", "--git-dir", git_dir, "cat-file", "--batch"],
+            env=_environment(),
+            stdin=ids,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+        )
+    if sys.platform.startswith("linux"):
+        import fcntl  # POSIX only
+
+        with contextlib.suppress(OSError):  # a smaller pipe only means less reading ahead
+            fcntl.fcntl(process.stdout.fileno(), F_SETPIPE_SZ, PIPE_SIZE)
+    return process
