@@ -149,7 +149,8 @@ class Target:
     def revision(self):
         """(the repository, or None for a release; the revision --override-rev names)."""
         from harness import gitio
-        from harness.releases.release import is_release, resolve_revision
+        from harness.releases.release import resolve_revision
+        from harness.releases.revisions import is_release
 
         repo = None if is_release(self.rev) else gitio.open_repo(self.repo_path)
         return repo, resolve_revision(repo, self.rev)

@@ -6,8 +6,6 @@ import argparse
 import sys
 
 from harness.cli.options import add_command, add_evaluation_options, set_up
-from harness.report import bisect as report
-from harness.scan.bisect import bisect
 
 HELP = """\
 Find the first commit between GOOD and BAD whose outcomes differ from GOOD's.
@@ -37,6 +35,9 @@ def register(commands: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from harness.report import bisect as report
+    from harness.scan.bisect import bisect
+
     setup = set_up(args)
     matrix, repo, where = setup.matrix, setup.repo, setup.where
     good, bad = setup.resolve(args.good), setup.resolve(args.bad)

@@ -6,8 +6,6 @@ import argparse
 import os
 
 from harness.cli.options import add_command, nonnegative, slug_argument
-from harness.github.client import GitHub
-from harness.github.comment import check_head, load_report, post
 
 HELP = """\
 Create or update one comment on a pull request with the markdown report made
@@ -41,6 +39,9 @@ def register(commands: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from harness.github.client import GitHub
+    from harness.github.comment import check_head, load_report, post
+
     doc = load_report(args.report)
     client = GitHub(args.repo_slug)
     if args.head_sha:

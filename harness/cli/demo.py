@@ -16,11 +16,6 @@ from harness import gitio
 from harness.cli.diff import write
 from harness.cli.options import add_command
 from harness.errors import HarnessError
-from harness.matrix.load import load_matrix
-from harness.report.model import build_report
-from harness.scan.diff import diff
-from harness.scan.versions import Versions
-from harness.testing.sglang_fixture import build_history
 
 HELP = """\
 Build a small SGLang-shaped git history in a temporary directory (with PR
@@ -56,6 +51,12 @@ def run(args: argparse.Namespace) -> int:
 
 
 def show(root: Path, fmt: str) -> int:
+    from harness.matrix.load import load_matrix
+    from harness.report.model import build_report
+    from harness.scan.diff import diff
+    from harness.scan.versions import Versions
+    from harness.testing.sglang_fixture import build_history
+
     build_history(root)
     repo = gitio.open_repo(str(root))
     if fmt == "text":

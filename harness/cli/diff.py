@@ -12,10 +12,9 @@ from harness import gitio
 from harness.cli.options import Setup, add_command, add_evaluation_options, nonnegative, set_up
 from harness.errors import HarnessError
 from harness.files import write_atomically
-from harness.github.prs import pr_revisions
 from harness.report import annotations, jsonfmt, junit, markdown, text
 from harness.report.model import DiffReport, build_report
-from harness.scan.diff import diff
+from harness.report.store import ReportCache, report_key
 
 DIFF_FORMATS = ("text", "markdown", "json", "json-sample", "junit", "github")
 
@@ -86,14 +85,31 @@ def run(args: argparse.Namespace) -> int:
         )
     setup = set_up(args)
     base, head = pick_revisions(setup, args)
-    found = diff(setup.versions(args.exhaustive), base, head, setup.where)
-    report = build_report(found)
+    report = diff_report(setup, base, head, args.exhaustive)
     args.status = 1 if report.changed else 0  # the answer, even if the reader goes away
     for fmt, path in args.output:
         write_file(path, "".join(chunks(report, fmt, args.sample)))
     write(report, args.format, args.sample)
     warn_if_blind(report)
     return args.status
+
+
+def diff_report(
+    setup: Setup, base: gitio.Revision, head: gitio.Revision, exhaustive: bool
+) -> DiffReport:
+    """The report of BASE against HEAD: read back when the same two commits were compared
+    the same way before (see `harness.report.store`), else evaluated and kept."""
+    reports = ReportCache(setup.cache)  # beside the tables
+    key = report_key(setup.matrix, base, head, setup.where, (exhaustive, setup.limits))
+    found = reports.get(key, setup.matrix, base, head) if key else None
+    if found is not None:
+        return found
+    from harness.scan.diff import diff  # only now: a report read back needs none of it
+
+    report = build_report(diff(setup.versions(exhaustive), base, head, setup.where))
+    if key:
+        reports.put(key, report)
+    return report
 
 
 def warn_if_blind(report: DiffReport) -> None:
@@ -110,6 +126,8 @@ def pick_revisions(setup: Setup, args: argparse.Namespace) -> tuple[gitio.Revisi
     """As `git diff`: none -> HEAD vs working tree; one -> REV vs working tree; two -> both."""
     revisions, repo, resolve = args.revisions, setup.repo, setup.resolve
     if args.pr is not None:
+        from harness.github.prs import pr_revisions
+
         if revisions:
             raise HarnessError(
                 f"harness diff --pr {args.pr} takes no revisions, got: {' '.join(revisions)}"

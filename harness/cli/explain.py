@@ -6,8 +6,8 @@ import argparse
 import sys
 
 from harness.cli.options import add_command, add_evaluation_options, set_up
+from harness.engine.events import Trace
 from harness.engine.outcome import revision_wide
-from harness.engine.trace import Trace
 from harness.errors import HarnessError, Unevaluable
 from harness.matrix.cells import bits_of
 from harness.matrix.model import NO_DEFAULT, Matrix, format_value

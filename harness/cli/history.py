@@ -9,9 +9,6 @@ import sys
 from harness.cli.options import add_command, add_evaluation_options, cache_directory, set_up
 from harness.cli.progress import Progress
 from harness.errors import HarnessError
-from harness.report import history as report
-from harness.scan.history import history
-from harness.scan.releases import release_history
 
 HELP = """\
 List the commits that changed the outcomes of the matrix's target function.
@@ -53,6 +50,10 @@ def register(commands: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from harness.report import history as report
+    from harness.scan.history import history
+    from harness.scan.releases import release_history
+
     setup = set_up(args)
     project = _project(args)
     versions = setup.versions()

@@ -13,7 +13,7 @@ from harness.engine.worlds import world_named
 from harness.errors import Absent, HarnessError, Unevaluable
 from harness.files import write_atomically
 from harness.matrix.load import load_matrix
-from harness.releases.release import is_release
+from harness.releases.revisions import is_release
 from harness.scan.infer import base_matrix, discover, render, yaml_value
 from harness.scan.versions import Versions
 

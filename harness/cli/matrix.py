@@ -6,7 +6,6 @@ import argparse
 import json
 import sys
 
-from harness.cli.infer import run_infer
 from harness.cli.options import (
     add_command,
     add_limit_options,
@@ -65,6 +64,8 @@ def register(commands: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from harness.cli.infer import run_infer
+
     if args.infer is not None:
         return run_infer(args)
     if args.passes or args.output:

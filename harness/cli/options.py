@@ -6,19 +6,20 @@ import argparse
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from harness import gitio
-from harness.engine.worker import DEFAULT_LIMITS, Limits
+from harness.engine.limits import DEFAULT_LIMITS, Limits
 from harness.errors import HarnessError
-from harness.github.client import GitHub, check_slug
-from harness.github.prs import OnlinePRs
 from harness.matrix.cells import parse_where
 from harness.matrix.load import DEFAULT_MATRIX, MAX_CELLS, load_matrix
 from harness.matrix.model import Matrix
-from harness.releases.release import is_release, resolve_revision
+from harness.releases.revisions import is_release
 from harness.scan.cache import TableCache, default_directory
-from harness.scan.versions import Versions
+
+if TYPE_CHECKING:  # what only some runs need is imported when they need it: a warm diff
+    from harness.github.prs import OnlinePRs  # starts in a fraction of a cold one
+    from harness.scan.versions import Versions
 
 FORMATS = ("text", "markdown", "json")
 
@@ -128,6 +129,8 @@ def add_revision_options(parser: argparse.ArgumentParser) -> None:
 
 
 def slug_argument(text: str) -> str:
+    from harness.github.client import check_slug
+
     try:
         return check_slug(text)
     except HarnessError:
@@ -135,7 +138,12 @@ def slug_argument(text: str) -> str:
 
 
 def online_prs(args: argparse.Namespace, repo) -> OnlinePRs | None:
-    return OnlinePRs(repo, GitHub(args.github)) if args.github else None
+    if not args.github:
+        return None
+    from harness.github.client import GitHub
+    from harness.github.prs import OnlinePRs
+
+    return OnlinePRs(repo, GitHub(args.github))
 
 
 def revision_resolver(
@@ -144,7 +152,15 @@ def revision_resolver(
     """expr -> Revision: a release (pypi:, wheel:, sdist:), else a commit of `repo`; #N
     falls back to the GitHub API when `online` is given."""
     lookup = online.commit if online else None
-    return lambda expr: resolve_revision(repo, expr, index, cache, lookup)
+
+    def resolve(expr: str) -> gitio.Revision:
+        if repo is not None and not is_release(expr):
+            return gitio.resolve(repo, expr, lookup)  # without loading the release readers
+        from harness.releases.release import resolve_revision
+
+        return resolve_revision(repo, expr, index, cache, lookup)
+
+    return resolve
 
 
 RELEASE_ARGUMENTS = ("revisions", "rev", "good", "bad", "range")  # where commands keep revisions
@@ -243,6 +259,8 @@ class Setup:
 
     def versions(self, exhaustive: bool = False) -> Versions:
         """The run's states of the matrix's target, under its cache and limits."""
+        from harness.scan.versions import Versions
+
         return Versions(self.repo, self.matrix, self.cache, exhaustive, self.limits)
 
 

@@ -6,8 +6,6 @@ import argparse
 import sys
 
 from harness.cli.options import add_command, add_evaluation_options, set_up
-from harness.report import passes as report
-from harness.scan.passes import passes_at
 
 PIPELINE_MATRIX = "sglang-page-size-pipeline"
 
@@ -39,6 +37,9 @@ def register(commands: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from harness.report import passes as report
+    from harness.scan.passes import passes_at
+
     setup = set_up(args)
     revision = setup.resolve(args.rev)
     reports = passes_at(setup.versions(), revision)

@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 
 from harness.cli.options import add_command, add_evaluation_options, set_up
-from harness.report import baseline
 
 HELP = """\
 Write the outcome table of the matrix's target at REV (default HEAD; a
@@ -28,6 +27,8 @@ def register(commands: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from harness.report import baseline
+
     setup = set_up(args)
     revision = setup.resolve(args.rev)
     table = setup.versions().at(revision).table

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from harness.closure.extract import Closure, Pipeline
+from harness.engine.limits import DEFAULT_LIMITS, Limits
 from harness.engine.outcome import (
     CODE_TYPE,
     ERROR,
@@ -37,7 +38,7 @@ from harness.engine.outcome import (
 from harness.engine.plain import Malformed, plain_problem
 from harness.engine.purity import impurity
 from harness.engine.sandbox import describe, line_in, load_target, unbound_reason
-from harness.engine.worker import DEFAULT_LIMITS, Limits, start
+from harness.engine.worker import start
 from harness.engine.world import Bound, with_defaults
 from harness.errors import Unevaluable
 from harness.matrix.cells import Cube, bits_of, cube_runs, first_cell, iter_cells

@@ -19,33 +19,17 @@ from dataclasses import dataclass
 from typing import Any
 
 from harness.closure.extract import Closure, Pipeline
+from harness.engine.events import CONDITION, OPERAND, PASS, RAISE, RETURN, Event, Trace
 from harness.engine.explore import run_cell
-from harness.engine.outcome import Outcome, decode_outcome, encode_outcome
+from harness.engine.limits import DEFAULT_LIMITS, Limits
+from harness.engine.outcome import decode_outcome, encode_outcome
 from harness.engine.plain import Malformed, decode, encode, shown
 from harness.engine.sandbox import chain, guarded, load_function
-from harness.engine.worker import DEFAULT_LIMITS, Limits, isolated
+from harness.engine.worker import isolated
 from harness.engine.world import Bound, with_defaults
 from harness.matrix.model import Matrix
 
 RECORD = "__harness_record__"
-CONDITION, OPERAND, RETURN, RAISE = "condition", "operand", "return", "raise"
-PASS = "pass"  # pipeline mode: a pass starts (source: its name)
-
-
-@dataclass(frozen=True)
-class Event:
-    kind: str  # CONDITION, OPERAND, RETURN or RAISE
-    line: int
-    source: str  # the expression as written at that revision
-    key: str  # normalized text (ast.unparse): the same expression at two revisions
-    value: Any = None
-
-
-@dataclass(frozen=True)
-class Trace:
-    outcome: Outcome
-    events: tuple[Event, ...]
-    passes: tuple[dict[str, Any], ...] = ()  # pipeline mode: what each pass declared
 
 
 class _Sites:

@@ -41,12 +41,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
+from harness.engine.limits import Limits
 from harness.engine.plain import Malformed
 from harness.errors import Unevaluable
 
 T = TypeVar("T")
 
-GIB = 1 << 30
 NOBODY = 65534
 OUT_FD, TRACE_FD = 3, 4  # the child's two pipes, after it closes everything else
 ANSWERED = -1  # the status of a child that sent a whole answer and closed its pipe
@@ -54,20 +54,6 @@ HEADER = 8  # bytes of the header's length, big-endian
 MAX_HEADER = 64 << 20  # what the parent reads of the JSON part, at most
 CLONE_NEWUSER, CLONE_NEWNET = 0x10000000, 0x40000000
 FRAME = re.compile(r'File "([^"/<][^"]*)@[^"@]*", line (\d+)')
-
-
-@dataclass(frozen=True)
-class Limits:
-    """What one worker (one revision's evaluation, or one traced cell) may use."""
-
-    seconds: float = 60.0  # CPU time; the parent kills at twice this in wall-clock time
-    memory: int = 2 * GIB  # address space the evaluation may add, bytes
-
-    def describe_time(self) -> str:
-        return f"{self.seconds:g} s"
-
-
-DEFAULT_LIMITS = Limits()
 
 
 class WorkerFailed(RuntimeError):

@@ -30,14 +30,9 @@ from harness.gitio import Revision, python_source, resolve
 from harness.http import Http
 from harness.releases.archive import MAX_ARCHIVE, MemoryZip, RangeZip, Tarball, checked
 from harness.releases.index import DistFile, choose, index_url, project_files
+from harness.releases.revisions import FORM, FORMS, is_release
 
-FORM = re.compile(r"^(pypi|wheel|sdist):(.+)$")
 PIN = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)==(\S+)$")
-FORMS = "pypi:NAME==VERSION, wheel:PATH or sdist:PATH"
-
-
-def is_release(expr: str) -> bool:
-    return bool(FORM.match(expr))
 
 
 @dataclass

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from harness.engine.trace import Event
+from harness.engine.events import Event
 from harness.scan.because import Difference
 
 

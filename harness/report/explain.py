@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import json
 
+from harness.engine.events import CONDITION, OPERAND, PASS, Event, Trace
 from harness.engine.outputs import Inputs, declared
-from harness.engine.trace import CONDITION, OPERAND, PASS, Event, Trace
 from harness.gitio import Revision
 from harness.matrix.model import Matrix, format_value
 from harness.report.because import json_value, short

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from harness.engine.outcome import ERROR, Outcome
 from harness.engine.outputs import Inputs, declared
@@ -15,7 +15,9 @@ from harness.matrix.model import Matrix, Target, format_value, same_value
 from harness.report.because import with_because
 from harness.scan.because import Difference
 from harness.scan.compare import Comparison, Rule
-from harness.scan.diff import Diff
+
+if TYPE_CHECKING:  # a report read back from the cache is rendered without the scan
+    from harness.scan.diff import Diff
 
 
 def function_label(target: Target) -> str:

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from harness.engine.trace import OPERAND, Event, Trace
+from harness.engine.events import OPERAND, Event, Trace
 from harness.errors import Unevaluable
 from harness.matrix.cells import first_cell
 from harness.matrix.model import same_value

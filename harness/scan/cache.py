@@ -49,14 +49,28 @@ def default_directory() -> Path:
     return Path(base) / "harness"
 
 
-class TableCache:
-    """Get and put outcome tables by key; `directory=None` caches nothing."""
+class DiskCache:
+    """Files under `directory/kind`, one per key, each carrying a checksum of its payload;
+    `directory=None` keeps nothing. A file that cannot be read back whole is reported
+    once and treated as missing; a directory that cannot be written is given up."""
 
-    def __init__(self, directory: Path | None) -> None:
-        self.directory = directory
+    def __init__(self, directory: Path | DiskCache | None, kind: str, magic: bytes) -> None:
+        """`directory` may be another cache: the two then share it, and give it up together
+        (one warning, not one per kind)."""
+        self._place = directory._place if isinstance(directory, DiskCache) else [directory]
+        self.kind, self.magic = kind, magic
         self.hits = self.writes = 0
 
-    def get(self, key: str, size: int) -> OutcomeTable | None:
+    @property
+    def directory(self) -> Path | None:
+        return self._place[0]
+
+    @directory.setter
+    def directory(self, value: Path | None) -> None:
+        self._place[0] = value
+
+    def read(self, key: str) -> bytes | None:
+        """The payload stored for `key` (None: nothing, or not whole)."""
         if self.directory is None:
             return None
         path = self._path(key)
@@ -66,27 +80,31 @@ class TableCache:
             return None  # a miss; a directory that cannot exist fails at the first write
         except OSError as exc:
             return self._give_up(f"cannot read {path} ({exc.strerror})")
-        table = _decode(data, key, size)
-        if table is None:  # evaluated again, and written over
-            print(f"harness: warning: {path} is damaged; it will be replaced", file=sys.stderr)
-            return None
-        self.hits += 1
-        return table
+        body = data[len(self.magic) :]
+        checksum, payload = body[:32], body[32:]
+        if not data.startswith(self.magic) or hashlib.sha256(payload).digest() != checksum:
+            return self.damaged(key)
+        return payload
 
-    def put(self, key: str, table: OutcomeTable) -> None:
-        if self.directory is None or not _storable(table):
+    def damaged(self, key: str) -> None:
+        """Say that the file for `key` is damaged (it is made again, and written over)."""
+        path = self._path(key)
+        print(f"harness: warning: {path} is damaged; it will be replaced", file=sys.stderr)
+
+    def write(self, key: str, payload: bytes) -> None:
+        if self.directory is None:
             return
         path = self._path(key)
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
-            write_atomically(path, _encode(key, table))
+            write_atomically(path, self.magic + hashlib.sha256(payload).digest() + payload)
         except OSError as exc:
             self._give_up(f"cannot write {path.parent} ({exc.strerror or exc})")
             return
         self.writes += 1
 
     def _path(self, key: str) -> Path:
-        return self.directory / "tables" / key[:2] / f"{key}.bin"
+        return self.directory / self.kind / key[:2] / f"{key}.bin"
 
     def _give_up(self, why: str) -> None:
         print(
@@ -99,34 +117,52 @@ class TableCache:
         return None
 
 
+class TableCache(DiskCache):
+    """Get and put outcome tables by key; `directory=None` caches nothing."""
+
+    def __init__(self, directory: Path | DiskCache | None) -> None:
+        super().__init__(directory, "tables", MAGIC)
+
+    def get(self, key: str, size: int) -> OutcomeTable | None:
+        payload = self.read(key)
+        if payload is None:
+            return None
+        table = _decode(payload, key, size)
+        if table is None:  # evaluated again, and written over
+            return self.damaged(key)
+        self.hits += 1
+        return table
+
+    def put(self, key: str, table: OutcomeTable) -> None:
+        if _storable(table):
+            self.write(key, _encode(key, table))
+
+
 def _storable(table: OutcomeTable) -> bool:
     """Only plain values round-trip without classes (a value of the module's own type does not)."""
-    return all(_plain(outcome.value) for outcome in table.outcomes)
+    return all(plain(outcome.value) for outcome in table.outcomes)
 
 
-def _plain(value) -> bool:
+def plain(value) -> bool:
+    """Whether `value` is made of builtin values and containers only (it round-trips
+    through `plain_load`)."""
     if isinstance(value, PLAIN):
         return True
     if type(value) in (list, tuple, set, frozenset):
-        return all(map(_plain, value))
+        return all(map(plain, value))
     if type(value) is dict:
-        return all(_plain(k) and _plain(v) for k, v in value.items())
+        return all(plain(k) and plain(v) for k, v in value.items())
     return False
 
 
 def _encode(key: str, table: OutcomeTable) -> bytes:
     outcomes = [(o.kind, o.value) for o in table.outcomes]
-    payload = pickle.dumps((key, outcomes, zlib.compress(table.codes.tobytes(), 1)), protocol=5)
-    return MAGIC + hashlib.sha256(payload).digest() + payload
+    return pickle.dumps((key, outcomes, zlib.compress(table.codes.tobytes(), 1)), protocol=5)
 
 
-def _decode(data: bytes, key: str, size: int) -> OutcomeTable | None:
-    body = data[len(MAGIC) :]
-    checksum, payload = body[:32], body[32:]
-    if not data.startswith(MAGIC) or hashlib.sha256(payload).digest() != checksum:
-        return None
+def _decode(payload: bytes, key: str, size: int) -> OutcomeTable | None:
     try:
-        stored_key, outcomes, packed = _NoClasses(io.BytesIO(payload)).load()
+        stored_key, outcomes, packed = plain_load(payload)
         codes = array(CODE_TYPE)
         codes.frombytes(zlib.decompress(packed))
     except Exception:
@@ -134,6 +170,11 @@ def _decode(data: bytes, key: str, size: int) -> OutcomeTable | None:
     if stored_key != key or len(codes) != size or (codes and max(codes) >= len(outcomes)):
         return None
     return OutcomeTable([Outcome(kind, value) for kind, value in outcomes], codes)
+
+
+def plain_load(payload: bytes):
+    """Unpickle plain data only: any class in the payload is refused (an error)."""
+    return _NoClasses(io.BytesIO(payload)).load()
 
 
 class _NoClasses(pickle.Unpickler):

@@ -13,12 +13,15 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from harness.closure.extract import Pipeline
-from harness.engine.world import Bound, Unbound
 from harness.errors import HarnessError
 from harness.matrix.cells import bits_of, first_cell
 from harness.matrix.model import Matrix
+
+if TYPE_CHECKING:  # a stored report's coverage is read back without the engine
+    from harness.closure.extract import Pipeline
+    from harness.engine.world import Bound
 
 ABSENT = "absent at this revision"
 
@@ -52,6 +55,8 @@ def coverage(
 
 def true_cells(matrix: Matrix, bound: Bound, guard, name: str) -> int:
     """How many cells the guard holds on: one call per region of equal answer."""
+    from harness.engine.world import Unbound
+
     probe, total, stack = bound.probe, 0, [matrix.full_masks()]
     while stack:
         cube = stack.pop()

@@ -26,9 +26,10 @@ from typing import Any
 from harness.closure.defaults import Defaults
 from harness.closure.extract import Closure
 from harness.engine.explore import run_cell
+from harness.engine.limits import Limits
 from harness.engine.plain import Malformed
 from harness.engine.sandbox import load_function
-from harness.engine.worker import Limits, isolated
+from harness.engine.worker import isolated
 from harness.engine.world import Bound, Const, Spec, World, bind, with_view_fallback
 from harness.errors import Unevaluable
 from harness.matrix.model import SCALAR_TYPES, Axis, Matrix, Target, format_value

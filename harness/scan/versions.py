@@ -29,10 +29,10 @@ from harness.closure.order import PassOrder, pass_order
 from harness.closure.pieces import SourceCache
 from harness.closure.survey import REGISTER, defaults_read, registered
 from harness.engine.explore import start_evaluation
+from harness.engine.limits import DEFAULT_LIMITS, Limits
 from harness.engine.outcome import OutcomeTable, revision_wide
 from harness.engine.purity import impurity
 from harness.engine.trace import Job, Trace, trace_cells
-from harness.engine.worker import DEFAULT_LIMITS, Limits
 from harness.engine.world import Bound, bind
 from harness.engine.worlds import world_named
 from harness.errors import Absent, Unevaluable

@@ -15,7 +15,8 @@ from pathlib import Path
 import pytest
 
 from harness.engine import worker
-from harness.engine.worker import Limits, WorkerFailed, isolated
+from harness.engine.limits import Limits
+from harness.engine.worker import WorkerFailed, isolated
 from harness.errors import Unevaluable
 
 LIMITS = Limits(seconds=1.0, memory=1 << 30)
