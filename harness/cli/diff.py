@@ -12,7 +12,7 @@ from harness import gitio
 from harness.cli.options import Setup, add_command, add_evaluation_options, nonnegative, set_up
 from harness.errors import HarnessError
 from harness.files import write_atomically
-from harness.report import annotations, jsonfmt, junit, markdown, text
+from harness.report import jsonfmt
 from harness.report.model import DiffReport, build_report
 from harness.report.store import ReportCache, report_key
 
@@ -146,8 +146,13 @@ def _pr_number(text: str) -> int:
 
 
 def write(report: DiffReport, fmt: str, sample: int) -> None:
+    batch: list[str] = []  # a large json report is thousands of chunks: write them in blocks
     for chunk in chunks(report, fmt, sample):
-        sys.stdout.write(chunk)
+        batch.append(chunk)
+        if len(batch) >= 512:
+            sys.stdout.write("".join(batch))
+            batch.clear()
+    sys.stdout.write("".join(batch))
     sys.stdout.flush()
 
 
@@ -157,13 +162,21 @@ def chunks(report: DiffReport, fmt: str, sample: int) -> Iterator[str]:
         yield from jsonfmt.render_chunks(report)
     elif fmt == "json-sample":
         yield json.dumps(jsonfmt.document(report, sample)) + "\n"
-    elif fmt == "markdown":
+    elif fmt == "markdown":  # one renderer imported: a warm diff's start is mostly imports
+        from harness.report import markdown
+
         yield markdown.render(report, sample)
     elif fmt == "junit":
+        from harness.report import junit
+
         yield junit.render(report)
     elif fmt == "github":
+        from harness.report import annotations
+
         yield annotations.render(report)
     else:
+        from harness.report import text
+
         yield text.render(report, sample)
 
 
