@@ -1,3 +1,3 @@
-from harness.cli.main import main
+from harness.cli.main import console_main
 
-raise SystemExit(main())
+raise SystemExit(console_main())

@@ -169,7 +169,8 @@ def _relayout(cache: SourceCache, old: Layout, source: str) -> Layout | None:
 
 
 def _join(source, old, first, middle, after, shift, moved) -> Layout:
-    return Layout(
+    old.edit = None  # only the newest edit is ever asked about: a 1,000-commit scan would
+    return Layout(  # otherwise keep every text it read, each layout holding the one before
         source,
         old.pieces[:first] + middle.pieces + old.pieces[after:],
         old.starts[:first] + middle.starts + [s + shift for s in old.starts[after:]],
