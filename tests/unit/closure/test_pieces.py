@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import ast
 import copy
+import gc
 import random
+import weakref
 
 import pytest
 
@@ -136,6 +138,21 @@ def test_an_edit_reuses_the_pieces_around_it():
     assert len(before.pieces) > 20  # one piece per pass at least: not one whole-file parse
     assert len(before.pieces) == len(after.pieces)
     assert len(shared) == len(before.pieces) - 1
+
+
+def test_a_long_run_of_edits_keeps_only_the_last_layout_before_the_newest():
+    """Each layout knows the one it was cut from (for the edit), and no further back: a
+    scan of many commits must not keep every text it read."""
+    source = overrides_source(Overrides(padding=20))
+    cache = SourceCache()
+    first = weakref.ref(cache.layout(source, "m.py"))
+    layouts = [cache.layout(source.replace("return {}", f"return {{}}  # {n}", 1), "m.py")
+               for n in range(5)]  # fmt: skip
+    newest = layouts.pop()
+    assert newest.edit.base is layouts[-1] and layouts[-1].edit is None
+    del layouts
+    gc.collect()
+    assert first() is None  # nothing holds the first layout (nor its text) any more
 
 
 def test_a_syntax_error_names_its_line_in_the_file():
