@@ -19,7 +19,7 @@ from harness.gitcmd import Repo
 from harness.releases.release import releases_between
 from harness.scan.because import Difference, explain_rules
 from harness.scan.compare import Comparison, any_change, compare
-from harness.scan.versions import State, Versions, paths_of
+from harness.scan.versions import State, Versions, paths_of, settled_or_not
 
 GOOD, BAD, SKIP = "good", "bad", "skip"
 
@@ -63,17 +63,19 @@ class Search:
         self.releases: dict[str, gitio.Revision] = {}  # release "commits", by version
 
     def run(self, good: gitio.Revision, bad: gitio.Revision, first_parent: bool) -> BisectResult:
-        self.baseline, last = self._endpoints(good, bad)
-        if good.release is not None or bad.release is not None:
+        plans = [self.versions.start(r) for r in (good, bad)]
+        releases = good.release is not None or bad.release is not None
+        # git lists the commits while GOOD and BAD evaluate: their files are known already
+        commits = [] if releases else self._commits(good, bad, plans, first_parent)
+        self.baseline, last = self._endpoints(good, bad, plans)
+        if releases:
             return self._over_releases(good, bad, last)
         if not gitio.is_ancestor(self.repo, good.sha, bad.sha):
             raise HarnessError(
                 f"GOOD {good.label} is not an ancestor of BAD {bad.label}: "
                 "swap them, or pick a GOOD commit from BAD's history"
             )
-        paths = paths_of(self.baseline, last) or [self.versions.matrix.target.path]
         gitio.refuse_shallow_range(self.repo, [f"^{good.sha}", bad.sha], "harness bisect")
-        commits = gitio.commits_touching(self.repo, [f"^{good.sha}", bad.sha], paths, first_parent)
         result = BisectResult(good, bad, len(commits))
         if not self._differs(last):
             return result
@@ -94,9 +96,15 @@ class Search:
         release = self.releases.get(commit.sha)
         return self.versions.at(release) if release else self.versions.at_scanned(commit)
 
-    def _endpoints(self, good: gitio.Revision, bad: gitio.Revision) -> list[State]:
+    def _commits(self, good, bad, plans, first_parent: bool) -> list[gitio.Commit]:
+        """The commits after GOOD up to BAD that change a file GOOD or BAD was read from."""
+        known = paths_of(*(settled_or_not(p) for p in plans))
+        paths = known or [self.versions.matrix.target.path]
+        return gitio.commits_touching(self.repo, [f"^{good.sha}", bad.sha], paths, first_parent)
+
+    def _endpoints(self, good: gitio.Revision, bad: gitio.Revision, plans: list) -> list[State]:
         """GOOD's and BAD's states (evaluated side by side); each must be evaluable."""
-        states = self.versions.at_all([good, bad])
+        states = [self.versions.settle(p) for p in plans]
         for name, revision, state in zip(("GOOD", "BAD"), (good, bad), states, strict=True):
             if not state.evaluable:
                 raise HarnessError(
