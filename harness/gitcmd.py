@@ -178,10 +178,10 @@ def read_object(out: BinaryIO) -> tuple[str, str, bytes] | None:
     if len(fields) != 3 or not fields[2].isdigit():
         return None  # `<name> missing` (or ambiguous): no content follows
     size = int(fields[2])
-    body = out.read(size + 1)
-    if len(body) != size + 1 or not body.endswith(b"\n"):
+    body = out.read(size)  # then the newline after it: no copy of a large body to drop it
+    if len(body) != size or out.read(1) != b"\n":
         raise ValueError("git cat-file stopped inside an object")
-    return fields[0].decode(), fields[1].decode(), body[:size]
+    return fields[0].decode(), fields[1].decode(), body
 
 
 PIPE_SIZE = 1 << 20  # how far git may run ahead, in bytes (Linux's default ceiling)

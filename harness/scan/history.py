@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from harness import gitio
 from harness.gitcmd import Repo
 from harness.matrix.model import Matrix
+from harness.scan import scout as scouting
 from harness.scan.because import Difference, explain_rules
 from harness.scan.compare import Comparison, compare, resolved_keys
 from harness.scan.versions import State, Versions, paths_of, settled_or_not
@@ -85,8 +86,7 @@ def _scan(repo, versions, range_text, revisions, where, first_parent, on_commit,
     matrix = versions.matrix
     commits = gitio.commits_touching(repo, revisions, paths, first_parent)
     report = HistoryReport(matrix, range_text, len(commits), None)
-    with versions.reading_ahead(commits):
-        return _compare_all(versions, commits, report, where, on_commit)
+    return _compare_all(versions, commits, report, where, on_commit)
 
 
 def _compare_all(versions, commits, report, where, on_commit):
@@ -113,6 +113,17 @@ def _compare_all(versions, commits, report, where, on_commit):
 
 
 def _states_ahead(versions: Versions, commits: list[gitio.Commit]):
+    """(commit, its state) in order. A long range's later part is made by a scout process
+    meanwhile (see `harness.scan.scout`); the scan then finds those states by blob."""
+    split, scout = scouting.start(versions, commits, _pipelined)
+    with versions.reading_ahead(commits[:split]):
+        yield from _pipelined(versions, commits[:split])
+    adopted = scout is not None and scout.adopt_into(versions)
+    with versions.reading_ahead([] if adopted else commits[split:]):
+        yield from _pipelined(versions, commits[split:])
+
+
+def _pipelined(versions: Versions, commits: list[gitio.Commit]):
     """(commit, its state) in order, each commit's state started while earlier ones are
     still evaluating (at most AHEAD commits and IN_FLIGHT evaluations at once), so
     workers overlap with reading and parsing the next commits."""
