@@ -57,7 +57,7 @@ def pytest_configure(config: pytest.Config) -> None:
         target = Target.from_config(config)
         if config.getoption("override_update") and not hasattr(config, "workerinput"):
             target.update_baseline()
-        baseline.read(target.baseline_path, target.matrix)  # a bad file: one usage error
+        target.expected = baseline.read(target.baseline_path, target.matrix)  # bad: one line
         config.stash[TARGET] = target
     except HarnessError as exc:
         raise pytest.UsageError(f"harness: {exc}") from None
@@ -132,6 +132,7 @@ class Target:
     rev: str
     baseline_path: str
     exhaustive: bool
+    expected: Any = None  # the baseline's OutcomeTable, read once
 
     @classmethod
     def from_config(cls, config: pytest.Config) -> Target:
@@ -183,7 +184,7 @@ class Loaded:
         from harness.scan.cache import TableCache, default_directory
         from harness.scan.versions import Versions
 
-        expected = baseline.read(target.baseline_path, target.matrix)
+        expected = target.expected or baseline.read(target.baseline_path, target.matrix)
         repo, revision = target.revision()
         cache = TableCache(default_directory())
         versions = Versions(repo, target.matrix, cache, target.exhaustive)

@@ -99,16 +99,26 @@ def _merge_palettes(base: OutcomeTable, head: OutcomeTable) -> tuple[list[Outcom
 
 
 def _differing(a: array, b: array, starts: list[int], length: int) -> Iterator[int]:
-    """Indices in the runs where the code arrays differ, skipping equal stretches at C speed."""
-    abytes, bbytes, width = a.tobytes(), b.tobytes(), a.itemsize
+    """Indices in the runs where the code arrays differ, skipping equal stretches at C speed.
+    Runs covering a small part of the table (a pytest item's slice) are copied alone."""
+    width, whole = a.itemsize, len(starts) * length * 4 >= len(a)
+    abytes, bbytes, base = (a.tobytes(), b.tobytes(), 0) if whole else (b"", b"", 0)
     for run in starts:
+        if not whole:
+            abytes, bbytes, base = (
+                a[run : run + length].tobytes(),
+                b[run : run + length].tobytes(),
+                run,
+            )
         for first in range(run, run + length, BLOCK):
             last = min(first + BLOCK, run + length)
-            if abytes[first * width : last * width] == bbytes[first * width : last * width]:
+            lo, hi = (first - base) * width, (last - base) * width
+            if abytes[lo:hi] == bbytes[lo:hi]:
                 continue
             for start in range(first, last, SUB_BLOCK):
                 end = min(start + SUB_BLOCK, last)
-                if abytes[start * width : end * width] != bbytes[start * width : end * width]:
+                lo, hi = (start - base) * width, (end - base) * width
+                if abytes[lo:hi] != bbytes[lo:hi]:
                     yield from (i for i in range(start, end) if a[i] != b[i])
 
 
