@@ -84,7 +84,7 @@ def resolve(repo: Repo, expr: str, lookup: PRLookup | None = None) -> Revision:
         sha = repo.git.rev_parse("--verify", "--quiet", "--end-of-options", f"{spelled}^{{commit}}")
     except GitError:
         raise HarnessError(_unknown(repo, expr, spelled)) from None
-    subject, date = repo.git.show("-s", "--format=%s%x00%cI", sha).split("\0")
+    subject, date = repo.git.log("-1", "--format=%s%x00%cI", sha).split("\0")
     return Revision(expr, sha, subject, date)
 
 
@@ -434,7 +434,7 @@ def _blob_or_none(sha: str) -> str | None:
 
 
 def commit_of(repo: Repo, revision: Revision) -> Commit:
-    parents = repo.git.show("-s", "--format=%P", revision.sha).split()
+    parents = repo.git.log("-1", "--format=%P", revision.sha).split()
     return Commit(revision.sha, parents[0] if parents else None, revision.date, revision.subject)
 
 
