@@ -58,6 +58,7 @@ class Repo:
     def __init__(self, git_dir: str, working_tree_dir: str | None) -> None:
         self.git_dir, self.working_tree_dir = git_dir, working_tree_dir
         self.git = Commands(self)
+        self.answers: dict = {}  # what harness.gitio asked once of this opened repository
         self._cat: subprocess.Popen | None = None
 
     @property
@@ -131,9 +132,14 @@ def discover(path: Path, search_parents: bool) -> Repo:
     """The repository at `path` (with `search_parents`, also one containing it). Raises
     NotARepository."""
     where = str(path)
-    found = _rev_parse(where, "--absolute-git-dir", "--is-bare-repository")
-    git_dir, bare = found.splitlines()
-    tree = None if bare == "true" else _top_level(where, git_dir)
+    try:  # a working tree's clone: one question
+        git_dir, bare, tree = _rev_parse(
+            where, "--absolute-git-dir", "--is-bare-repository", "--show-toplevel"
+        ).splitlines()
+    except (NotARepository, ValueError):  # bare, or inside .git: the top is asked apart
+        found = _rev_parse(where, "--absolute-git-dir", "--is-bare-repository")
+        git_dir, bare = found.splitlines()
+        tree = None if bare == "true" else _top_level(where, git_dir)
     if not search_parents and str(path) not in (git_dir, tree):
         raise NotARepository("a directory inside a repository", tree or git_dir)
     return Repo(git_dir, tree)

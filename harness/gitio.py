@@ -193,6 +193,15 @@ def where_of(repo: Repo) -> str:
 
 
 def _commits_ending_with(repo: Repo, number: int, scope: list[str]) -> list[str]:
+    """The commits in `scope` whose subject ends with (#number); asked once per opened
+    repository (`#30835^` and `#30835` look up the same commit)."""
+    key = ("pr", number, tuple(scope))
+    if key not in repo.answers:
+        repo.answers[key] = _search_subjects(repo, number, scope)
+    return repo.answers[key]
+
+
+def _search_subjects(repo: Repo, number: int, scope: list[str]) -> list[str]:
     try:
         out = repo.git.log("--format=%H %s", "-E", f"--grep=\\(#{number}\\)", *scope)
     except GitError:
