@@ -7,12 +7,13 @@ the old file as it was.
 from __future__ import annotations
 
 import os
-import tempfile
 from pathlib import Path
 
 
 def write_atomically(path: Path, data: bytes) -> None:
     """Replace `path` with `data` in one rename; on any failure `path` is untouched."""
+    import tempfile  # here: a run that writes nothing (a diff read back) need not load it
+
     fd, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.tmp-")
     try:
         with os.fdopen(fd, "wb") as out:

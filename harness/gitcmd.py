@@ -24,7 +24,6 @@ import contextlib
 import os
 import subprocess
 import sys
-import tempfile
 from collections.abc import Iterable
 from pathlib import Path
 from typing import BinaryIO
@@ -246,6 +245,8 @@ LOOK = 16  # how far ahead a blob asked for may be planned: further means the pl
 
 
 def _cat_file(git_dir: str, blobs: list[str]) -> subprocess.Popen:
+    import tempfile  # only a scan needs it
+
     with tempfile.TemporaryFile() as ids:  # stdin from a file: no pipe to fill both ways
         ids.write("".join(f"{blob}\n" for blob in blobs).encode())
         ids.seek(0)

@@ -106,6 +106,17 @@ def cache_directory(args: argparse.Namespace) -> Path | None:
     return Path(given) if given else default_directory()
 
 
+def documents_directory(args: argparse.Namespace) -> Path | None:
+    """Where parsed matrix documents are kept (None: nowhere; a --cache-dir that is not a
+    directory is reported later, in its turn)."""
+    if getattr(args, "no_cache", False):
+        return None
+    given = getattr(args, "cache_dir", None)
+    if given and Path(given).exists() and not Path(given).is_dir():
+        return None
+    return (Path(given) if given else default_directory()) / "matrices"
+
+
 def table_cache(args: argparse.Namespace) -> TableCache:
     return TableCache(cache_directory(args))
 
@@ -266,7 +277,7 @@ class Setup:
 
 def set_up(args: argparse.Namespace) -> Setup:
     """Load and check everything the options name, in the order users expect errors."""
-    matrix = load_matrix(args.matrix, args.max_cells)
+    matrix = load_matrix(args.matrix, args.max_cells, documents_directory(args))
     where = parse_where(matrix, getattr(args, "where", []))
     repo = None if only_releases(args) and not args.repo else gitio.open_repo(args.repo)
     online = online_prs(args, repo) if repo is not None else None

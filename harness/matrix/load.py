@@ -6,10 +6,9 @@ import hashlib
 from pathlib import Path
 from typing import Any
 
-import yaml
-
-from harness.errors import HarnessError, first_line
+from harness.errors import HarnessError
 from harness.files import undecodable
+from harness.matrix.documents import read_document
 from harness.matrix.model import (
     ALL_PASSES,
     NO_DEFAULT,
@@ -45,7 +44,9 @@ DEFAULT_MATRIX = "sglang-fa4-page-size"
 MAX_CELLS = 50_000_000  # above this a matrix is refused before anything is allocated
 
 
-def load_matrix(name_or_path: str | None = None, max_cells: int = MAX_CELLS) -> Matrix:
+def load_matrix(
+    name_or_path: str | None = None, max_cells: int = MAX_CELLS, documents: Path | None = None
+) -> Matrix:
     """A shipped matrix by name, or a matrix file by path."""
     spec = name_or_path or DEFAULT_MATRIX
     path = Path(spec)
@@ -61,7 +62,7 @@ def load_matrix(name_or_path: str | None = None, max_cells: int = MAX_CELLS) -> 
         raise HarnessError(f"--matrix {spec}: file not found")
     text = _read_text(path, spec)
     shipped = path.resolve().parent == shipped_dir().resolve()
-    return parse_matrix(text, str(path), shipped, max_cells)
+    return parse_matrix(text, str(path), shipped, max_cells, documents)
 
 
 def _read_text(path: Path, spec: str) -> str:
@@ -77,36 +78,16 @@ def _read_text(path: Path, spec: str) -> str:
         raise HarnessError(message) from None
 
 
-class _StrictLoader(yaml.SafeLoader):
-    """safe_load, refusing a key written twice in one mapping (YAML keeps the last)."""
-
-    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict:
-        seen: dict[Any, int] = {}
-        for key_node, _ in node.value:
-            key = self.construct_object(key_node, deep=True)
-            try:
-                first = seen.setdefault(key, key_node.start_mark.line + 1)
-            except TypeError:
-                continue  # an unhashable key: the base class reports it
-            if first != key_node.start_mark.line + 1:
-                raise yaml.constructor.ConstructorError(
-                    None, None, f"key {key!r} appears twice (lines {first} and "
-                    f"{key_node.start_mark.line + 1})", key_node.start_mark,
-                )  # fmt: skip
-        return super().construct_mapping(node, deep)
-
-
 def parse_matrix(
-    text: str, source: str, shipped: bool = False, max_cells: int = MAX_CELLS
+    text: str,
+    source: str,
+    shipped: bool = False,
+    max_cells: int = MAX_CELLS,
+    documents: Path | None = None,
 ) -> Matrix:
-    try:
-        data = yaml.load(text, Loader=_StrictLoader)  # a SafeLoader: no tags run code
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f":{mark.line + 1}" if mark else ""
-        raise HarnessError(f"{source}{where}: not valid YAML ({first_line(exc)})") from None
-    except RecursionError:
-        raise HarnessError(f"{source}: not a matrix (nested too deeply)") from None
+    """The matrix a file's text describes; `documents`: where the documents of texts
+    parsed before are kept as JSON (see `harness.matrix.documents`)."""
+    data = read_document(text, source, documents)
     check = _Checker(source)
     data = check.mapping(data, "", TOP_KEYS, required={"name", "target", "axes"})
     target = _parse_target(check, data["target"])
