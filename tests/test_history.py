@@ -3,17 +3,14 @@
 from __future__ import annotations
 
 import json
-import os
 
 from harness import gitio
 from harness.matrix.load import load_matrix
-from harness.scan import scout
 from harness.scan.cache import TableCache
 from harness.scan.history import history
 from harness.scan.versions import Versions
 from harness.testing.gitrepo import FixtureRepo
 from harness.testing.sglang_fixture import (
-    PADDING_PASS,
     SERVER_ARGS,
     Overrides,
     history_steps,
@@ -171,48 +168,3 @@ def test_each_change_says_because(history):
     for rule in revert["summary"]:
         (reason,) = rule["because"]
         assert (reason["source"], reason["head"], reason["base"]["value"]) == (clause, None, False)
-
-
-def _long_history(root) -> list[str]:
-    """40 commits: the clause comes (10) and goes (25), the file breaks (30) and is mended
-    (31); every commit also edits an unrelated pass."""
-    texts, clause = [], False
-    for n in range(40):
-        clause = (clause or n == 10) and n != 25
-        text = overrides_source(Overrides(full_clause=clause, chunk=1024 + n, broken=n == 30))
-        texts.append(text + PADDING_PASS.format(n=n % 5))
-    return commit_versions(root, texts)
-
-
-def test_a_scout_for_the_later_commits_gives_the_scan_it_replaces(tmp_path, monkeypatch):
-    """The scout (a forked process) makes the later commits' states; the report is the
-    one a single process makes, and the changes are where the file says they are."""
-    shas = _long_history(tmp_path)
-    monkeypatch.setattr(scout, "MIN_COMMITS", 10**9)
-    alone = history_json(str(tmp_path))
-    monkeypatch.setattr(scout, "MIN_COMMITS", 10)
-    adopted = []
-    monkeypatch.setattr(Versions, "adopt", _counting(Versions.adopt, adopted))
-    scouted = history_json(str(tmp_path))
-    assert scouted == alone and len(adopted) == int(40 * scout.SHARE)  # the later commits
-    report = scouted[1]
-    assert [c["sha"] for c in report["commits"]] == [shas[10], shas[25]]
-    assert report["commits"][1]["reverts"] == shas[10]
-    assert [s["sha"] for s in report["skipped"]] == [shas[30]]
-
-
-def test_a_scout_that_fails_leaves_the_scan_to_make_its_states(tmp_path, monkeypatch):
-    shas = _long_history(tmp_path)
-    monkeypatch.setattr(scout, "MIN_COMMITS", 10)
-    monkeypatch.setattr(scout, "_scout", lambda *args: os._exit(70))  # dies at once
-    report = history_json(str(tmp_path))[1]
-    assert [c["sha"] for c in report["commits"]] == [shas[10], shas[25]]
-    assert [s["sha"] for s in report["skipped"]] == [shas[30]]
-
-
-def _counting(method, calls: list):
-    def counted(self, *args):
-        calls.append(args)
-        return method(self, *args)
-
-    return counted

@@ -19,7 +19,6 @@ from dataclasses import dataclass, field
 from harness import gitio
 from harness.gitcmd import Repo
 from harness.matrix.model import Matrix
-from harness.scan import scout as scouting
 from harness.scan.because import Difference, explain_rules
 from harness.scan.compare import Comparison, compare, resolved_keys
 from harness.scan.versions import State, Versions, paths_of, settled_or_not
@@ -113,29 +112,20 @@ def _compare_all(versions, commits, report, where, on_commit):
 
 
 def _states_ahead(versions: Versions, commits: list[gitio.Commit]):
-    """(commit, its state) in order. A long range's later part is made by a scout process
-    meanwhile (see `harness.scan.scout`); the scan then finds those states by blob."""
-    split, scout = scouting.start(versions, commits, _pipelined)
-    with versions.reading_ahead(commits[:split]):
-        yield from _pipelined(versions, commits[:split])
-    adopted = scout is not None and scout.adopt_into(versions)
-    with versions.reading_ahead([] if adopted else commits[split:]):
-        yield from _pipelined(versions, commits[split:])
-
-
-def _pipelined(versions: Versions, commits: list[gitio.Commit]):
     """(commit, its state) in order, each commit's state started while earlier ones are
     still evaluating (at most AHEAD commits and IN_FLIGHT evaluations at once), so
-    workers overlap with reading and parsing the next commits."""
+    workers overlap with reading and parsing the next commits; the blobs `git log` named
+    are read ahead meanwhile."""
     ahead: deque = deque()
-    for commit in commits:
-        ahead.append((commit, versions.start_scanned(commit)))
-        while len(ahead) > AHEAD or (len(ahead) > 1 and versions.in_flight() > IN_FLIGHT):
+    with versions.reading_ahead(commits):
+        for commit in commits:
+            ahead.append((commit, versions.start_scanned(commit)))
+            while len(ahead) > AHEAD or (len(ahead) > 1 and versions.in_flight() > IN_FLIGHT):
+                oldest, plan = ahead.popleft()
+                yield oldest, versions.settle(plan)
+        while ahead:
             oldest, plan = ahead.popleft()
             yield oldest, versions.settle(plan)
-    while ahead:
-        oldest, plan = ahead.popleft()
-        yield oldest, versions.settle(plan)
 
 
 def _start(versions: Versions, commits: list[gitio.Commit]) -> State | None:

@@ -360,15 +360,6 @@ class Versions:
             self.by_blob.setdefault(blob, []).append((blobs, replace(state, code=None)))
         return state
 
-    def adopt(self, blobs: Blobs, state: State) -> None:
-        """File a state another process made (`harness.scan.scout`) as `settle` files its
-        own: found again by the blobs of the files it was made from."""
-        self.blobs_at[state.sha] = dict(blobs)
-        target = dict(blobs).get(self.matrix.target.path)
-        self.by_blob.setdefault(target, []).append((blobs, state))
-        if state.evaluable:
-            self.by_key.setdefault(state.key, state.table)
-
     def _evaluated(self, plan: Pending) -> State:
         key, state = plan.state.key, plan.state
         try:
