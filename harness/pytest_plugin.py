@@ -95,15 +95,16 @@ class MatrixCollector(pytest.Collector):
     def collect(self) -> list[pytest.Item]:
         target = self.config.stash[TARGET]
         items = []
-        for name, cube in slices(target.matrix):
-            item = SliceItem.from_parent(self, name=name, cube=cube)
+        for name, cube, block in slices(target.matrix):
+            item = SliceItem.from_parent(self, name=name, cube=cube, block=block)
             item.add_marker(MARKER)
             items.append(item)
         return items
 
 
-def slices(matrix) -> list[tuple[str, tuple[int, ...]]]:
-    """One cube per combination of values of the fewest leading axes giving >= MIN_ITEMS."""
+def slices(matrix) -> list[tuple[str, tuple[int, ...], tuple[int, int]]]:
+    """One cube per combination of values of the fewest leading axes giving >= MIN_ITEMS,
+    with the block of cell indices it is (leading axes vary slowest)."""
     from harness.matrix.model import format_value
 
     count, depth = 1, 0
@@ -119,7 +120,8 @@ def slices(matrix) -> list[tuple[str, tuple[int, ...]]]:
             f"{axis.name}={format_value(axis.values[d])}"
             for axis, d in zip(matrix.axes, digits, strict=False)
         )
-        out.append((f"{matrix.name}[{label}]", cube))
+        block = (index * step, (index + 1) * step)
+        out.append((f"{matrix.name}[{label}]", cube, block))
     return out
 
 
@@ -174,9 +176,17 @@ class Loaded:
     """The baseline table and the revision's, made once per process: one evaluation of the
     whole matrix (or none, when the on-disk cache holds it), which every item slices."""
 
+    matrix: Any
     expected: Any  # the baseline's OutcomeTable
     actual: Any  # the revision's OutcomeTable (revision-wide when it cannot run)
     label: str  # the revision, as messages name it
+
+    @cached_property
+    def comparison(self) -> Any:
+        """Every changed cell of the matrix, found once: each item takes its block."""
+        from harness.scan.compare import changed_only
+
+        return changed_only(self.matrix, self.expected, self.actual)
 
     @classmethod
     def of(cls, target: Target) -> Loaded:
@@ -188,7 +198,7 @@ class Loaded:
         repo, revision = target.revision()
         cache = TableCache(default_directory())
         versions = Versions(repo, target.matrix, cache, target.exhaustive)
-        return cls(expected, versions.at(revision).table, revision.label)
+        return cls(target.matrix, expected, versions.at(revision).table, revision.label)
 
 
 class Mismatch(Exception):
@@ -198,20 +208,20 @@ class Mismatch(Exception):
 class SliceItem(pytest.Item):
     """One slice of the matrix: its outcomes at the revision equal the baseline's."""
 
-    def __init__(self, *, cube: tuple[int, ...], **kwargs) -> None:
+    def __init__(self, *, cube: tuple[int, ...], block: tuple[int, int], **kwargs) -> None:
         super().__init__(**kwargs)
-        self.cube = cube
+        self.cube, self.block = cube, block
 
     def runtest(self) -> None:
         from harness.errors import HarnessError
-        from harness.scan.compare import compare
+        from harness.scan.compare import part
 
         target = self.config.stash[TARGET]
         try:
             loaded = target.loaded
         except HarnessError as exc:
             raise Mismatch(f"harness: {exc}") from None
-        comparison = compare(target.matrix, loaded.expected, loaded.actual, self.cube)
+        comparison = part(target.matrix, loaded.comparison, *self.block)
         if comparison.changed:
             raise Mismatch("\n".join(self._summary(target, loaded, comparison)))
 

@@ -11,6 +11,7 @@ few disjoint cubes (rules: axis = set of values).
 from __future__ import annotations
 
 from array import array
+from bisect import bisect_left
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -47,19 +48,40 @@ class Comparison:
     def changed(self) -> int:
         return len(self.indices)
 
+    def arrays(self) -> tuple[array, array, array]:
+        """(indices, base codes, head codes) of the changed cells."""
+        return self.indices, self.base_codes, self.head_codes
+
 
 def compare(
     matrix: Matrix, base: OutcomeTable, head: OutcomeTable, where: tuple[int, ...] | None = None
 ) -> Comparison:
     """Every cell (inside the `where` cube, if given) whose resolved outcome differs."""
+    found = changed_only(matrix, base, head, where)
+    found.rules = summarize(matrix, found.outcomes, *found.arrays())
+    return found
+
+
+def changed_only(
+    matrix: Matrix, base: OutcomeTable, head: OutcomeTable, where: tuple[int, ...] | None = None
+) -> Comparison:
+    """`compare` without the rule cover (see `part`)."""
     outcomes, changes = _changes(matrix, base, head, where)
     indices, bcodes, hcodes = array("L"), array(CODE_TYPE), array(CODE_TYPE)
     for i, b, h in changes:
         indices.append(i)
         bcodes.append(b)
         hcodes.append(h)
-    rules = summarize(matrix, outcomes, indices, bcodes, hcodes)
-    return Comparison(outcomes, indices, bcodes, hcodes, rules)
+    return Comparison(outcomes, indices, bcodes, hcodes, [])
+
+
+def part(matrix: Matrix, comparison: Comparison, start: int, end: int) -> Comparison:
+    """The changed cells whose index is in [start, end) (a block of leading axes' values),
+    with a rule cover of their own: a slice of one comparison, not a comparison again."""
+    lo, hi = bisect_left(comparison.indices, start), bisect_left(comparison.indices, end)
+    indices, bcodes, hcodes = (a[lo:hi] for a in comparison.arrays())
+    rules = summarize(matrix, comparison.outcomes, indices, bcodes, hcodes) if hi > lo else []
+    return Comparison(comparison.outcomes, indices, bcodes, hcodes, rules)
 
 
 def any_change(

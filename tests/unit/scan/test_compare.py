@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 
 from harness.engine.outcome import KEPT, VALUE, Outcome
 from harness.matrix.cells import iter_cells
-from harness.scan.compare import any_change, compare
+from harness.scan.compare import any_change, changed_only, compare, part
 from tests.unit.tables import matrix_and_tables, resolved, small_matrix, table
 
 
@@ -55,6 +55,25 @@ def test_where_limits_the_comparison_to_its_cube(case, data):
     inside = cells_of(matrix, masks)
     everywhere = set(compare(matrix, base, head).indices)
     assert set(compare(matrix, base, head, masks).indices) == everywhere & inside
+
+
+@settings(max_examples=80, deadline=None)
+@given(matrix_and_tables(), st.data())
+def test_a_part_is_the_block_s_changed_cells_with_an_exact_cover_of_its_own(case, data):
+    matrix, base, head = case
+    start = data.draw(st.integers(0, matrix.size))
+    end = data.draw(st.integers(start, matrix.size))
+    everywhere = set(compare(matrix, base, head).indices)
+    found = part(matrix, changed_only(matrix, base, head), start, end)
+    assert set(found.indices) == {i for i in everywhere if start <= i < end}
+    covered = [i for rule in found.rules for i in cells_of(matrix, rule.masks)]
+    assert sorted(covered) == sorted(found.indices)  # exact and disjoint
+    for rule in found.rules:
+        for i in cells_of(matrix, rule.masks):
+            assert (base.outcome_at(i).key, head.outcome_at(i).key) == (
+                rule.base.key,
+                rule.head.key,
+            )
 
 
 def test_a_declared_value_equal_to_the_input_is_no_change():
