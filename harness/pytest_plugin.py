@@ -125,6 +125,13 @@ def slices(matrix) -> list[tuple[str, tuple[int, ...], tuple[int, int]]]:
     return out
 
 
+def _documents():
+    """Where parsed matrix documents are kept: beside the tables the run reads and writes."""
+    from harness.scan.cache import default_directory
+
+    return default_directory() / "matrices"
+
+
 @dataclass
 class Target:
     """What the items test: a revision of a repository against a baseline, per process."""
@@ -142,7 +149,7 @@ class Target:
 
         path = config.getoption("override_baseline")
         return cls(
-            load_matrix(config.getoption("override_matrix")),
+            load_matrix(config.getoption("override_matrix"), documents=_documents()),
             config.getoption("override_repo"),
             config.getoption("override_rev"),
             str(Path(path).resolve()),
@@ -152,11 +159,11 @@ class Target:
     def revision(self):
         """(the repository, or None for a release; the revision --override-rev names)."""
         from harness import gitio
-        from harness.releases.release import resolve_revision
+        from harness.releases.resolver import revision_resolver
         from harness.releases.revisions import is_release
 
         repo = None if is_release(self.rev) else gitio.open_repo(self.repo_path)
-        return repo, resolve_revision(repo, self.rev)
+        return repo, revision_resolver(repo)(self.rev)
 
     def update_baseline(self) -> None:
         from harness.report import baseline

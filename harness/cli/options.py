@@ -14,6 +14,7 @@ from harness.errors import HarnessError
 from harness.matrix.cells import parse_where
 from harness.matrix.load import DEFAULT_MATRIX, MAX_CELLS, load_matrix
 from harness.matrix.model import Matrix
+from harness.releases.resolver import revision_resolver as revision_resolver_of
 from harness.releases.revisions import is_release
 from harness.scan.cache import TableCache, default_directory
 
@@ -162,16 +163,7 @@ def revision_resolver(
 ) -> Callable[[str], gitio.Revision]:
     """expr -> Revision: a release (pypi:, wheel:, sdist:), else a commit of `repo`; #N
     falls back to the GitHub API when `online` is given."""
-    lookup = online.commit if online else None
-
-    def resolve(expr: str) -> gitio.Revision:
-        if repo is not None and not is_release(expr):
-            return gitio.resolve(repo, expr, lookup)  # without loading the release readers
-        from harness.releases.release import resolve_revision
-
-        return resolve_revision(repo, expr, index, cache, lookup)
-
-    return resolve
+    return revision_resolver_of(repo, index, cache, online.commit if online else None)
 
 
 RELEASE_ARGUMENTS = ("revisions", "rev", "good", "bad", "range")  # where commands keep revisions
