@@ -127,9 +127,9 @@ def slices(matrix) -> list[tuple[str, tuple[int, ...], tuple[int, int]]]:
 
 def _documents():
     """Where parsed matrix documents are kept: beside the tables the run reads and writes."""
-    from harness.scan.cache import default_directory
+    from harness.scan.cache import default_directory, documents_in
 
-    return default_directory() / "matrices"
+    return documents_in(default_directory())
 
 
 @dataclass

@@ -16,7 +16,7 @@ from harness.matrix.load import DEFAULT_MATRIX, MAX_CELLS, load_matrix
 from harness.matrix.model import Matrix
 from harness.releases.resolver import revision_resolver as revision_resolver_of
 from harness.releases.revisions import is_release
-from harness.scan.cache import TableCache, default_directory
+from harness.scan.cache import TableCache, default_directory, documents_in
 
 if TYPE_CHECKING:  # what only some runs need is imported when they need it: a warm diff
     from harness.github.prs import OnlinePRs  # starts in a fraction of a cold one
@@ -109,13 +109,12 @@ def cache_directory(args: argparse.Namespace) -> Path | None:
 
 def documents_directory(args: argparse.Namespace) -> Path | None:
     """Where parsed matrix documents are kept (None: nowhere; a --cache-dir that is not a
-    directory is reported later, in its turn)."""
-    if getattr(args, "no_cache", False):
+    directory is reported later, in its turn, by `cache_directory`)."""
+    try:
+        directory = cache_directory(args)
+    except HarnessError:
         return None
-    given = getattr(args, "cache_dir", None)
-    if given and Path(given).exists() and not Path(given).is_dir():
-        return None
-    return (Path(given) if given else default_directory()) / "matrices"
+    return documents_in(directory) if directory else None
 
 
 def table_cache(args: argparse.Namespace) -> TableCache:

@@ -44,6 +44,12 @@ def table_key(world: str, matrix_digest: str, closure_digest: str, mode: str) ->
     return hashlib.sha256(text.encode()).hexdigest()
 
 
+def documents_in(directory: Path) -> Path:
+    """Where, in a cache directory, matrix files' parsed documents are kept
+    (`harness.matrix.documents`)."""
+    return directory / "matrices"
+
+
 def default_directory() -> Path:
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
     return Path(base) / "harness"
