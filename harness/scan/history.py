@@ -85,11 +85,6 @@ def _scan(repo, versions, range_text, revisions, where, first_parent, on_commit,
     matrix = versions.matrix
     commits = gitio.commits_touching(repo, revisions, paths, first_parent)
     report = HistoryReport(matrix, range_text, len(commits), None)
-    return _compare_all(versions, commits, report, where, on_commit)
-
-
-def _compare_all(versions, commits, report, where, on_commit):
-    matrix = versions.matrix
     last, read = _start(versions, commits), set()
     for done, (commit, state) in enumerate(_states_ahead(versions, commits), 1):
         read.update(state.files)

@@ -144,7 +144,7 @@ class Versions:
     @contextmanager
     def reading_ahead(self, commits: list[gitio.Commit]) -> Iterator[None]:
         """While scanning `commits`, the blobs `git log` said they change are read ahead
-        in scan order (see `harness.blobstream`)."""
+        in scan order (see `harness.gitcmd.BlobStream`)."""
         blobs = [new for c in commits for _, new in (c.changes or {}).values() if new]
         with gitio.blob_stream(self.repo, blobs) as self.stream:
             yield
