@@ -52,12 +52,13 @@ def register(commands: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     from harness.report import history as report
     from harness.scan.history import history
-    from harness.scan.releases import release_history
 
     setup = set_up(args)
     project = _project(args)
     versions = setup.versions()
     if project is not None:
+        from harness.scan.releases import release_history  # only here: it loads an HTTP client
+
         cache, span = cache_directory(args), args.releases
         with Progress("history") as bar:
             found = release_history(

@@ -16,7 +16,6 @@ from dataclasses import dataclass, field
 from harness import gitio
 from harness.errors import HarnessError
 from harness.gitcmd import Repo
-from harness.releases.release import releases_between
 from harness.scan.because import Difference, explain_rules
 from harness.scan.compare import Comparison, any_change, compare
 from harness.scan.versions import State, Versions, paths_of, settled_or_not
@@ -84,6 +83,8 @@ class Search:
 
     def _over_releases(self, good: gitio.Revision, bad: gitio.Revision, last: State):
         """The same search over the releases after GOOD up to BAD, in version order."""
+        from harness.releases.release import releases_between  # a commit's bisect needs none
+
         between = releases_between(good, bad)
         self.releases = {str(r.release.version): r for r in between}
         commits = [gitio.Commit(v, None, r.date, r.release.label) for v, r in self.releases.items()]
