@@ -16,7 +16,7 @@ import ast
 import hashlib
 import sys
 from collections.abc import Collection
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from functools import cached_property
 
 from harness.closure.defaults import NO_DEFAULTS, Defaults
@@ -38,6 +38,7 @@ from harness.closure.resolve import (
     stripped_node,
 )
 from harness.errors import Absent, Unevaluable
+from harness.records import evolve
 
 __all__ = [
     "HELPER",
@@ -208,7 +209,7 @@ def with_defaults(code: Closure | Pipeline, defaults: Defaults) -> Closure | Pip
     if defaults.empty:
         return code
     digest = hashlib.sha256(f"{code.digest}\0{defaults.digest}".encode()).hexdigest()
-    return replace(code, defaults=defaults, digest=digest)
+    return evolve(code, defaults=defaults, digest=digest)
 
 
 @dataclass(frozen=True)
@@ -249,8 +250,8 @@ def _reuse(
         _moved(part, layouts[part.path], last.layouts[part.path]) for part in last.closure.parts
     )
     (lineno,) = (part.statement.lineno for part in parts if part.role == TARGET)
-    closure = replace(last.closure, parts=parts, lineno=lineno)
-    _remember(cache, replace(last, layouts=layouts, closure=closure))
+    closure = evolve(last.closure, parts=parts, lineno=lineno)
+    _remember(cache, evolve(last, layouts=layouts, closure=closure))
     return closure
 
 
