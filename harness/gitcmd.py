@@ -1,21 +1,14 @@
 """The git processes harness runs: commands, one long-lived `git cat-file --batch`,
-and blobs streamed ahead of a scan.
+and commands whose output a scan reads as it goes.
 
 harness reads repositories with git itself, with no library in between: a
 command is a list of arguments (never a shell line), always names the
 repository with `--git-dir` (so a GIT_DIR in the environment cannot point
 it elsewhere), and fails as `GitError` carrying git's own message. Only
-`harness.gitio` uses this module.
+`harness.gitio` and `harness.patches` use this module.
 
-A history reads the target file at every commit that changes it; asked one
-at a time, each blob costs a round trip to git while nothing else runs.
-Given the blob ids in the order the scan will ask for them (`git log --raw`
-told them), `BlobStream` has one git process inflate them into a pipe while
-the scan parses and evaluates earlier commits, and the scan reads each off
-the pipe when it gets there: no thread, and git is never more than the
-pipe's size ahead. A blob asked for out of order, or one git cannot give, is
-`None`, and the caller reads it the ordinary way, which also reports a
-corrupt object properly.
+`start_reading` starts a git command whose output git writes ahead into a
+large pipe while the scan works on what came before (see `harness.patches`).
 """
 
 from __future__ import annotations
@@ -24,7 +17,6 @@ import contextlib
 import os
 import subprocess
 import sys
-from collections.abc import Iterable
 from pathlib import Path
 from typing import BinaryIO
 
@@ -193,69 +185,24 @@ PIPE_SIZE = 1 << 20  # how far git may run ahead, in bytes (Linux's default ceil
 F_SETPIPE_SZ = 1031  # Linux's fcntl command (Python names it only from 3.10 on Linux)
 
 
-class BlobStream:
-    """`take(blob)`: the blob's bytes when it is the next one planned, or a later one
-    (those between are skipped); else None. Close it (or use it as a context manager)
-    when the scan ends."""
-
-    def __init__(self, git_dir: str, blobs: Iterable[str]) -> None:
-        self.order = list(blobs)
-        self.next = 0  # the position of the next answer on the pipe
-        self.process = _cat_file(git_dir, self.order)
-        self.broken = False
-
-    def __enter__(self) -> BlobStream:
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.close()
-
-    def close(self) -> None:
-        with contextlib.suppress(OSError):
-            self.process.kill()
-            self.process.wait()
-            self.process.stdout.close()
-
-    def take(self, blob: str) -> bytes | None:
-        position = self._position(blob)
-        if position is None:
-            return None
-        try:
-            while self.next < position:
-                self._read()
-            return self._read()
-        except (OSError, ValueError):
-            self.broken = True
-            return None
-
-    def _position(self, blob: str) -> int | None:
-        """Where `blob` is next planned, at most a few places ahead (None: nowhere near)."""
-        if self.broken:
-            return None
-        ahead = self.order[self.next : self.next + LOOK]
-        return self.next + ahead.index(blob) if blob in ahead else None
-
-    def _read(self) -> bytes | None:
-        self.next += 1
-        found = read_object(self.process.stdout)
-        return found[2] if found is not None and found[1] == "blob" else None
-
-
-LOOK = 16  # how far ahead a blob asked for may be planned: further means the plan is off
-
-
-def _cat_file(git_dir: str, blobs: list[str]) -> subprocess.Popen:
+def start_reading(
+    git_dir: str, args: list[str], lines: list[str], cwd: str | None = None
+) -> subprocess.Popen:
+    """`git ARGS` (in `cwd`), started with `lines` as its input, its output on a pipe git may fill
+    up to PIPE_SIZE ahead of the reader (stderr dropped: a broken stream is read around)."""
     import tempfile  # only a scan needs it
 
-    with tempfile.TemporaryFile() as ids:  # stdin from a file: no pipe to fill both ways
-        ids.write("".join(f"{blob}\n" for blob in blobs).encode())
-        ids.seek(0)
+    with tempfile.TemporaryFile() as given:  # stdin from a file: no pipe to fill both ways
+        given.write("".join(f"{line}\n" for line in lines).encode())
+        given.seek(0)
         process = subprocess.Popen(
-            ["git", "--git-dir", git_dir, "cat-file", "--batch"],
+            ["git", "--git-dir", git_dir, *args],
+            cwd=cwd,
             env=_environment(),
-            stdin=ids,
+            stdin=given,
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,
+            bufsize=PIPE_SIZE,  # fewer, larger reads: a scan reads many short lines
         )
     if sys.platform.startswith("linux"):
         import fcntl  # POSIX only

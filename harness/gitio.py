@@ -17,7 +17,8 @@ from typing import Any
 
 from harness.errors import HarnessError, Unevaluable
 from harness.files import undecodable
-from harness.gitcmd import BlobStream, GitError, NotARepository, Repo, discover
+from harness.gitcmd import GitError, NotARepository, Repo, discover
+from harness.patches import PatchStream
 
 PR_EXPR = re.compile(r"^(?:#|pr:)(\d+)(.*)$")
 PR_SUBJECT = re.compile(r"\(#(\d+)\)\s*$")
@@ -299,28 +300,29 @@ def _object(repo: Repo, spec: str, kind: str) -> tuple[str, str, bytes] | None:
     return found if found is not None and found[1] == kind else None
 
 
-def read_blob(repo: Repo, blob: str, path: str = "", stream: BlobStream | None = None) -> str:
-    """The blob as Python source text (see `python_source`), from `stream` when it has it;
-    a blob git cannot read is the repository's fault, said in one line. The last texts
-    read are remembered by id: a scan reads the files a commit left alone again and again."""
-    text = _TEXTS.get((repo.git_dir, blob))
+def read_blob(repo: Repo, blob: str, path: str = "", stream: PatchStream | None = None) -> str:
+    """The blob as Python source text (see `python_source`), made by `stream` when it can;
+    a blob git cannot read is the repository's fault, said in one line. The texts used
+    last are kept by id: a scan reads the files a commit left alone again and again."""
+    text = _TEXTS.pop((repo.git_dir, blob), None)
     if text is not None:
+        _TEXTS[repo.git_dir, blob] = text  # the last used is the last dropped
         return text
-    data = stream.take(blob) if stream is not None else None
-    if data is None:
+    if stream is not None:
+        text = stream.text(blob, lambda old: _TEXTS.get((repo.git_dir, old)))
+    if text is None:
         found = _object(repo, blob, "blob")
         if found is None:
             raise HarnessError(_unreadable(repo, blob, path))
-        data = found[2]
-    text = python_source(data, path or blob[:12])
-    if len(data) <= MAX_TEXT:
+        text = python_source(found[2], path or blob[:12])
+    if len(text) <= MAX_TEXT:
         if len(_TEXTS) >= TEXTS_KEPT:
-            _TEXTS.clear()
+            del _TEXTS[next(iter(_TEXTS))]
         _TEXTS[repo.git_dir, blob] = text
     return text
 
 
-_TEXTS: dict[tuple[str, str], str] = {}  # (repository, blob id) -> text: the last few read
+_TEXTS: dict[tuple[str, str], str] = {}  # (repository, blob id) -> text: the last few used
 TEXTS_KEPT, MAX_TEXT = 64, 1 << 20
 
 
@@ -370,7 +372,7 @@ class FilesAt:
         repo: Repo,
         sha: str | None,
         known: dict[str, str | None] | None = None,
-        stream: BlobStream | None = None,
+        stream: PatchStream | None = None,
     ) -> None:
         self.repo, self.sha, self.stream = repo, sha, stream
         self.known = known or {}  # blob ids already looked up (a scan's `git log --raw`)
@@ -487,9 +489,11 @@ def remote_for(repo: Repo, slug: str) -> str | None:
     return None
 
 
-def blob_stream(repo: Repo, blobs: list[str]) -> BlobStream:
-    """The blobs, streamed ahead in this order (see `harness.gitcmd`)."""
-    return BlobStream(repo.git_dir, blobs)
+def patch_stream(repo: Repo, commits: list[Commit]) -> PatchStream:
+    """The texts a scan of `commits` reads, made from git's patches (see `harness.patches`)."""
+    shas = [c.sha for c in commits if c.changes is not None]
+    paths = list(commits[0].watched) if commits else []
+    return PatchStream(repo.git_dir, repo.working_tree_dir or repo.git_dir, shas, paths)
 
 
 def fetch_objects(repo: Repo, source: str, ref: str) -> None:

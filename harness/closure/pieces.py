@@ -22,6 +22,7 @@ import warnings
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
+from harness import spans
 from harness.errors import Unevaluable
 
 # A line that may start a top-level statement: column 0, not blank, not a
@@ -180,7 +181,11 @@ def _join(source, old, first, middle, after, shift, moved) -> Layout:
 
 
 def changed_span(old: str, new: str, chunk: int = 1024) -> tuple[int, int]:
-    """Where `old` starts and stops differing from `new` (the end is exclusive)."""
+    """Where `old` starts and stops differing from `new` (the end is exclusive), or a span
+    around it that whoever made `new` from `old` told (see `harness.spans`)."""
+    known = spans.told(old, new)
+    if known is not None:
+        return known
     limit = min(len(old), len(new))
     lo = _common_length(lambda a, b: old[a:b] == new[a:b], limit, chunk)
     tail = _common_length(

@@ -25,7 +25,7 @@ from harness.engine.limits import DEFAULT_LIMITS, Limits
 from harness.engine.outcome import decode_outcome, encode_outcome
 from harness.engine.plain import Malformed, decode, encode, shown
 from harness.engine.sandbox import chain, guarded, load_function
-from harness.engine.worker import isolated
+from harness.engine.worker import start
 from harness.engine.world import Bound, with_defaults
 from harness.matrix.model import Matrix
 
@@ -160,6 +160,11 @@ def trace_cells(
 ) -> list[Trace]:
     """Run each job's target (or each pass, in order) on its cell, all in one worker,
     recording what the conditions and operands evaluated to and what each pass declared."""
+    return start_tracing(jobs, matrix, bound, limits).result()
+
+
+def start_tracing(jobs: list[Job], matrix: Matrix, bound: Bound, limits: Limits = DEFAULT_LIMITS):
+    """`trace_cells`, started: `.result()` waits for the traces (or raises Unevaluable)."""
 
     def work() -> list[Trace]:
         return [_traced(j.target, j.source, matrix, bound, j.label, j.cell) for j in jobs]
@@ -172,7 +177,7 @@ def trace_cells(
             raise Malformed("not one trace per job")
         return [_decode(item) for item in header]
 
-    return isolated(work, encode_all, decode_all, limits)
+    return start(work, encode_all, decode_all, limits)
 
 
 def _encode(trace: Trace) -> dict:

@@ -9,6 +9,7 @@ reason reads is the reports' business (`harness.report.because`).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -63,12 +64,22 @@ def explain_rules(versions, base, head, rules: list) -> list[list[Difference]]:
 
     `base`/`head` are `versions.Code` (None when that side cannot run: no reasons).
     """
+    return start_explaining(versions, base, head, rules)()
+
+
+def start_explaining(versions, base, head, rules: list) -> Callable[[], list[list[Difference]]]:
+    """`explain_rules`, its traces started in a worker: calling the answer waits for them."""
     if base is None or head is None:
-        return [[] for _ in rules]
+        return lambda: [[] for _ in rules]
     cells = [first_cell(rule.masks) for rule in rules[:MAX_EXPLAINED]]
-    try:
-        traces = versions.trace([(code, cell) for cell in cells for code in (base, head)])
-    except Unevaluable:
-        return [[] for _ in rules]
-    reasons = [differences(*traces[n : n + 2]) for n in range(0, len(traces), 2)]
-    return reasons + [[] for _ in rules[MAX_EXPLAINED:]]
+    traced = versions.start_trace([(code, cell) for cell in cells for code in (base, head)])
+
+    def reasons() -> list[list[Difference]]:
+        try:
+            traces = traced()
+        except Unevaluable:
+            return [[] for _ in rules]
+        found = [differences(*traces[n : n + 2]) for n in range(0, len(traces), 2)]
+        return found + [[] for _ in rules[MAX_EXPLAINED:]]
+
+    return reasons

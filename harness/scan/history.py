@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from harness import gitio
 from harness.gitcmd import Repo
 from harness.matrix.model import Matrix
-from harness.scan.because import Difference, explain_rules
+from harness.scan.because import Difference, start_explaining
 from harness.scan.compare import Comparison, compare, resolved_keys
 from harness.scan.versions import State, Versions, paths_of, settled_or_not
 
@@ -85,25 +85,37 @@ def _scan(repo, versions, range_text, revisions, where, first_parent, on_commit,
     matrix = versions.matrix
     commits = gitio.commits_touching(repo, revisions, paths, first_parent)
     report = HistoryReport(matrix, range_text, len(commits), None)
-    last, read = _start(versions, commits), set()
+    last, read, previous = _start(versions, commits), set(), (None, None)
+    explaining: deque = deque()  # (change, its `because` when its traces are done)
     for done, (commit, state) in enumerate(_states_ahead(versions, commits), 1):
         read.update(state.files)
         if on_commit is not None:
             on_commit(done, len(commits))
+        parent_state = previous[1] if commit.parent == previous[0] else None
+        previous = (commit.sha, state)
         if not state.evaluable:
             report.skipped.append(Skipped(commit, state.reason))
             continue
-        before = _before(versions, commit, last)
+        before = _before(versions, commit, last, parent_state)
         if before is None:
             report.baseline = commit
         elif before.key != state.key:
             change = record_change(
                 report, commit, compare(matrix, before.table, state.table, where)
             )
-            if change:
-                change.because = because_of(versions, before, state, change)
+            if change:  # traced in a worker while the scan goes on
+                explaining.append((change, start_because(versions, before, state, change)))
+                while len(explaining) > IN_FLIGHT:
+                    _explained(explaining.popleft())
         last = state
+    for pending in explaining:
+        _explained(pending)
     return report, read
+
+
+def _explained(pending: tuple[Change, Callable[[], list]]) -> None:
+    change, reasons = pending
+    change.because = reasons()
 
 
 def _states_ahead(versions: Versions, commits: list[gitio.Commit]):
@@ -131,19 +143,27 @@ def _start(versions: Versions, commits: list[gitio.Commit]) -> State | None:
     return state if state.evaluable else None
 
 
-def _before(versions: Versions, commit: gitio.Commit, last: State | None) -> State | None:
-    """The state a commit is compared with: its first parent's, else the last evaluable one."""
+def _before(
+    versions: Versions, commit: gitio.Commit, last: State | None, parent: State | None
+) -> State | None:
+    """The state a commit is compared with: its first parent's (`parent`, when the scan
+    just made it), else the last evaluable one."""
     if commit.parent is not None:
-        state = versions.at_scanned(commit, parent=True)
+        state = parent or versions.at_scanned(commit, parent=True)
         if state.evaluable:
             return state
     return last
 
 
 def because_of(versions: Versions, before: State, after: State, change: Change):
+    return start_because(versions, before, after, change)()
+
+
+def start_because(versions: Versions, before: State, after: State, change: Change):
+    """`because_of`, its traces started in a worker: calling the answer waits for them."""
     base = versions.code_for(before, "the commit before")
     head = versions.code_for(after, change.commit.short)
-    return explain_rules(versions, base, head, change.comparison.rules)
+    return start_explaining(versions, base, head, change.comparison.rules)
 
 
 def record_change(

@@ -32,12 +32,14 @@ from harness.engine.explore import start_evaluation
 from harness.engine.limits import DEFAULT_LIMITS, Limits
 from harness.engine.outcome import OutcomeTable, revision_wide
 from harness.engine.purity import impurity
-from harness.engine.trace import Job, Trace, trace_cells
+from harness.engine.trace import Job, Trace, start_tracing
 from harness.engine.world import Bound, bind
 from harness.engine.worlds import world_named
 from harness.errors import Absent, Unevaluable
-from harness.gitcmd import BlobStream, Repo
+from harness.gitcmd import Repo
 from harness.matrix.model import ALL_PASSES, RUN_ORDER, Matrix
+from harness.patches import PatchStream
+from harness.records import evolve
 from harness.scan.cache import EVERY_CELL, EXPLORED, TableCache, table_key
 from harness.scan.coverage import PassCoverage, coverage, true_cells
 
@@ -138,15 +140,14 @@ class Versions:
         self.blobs_at: dict[str, dict[str, str | None]] = {}  # commit -> blob ids of its paths
         self.guards_hold: dict[str, int] = {}  # guarded pass -> cells its guard holds on
         self.read_defaults: dict[str, tuple] = {}  # closure digest -> defaults it reads
-        self.stream: BlobStream | None = None  # blobs a scan will read, read ahead
+        self.stream: PatchStream | None = None  # a scan's texts, made from git's patches
         self.memos: dict[str, tuple[tuple, Any]] = {}  # see `texts_memo`
 
     @contextmanager
     def reading_ahead(self, commits: list[gitio.Commit]) -> Iterator[None]:
-        """While scanning `commits`, the blobs `git log` said they change are read ahead
-        in scan order (see `harness.gitcmd.BlobStream`)."""
-        blobs = [new for c in commits for _, new in (c.changes or {}).values() if new]
-        with gitio.blob_stream(self.repo, blobs) as self.stream:
+        """While scanning `commits`, their texts are made from git's patches, printed ahead
+        in scan order (see `harness.patches`)."""
+        with gitio.patch_stream(self.repo, commits) as self.stream:
             yield
         self.stream = None
 
@@ -295,7 +296,7 @@ class Versions:
         plan = self.plan(self.files(sha, reader), label or sha[:10])
         self.blobs_at[sha] = dict(reader.blobs)  # every file it read: known before it settles
         plan = plan if isinstance(plan, Pending) else Pending(plan)
-        return replace(plan, sha=sha, remember=(blob, reader))
+        return evolve(plan, sha=sha, remember=(blob, reader))
 
     def plan(self, files: RevisionFiles, label: str) -> Plan:
         """The state of these files when it is known without running anything, else a
@@ -307,7 +308,10 @@ class Versions:
         impure = self.impurity(closure)
         mode = EVERY_CELL if self.exhaustive or impure else EXPLORED
         key = table_key(self.matrix.world, self.matrix.digest, closure.digest, mode)
-        table = self.by_key.get(key) or self.cache.get(key, self.matrix.size)
+        running = self.running.get(key)  # in the making: no need to look on disk
+        table = self.by_key.get(key)
+        if table is None and running is None:
+            table = self.cache.get(key, self.matrix.size)
         code = Code(closure, files.read(files.target) or "", label)
         used, skipped = files.paths_read(), closure.skipped
         state = State(
@@ -317,7 +321,6 @@ class Versions:
         if table is not None:
             self.by_key[key] = table
             return state
-        running = self.running.get(key)
         if running is None:
             self.evaluations += 1
             running = self.running[key] = self.start_evaluation(closure, label, bool(impure))
@@ -355,9 +358,9 @@ class Versions:
         state = plan.state if plan.running is None else self._evaluated(plan)
         if plan.remember is not None:
             blob, reader = plan.remember
-            state = replace(state, sha=plan.sha)
+            state = evolve(state, sha=plan.sha)
             blobs = tuple(sorted(reader.blobs.items()))
-            self.by_blob.setdefault(blob, []).append((blobs, replace(state, code=None)))
+            self.by_blob.setdefault(blob, []).append((blobs, evolve(state, code=None)))
         return state
 
     def _evaluated(self, plan: Pending) -> State:
@@ -373,7 +376,7 @@ class Versions:
         if key not in self.by_key:
             self.cache.put(key, table)
             self.by_key[key] = table
-        return replace(state, table=self.by_key[key])
+        return evolve(state, table=self.by_key[key])
 
     def impurity(self, closure: Closure | Pipeline) -> str | None:
         """Why the closure may keep state between calls (see engine.purity), judged once per
@@ -392,8 +395,14 @@ class Versions:
 
     def trace(self, cells: list[tuple[Code, tuple[int, ...]]]) -> list[Trace]:
         """Each (code, cell), traced: all in one worker, under this run's limits."""
+        return self.start_trace(cells)()
+
+    def start_trace(self, cells: list[tuple[Code, tuple[int, ...]]]) -> Callable[[], list[Trace]]:
+        """`trace`, started in a worker; calling the answer waits for the traces."""
         jobs = [Job(code.closure, code.source, code.label, cell) for code, cell in cells]
-        return trace_cells(jobs, self.matrix, self.bound, self.limits) if jobs else []
+        if not jobs:
+            return list
+        return start_tracing(jobs, self.matrix, self.bound, self.limits).result
 
     def code_at(self, revision: gitio.Revision) -> Code | None:
         """The closure and source at `revision`, or None when it cannot be evaluated."""
