@@ -68,6 +68,22 @@ class Repo:
             raise GitError(args, done.returncode, done.stderr.decode(errors="replace"))
         return done.stdout.decode(errors="replace").removesuffix("\n")
 
+    def start(self, *args: str) -> Started:
+        """`git ARGS`, running while the caller goes on; `.output()` is `run`'s answer."""
+        import tempfile  # only commands run side by side need it
+
+        # files, not pipes: git never waits on us (Started.close closes them)
+        out, err = tempfile.TemporaryFile(), tempfile.TemporaryFile()  # noqa: SIM115
+        process = subprocess.Popen(
+            ["git", "--git-dir", self.git_dir, *args],
+            cwd=self.working_tree_dir or self.git_dir,
+            env=_environment(),
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=err,
+        )
+        return Started(args, process, out, err)
+
     def object(self, spec: str) -> tuple[str, str, bytes] | None:
         """(id, type, content) of the object `spec` names (None: git has none by that name).
         Raises GitError when git cannot give it whole (a corrupt object), after asking a
@@ -105,6 +121,32 @@ class Repo:
                     stream.close()
             cat.kill()
             cat.wait()
+
+
+class Started:
+    """A git command running on its own (see `Repo.start`)."""
+
+    def __init__(self, args: tuple[str, ...], process: subprocess.Popen, out, err) -> None:
+        self.args, self.process, self.out, self.err = args, process, out, err
+
+    def output(self) -> str:
+        """What git printed, once it is done; raises GitError as `Repo.run` does."""
+        status = self.process.wait()
+        self.out.seek(0)
+        self.err.seek(0)
+        stdout, stderr = self.out.read(), self.err.read()
+        self.close()
+        if status != 0:
+            raise GitError(self.args, status, stderr.decode(errors="replace"))
+        return stdout.decode(errors="replace").removesuffix("\n")
+
+    def close(self) -> None:
+        """Stop it if it still runs (its answer is not wanted)."""
+        if self.process.poll() is None:
+            self.process.kill()
+            self.process.wait()
+        self.out.close()
+        self.err.close()
 
 
 class Commands:

@@ -18,7 +18,7 @@ from typing import Any
 from harness.errors import HarnessError, Unevaluable
 from harness.files import undecodable
 from harness.gitcmd import GitError, NotARepository, Repo, discover
-from harness.patches import PatchStream
+from harness.patches import FilePatch, PatchStream
 
 PR_EXPR = re.compile(r"^(?:#|pr:)(\d+)(.*)$")
 PR_SUBJECT = re.compile(r"\(#(\d+)\)\s*$")
@@ -382,9 +382,25 @@ class FilesAt:
         if self.sha is None:
             self.blobs[path] = None
             return _read_worktree(self.repo, path)
+        blob = self.ident(path)[1]
+        return None if blob is None else read_blob(self.repo, blob, path, self.stream)
+
+    def edit(self, path: str, base: str) -> FilePatch | None:
+        """git's patch that makes this file's blob here from the blob `base`, when the
+        scan's stream has it (see `harness.patches`)."""
+        if self.stream is None or self.sha is None:
+            return None
+        blob = self.ident(path)[1]
+        return None if blob is None or blob == base else self.stream.patch(blob, base)
+
+    def ident(self, path: str) -> tuple[str, str | None]:
+        """The file's content as an id, without reading it: its blob (None: no such file)
+        at a commit, its text in the working tree."""
+        if self.sha is None:
+            return ("text", self.read(path))
         blob = self.known[path] if path in self.known else blob_of(self.repo, self.sha, path)
         self.blobs[path] = blob
-        return None if blob is None else read_blob(self.repo, blob, path, self.stream)
+        return ("blob", blob)
 
 
 @dataclass(frozen=True)
@@ -417,12 +433,32 @@ def commits_touching(
     """Commits in `revisions` (rev-list arguments) that change any of `paths`, oldest
     first, with the blob of the first path (the target) before and after each, when the
     commit changes it (read from the same `git log`)."""
-    options = ["--first-parent"] if first_parent else []
-    out = repo.git.log(
-        "--reverse", "--topo-order", "--raw", "--no-abbrev", "--no-renames",
-        "--format=%x01%H%x00%P%x00%cI%x00%s", *options, *revisions, "--", *paths,
-    )  # fmt: skip
-    return [_commit_from(record, tuple(paths)) for record in out.split("\x01")[1:]]
+    return start_listing(repo, revisions, paths, first_parent).commits()
+
+
+class Listing:
+    """`commits_touching`, started: git lists while the caller goes on."""
+
+    def __init__(self, repo: Repo, revisions: list[str], paths: list[str], first_parent: bool):
+        options = ["--first-parent"] if first_parent else []
+        self.revisions, self.paths, self.first_parent = revisions, tuple(paths), first_parent
+        self.started = repo.start(
+            "log", "--reverse", "--topo-order", "--raw", "--no-abbrev", "--no-renames",
+            "--format=%x01%H%x00%P%x00%cI%x00%s", *options, *revisions, "--", *paths,
+        )  # fmt: skip
+
+    def commits(self) -> list[Commit]:
+        out = self.started.output()
+        return [_commit_from(record, self.paths) for record in out.split("\x01")[1:]]
+
+    def close(self) -> None:
+        self.started.close()
+
+
+def start_listing(
+    repo: Repo, revisions: list[str], paths: list[str], first_parent: bool = False
+) -> Listing:
+    return Listing(repo, revisions, paths, first_parent)
 
 
 def _commit_from(record: str, paths: tuple[str, ...]) -> Commit:
@@ -450,11 +486,21 @@ def commit_of(repo: Repo, revision: Revision) -> Commit:
 
 
 def is_ancestor(repo: Repo, older: str, newer: str) -> bool:
-    try:
-        repo.git.merge_base("--is-ancestor", older, newer)
-    except GitError:
-        return False
-    return True
+    return start_is_ancestor(repo, older, newer)()
+
+
+def start_is_ancestor(repo: Repo, older: str, newer: str) -> Callable[[], bool]:
+    """`is_ancestor`, started: calling the answer waits for git."""
+    started = repo.start("merge-base", "--is-ancestor", older, newer)
+
+    def answer() -> bool:
+        try:
+            started.output()
+        except GitError:
+            return False
+        return True
+
+    return answer
 
 
 def _read_worktree(repo: Repo, path: str) -> str | None:

@@ -62,14 +62,17 @@ class Search:
         self.releases: dict[str, gitio.Revision] = {}  # release "commits", by version
 
     def run(self, good: gitio.Revision, bad: gitio.Revision, first_parent: bool) -> BisectResult:
-        plans = [self.versions.start(r) for r in (good, bad)]
         releases = good.release is not None or bad.release is not None
-        # git lists the commits while GOOD and BAD evaluate: their files are known already
-        commits = [] if releases else self._commits(good, bad, plans, first_parent)
+        ancestry = None if releases else gitio.start_is_ancestor(self.repo, good.sha, bad.sha)
+        plans = [self.versions.start(good)]
+        # git lists the commits while BAD is read and both evaluate, on GOOD's files
+        listing = None if releases else self._start_listing(good, bad, plans, first_parent)
+        plans.append(self.versions.start(bad))
+        commits = [] if releases else self._commits(listing, plans)
         self.baseline, last = self._endpoints(good, bad, plans)
         if releases:
             return self._over_releases(good, bad, last)
-        if not gitio.is_ancestor(self.repo, good.sha, bad.sha):
+        if not ancestry():
             raise HarnessError(
                 f"GOOD {good.label} is not an ancestor of BAD {bad.label}: "
                 "swap them, or pick a GOOD commit from BAD's history"
@@ -97,11 +100,20 @@ class Search:
         release = self.releases.get(commit.sha)
         return self.versions.at(release) if release else self.versions.at_scanned(commit)
 
-    def _commits(self, good, bad, plans, first_parent: bool) -> list[gitio.Commit]:
-        """The commits after GOOD up to BAD that change a file GOOD or BAD was read from."""
+    def _start_listing(self, good, bad, plans, first_parent: bool) -> gitio.Listing:
+        """The commits after GOOD up to BAD that change a file the plans were read from."""
         known = paths_of(*(settled_or_not(p) for p in plans))
         paths = known or [self.versions.matrix.target.path]
-        return gitio.commits_touching(self.repo, [f"^{good.sha}", bad.sha], paths, first_parent)
+        revisions = [f"^{good.sha}", bad.sha]
+        return gitio.start_listing(self.repo, revisions, paths, first_parent)
+
+    def _commits(self, listing: gitio.Listing, plans) -> list[gitio.Commit]:
+        """The listing's commits, listed again when BAD read a file GOOD did not."""
+        known = paths_of(*(settled_or_not(p) for p in plans))
+        if known and not set(known) <= set(listing.paths):
+            listing.close()
+            listing = gitio.start_listing(self.repo, listing.revisions, known, listing.first_parent)
+        return listing.commits()
 
     def _endpoints(self, good: gitio.Revision, bad: gitio.Revision, plans: list) -> list[State]:
         """GOOD's and BAD's states (evaluated side by side); each must be evaluable."""
