@@ -52,9 +52,13 @@ class FilePatch:
 
 
 class PatchStream:
-    """`text(blob, known)`: the blob's text, made by patching an earlier text, when the
-    patch to it is among the next few git printed; else None. `known(blob)` gives texts
-    read the ordinary way, to patch from. Close it when the scan ends."""
+    """git's patches for a scan's commits, read as the scan gets to them.
+
+    `patch(new, old)`: the patch that makes blob `new` from blob `old`, when it is
+    among the next few git printed (else None). `text(blob, known)`: the blob's text,
+    made by patching an earlier text, either one this stream made or one `known(blob)`
+    gives; else None. Close it when the scan ends.
+    """
 
     def __init__(self, git_dir: str, cwd: str, shas: list[str], paths: list[str]) -> None:
         args = ["log", "--stdin", "--no-walk=unsorted", "-p", "-U0", "--full-index",
@@ -62,7 +66,7 @@ class PatchStream:
                 "--format=%x01%H", "--", *paths]  # fmt: skip
         self.process = start_reading(git_dir, args, shas, cwd)
         self.records = Records(self.process.stdout)
-        self.ready: dict[str, FilePatch] = {}  # read ahead, by the blob they make
+        self.ready: dict[str, list[FilePatch]] = {}  # read ahead, by the blob they make
         self.texts: dict[str, tuple[str, list[tuple[int, int]]]] = {}  # blob -> text, marks
         self.broken = False
 
@@ -78,25 +82,27 @@ class PatchStream:
             self.process.wait()
             self.process.stdout.close()
 
-    def text(self, blob: str, known: Callable[[str], str | None]) -> str | None:
-        patch = self._patch(blob)
-        if patch is None or patch.hunks is None:
-            return None
-        base = self.texts.get(patch.old)
-        if base is None:
-            old = known(patch.old)
-            base = None if old is None else (old, [(0, 0)])
-        made = None if base is None else apply(base[0], base[1], patch.hunks)
-        if made is None:
-            return None
-        text, marks, lo, old_hi = made
-        spans.tell(base[0], text, lo, old_hi)
-        if len(self.texts) >= KEPT:
-            del self.texts[next(iter(self.texts))]
-        self.texts[blob] = (text, marks)
-        return text
+    def patch(self, new: str, old: str) -> FilePatch | None:
+        return next((p for p in self._patches(new) if p.old == old and p.hunks), None)
 
-    def _patch(self, blob: str) -> FilePatch | None:
+    def text(self, blob: str, known: Callable[[str], str | None]) -> str | None:
+        for patch in self._patches(blob):
+            base = self.texts.get(patch.old)
+            if base is None:
+                old = known(patch.old)
+                base = None if old is None else (old, [(0, 0)])
+            made = None if base is None or not patch.hunks else apply(*base, patch.hunks)
+            if made is not None:
+                text, marks, lo, old_hi = made
+                spans.tell(base[0], text, lo, old_hi)
+                if len(self.texts) >= KEPT:
+                    del self.texts[next(iter(self.texts))]
+                self.texts[blob] = (text, marks)
+                return text
+        return None
+
+    def _patches(self, blob: str) -> list[FilePatch]:
+        """The patches read so far that make `blob`, reading a few more commits if none."""
         for _ in range(LOOK):
             if blob in self.ready or self.broken:
                 break
@@ -109,10 +115,12 @@ class PatchStream:
                 self.broken = True  # the end, or nonsense: nothing more is read
                 break
             for patch in found:
-                if len(self.ready) >= 4 * LOOK:
+                if patch.new not in self.ready and len(self.ready) >= 4 * LOOK:
                     del self.ready[next(iter(self.ready))]
-                self.ready[patch.new] = patch
-        return self.ready.pop(blob, None)
+                same = self.ready.setdefault(patch.new, [])
+                if patch not in same:
+                    same[:] = [*same[-3:], patch]  # a few: a file reverted and redone
+        return self.ready.get(blob, [])
 
 
 class Records:
@@ -199,16 +207,54 @@ def apply(
 ) -> tuple[str, list[tuple[int, int]], int, int] | None:
     """(the new text, its marks, where the edit starts, where it ends in `text`), or None
     when the hunks do not fit `text` or touch what decides its encoding."""
-    if not hunks or hunks[0].before < 2 or "coding" in _first_two_lines(text):
+    if not encoding_kept(text, hunks):
         return None
     marks = list(marks)
+    made = _splice(text, marks, hunks, 0)
+    if made is None:
+        return None
+    new, lo, at, lines_shift = made
+    first, last = hunks[0], hunks[-1]
+    old_end_line = last.before + lines_in(last.removed)
+    kept = [m for m in marks if m[0] <= first.before]
+    shift = len(new) - len(text)
+    later = [(line + lines_shift, char + shift) for line, char in marks if line > old_end_line]
+    return new, kept + later, lo, at
+
+
+def encoding_kept(head: str, hunks: tuple[Hunk, ...]) -> bool:
+    """Whether the hunks leave lines 1 and 2 alone and the text (`head`: at least its first
+    two lines) declares no encoding there: both texts are then plain UTF-8."""
+    return bool(hunks) and hunks[0].before >= 2 and "coding" not in _first_two_lines(head)
+
+
+def _first_two_lines(text: str) -> str:
+    first = text.find("\n")
+    second = text.find("\n", first + 1) if first >= 0 else -1
+    return text if second < 0 else text[:second]
+
+
+def lines_in(data: bytes) -> int:
+    """How many lines `data` holds (its last may lack a newline)."""
+    return data.count(b"\n") + (1 if data and not data.endswith(b"\n") else 0)
+
+
+def splice(text: str, hunks: tuple[Hunk, ...], first_line: int = 0) -> str | None:
+    """`text` (the file's lines from `first_line` on, 0-based) with the hunks applied, or
+    None when they do not fit it. The caller checks `encoding_kept` for the whole file."""
+    made = _splice(text, [(0, 0)], hunks, first_line)
+    return None if made is None else made[0]
+
+
+def _splice(text, marks, hunks, first_line) -> tuple[str, int, int, int] | None:
+    """(new text, where the edit starts, where it ends in `text`, lines gained)."""
     out, at, lines_shift, lo = [], 0, 0, None
     for hunk in hunks:
         try:
             removed, added = hunk.removed.decode(), hunk.added.decode()
         except UnicodeDecodeError:
             return None
-        start = line_start(text, marks, hunk.before)
+        start = line_start(text, marks, hunk.before - first_line)
         if start is None or start < at or not text.startswith(removed, start):
             return None
         lo = start if lo is None else lo
@@ -220,24 +266,14 @@ def apply(
         at = end
         lines_shift += added.count("\n") - removed.count("\n")
     out.append(text[at:])
-    new = "".join(out)
-    first, last = hunks[0], hunks[-1]
-    old_end_line = last.before + last.removed.count(b"\n")
-    kept = [m for m in marks if m[0] <= first.before]
-    shift = len(new) - len(text)
-    later = [(line + lines_shift, char + shift) for line, char in marks if line > old_end_line]
-    return new, kept + later, lo, at
-
-
-def _first_two_lines(text: str) -> str:
-    first = text.find("\n")
-    second = text.find("\n", first + 1) if first >= 0 else -1
-    return text if second < 0 else text[:second]
+    return "".join(out), lo, at, lines_shift
 
 
 def line_start(text: str, marks: list[tuple[int, int]], line: int) -> int | None:
     """Where the line after `line` complete lines starts (None: the text has fewer); the
     walk from the nearest known start leaves marks behind for the next call."""
+    if line < 0:
+        return None
     index = bisect.bisect_right(marks, (line, len(text) + 1)) - 1
     known, position = marks[index]
     walked = []

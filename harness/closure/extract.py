@@ -120,8 +120,7 @@ def extract_closure(
     `matrix_file` is where messages tell the user to add a binding.
     """
     path = files.target
-    source = files.read(path)
-    if source is None:
+    if cache.layout_of(files, path) is None:
         raise Absent(f"{path} does not exist")
     key, names = (path, function, matrix_file, view), frozenset(bound)
     closure = _reuse(cache, files, key, names)
@@ -187,7 +186,7 @@ def extract_pipeline(
 ) -> Pipeline:
     """Each pass's closure; a pass missing at this revision is skipped, not an error."""
     path = files.target
-    if files.read(path) is None:
+    if cache.layout_of(files, path) is None:
         raise Absent(f"{path} does not exist")
     passes = []
     for name in names:
@@ -237,10 +236,9 @@ def _reuse(
         return None
     layouts = {}
     for path, old in last.layouts.items():
-        text = files.read(path)
-        if text is None:
+        layout = cache.layout_of(files, path)
+        if layout is None:
             return None
-        layout = cache.layout(text, path)
         if layout is not old and not _harmless(layout, old, last.watched.get(path, frozenset())):
             return None
         layouts[path] = layout
@@ -249,8 +247,10 @@ def _reuse(
     parts = tuple(
         _moved(part, layouts[part.path], last.layouts[part.path]) for part in last.closure.parts
     )
-    (lineno,) = (part.statement.lineno for part in parts if part.role == TARGET)
-    closure = evolve(last.closure, parts=parts, lineno=lineno)
+    closure = last.closure
+    if any(new is not part for new, part in zip(parts, closure.parts, strict=True)):
+        (lineno,) = (part.statement.lineno for part in parts if part.role == TARGET)
+        closure = evolve(closure, parts=parts, lineno=lineno)
     _remember(cache, evolve(last, layouts=layouts, closure=closure))
     return closure
 
@@ -266,13 +266,24 @@ def _harmless(layout: Layout, old: Layout, watched: frozenset[str]) -> bool:
 
 def _moved(part: Part, layout: Layout, old: Layout) -> Part:
     """The part at its place in the edited layout."""
-    if layout is old:
-        return part
     statement = part.statement
+    if layout is old or _in_place(statement, layout):
+        return part
     return part._replace(
         statement=layout.statement(layout.edit.slot(statement.slot), statement.position)._replace(
             member=statement.member
         )
+    )
+
+
+def _in_place(statement: Statement, layout: Layout) -> bool:
+    """Whether the statement's piece stands at the same slot and line in the edited layout
+    (an edit after it, or one that kept the line count)."""
+    slot = statement.slot
+    return (
+        layout.edit.slot(slot) == slot
+        and layout.lines[slot] == statement.offset
+        and layout.pieces[slot] is statement.piece
     )
 
 

@@ -29,7 +29,7 @@ class FileIndexes:
     def __call__(self, path: str) -> dict[str, list[Binding]]:
         if path not in self.indexes:
             try:
-                layout = self.cache.layout(self.files.read(path) or "", path)
+                layout = self.cache.layout_of(self.files, path) or self.cache.layout("", path)
                 self.indexes[path] = index_module(layout)
             except Unevaluable:
                 self.indexes[path] = {}

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import posixpath
 from collections.abc import Callable
+from typing import Any
 
 Reader = Callable[[str], "str | None"]  # repository path -> text (None: no such file)
 
@@ -18,9 +19,19 @@ Reader = Callable[[str], "str | None"]  # repository path -> text (None: no such
 class RevisionFiles:
     """Read-only access to one revision's files, by repository path and by module name."""
 
-    def __init__(self, read: Reader, target: str, roots: tuple[str, ...] = ()) -> None:
+    def __init__(
+        self,
+        read: Reader,
+        target: str,
+        roots: tuple[str, ...] = (),
+        ident: Callable[[str], object] | None = None,
+        edit: Callable[[str, str], Any] | None = None,
+    ) -> None:
         self._read, self.target, self.roots = read, target, roots
+        self._ident, self._edit = ident, edit
         self._texts: dict[str, str | None] = {}
+        self._asked: dict[str, None] = {}  # every path read or identified, in order
+        self.made: dict[str, Any] = {}  # path -> its layout (see SourceCache.layout_of)
 
     @classmethod
     def of(cls, files: dict[str, str], target: str, roots: tuple[str, ...] = ()) -> RevisionFiles:
@@ -29,12 +40,36 @@ class RevisionFiles:
 
     def read(self, path: str) -> str | None:
         if path not in self._texts:
+            self._asked[path] = None
             self._texts[path] = self._read(path)
         return self._texts[path]
 
+    def ident(self, path: str) -> object:
+        """What tells the file's content apart from another revision's without reading it,
+        when the reader knows (a commit's blob id), else its text; equal idents, equal
+        texts."""
+        if self._ident is None:
+            return ("text", self.read(path))
+        self._asked[path] = None
+        return self._ident(path)
+
+    def blob(self, path: str) -> str | None:
+        """The git blob of the file, when the reader knows it (None: it does not, or there
+        is no such file)."""
+        found = self.ident(path)
+        return found[1] if isinstance(found, tuple) and found[0] == "blob" else None
+
+    def edit(self, path: str, base: str | None) -> Any:
+        """git's patch that makes the file from the blob `base`, when the reader has it (a
+        scan's `harness.patches.FilePatch`); else None."""
+        if self._edit is None or base is None:
+            return None
+        self._asked[path] = None
+        return self._edit(path, base)
+
     def paths_read(self) -> tuple[str, ...]:
         """Every path asked for so far (found or not), the target's first."""
-        return tuple(dict.fromkeys([self.target, *self._texts]))
+        return tuple(dict.fromkeys([self.target, *self._asked]))
 
     def module_file(self, module: str, importer: str, level: int = 0) -> str | None:
         """The file of `module` imported from the file `importer` (`level` dots for a

@@ -20,10 +20,14 @@ import itertools
 import re
 import warnings
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from harness import spans
 from harness.errors import Unevaluable
+from harness.patches import Hunk, encoding_kept, lines_in, splice
+
+if TYPE_CHECKING:
+    from harness.closure.modules import RevisionFiles
 
 # A line that may start a top-level statement: column 0, not blank, not a
 # comment, not a closing bracket. (Matches the newline before it.)
@@ -75,15 +79,38 @@ class Statement(NamedTuple):
         return self.piece.memo((name, self.position, self.member), lambda nodes: compute(node))
 
 
-@dataclass
 class Layout:
-    """A file cut into pieces: each piece with its first character and line offset."""
+    """A file cut into pieces: each piece with its line offset and first character.
 
-    source: str
-    pieces: list[Piece]
-    starts: list[int]
-    lines: list[int]
-    edit: Edit | None = None  # how this layout was made from an earlier one
+    A layout made from the last one and git's patch (`SourceCache.layout_of`)
+    has no text of its own until one is asked for: it is its pieces' texts
+    joined, made then and kept.
+    """
+
+    def __init__(
+        self,
+        source: str | None,
+        pieces: list[Piece],
+        starts: list[int] | None,
+        lines: list[int],
+        edit: Edit | None = None,  # how this layout was made from an earlier one
+    ) -> None:
+        self._source, self.pieces, self._starts, self.lines = source, pieces, starts, lines
+        self.edit = edit
+        self.blob: str | None = None  # the git blob it is the text of, when known
+
+    @property
+    def source(self) -> str:
+        if self._source is None:
+            self._source = "".join(piece.text for piece in self.pieces)
+        return self._source
+
+    @property
+    def starts(self) -> list[int]:
+        if self._starts is None:
+            lengths = (len(piece.text) for piece in self.pieces[:-1])
+            self._starts = list(itertools.accumulate(lengths, initial=0))
+        return self._starts
 
     def statement(self, index: int, position: int) -> Statement:
         return Statement(self.pieces[index], position, self.lines[index], index)
@@ -135,6 +162,32 @@ class SourceCache:
         self.last[path] = made
         return made
 
+    def layout_of(self, files: RevisionFiles, path: str) -> Layout | None:
+        """The file's layout at the files' revision (None: no such file). When the reader
+        knows the file's blob, the path's last layout of the same blob is the answer, and
+        git's patch from that layout's blob, if the reader has it, makes the new layout
+        around the lines it changes, without making the text (see `Layout`). Otherwise the
+        layout is made from the text. Raises Unevaluable as `layout` does."""
+        if path in files.made:
+            return files.made[path]
+        last, blob = self.last.get(path), files.blob(path)
+        made = None
+        if last is not None and blob is not None and last.blob == blob:
+            made = last
+        elif last is not None and blob is not None:
+            patch = files.edit(path, last.blob)
+            made = patch and _patched(self, last, patch.hunks)
+            if made:
+                made.blob, self.last[path] = blob, made
+        if not made:
+            text = files.read(path)
+            if text is None:
+                return None
+            made = self.layout(text, path)
+            made.blob = blob
+        files.made[path] = made
+        return made
+
     def piece(self, text: str) -> Piece | None:
         """The parsed piece of `text` (None: it does not parse on its own)."""
         piece = self.pieces.get(text)
@@ -171,13 +224,53 @@ def _relayout(cache: SourceCache, old: Layout, source: str) -> Layout | None:
 
 def _join(source, old, first, middle, after, shift, moved) -> Layout:
     old.edit = None  # only the newest edit is ever asked about: a 1,000-commit scan would
-    return Layout(  # otherwise keep every text it read, each layout holding the one before
+    starts, lines = old.starts[after:], old.lines[after:]  # otherwise keep every text it read
+    return Layout(
         source,
         old.pieces[:first] + middle.pieces + old.pieces[after:],
-        old.starts[:first] + middle.starts + [s + shift for s in old.starts[after:]],
-        old.lines[:first] + middle.lines + [n + moved for n in old.lines[after:]],
+        old.starts[:first] + middle.starts + ([s + shift for s in starts] if shift else starts),
+        old.lines[:first] + middle.lines + ([n + moved for n in lines] if moved else lines),
         Edit(old, first, after, len(middle.pieces)),
     )
+
+
+def _patched(cache: SourceCache, old: Layout, hunks: tuple[Hunk, ...]) -> Layout | None:
+    """`old` with git's hunks applied: the pieces around them (one piece of margin each
+    side, as `_relayout` takes) joined, patched, cut and parsed; the rest kept. None when
+    the hunks do not fit those pieces, touch what decides the file's encoding, or leave a
+    piece that does not parse on its own (the caller goes by the text then)."""
+    if not encoding_kept(_head(old), hunks):
+        return None
+    last = hunks[-1]
+    first = max(bisect.bisect_right(old.lines, hunks[0].before) - 2, 0)
+    after = bisect.bisect_right(old.lines, last.before + lines_in(last.removed)) + 1
+    after = min(after, len(old.pieces))
+    made = splice("".join(p.text for p in old.pieces[first:after]), hunks, old.lines[first])
+    middle = made and _cut(cache, made, 0, len(made), old.lines[first])
+    if not middle:
+        return None
+    moved = 0
+    if after < len(old.pieces):
+        moved = middle.lines[-1] + middle.pieces[-1].text.count("\n") - old.lines[after]
+    lines = old.lines[after:]
+    old.edit = None  # as in `_join`: no chain of layouts
+    return Layout(
+        None,
+        old.pieces[:first] + middle.pieces + old.pieces[after:],
+        None,
+        old.lines[:first] + middle.lines + ([n + moved for n in lines] if moved else lines),
+        Edit(old, first, after, len(middle.pieces)),
+    )
+
+
+def _head(layout: Layout) -> str:
+    """The layout's text up to its second line's end, or all of it if it is shorter."""
+    head = ""
+    for piece in layout.pieces:
+        head += piece.text
+        if head.count("\n") >= 2:
+            break
+    return head
 
 
 def changed_span(old: str, new: str, chunk: int = 1024) -> tuple[int, int]:

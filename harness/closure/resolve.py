@@ -123,7 +123,7 @@ class Resolver:
 
     def index(self, path: str) -> dict[str, list[Binding]]:
         if path not in self.indexes:
-            layout = self.cache.layout(self.files.read(path) or "", path)
+            layout = self.cache.layout_of(self.files, path) or self.cache.layout("", path)
             self.layouts[path] = layout
             self.indexes[path] = index_module(layout)
         return self.indexes[path]

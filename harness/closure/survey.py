@@ -42,10 +42,10 @@ class PassSurvey:
 
 def registered(cache: SourceCache, files: RevisionFiles, decorator: str = REGISTER) -> list[str]:
     """The top-level functions of the target file decorated with `decorator`, in order."""
-    source = files.read(files.target)
-    if source is None:
+    layout = cache.layout_of(files, files.target)
+    if layout is None:
         raise Absent(f"{files.target} does not exist")
-    index = index_module(cache.layout(source, files.target))
+    index = index_module(layout)
     found = {}
     for bindings in index.values():
         for binding in bindings:

@@ -26,7 +26,7 @@ from harness.closure.extract import (
 )
 from harness.closure.modules import RevisionFiles
 from harness.closure.order import PassOrder, pass_order
-from harness.closure.pieces import SourceCache
+from harness.closure.pieces import Layout, SourceCache
 from harness.closure.survey import REGISTER, defaults_read, registered
 from harness.engine.explore import start_evaluation
 from harness.engine.limits import DEFAULT_LIMITS, Limits
@@ -65,8 +65,12 @@ class Code:
     """A revision's target as code: what tracing one cell needs."""
 
     closure: Closure | Pipeline
-    source: str  # the target file's text
+    text: str | Layout  # the target file's text, or its layout (its text made when asked)
     label: str
+
+    @property
+    def source(self) -> str:
+        return self.text if isinstance(self.text, str) else self.text.source
 
 
 @dataclass(frozen=True)
@@ -142,6 +146,7 @@ class Versions:
         self.read_defaults: dict[str, tuple] = {}  # closure digest -> defaults it reads
         self.stream: PatchStream | None = None  # a scan's texts, made from git's patches
         self.memos: dict[str, tuple[tuple, Any]] = {}  # see `texts_memo`
+        self.made: tuple | None = None  # the last closure extracted, its defaults, the two
 
     @contextmanager
     def reading_ahead(self, commits: list[gitio.Commit]) -> Iterator[None]:
@@ -154,7 +159,8 @@ class Versions:
     def files(self, sha: str | None, reader: gitio.FilesAt | None = None) -> RevisionFiles:
         """The files of a commit (None: the working tree), as extraction reads them."""
         reader = reader or gitio.FilesAt(self.repo, sha)
-        return RevisionFiles(reader.read, self.matrix.target.path, self.matrix.target.roots)
+        target = self.matrix.target
+        return RevisionFiles(reader.read, target.path, target.roots, reader.ident, reader.edit)
 
     def files_at(self, revision: gitio.Revision) -> RevisionFiles:
         """A revision's files: a commit's, the working tree's, or a release's members."""
@@ -166,7 +172,12 @@ class Versions:
     def extract(self, files: RevisionFiles) -> Closure | Pipeline:
         """The target's closure (or each pass's), with the defaults the view's class
         declares; raises Absent or Unevaluable."""
-        return with_defaults(self._extract(files), self.defaults(files))
+        closure, defaults = self._extract(files), self.defaults(files)
+        last = self.made
+        if last is not None and last[0] is closure and last[1] is defaults:
+            return last[2]  # a scan's commits mostly reuse the last closure as it was
+        self.made = (closure, defaults, with_defaults(closure, defaults))
+        return self.made[2]
 
     def _extract(self, files: RevisionFiles) -> Closure | Pipeline:
         target, names, hint = self.matrix.target, self.bound.names, self.matrix.edit_hint
@@ -190,16 +201,25 @@ class Versions:
         """`compute(files)`, made again only when a file it read (or found missing) differs
         from the last time: a scan's commits mostly leave those files alone."""
         memo = self.memos.get(name)
-        if memo is not None and all(files.read(path) == text for path, text in memo[0]):
+        if memo is not None and all(files.ident(path) == seen for path, seen in memo[0]):
             return memo[1]
-        read: dict[str, str | None] = {}
+        read: list[str] = []
 
         def record(path: str) -> str | None:
-            read[path] = files.read(path)
-            return read[path]
+            read.append(path)
+            return files.read(path)
 
-        found = compute(RevisionFiles(record, files.target, files.roots))
-        self.memos[name] = (tuple(read.items()), found)
+        def ident(path: str) -> object:
+            read.append(path)
+            return files.ident(path)
+
+        def edit(path: str, base: str):
+            read.append(path)
+            return files.edit(path, base)
+
+        found = compute(RevisionFiles(record, files.target, files.roots, ident, edit))
+        seen = tuple((path, files.ident(path)) for path in dict.fromkeys(read))
+        self.memos[name] = (seen, found)
         return found
 
     def _registered(self, files: RevisionFiles) -> tuple[str, ...]:
@@ -312,7 +332,7 @@ class Versions:
         table = self.by_key.get(key)
         if table is None and running is None:
             table = self.cache.get(key, self.matrix.size)
-        code = Code(closure, files.read(files.target) or "", label)
+        code = Code(closure, _target_text(files), label)
         used, skipped = files.paths_read(), closure.skipped
         state = State(
             key, table, None, closure.lineno, None, skipped, used, code, impure,
@@ -419,7 +439,13 @@ class Versions:
             closure = self.extract(files)
         except (Absent, Unevaluable):
             return None
-        return Code(closure, files.read(files.target) or "", label)
+        return Code(closure, _target_text(files), label)
+
+
+def _target_text(files: RevisionFiles) -> str | Layout:
+    """The target's text, or the layout extraction made of it (its text made only if a
+    trace needs it)."""
+    return files.made.get(files.target) or files.read(files.target) or ""
 
 
 def settled_or_not(plan: Plan) -> State:

@@ -254,3 +254,84 @@ def test_a_multi_line_docstring_at_column_0_does_not_force_a_whole_file_parse():
         1,
     ]  # docstring, import, X, f
     assert piecewise_tree(SourceCache(), source) == whole_tree(source)
+
+
+def _committed(tmp_path, versions: list[str]) -> tuple[str, list[str]]:
+    """A real repository with one commit per version of m.py; its git dir and the shas."""
+    from harness.testing.gitrepo import FixtureRepo
+
+    repo = FixtureRepo(tmp_path / "repo")
+    return str(repo.root), [repo.commit(f"v{n}", {"m.py": v}) for n, v in enumerate(versions)]
+
+
+def variants(source: str, seed: int, count: int) -> list[str]:
+    """Versions of `source`, each with a few random line edits of its own (so one that
+    does not parse does not spoil the next): a digit changed, a comment, a blank line,
+    a line repeated or dropped, one that joins a statement to its neighbour; now and then
+    on lines 1 and 2."""
+    rng = random.Random(seed)
+    lines, out = source.splitlines(keepends=True), []
+    for _ in range(count):
+        edited = list(lines)
+        for _ in range(rng.randint(1, 4)):
+            at = rng.randrange(0 if rng.random() < 0.05 else 2, len(edited))
+            action = rng.choice(("digit", "comment", "blank", "repeat", "drop", "join"))
+            if action == "join":  # a line that joins the statement above or below it
+                edited.insert(at, rng.choice(("@deco\n", "    x = 1\n", "else:\n", "(\n")))
+            elif action == "digit":
+                edited[at] = edited[at].replace("1", "7").replace("2", "1")
+            elif action == "comment":
+                edited.insert(at, "# note\n")
+            elif action == "blank":
+                edited.insert(at, "\n")
+            elif action == "repeat":
+                edited.insert(at, edited[at])
+            else:
+                del edited[at]
+        out.append("".join(edited))
+    return out
+
+
+@pytest.mark.parametrize("seed", range(4))
+@pytest.mark.parametrize("base", ["tricky", "fixture"])
+def test_layouts_made_from_git_s_patches_are_the_trees_one_parse_gives(tmp_path, base, seed):
+    """A scan's layouts come from the last one and git's patch, never from the text; each
+    must still be exactly what `ast.parse` of the commit's file gives."""
+    from harness import gitio
+
+    head = "# line one\n# line two\n"  # lines 1 and 2: edits there go by the text
+    cuttable = TRICKY.replace("TOTAL = 1 + \\\n2\n", "").replace("CALL = dict(\na=1,\n)\n", "")
+    source = head + (cuttable if base == "tricky" else overrides_source(Overrides(padding=3)))
+    versions = [source, *variants(source, seed, 24)]
+    root, shas = _committed(tmp_path, versions)
+    repo = gitio.open_repo(root)
+    commits = gitio.commits_touching(repo, [shas[-1]], ["m.py"])
+    cache, by_patch, parsed = SourceCache(), 0, 0
+    with gitio.patch_stream(repo, commits) as stream:
+        for n, (sha, version) in enumerate(zip(shas, versions, strict=True)):
+            reader = gitio.FilesAt(repo, sha, stream=stream)
+            read: list[str] = []  # the target's text is read only where no patch serves
+
+            def reading(path: str, reader=reader, read=read) -> str | None:
+                read.append(path)
+                return reader.read(path)
+
+            files = RevisionFiles(reading, "m.py", (), reader.ident, reader.edit)
+            try:
+                expected = whole_tree(version)
+            except SyntaxError:
+                with pytest.raises(Unevaluable, match="syntax error"):
+                    cache.layout_of(files, "m.py")
+                continue
+            layout = cache.layout_of(files, "m.py")
+            trees = [
+                ast.dump(
+                    ast.increment_lineno(copy.deepcopy(s.node), s.offset), include_attributes=True
+                )
+                for s in statements(layout)
+            ]
+            assert trees == expected, f"version {n}"
+            assert layout.source == version
+            parsed += 1
+            by_patch += not read
+    assert by_patch >= parsed // 3  # the patch path is what was tested
