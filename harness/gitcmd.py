@@ -57,19 +57,11 @@ class Repo:
         return self.working_tree_dir is None
 
     def run(self, *args: str) -> str:
-        done = subprocess.run(
-            ["git", "--git-dir", self.git_dir, *args],
-            cwd=self.working_tree_dir or self.git_dir,
-            env=_environment(),
-            stdin=subprocess.DEVNULL,
-            capture_output=True,
-        )
-        if done.returncode != 0:
-            raise GitError(args, done.returncode, done.stderr.decode(errors="replace"))
-        return done.stdout.decode(errors="replace").removesuffix("\n")
+        return self.start(*args).output()
 
     def start(self, *args: str) -> Started:
-        """`git ARGS`, running while the caller goes on; `.output()` is `run`'s answer."""
+        """`git ARGS`, running while the caller goes on; `.output()` waits for what it
+        printed (what `run` returns)."""
         import tempfile  # only commands run side by side need it
 
         # files, not pipes: git never waits on us (Started.close closes them)
