@@ -61,20 +61,18 @@ class Repo:
 
     def start(self, *args: str) -> Started:
         """`git ARGS`, running while the caller goes on; `.output()` waits for what it
-        printed (what `run` returns)."""
-        import tempfile  # only commands run side by side need it
-
-        # files, not pipes: git never waits on us (Started.close closes them)
-        out, err = tempfile.TemporaryFile(), tempfile.TemporaryFile()  # noqa: SIM115
+        printed (what `run` returns). Pipes, not files: a full disk must not stop harness
+        reading; the output's pipe is enlarged, so git seldom waits for the reader."""
         process = subprocess.Popen(
             ["git", "--git-dir", self.git_dir, *args],
             cwd=self.working_tree_dir or self.git_dir,
             env=_environment(),
             stdin=subprocess.DEVNULL,
-            stdout=out,
-            stderr=err,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
         )
-        return Started(args, process, out, err)
+        _enlarge(process.stdout)
+        return Started(args, process)
 
     def object(self, spec: str) -> tuple[str, str, bytes] | None:
         """(id, type, content) of the object `spec` names (None: git has none by that name).
@@ -118,27 +116,21 @@ class Repo:
 class Started:
     """A git command running on its own (see `Repo.start`)."""
 
-    def __init__(self, args: tuple[str, ...], process: subprocess.Popen, out, err) -> None:
-        self.args, self.process, self.out, self.err = args, process, out, err
+    def __init__(self, args: tuple[str, ...], process: subprocess.Popen) -> None:
+        self.args, self.process = args, process
 
     def output(self) -> str:
         """What git printed, once it is done; raises GitError as `Repo.run` does."""
-        status = self.process.wait()
-        self.out.seek(0)
-        self.err.seek(0)
-        stdout, stderr = self.out.read(), self.err.read()
-        self.close()
-        if status != 0:
-            raise GitError(self.args, status, stderr.decode(errors="replace"))
+        stdout, stderr = self.process.communicate()
+        if self.process.returncode != 0:
+            raise GitError(self.args, self.process.returncode, stderr.decode(errors="replace"))
         return stdout.decode(errors="replace").removesuffix("\n")
 
     def close(self) -> None:
         """Stop it if it still runs (its answer is not wanted)."""
         if self.process.poll() is None:
             self.process.kill()
-            self.process.wait()
-        self.out.close()
-        self.err.close()
+        self.process.communicate()
 
 
 class Commands:
@@ -222,25 +214,31 @@ F_SETPIPE_SZ = 1031  # Linux's fcntl command (Python names it only from 3.10 on 
 def start_reading(
     git_dir: str, args: list[str], lines: list[str], cwd: str | None = None
 ) -> subprocess.Popen:
-    """`git ARGS` (in `cwd`), started with `lines` as its input, its output on a pipe git may fill
-    up to PIPE_SIZE ahead of the reader (stderr dropped: a broken stream is read around)."""
-    import tempfile  # only a scan needs it
+    """`git ARGS` (in `cwd`) given `lines` as its input, which it reads whole before it
+    writes (`--stdin`); its output on a pipe git may fill up to PIPE_SIZE ahead of the
+    reader (stderr dropped: a broken stream is read around)."""
+    process = subprocess.Popen(
+        ["git", "--git-dir", git_dir, *args],
+        cwd=cwd,
+        env=_environment(),
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        bufsize=PIPE_SIZE,  # fewer, larger reads: a scan reads many short lines
+    )
+    _enlarge(process.stdout)
+    with contextlib.suppress(OSError):  # git gone already: its output ends, and says so
+        process.stdin.write("".join(f"{line}\n" for line in lines).encode())
+    with contextlib.suppress(OSError):
+        process.stdin.close()
+    return process
 
-    with tempfile.TemporaryFile() as given:  # stdin from a file: no pipe to fill both ways
-        given.write("".join(f"{line}\n" for line in lines).encode())
-        given.seek(0)
-        process = subprocess.Popen(
-            ["git", "--git-dir", git_dir, *args],
-            cwd=cwd,
-            env=_environment(),
-            stdin=given,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
-            bufsize=PIPE_SIZE,  # fewer, larger reads: a scan reads many short lines
-        )
+
+def _enlarge(pipe) -> None:
+    """Let git write up to PIPE_SIZE ahead of the reader (Linux; elsewhere a smaller pipe
+    only means less writing ahead)."""
     if sys.platform.startswith("linux"):
         import fcntl  # POSIX only
 
-        with contextlib.suppress(OSError):  # a smaller pipe only means less reading ahead
-            fcntl.fcntl(process.stdout.fileno(), F_SETPIPE_SZ, PIPE_SIZE)
-    return process
+        with contextlib.suppress(OSError):
+            fcntl.fcntl(pipe.fileno(), F_SETPIPE_SZ, PIPE_SIZE)

@@ -408,3 +408,21 @@ def test_odd_code_does_not_make_python_print_its_warnings(tmp_path):
     ]
     done = subprocess.run(argv, capture_output=True, text=True)  # Python's own warning filters
     assert done.returncode == 0 and done.stderr == ""
+
+
+def test_a_full_disk_stops_no_scan_only_the_cache(history):
+    """Reading git never goes through files: with nothing writable, history and bisect
+    still answer (the cache warns that it cannot keep anything)."""
+
+    def full_disk() -> None:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (0, 0))
+
+    shas = history.shas
+    for command in (["history", f"{shas['initial']}..{shas['docs']}"],
+                    ["bisect", shas["initial"], shas["docs"]]):  # fmt: skip
+        done = subprocess.run([*HARNESS, *command, "--repo", history.repo(), "--format", "json"],
+                              capture_output=True, text=True, preexec_fn=full_disk)  # fmt: skip
+        assert done.returncode in (0, 1), done.stderr
+        report = json.loads(done.stdout)
+        found = report["culprit"] if command[0] == "bisect" else report["commits"][0]
+        assert found["sha"] == shas["pr30835"]
