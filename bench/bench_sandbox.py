@@ -26,10 +26,6 @@ from harness.engine.worker import Done
 from harness.scan import versions
 
 
-def in_process(work, encode, decode, limits, room=0):
-    return work()
-
-
 def started_in_process(work, encode, decode, limits, room=0):
     result = work()
     return Done(lambda: result)
@@ -38,15 +34,15 @@ def started_in_process(work, encode, decode, limits, room=0):
 @contextlib.contextmanager
 def unconfined():
     """Evaluation as it was: in-process and one at a time, no policy, no purity check."""
-    saved = (explore.start, trace.isolated, sandbox.check_closure, explore.impurity,
+    saved = (explore.start, trace.start, sandbox.check_closure, explore.impurity,
              versions.impurity)  # fmt: skip
-    explore.start, trace.isolated = started_in_process, in_process
+    explore.start = trace.start = started_in_process
     sandbox.check_closure = lambda closure: None
     explore.impurity = versions.impurity = lambda closure: None
     try:
         yield
     finally:
-        (explore.start, trace.isolated, sandbox.check_closure, explore.impurity,
+        (explore.start, trace.start, sandbox.check_closure, explore.impurity,
          versions.impurity) = saved  # fmt: skip
 
 
