@@ -300,16 +300,11 @@ def _object(repo: Repo, spec: str, kind: str) -> tuple[str, str, bytes] | None:
     return found if found is not None and found[1] == kind else None
 
 
-def read_blob(repo: Repo, blob: str, path: str = "", stream: PatchStream | None = None) -> str:
-    """The blob as Python source text (see `python_source`), made by `stream` when it can;
-    a blob git cannot read is the repository's fault, said in one line. The texts used
-    last are kept by id: a scan reads the files a commit left alone again and again."""
+def read_blob(repo: Repo, blob: str, path: str = "") -> str:
+    """The blob as Python source text (see `python_source`); a blob git cannot read is the
+    repository's fault, said in one line. The texts used last are kept by id: a scan
+    reads the files a commit left alone again and again."""
     text = _TEXTS.pop((repo.git_dir, blob), None)
-    if text is not None:
-        _TEXTS[repo.git_dir, blob] = text  # the last used is the last dropped
-        return text
-    if stream is not None:
-        text = stream.text(blob, lambda old: _TEXTS.get((repo.git_dir, old)))
     if text is None:
         found = _object(repo, blob, "blob")
         if found is None:
@@ -318,7 +313,7 @@ def read_blob(repo: Repo, blob: str, path: str = "", stream: PatchStream | None 
     if len(text) <= MAX_TEXT:
         if len(_TEXTS) >= TEXTS_KEPT:
             del _TEXTS[next(iter(_TEXTS))]
-        _TEXTS[repo.git_dir, blob] = text
+        _TEXTS[repo.git_dir, blob] = text  # the last used is the last dropped
     return text
 
 
@@ -383,7 +378,7 @@ class FilesAt:
             self.blobs[path] = None
             return _read_worktree(self.repo, path)
         blob = self.ident(path)[1]
-        return None if blob is None else read_blob(self.repo, blob, path, self.stream)
+        return None if blob is None else read_blob(self.repo, blob, path)
 
     def edit(self, path: str, base: str) -> FilePatch | None:
         """git's patch that makes this file's blob here from the blob `base`, when the

@@ -1,40 +1,33 @@
-"""A scan's texts, made from the text before them and the lines git says changed.
+"""git's patches for a scan's commits, and the lines they change.
 
-A history reads the target file at each commit that changes it: 80 KB a
-time, of which a commit changes a few lines. Copying every blob through a
-pipe, decoding it and comparing it with the last one to find those lines
+A history needs each commit's file only as a layout (`harness.closure.pieces`),
+and a commit changes a few lines of an 80 KB file. Reading every blob through
+a pipe, decoding it and comparing it with the last one to find those lines
 was most of a scan's cost. Instead a second git process prints `git log -p
--U0` for the same commits, in scan order, and a commit's text is its
-parent's with the hunks applied; where the edit lies is told to
-`harness.spans`, so nothing compares the two texts.
+-U0` for the same commits, in scan order, and each commit's layout is its
+parent's with the hunks applied to the pieces around them.
 
-A patch is used only when it is certainly right: git printed a text patch
-between two blobs (`index OLD..NEW`), the text of OLD is at hand, every line
+A patch is applied only when it is certainly right: git printed a text patch
+between two blobs (`index OLD..NEW`), the layout at hand is OLD's, every line
 the patch removes is the line OLD has there, the hunks leave lines 1 and 2
-alone, and OLD declares no encoding there (so both texts are plain UTF-8,
-as `harness.gitio.python_source` would decode them). Anything else (a new
-file, a binary one, a merge, a blob asked for out of order, a stream that
-stops making sense) gives None, and the caller reads the blob the ordinary
-way.
+alone, and OLD declares no encoding there (so both texts are plain UTF-8, as
+`harness.gitio.python_source` would decode them). Anything else (a new file,
+a binary one, a merge, a blob asked for out of order, a stream that stops
+making sense) gives None, and the caller reads the blob the ordinary way.
 """
 
 from __future__ import annotations
 
-import bisect
 import contextlib
 import re
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import BinaryIO
 
-from harness import spans
 from harness.gitcmd import start_reading
 
 HEADER = re.compile(rb"@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
 NO_NEWLINE = b"\\"  # "\ No newline at end of file": the line before it has no newline
 LOOK = 16  # commits read ahead looking for the patch asked for
-KEPT = 8  # texts made, kept as the bases of the next patches
-MARK_EVERY = 32  # lines between the known line starts a walk leaves behind
 
 
 @dataclass(frozen=True)
@@ -55,9 +48,7 @@ class PatchStream:
     """git's patches for a scan's commits, read as the scan gets to them.
 
     `patch(new, old)`: the patch that makes blob `new` from blob `old`, when it is
-    among the next few git printed (else None). `text(blob, known)`: the blob's text,
-    made by patching an earlier text, either one this stream made or one `known(blob)`
-    gives; else None. Close it when the scan ends.
+    among the next few git printed (else None). Close it when the scan ends.
     """
 
     def __init__(self, git_dir: str, cwd: str, shas: list[str], paths: list[str]) -> None:
@@ -67,7 +58,6 @@ class PatchStream:
         self.process = start_reading(git_dir, args, shas, cwd)
         self.records = Records(self.process.stdout)
         self.ready: dict[str, list[FilePatch]] = {}  # read ahead, by the blob they make
-        self.texts: dict[str, tuple[str, list[tuple[int, int]]]] = {}  # blob -> text, marks
         self.broken = False
 
     def __enter__(self) -> PatchStream:
@@ -83,44 +73,30 @@ class PatchStream:
             self.process.stdout.close()
 
     def patch(self, new: str, old: str) -> FilePatch | None:
-        return next((p for p in self._patches(new) if p.old == old and p.hunks), None)
-
-    def text(self, blob: str, known: Callable[[str], str | None]) -> str | None:
-        for patch in self._patches(blob):
-            base = self.texts.get(patch.old)
-            if base is None:
-                old = known(patch.old)
-                base = None if old is None else (old, [(0, 0)])
-            made = None if base is None or not patch.hunks else apply(*base, patch.hunks)
-            if made is not None:
-                text, marks, lo, old_hi = made
-                spans.tell(base[0], text, lo, old_hi)
-                if len(self.texts) >= KEPT:
-                    del self.texts[next(iter(self.texts))]
-                self.texts[blob] = (text, marks)
-                return text
+        for _ in range(LOOK + 1):  # what was read ahead, then a few more commits
+            found = next((p for p in self.ready.get(new, ()) if p.old == old), None)
+            if found is not None or self.broken:
+                return found if found is not None and found.hunks else None
+            self._read_commit()
         return None
 
-    def _patches(self, blob: str) -> list[FilePatch]:
-        """The patches read so far that make `blob`, reading a few more commits if none."""
-        for _ in range(LOOK):
-            if blob in self.ready or self.broken:
-                break
-            try:
-                record = self.records.next()
-                found = [] if record is None else file_patches(record)
-            except (OSError, ValueError):
-                record, self.broken = None, True
-            if record is None:
-                self.broken = True  # the end, or nonsense: nothing more is read
-                break
-            for patch in found:
-                if patch.new not in self.ready and len(self.ready) >= 4 * LOOK:
-                    del self.ready[next(iter(self.ready))]
-                same = self.ready.setdefault(patch.new, [])
-                if patch not in same:
-                    same[:] = [*same[-3:], patch]  # a few: a file reverted and redone
-        return self.ready.get(blob, [])
+    def _read_commit(self) -> None:
+        """The next commit's patches, kept by the blob each makes (the stream is broken
+        at its end, or when it stops making sense: nothing more is read then)."""
+        try:
+            record = self.records.next()
+            found = [] if record is None else file_patches(record)
+        except (OSError, ValueError):
+            record = None
+        if record is None:
+            self.broken = True
+            return
+        for patch in found:
+            if patch.new not in self.ready and len(self.ready) >= 4 * LOOK:
+                del self.ready[next(iter(self.ready))]
+            same = self.ready.setdefault(patch.new, [])
+            if patch not in same:
+                same[:] = [*same[-3:], patch]  # a few: a file reverted and redone
 
 
 class Records:
@@ -202,26 +178,6 @@ def _body(lines: list[bytes], at: int, sign: bytes, count: int) -> tuple[bytes, 
     return text, at
 
 
-def apply(
-    text: str, marks: list[tuple[int, int]], hunks: tuple[Hunk, ...]
-) -> tuple[str, list[tuple[int, int]], int, int] | None:
-    """(the new text, its marks, where the edit starts, where it ends in `text`), or None
-    when the hunks do not fit `text` or touch what decides its encoding."""
-    if not encoding_kept(text, hunks):
-        return None
-    marks = list(marks)
-    made = _splice(text, marks, hunks, 0)
-    if made is None:
-        return None
-    new, lo, at, lines_shift = made
-    first, last = hunks[0], hunks[-1]
-    old_end_line = last.before + lines_in(last.removed)
-    kept = [m for m in marks if m[0] <= first.before]
-    shift = len(new) - len(text)
-    later = [(line + lines_shift, char + shift) for line, char in marks if line > old_end_line]
-    return new, kept + later, lo, at
-
-
 def encoding_kept(head: str, hunks: tuple[Hunk, ...]) -> bool:
     """Whether the hunks leave lines 1 and 2 alone and the text (`head`: at least its first
     two lines) declares no encoding there: both texts are then plain UTF-8."""
@@ -240,50 +196,37 @@ def lines_in(data: bytes) -> int:
 
 
 def splice(text: str, hunks: tuple[Hunk, ...], first_line: int = 0) -> str | None:
-    """`text` (the file's lines from `first_line` on, 0-based) with the hunks applied, or
-    None when they do not fit it. The caller checks `encoding_kept` for the whole file."""
-    made = _splice(text, [(0, 0)], hunks, first_line)
-    return None if made is None else made[0]
-
-
-def _splice(text, marks, hunks, first_line) -> tuple[str, int, int, int] | None:
-    """(new text, where the edit starts, where it ends in `text`, lines gained)."""
-    out, at, lines_shift, lo = [], 0, 0, None
+    """`text` (the file's lines from line `first_line` on, 0-based) with the hunks applied,
+    or None when they do not fit it: a line they remove is not there, or a line other
+    than the file's last would end without a newline. The caller checks
+    `encoding_kept` for the whole file."""
+    out, at, line = [], 0, first_line  # `at`: where line `line` starts in `text`
     for hunk in hunks:
         try:
             removed, added = hunk.removed.decode(), hunk.added.decode()
         except UnicodeDecodeError:
             return None
-        start = line_start(text, marks, hunk.before - first_line)
-        if start is None or start < at or not text.startswith(removed, start):
+        start = _forward(text, at, hunk.before - line)
+        if start is None or not text.startswith(removed, start):
             return None
-        lo = start if lo is None else lo
         end = start + len(removed)
         whole = not removed or removed.endswith("\n") or end == len(text)
         if not whole or (added and not added.endswith("\n") and end != len(text)):
-            return None  # only the file's last line may end without a newline
+            return None
         out += (text[at:start], added)
-        at = end
-        lines_shift += added.count("\n") - removed.count("\n")
+        at, line = end, hunk.before + lines_in(hunk.removed)
     out.append(text[at:])
-    return "".join(out), lo, at, lines_shift
+    return "".join(out)
 
 
-def line_start(text: str, marks: list[tuple[int, int]], line: int) -> int | None:
-    """Where the line after `line` complete lines starts (None: the text has fewer); the
-    walk from the nearest known start leaves marks behind for the next call."""
-    if line < 0:
+def _forward(text: str, position: int, lines: int) -> int | None:
+    """Where the line `lines` lines after the one starting at `position` starts (None:
+    the text has fewer, or `lines` is negative: hunks out of order)."""
+    if lines < 0:
         return None
-    index = bisect.bisect_right(marks, (line, len(text) + 1)) - 1
-    known, position = marks[index]
-    walked = []
-    for count in range(known + 1, line + 1):
+    for _ in range(lines):
         found = text.find("\n", position)
         if found < 0:
             return None
         position = found + 1
-        if (count - known) % MARK_EVERY == 0:
-            walked.append((count, position))
-    if walked:
-        marks[index + 1 : index + 1] = walked
     return position

@@ -53,6 +53,10 @@ class RevisionFiles:
         self._asked[path] = None
         return self._ident(path)
 
+    def exists(self, path: str) -> bool:
+        """Whether the revision has the file (asked of its blob, when the reader knows)."""
+        return self.ident(path)[1] is not None
+
     def blob(self, path: str) -> str | None:
         """The git blob of the file, when the reader knows it (None: it does not, or there
         is no such file)."""
@@ -77,7 +81,7 @@ class RevisionFiles:
         for base in self._bases(module, importer, level):
             stem = posixpath.join(base, *module.split(".")) if module else base
             for path in (f"{stem}/__init__.py", f"{stem}.py"):  # a package wins, as in Python
-                if self.read(path) is not None:
+                if self.exists(path):
                     return path
         return None
 

@@ -22,7 +22,6 @@ import warnings
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from harness import spans
 from harness.errors import Unevaluable
 from harness.patches import Hunk, encoding_kept, lines_in, splice
 
@@ -274,11 +273,7 @@ def _head(layout: Layout) -> str:
 
 
 def changed_span(old: str, new: str, chunk: int = 1024) -> tuple[int, int]:
-    """Where `old` starts and stops differing from `new` (the end is exclusive), or a span
-    around it that whoever made `new` from `old` told (see `harness.spans`)."""
-    known = spans.told(old, new)
-    if known is not None:
-        return known
+    """Where `old` starts and stops differing from `new` (the end is exclusive)."""
     limit = min(len(old), len(new))
     lo = _common_length(lambda a, b: old[a:b] == new[a:b], limit, chunk)
     tail = _common_length(
