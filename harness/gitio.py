@@ -531,7 +531,8 @@ def remote_for(repo: Repo, slug: str) -> str | None:
 
 
 def patch_stream(repo: Repo, commits: list[Commit]) -> PatchStream:
-    """The texts a scan of `commits` reads, made from git's patches (see `harness.patches`)."""
+    """git's patches for a scan of `commits`, printed as the scan goes (see
+    `harness.patches`)."""
     shas = [c.sha for c in commits if c.changes is not None]
     paths = list(commits[0].watched) if commits else []
     return PatchStream(repo.git_dir, repo.working_tree_dir or repo.git_dir, shas, paths)

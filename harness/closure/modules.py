@@ -24,7 +24,7 @@ class RevisionFiles:
         read: Reader,
         target: str,
         roots: tuple[str, ...] = (),
-        ident: Callable[[str], object] | None = None,
+        ident: Callable[[str], tuple[str, object]] | None = None,
         edit: Callable[[str, str], Any] | None = None,
     ) -> None:
         self._read, self.target, self.roots = read, target, roots
@@ -44,7 +44,7 @@ class RevisionFiles:
             self._texts[path] = self._read(path)
         return self._texts[path]
 
-    def ident(self, path: str) -> object:
+    def ident(self, path: str) -> tuple[str, object]:
         """What tells the file's content apart from another revision's without reading it,
         when the reader knows (a commit's blob id), else its text; equal idents, equal
         texts."""
@@ -60,8 +60,8 @@ class RevisionFiles:
     def blob(self, path: str) -> str | None:
         """The git blob of the file, when the reader knows it (None: it does not, or there
         is no such file)."""
-        found = self.ident(path)
-        return found[1] if isinstance(found, tuple) and found[0] == "blob" else None
+        kind, found = self.ident(path)
+        return found if kind == "blob" else None
 
     def edit(self, path: str, base: str | None) -> Any:
         """git's patch that makes the file from the blob `base`, when the reader has it (a

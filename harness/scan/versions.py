@@ -144,14 +144,14 @@ class Versions:
         self.blobs_at: dict[str, dict[str, str | None]] = {}  # commit -> blob ids of its paths
         self.guards_hold: dict[str, int] = {}  # guarded pass -> cells its guard holds on
         self.read_defaults: dict[str, tuple] = {}  # closure digest -> defaults it reads
-        self.stream: PatchStream | None = None  # a scan's texts, made from git's patches
+        self.stream: PatchStream | None = None  # git's patches for a scan's commits
         self.memos: dict[str, tuple[tuple, Any]] = {}  # see `texts_memo`
-        self.made: tuple | None = None  # the last closure extracted, its defaults, the two
+        self.made: tuple | None = None  # (last closure, its defaults, the two as one)
 
     @contextmanager
     def reading_ahead(self, commits: list[gitio.Commit]) -> Iterator[None]:
-        """While scanning `commits`, their texts are made from git's patches, printed ahead
-        in scan order (see `harness.patches`)."""
+        """While scanning `commits`, their layouts are made from git's patches, printed
+        ahead in scan order (see `harness.patches`)."""
         with gitio.patch_stream(self.repo, commits) as self.stream:
             yield
         self.stream = None
