@@ -52,8 +52,8 @@ class PatchStream:
     """
 
     def __init__(self, git_dir: str, cwd: str, shas: list[str], paths: list[str]) -> None:
-        args = ["log", "--stdin", "--no-walk=unsorted", "-p", "-U0", "--full-index",
-                "--no-renames", "--no-color", "--no-ext-diff", "--no-textconv",
+        args = ["log", "--stdin", "--no-walk=unsorted", "-p", "-U0", "--inter-hunk-context=0",
+                "--full-index", "--no-renames", "--no-color", "--no-ext-diff", "--no-textconv",
                 "--format=%x01%H", "--", *paths]  # fmt: skip
         self.process = start_reading(git_dir, args, shas, cwd)
         self.records = Records(self.process.stdout)

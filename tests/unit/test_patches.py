@@ -154,3 +154,18 @@ def test_hunks_that_do_not_fit_the_text_make_nothing():
     assert splice(text, (Hunk(0, b"a\n", b"y"),)) is None  # only the last line may lack \n
     assert splice(text, (Hunk(2, b"", b"d\n"),)) == "a\nb\nd\nc"
     assert splice(text, (Hunk(1, b"b\n", b""), Hunk(0, b"a\n", b""))) is None  # disorder
+
+
+def test_the_user_s_diff_settings_do_not_change_what_is_read(tmp_path):
+    """Context between hunks, colour, external drivers: git's config may ask for any of
+    them; the stream asks git for plain -U0 hunks whatever the config says."""
+    lines = [f"v{n} = {n}\n" for n in range(40)]
+    edited = list(lines)
+    edited[10], edited[13] = "v10 = 'ten'\n", "v13 = 'thirteen'\n"  # two hunks, close by
+    repo, made = _history(tmp_path, [(HEAD + "".join(v)).encode() for v in (lines, edited)])
+    for key, value in (("diff.interHunkContext", "5"), ("color.ui", "always"),
+                       ("diff.noprefix", "true"), ("diff.external", "false")):  # fmt: skip
+        repo.git("config", key, value)
+    (_, old), (sha, new) = made
+    with _stream(repo, [sha]) as stream:
+        assert _made(stream, _stored(repo, old), old, new) == _stored(repo, new)
