@@ -428,7 +428,7 @@ def commits_touching(
     """Commits in `revisions` (rev-list arguments) that change any of `paths`, oldest
     first, with the blob of the first path (the target) before and after each, when the
     commit changes it (read from the same `git log`)."""
-    return start_listing(repo, revisions, paths, first_parent).commits()
+    return Listing(repo, revisions, paths, first_parent).commits()
 
 
 class Listing:
@@ -448,12 +448,6 @@ class Listing:
 
     def close(self) -> None:
         self.started.close()
-
-
-def start_listing(
-    repo: Repo, revisions: list[str], paths: list[str], first_parent: bool = False
-) -> Listing:
-    return Listing(repo, revisions, paths, first_parent)
 
 
 def _commit_from(record: str, paths: tuple[str, ...]) -> Commit:

@@ -105,14 +105,14 @@ class Search:
         known = paths_of(*(settled_or_not(p) for p in plans))
         paths = known or [self.versions.matrix.target.path]
         revisions = [f"^{good.sha}", bad.sha]
-        return gitio.start_listing(self.repo, revisions, paths, first_parent)
+        return gitio.Listing(self.repo, revisions, paths, first_parent)
 
     def _commits(self, listing: gitio.Listing, plans) -> list[gitio.Commit]:
         """The listing's commits, listed again when BAD read a file GOOD did not."""
         known = paths_of(*(settled_or_not(p) for p in plans))
         if known and not set(known) <= set(listing.paths):
             listing.close()
-            listing = gitio.start_listing(self.repo, listing.revisions, known, listing.first_parent)
+            listing = gitio.Listing(self.repo, listing.revisions, known, listing.first_parent)
         return listing.commits()
 
     def _endpoints(self, good: gitio.Revision, bad: gitio.Revision, plans: list) -> list[State]:
