@@ -67,8 +67,11 @@ def test_an_imported_name_the_world_does_not_bind_is_unevaluable(tmp_path):
     for part in ("is_nixl_transport_ready", "from sglang.srt.utils", "bindings:", f"{PATH}:"):
         assert part in outcome.value
     result = run_cli("diff", *shas, "--repo", str(tmp_path / "repo"), "--format", "json")
-    reason = json.loads(result.out)["changed"][0]["head"]["unevaluable"]
-    assert reason.startswith(f"at {shas[1][:10]}: name is_nixl_transport_ready (used at {PATH}:")
+    assert result.code == 4  # cannot tell: nothing was compared, no cell is listed
+    report = json.loads(result.out)
+    assert report["changed"] == [] and report["cannot_tell"] == ["head could not be evaluated"]
+    reason = report["notes"]["head"]
+    assert reason.startswith(f"unevaluable at {shas[1][:10]}: name is_nixl_transport_ready (used at {PATH}:")
 
 
 def test_a_matrix_binding_makes_it_evaluable(tmp_path):
@@ -152,16 +155,16 @@ def test_a_missing_file_is_absent_and_a_change_from_absent_counts(tmp_path):
     assert report["changed"][0]["base"] == {"absent": f"at {first[:10]}: {PATH} does not exist"}
 
 
-def test_the_same_failure_at_both_revisions_is_no_change_but_warns(tmp_path):
+def test_the_same_failure_at_both_revisions_cannot_tell(tmp_path):
     top = "from sglang.srt.utils import is_nixl_transport_ready\n"
     body = "def _fa4_page_constraint(view):\n    return {} if is_nixl_transport_ready() else {}\n"
     shas = commit_versions(
         tmp_path / "repo", [module(body, top=top), module(body, top=top) + "\n# x\n"]
     )
     result = run_cli("diff", *shas, "--repo", str(tmp_path / "repo"))
-    assert result.code == 0
+    assert result.code == 4
     assert result.out.count("unevaluable at ") == 2
-    assert "neither revision could be evaluated" in result.err
+    assert "Cannot tell: base could not be evaluated; head could not be evaluated" in result.out
 
 
 def test_exceptions_are_per_cell_outcomes_and_changes(tmp_path):

@@ -159,7 +159,7 @@ def test_the_same_run_time_failure_at_both_revisions_is_no_change(tmp_path):
     shas = commit_versions(tmp_path, [module(RUNTIME_UNBOUND), module(RUNTIME_UNBOUND) + "# x\n"])
     result = run_cli("diff", *shas, "--repo", str(tmp_path), "--format", "json")
     report = json.loads(result.out)
-    assert result.code == 0 and report["changed"] == []
+    assert result.code == 4 and report["changed"] == []
     assert "unevaluable" in report["notes"]["base"] and "unevaluable" in report["notes"]["head"]
 
 

@@ -574,12 +574,13 @@ def test_a_hostile_target_acts_on_nothing_and_is_reported(case: Case, world: Pat
     assert not Path(f"{marker}-process").exists(), "a process ran"
     assert SECRET not in done.out + done.err, "the environment leaked"
     assert elapsed < 2 * LIMIT + 2.0, f"took {elapsed:.1f} s"  # 2.0: harness start, git
-    assert done.code == 1, done.err  # a change: never 0 ("no change"), never 3 (a crash)
     report = json.loads(done.out)
-    if case.expect == UNEVALUABLE:
+    if case.expect == UNEVALUABLE:  # cannot tell; never 0 ("no change"), never 3 (a crash)
+        assert done.code == 4 and report["changed"] == [], done.err
         note = report["notes"].get("head", "")
         assert note.startswith("unevaluable") and case.says in note, note
     else:
+        assert done.code == 1, done.err  # a change
         heads = [item["head"] for item in report["changed"]]
         assert len(heads) == 9 and "head" not in report["notes"]
         assert all(case.says in head.get("error", "") for head in heads), heads

@@ -50,7 +50,7 @@ def index(archives):
 
 def diff(*argv: str) -> tuple[int, dict, str]:
     result = run_cli("diff", *argv, "--format", "json")
-    assert result.code in (0, 1), result.err
+    assert result.code in (0, 1, 4), result.err
     return result.code, json.loads(result.out), result.err
 
 
@@ -166,8 +166,11 @@ def test_a_target_the_package_does_not_hold_is_absent(index, tmp_path):
     matrix = tmp_path / "m.yaml"
     shipped = Path(__file__).resolve().parents[1] / "matrices" / "sglang-fa4-page-size.yaml"
     matrix.write_text(shipped.read_text().replace("arg_groups/overrides.py", "nowhere.py"))
-    _, report, _ = diff("pypi:sglang==0.2.0", "pypi:sglang==0.3.0", "--index-url", index.url,
-                        "--no-cache", "--matrix", str(matrix))  # fmt: skip
+    code, report, _ = diff("pypi:sglang==0.2.0", "pypi:sglang==0.3.0", "--index-url", index.url,
+                           "--no-cache", "--matrix", str(matrix))  # fmt: skip
+    assert code == 4 and report["cannot_tell"] == [
+        f"{side} has no python/sglang/srt/nowhere.py" for side in ("base", "head")
+    ]
     assert (
         "absent" in report["notes"]["head"]
         and "nowhere.py is not in sglang 0.3.0" in (report["notes"]["head"])

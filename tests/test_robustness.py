@@ -163,7 +163,7 @@ def test_latin1_without_a_coding_line_is_unevaluable_as_cpython_refuses_it(tmp_p
     ran = subprocess.run([sys.executable, str(script)], capture_output=True, text=True)
     assert ran.returncode != 0 and "Non-UTF-8" in ran.stderr  # CPython refuses the file
     result, report = diff_sources(tmp_path, plain, latin)
-    assert result.code == 1
+    assert result.code == 4
     assert "not valid utf-8" in report["notes"]["head"] and "line 2" in report["notes"]["head"]
 
 

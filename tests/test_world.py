@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from harness.matrix.load import load_matrix
@@ -98,9 +100,23 @@ def test_the_helper_spelling_matches_the_predicate(spellings):
     assert got == [oracle.page_size(cell, full_clause=False) for cell in matrix_cells]
 
 
-@pytest.mark.parametrize("spelling", ["platform", "blackwell", "arch"])
+@pytest.mark.parametrize("spelling", ["platform", "blackwell"])
 def test_other_spellings_show_no_change(spellings, spelling):
     root, shas = spellings
     result = run_cli("diff", shas["helpers"], shas[spelling], "--repo", str(root))
     assert result.code == 0, result.out
     assert "No cell changes page_size" in result.out
+
+
+def test_a_new_clause_on_an_input_the_matrix_holds_fixed_is_a_blind_spot(spellings):
+    """The architecture spelling adds a skip for some model classes; the FA4 matrix holds
+    the architecture at LlamaForCausalLM, so no cell changes but it cannot tell."""
+    root, shas = spellings
+    result = run_cli("diff", shas["helpers"], shas["arch"], "--repo", str(root), "--format", "json")
+    assert result.code == 4, result.out
+    (spot,) = json.loads(result.out)["blind_spots"]
+    source = module(LOCAL + ARCHITECTURES).splitlines()
+    line = next(n for n, text in enumerate(source, 1) if "in _SKIP for a in" in text)
+    assert (spot["side"], spot["line"], spot["seen"]) == ("head", line, "only false")
+    assert "architecture is LlamaForCausalLM on every cell" in spot["hint"]
+    assert "architecture = DeepseekV3ForCausalLM takes it the other way" in spot["hint"]  # in _SKIP

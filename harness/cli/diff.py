@@ -42,7 +42,18 @@ failed test case per rule), github (a ::warning annotation at the target
 function, for Actions). --output FORMAT=FILE writes more formats from the
 same evaluation, e.g. every report a CI job keeps, in one run.
 
-Exit status: 0 no change, 1 changes, 2 error."""
+Where it looked: every condition of the code (target, helpers, other files)
+records which way it went on the matrix. A changed line whose condition was
+not taken both ways, or whose block was never entered, is a blind spot: a
+change there would not show on the matrix's cells. Each is named with the
+input that would take it the other way (e.g. `prefill_cuda_graph is breakable
+on every cell; prefill_cuda_graph = full takes it the other way`).
+
+Exit status: 0 no cell changed and every changed condition was taken both
+ways; 1 cells changed (blind spots are listed after the rules); 2 error;
+4 cannot tell: no cell changed but there are blind spots, or a side could
+not be evaluated (unevaluable, or the head has no target), so nothing was
+compared. A base without the target against an evaluable head is a change."""
 
 
 def register(commands: argparse._SubParsersAction) -> None:
@@ -86,11 +97,10 @@ def run(args: argparse.Namespace) -> int:
     setup = set_up(args)
     base, head = pick_revisions(setup, args)
     report = diff_report(setup, base, head, args.exhaustive)
-    args.status = 1 if report.changed else 0  # the answer, even if the reader goes away
+    args.status = report.status  # the answer, even if the reader goes away
     for fmt, path in args.output:
         write_file(path, "".join(chunks(report, fmt, args.sample)))
     write(report, args.format, args.sample)
-    warn_if_blind(report)
     return args.status
 
 
@@ -110,16 +120,6 @@ def diff_report(
     if key:
         reports.put(key, report)
     return report
-
-
-def warn_if_blind(report: DiffReport) -> None:
-    """Two unevaluable (or absent) revisions compare equal: say that nothing was compared."""
-    if not report.changed and len(report.notes) == 2:
-        print(
-            "harness: warning: neither revision could be evaluated, so nothing was compared "
-            "(see the reasons in the report)",
-            file=sys.stderr,
-        )
 
 
 def pick_revisions(setup: Setup, args: argparse.Namespace) -> tuple[gitio.Revision, gitio.Revision]:

@@ -30,6 +30,7 @@ from harness.errors import HarnessError
 
 EXIT_USAGE = 2
 EXIT_BUG = 3
+EXIT_CANNOT_TELL = 4
 
 DESCRIPTION = """\
 See which configurations change their resolved override between git revisions.
@@ -40,7 +41,8 @@ EPILOG = """\
 exit status: 0 no change (or success), 1 outcomes changed (also when the
 reader of the output went away, as `| head` does), 2 bad input, a repository
 error or output that cannot be written (one line on stderr), 3 a bug in harness
-(with a traceback), 130 interrupted.
+(with a traceback), 4 cannot tell (a side could not be evaluated, or the code
+changed where the matrix does not reach: blind spots), 130 interrupted.
 """
 
 

@@ -17,10 +17,11 @@ from __future__ import annotations
 
 from array import array
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from harness.closure.extract import Closure, Pipeline
+from harness.engine.branches import Recorder, Sites, check_flags, check_reached
 from harness.engine.limits import DEFAULT_LIMITS, Limits
 from harness.engine.outcome import (
     CODE_TYPE,
@@ -84,8 +85,12 @@ def start_evaluation(
 
     def work() -> Evaluation:
         view = with_defaults(bound, closure.defaults)
-        runner = _Runner(load_target(closure, view, label), view, matrix)
+        recorder = Recorder(lambda: view.probe.cell)
+        sites = Sites(recorder.grow)
+        runner = _Runner(load_target(closure, view, label, (sites, recorder.names())), view, matrix)
         table = runner.run_all(cube) if every_cell else runner.explore(cube)
+        reached = tuple(-1 if c is None else matrix.index(c) for c in recorder.first)
+        table = replace(table, branches=bytes(recorder.flags), reached=reached)
         return Evaluation(table, runner.calls)
 
     room = matrix.size * zero_codes(0).itemsize
@@ -93,13 +98,16 @@ def start_evaluation(
 
 
 def _encode(evaluation: Evaluation) -> tuple[dict, bytes]:
-    outcomes = [encode_outcome(o) for o in evaluation.table.outcomes]
-    return {"outcomes": outcomes, "calls": evaluation.calls}, evaluation.table.codes.tobytes()
+    table = evaluation.table
+    outcomes = [encode_outcome(o) for o in table.outcomes]
+    header = {"outcomes": outcomes, "calls": evaluation.calls, "branches": table.branches.hex(),
+              "reached": list(table.reached)}  # fmt: skip
+    return header, table.codes.tobytes()
 
 
 def _decode(header: dict, payload: bytes, size: int) -> Evaluation:
     """The evaluation as the worker sent it, checked: known kinds, plain values, codes
-    that index the outcomes."""
+    that index the outcomes, one branch flag and one reached cell per site."""
     outcomes = [decode_outcome(item) for item in header["outcomes"]]
     codes = array(CODE_TYPE)
     codes.frombytes(payload)
@@ -108,7 +116,9 @@ def _decode(header: dict, payload: bytes, size: int) -> Evaluation:
     calls = header["calls"]
     if type(calls) is not int:
         raise Malformed("calls is not an int")
-    return Evaluation(OutcomeTable(outcomes, codes), calls)
+    branches = check_flags(header["branches"], len(header["branches"]) // 2)
+    reached = check_reached(header["reached"], len(branches), size)
+    return Evaluation(OutcomeTable(outcomes, codes, branches, reached), calls)
 
 
 def run_cell(

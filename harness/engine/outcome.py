@@ -47,6 +47,8 @@ class OutcomeTable:
 
     outcomes: list[Outcome]
     codes: array
+    branches: bytes = b""  # one byte per site of the code (harness.engine.branches)
+    reached: tuple[int, ...] = ()  # per site, a cell index it was reached on (-1: none)
 
     def outcome_at(self, index: int) -> Outcome:
         return self.outcomes[self.codes[index]]

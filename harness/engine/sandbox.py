@@ -17,9 +17,12 @@ from types import TracebackType
 from typing import Any
 
 from harness.closure.extract import Closure, Pipeline
+from harness.engine.branches import Sites
 from harness.engine.policy import ALLOWED_BUILTINS, POLICY_FIX, check_closure, forbidden_attribute
 from harness.engine.world import Bound, Unbound
 from harness.errors import Unevaluable
+
+Branches = tuple[Sites, dict[str, Any]]  # the sites, and the recorder's functions by name
 
 
 def code_name(path: str, label: str) -> str:
@@ -27,16 +30,22 @@ def code_name(path: str, label: str) -> str:
     return f"{path}@{label}"
 
 
-def load_target(closure: Closure | Pipeline, bound: Bound, label: str) -> Callable[..., Any]:
-    """The callable a cell runs: the target function, or the passes chained."""
+def load_target(
+    closure: Closure | Pipeline, bound: Bound, label: str, branches: Branches | None = None
+) -> Callable[..., Any]:
+    """The callable a cell runs: the target function, or the passes chained. With
+    `branches` (a Sites and the recorder's names), every function reports its sites."""
+    extra, rewrite = (branches[1], branches[0].rewrite) if branches else (None, None)
+
+    def load(c: Closure) -> Callable[..., Any]:
+        return load_function(c, bound, label, extra, rewrite=rewrite)
+
     if isinstance(closure, Pipeline):
         passes = [
-            guarded(load_function(c, bound, label), bound.guards.get(name))
-            for name, c in closure.passes
-            if c is not None
+            guarded(load(c), bound.guards.get(name)) for name, c in closure.passes if c is not None
         ]
         return chain(passes)
-    return load_function(closure, bound, label)
+    return load(closure)
 
 
 def guarded(fn: Callable[..., Any], guard: Callable[[], Any] | None) -> Callable[..., Any]:
@@ -111,22 +120,26 @@ def load_function(
     label: str,
     extra: dict[str, Any] | None = None,
     nodes: tuple[ast.stmt, ...] | None = None,
+    rewrite: Callable[[str, tuple[ast.stmt, ...]], tuple[ast.stmt, ...]] | None = None,
 ) -> Callable[..., Any]:
     """Compile the closure, file by file, each in a namespace of its own (as Python keeps
     modules), and return the target function object. `nodes` replaces the target
-    file's statements (an instrumented copy); `extra` adds names to its namespace."""
+    file's statements (an instrumented copy); `extra` adds names to its namespace (to
+    every file's, with `rewrite`, which rewrites each file's statements)."""
     check_closure(closure)
     bound.probe.unbound = None
     spaces: dict[str, dict[str, Any]] = {}
     table = safe_builtins(bound, _repository_imports(closure, spaces))
     pending = list(closure.links)
-    for path in _load_order(closure):
+    for path in load_order(closure):
         space = {"__builtins__": table, "__name__": f"{SPACE_PREFIX}{path}"}
         space.update({n.name: bound.names[n.world] for n in closure.needs if n.path == path})
         pending = _bind_links(pending, spaces, {path: space})
-        if path == closure.path:
+        if path == closure.path or rewrite is not None:
             space.update(extra or {})
         body = nodes if nodes is not None and path == closure.path else closure.nodes_of(path)
+        if rewrite is not None:
+            body = rewrite(path, body)
         _run(ast.Module(body=list(body), type_ignores=[]), code_name(path, label), space)
         spaces[path] = space
     while pending:  # names a file imports from one loaded after it (a cycle, a re-export)
@@ -161,7 +174,7 @@ class MethodView(Overlay):
         return functools.partial(method, self)
 
 
-def _load_order(closure: Closure) -> list[str]:
+def load_order(closure: Closure) -> list[str]:
     """The closure's files, each after the files it imports from (cycles broken), the
     target's last."""
     sources: dict[str, set[str]] = {}

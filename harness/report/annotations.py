@@ -8,9 +8,27 @@ changed; nothing when none did.
 from __future__ import annotations
 
 from harness.report.model import DiffReport, function_label, output_label
+from harness.scan.spots import BlindSpot
 
 
 def render(report: DiffReport) -> str:
+    return _changed(report) + "".join(_blind(report, spot) for spot in report.blind_spots)
+
+
+def _blind(report: DiffReport, spot: BlindSpot) -> str:
+    """A warning on the changed line itself (inside the PR's diff when it is the head's)."""
+    command = "warning" if spot.side == "head" else "notice"
+    props = {
+        "file": spot.path,
+        "line": str(spot.line),
+        "title": f"{report.matrix.name}: blind spot",
+    }
+    message = f"`{spot.text}` is {spot.seen} on the matrix. {spot.hint}".strip()
+    shown = ",".join(f"{k}={_property(v)}" for k, v in props.items())
+    return f"::{command} {shown}::{_data(message)}\n"
+
+
+def _changed(report: DiffReport) -> str:
     if not report.changed:
         return ""
     matrix, field = report.matrix, output_label(report.matrix.target)

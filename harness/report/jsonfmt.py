@@ -13,6 +13,7 @@ from typing import Any
 
 from harness.gitio import Revision
 from harness.report.because import because_json
+from harness.report.blind import spot_json
 from harness.report.fields import of_report
 from harness.report.model import DiffReport, RuleView, axes_of, function_label, output_label
 
@@ -47,11 +48,14 @@ def document_head(report: DiffReport) -> dict[str, Any]:
         described["outputs"] = list(target.outputs)
     return {
         "matrix": report.matrix.name,
+        "status": report.status,
         "target": described,
         **sides,
         "cells": report.matrix.size,
         "axes": axes_of(report.matrix),
         "notes": report.notes,
+        "cannot_tell": report.cannot_tell,
+        "blind_spots": [spot_json(spot) for spot in report.blind_spots],
         "changed_defaults": [
             {"field": name, "base": before, "head": after}
             for name, before, after in report.changed_defaults

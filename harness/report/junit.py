@@ -14,7 +14,8 @@ from harness.report.text import revision_line
 
 def render(report: DiffReport) -> str:
     matrix, field = report.matrix, output_label(report.matrix.target)
-    failures = len(report.rules)
+    unseen = _unseen_cases(report)
+    failures = len(report.rules) + len(unseen)
     cases = max(failures, 1)
     suites = ET.Element("testsuites", name="harness diff", tests=str(cases), failures=str(failures))
     suite = ET.SubElement(
@@ -28,8 +29,11 @@ def render(report: DiffReport) -> str:
     props = ET.SubElement(suite, "properties")
     for side, rev in (("base", report.base), ("head", report.head)):
         ET.SubElement(props, "property", name=side, value=revision_line(rev))
-    if not report.rules:
+    if not failures:
         ET.SubElement(suite, "testcase", classname=matrix.name, name=f"no cell changes {field}")
+    for name, message, text in unseen:
+        case = ET.SubElement(suite, "testcase", classname=matrix.name, name=name)
+        ET.SubElement(case, "failure", type="CannotTell", message=message).text = text
     for n, rule in enumerate(report.rules, 1):
         where = ", ".join(c.text() for c in rule.conditions) or "every cell"
         case = ET.SubElement(
@@ -49,3 +53,12 @@ def render(report: DiffReport) -> str:
         )
     ET.indent(suites)
     return '<?xml version="1.0" encoding="utf-8"?>\n' + ET.tostring(suites, "unicode") + "\n"
+
+
+def _unseen_cases(report: DiffReport) -> list[tuple[str, str, str]]:
+    """(name, message, text) of a failed case for each thing the diff could not see."""
+    cases = [("cannot tell", reason, reason) for reason in report.cannot_tell]
+    for spot in report.blind_spots:
+        name = f"blind spot: {spot.where()} ({spot.side})"
+        cases.append((name, f"`{spot.text}` is {spot.seen} on the matrix", spot.hint))
+    return cases

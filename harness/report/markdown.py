@@ -12,6 +12,7 @@ from typing import Any
 
 from harness.matrix.model import format_value, same_value
 from harness.report.because import because_text
+from harness.report.blind import blind_title, spot_lines, spots_of
 from harness.report.fields import OUTCOME, OUTCOME_TITLE, RULES_SHOWN
 from harness.report.jsonfmt import document
 from harness.report.model import (
@@ -46,8 +47,13 @@ def render_document(doc: dict[str, Any], sample: int = 10, details: str | None =
         lines.append(f"- default changed: {escape(item)}")
     lines.append("")
     changed, cells = changed_count(doc), doc["cells"]
-    if not changed:
-        lines.append(f"No cell changes `{code(field)}` ({cells:,} cells compared).")
+    reasons = [r for r in doc.get("cannot_tell") or [] if isinstance(r, str)]
+    spots = spots_of(doc)
+    if not changed and reasons and doc.get("notes"):
+        lines.append("Nothing was compared (the reasons are above).")
+    elif not changed:
+        but = ", but:" if reasons or spots else "."
+        lines.append(f"No cell changes `{code(field)}` ({cells:,} cells compared){but}")
     elif isinstance(doc.get("fields"), dict):
         count = len(doc["target"]["outputs"])
         lines += [f"**{changed:,} of {cells:,} cells change at least one of {count} fields:**"]
@@ -57,9 +63,21 @@ def render_document(doc: dict[str, Any], sample: int = 10, details: str | None =
         lines.extend(rule_table(rules_of(doc)))
         if sample > 0:
             lines.extend(_sample(doc, sample))
+    lines.extend(_unseen(reasons, spots, bool(changed)))
     if details:
         lines += ["", f"[Full report]({details})"]
     return "\n".join(lines) + "\n"
+
+
+def _unseen(reasons: list[str], spots: list[dict[str, Any]], changed: bool) -> list[str]:
+    """Cannot tell, and the blind spots, each condition as code."""
+    lines = ["", f"**Cannot tell:** {escape('; '.join(reasons))}."] if reasons else []
+    if spots:
+        lines += ["", f"**{escape(blind_title(len(spots), changed))}**", ""]
+        for n, item in enumerate(spots, 1):
+            first, *rest = spot_lines(item)
+            lines.append(f"{n}. {_because(first)}" + "".join(f"<br>{escape(r)}" for r in rest))
+    return lines
 
 
 def _changed_defaults(doc: dict[str, Any]) -> list[str]:

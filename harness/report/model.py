@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
-from harness.engine.outcome import ERROR, Outcome
+from harness.engine.outcome import ABSENT, ERROR, Outcome
 from harness.engine.outputs import Inputs, declared
 from harness.gitio import Revision
 from harness.matrix.cells import bits_of, first_cell
@@ -15,9 +15,13 @@ from harness.matrix.model import Matrix, Target, format_value, same_value
 from harness.report.because import with_because
 from harness.scan.because import Difference
 from harness.scan.compare import Comparison, Rule
+from harness.scan.spots import BlindSpot
 
 if TYPE_CHECKING:  # a report read back from the cache is rendered without the scan
     from harness.scan.diff import Diff
+
+
+EXIT_SAME, EXIT_CHANGED, EXIT_CANNOT_TELL = 0, 1, 4
 
 
 def function_label(target: Target) -> str:
@@ -70,6 +74,39 @@ class DiffReport:
     unguarded: dict[str, tuple[tuple[str, str], ...]] = field(default_factory=dict)
     coverage: dict[str, tuple] = field(default_factory=dict)  # side -> (PassCoverage, ...)
     unused_guards: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    blind_spots: list[BlindSpot] = field(default_factory=list)  # changed code not covered
+    unseen: str | None = None  # why the coverage could not be read
+
+    @property
+    def cannot_tell(self) -> list[str]:
+        """Why this report cannot say "nothing changed", shortly (the notes give each side's
+        reason): a side that could not be evaluated (a base without the target against an
+        evaluable head is a change, not this), or coverage that could not be read. Blind
+        spots are said apart."""
+        reasons = [
+            f"{side} has no {self.matrix.target.path}" if self.notes[side].startswith(ABSENT)
+            else f"{side} could not be evaluated"
+            for side in ("base", "head") if side in self.notes and not self._new_target(side)
+        ]  # fmt: skip
+        if self.unseen:
+            reasons.append(self.unseen)
+        return reasons
+
+    @property
+    def compared(self) -> bool:
+        """Whether the two tables were compared (not when a side cannot be told)."""
+        return not any(side in self.notes and not self._new_target(side) for side in self.notes)
+
+    def _new_target(self, side: str) -> bool:
+        return side == "base" and self.notes[side].startswith(ABSENT) and "head" not in self.notes
+
+    @property
+    def status(self) -> int:
+        """0 nothing changed where the diff looked, and it looked everywhere the code
+        changed; 1 cells changed; 4 cannot tell (a side not evaluated, or blind spots)."""
+        if self.changed:
+            return EXIT_CHANGED
+        return EXIT_CANNOT_TELL if self.cannot_tell or self.blind_spots else EXIT_SAME
 
     @property
     def guards_for_nothing(self) -> list[str]:
@@ -148,6 +185,7 @@ def build_report(diff: Diff) -> DiffReport:
         skipped=_sides(diff, "skipped"), every_cell=_sides(diff, "impure"),
         defaults=_sides(diff, "defaults"), unguarded=_sides(diff, "unguarded"),
         coverage=_sides(diff, "coverage"), unused_guards=unused,
+        blind_spots=list(diff.blind), unseen=diff.unseen,
     )  # fmt: skip
 
 

@@ -28,9 +28,10 @@ from harness.scan.because import Difference
 from harness.scan.cache import DiskCache, engine_digest, plain, plain_load
 from harness.scan.compare import Comparison, Rule
 from harness.scan.coverage import PassCoverage
+from harness.scan.spots import BlindSpot
 
-MAGIC = b"harness-report-1\n"
-SHAPE = 1  # the stored shape's version: part of the key
+MAGIC = b"harness-report-2\n"
+SHAPE = 2  # the stored shape's version: part of the key
 
 
 def report_key(
@@ -91,11 +92,13 @@ def encode_report(report: DiffReport) -> dict[str, Any]:
             side: [(c.name, c.cells, c.why) for c in passes]
             for side, passes in report.coverage.items()
         },
+        "blind_spots": [_spot(s) for s in report.blind_spots],
         **{name: getattr(report, name) for name in SIDE_FACTS},
     }
 
 
-SIDE_FACTS = ("notes", "lines", "skipped", "every_cell", "defaults", "unguarded", "unused_guards")
+SIDE_FACTS = ("notes", "lines", "skipped", "every_cell", "defaults", "unguarded", "unused_guards",
+              "unseen")  # fmt: skip
 
 
 def decode_report(data: dict, matrix: Matrix, base: Revision, head: Revision) -> DiffReport:
@@ -113,7 +116,20 @@ def decode_report(data: dict, matrix: Matrix, base: Revision, head: Revision) ->
     views = [_view_from(v) for v in data["views"]]
     coverage = {s: tuple(PassCoverage(*c) for c in cs) for s, cs in data["coverage"].items()}
     facts = {name: data[name] for name in SIDE_FACTS}
-    return DiffReport(matrix, base, head, comparison, rules=views, coverage=coverage, **facts)
+    spots = [_spot_from(s) for s in data["blind_spots"]]
+    return DiffReport(matrix, base, head, comparison, rules=views, coverage=coverage,
+                      blind_spots=spots, **facts)  # fmt: skip
+
+
+def _spot(spot: BlindSpot) -> tuple:
+    return (spot.side, spot.path, spot.line, spot.text, spot.function, spot.seen, spot.hint)
+
+
+def _spot_from(item: tuple) -> BlindSpot:
+    side, path, line, text, function, seen, hint = item
+    if type(line) is not int or not all(type(v) is str for v in (side, path, text, seen, hint)):
+        raise ValueError("not a blind spot")
+    return BlindSpot(side, path, line, text, function, seen, hint)
 
 
 def _outcome(outcome: Outcome) -> tuple[str, Any]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from harness.gitio import Revision
 from harness.matrix.model import Matrix, format_value
 from harness.report.because import because_text
+from harness.report.blind import blind_title, spot_json, spot_lines
 from harness.report.fields import OUTCOME, OUTCOME_TITLE, RULES_SHOWN, of_report
 from harness.report.model import (
     DiffReport,
@@ -71,9 +72,30 @@ def revision_text(expr: str, sha: str | None, subject: str) -> str:
 
 
 def _body(report: DiffReport, sample: int) -> list[str]:
+    return [*_changes(report, sample), *unseen_lines(report)]
+
+
+def unseen_lines(report: DiffReport) -> list[str]:
+    """What the diff could not see: sides it could not tell, then blind spots."""
+    lines: list[str] = []
+    if report.cannot_tell:
+        lines += ["", f"Cannot tell: {'; '.join(report.cannot_tell)}."]
+    spots = [spot_json(s) for s in report.blind_spots]
+    if spots:
+        lines += ["", blind_title(len(spots), bool(report.changed))]
+        for n, item in enumerate(spots, 1):
+            first, *rest = spot_lines(item)
+            lines += [f"  {n}. {first}", *(f"     {line}" for line in rest)]
+    return lines
+
+
+def _changes(report: DiffReport, sample: int) -> list[str]:
     field, total = output_label(report.matrix.target), report.matrix.size
+    if not report.compared:
+        return ["Nothing was compared (the reasons are above)."]
     if not report.changed:
-        return [f"No cell changes {field} ({total:,} cells compared)."]
+        but = ", but:" if report.status else "."
+        return [f"No cell changes {field} ({total:,} cells compared){but}"]
     if len(report.matrix.target.outputs) > 1:
         lines = _by_field(report)
     else:

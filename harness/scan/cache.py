@@ -19,10 +19,11 @@ from array import array
 from functools import cache
 from pathlib import Path
 
+from harness.engine.branches import check_flags, check_reached
 from harness.engine.outcome import CODE_TYPE, Outcome, OutcomeTable
 from harness.files import write_atomically
 
-MAGIC = b"harness-outcomes-1\n"
+MAGIC = b"harness-outcomes-2\n"
 PLAIN = (type(None), bool, int, float, complex, str, bytes)
 
 
@@ -163,19 +164,22 @@ def plain(value) -> bool:
 
 def _encode(key: str, table: OutcomeTable) -> bytes:
     outcomes = [(o.kind, o.value) for o in table.outcomes]
-    return pickle.dumps((key, outcomes, zlib.compress(table.codes.tobytes(), 1)), protocol=5)
+    packed = zlib.compress(table.codes.tobytes(), 1)
+    return pickle.dumps((key, outcomes, packed, table.branches, table.reached), protocol=5)
 
 
 def _decode(payload: bytes, key: str, size: int) -> OutcomeTable | None:
     try:
-        stored_key, outcomes, packed = plain_load(payload)
+        stored_key, outcomes, packed, branches, reached = plain_load(payload)
         codes = array(CODE_TYPE)
         codes.frombytes(zlib.decompress(packed))
+        branches = check_flags(branches.hex(), len(branches))
+        reached = check_reached(list(reached), len(branches), size)
     except Exception:
         return None
     if stored_key != key or len(codes) != size or (codes and max(codes) >= len(outcomes)):
         return None
-    return OutcomeTable([Outcome(kind, value) for kind, value in outcomes], codes)
+    return OutcomeTable([Outcome(k, v) for k, v in outcomes], codes, branches, reached)
 
 
 def plain_load(payload: bytes):

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from array import array
+from dataclasses import dataclass, field
 
+from harness.engine.outcome import ABSENT, CODE_TYPE
 from harness.gitio import Revision
 from harness.matrix.model import Matrix
-from harness.scan.because import Difference, explain_rules
+from harness.scan.because import Difference, start_explaining
+from harness.scan.blind import BlindSpot, Side, find_blind_spots
 from harness.scan.compare import Comparison, compare
 from harness.scan.versions import State, Versions
 
@@ -21,17 +24,44 @@ class Diff:
     states: dict[str, State]  # "base", "head"
     comparison: Comparison
     because: list[list[Difference]]  # per rule of the comparison
+    blind: list[BlindSpot] = field(default_factory=list)  # changed code the matrix missed
+    unseen: str | None = None  # why coverage could not be read, when it could not
 
 
 def diff(
     versions: Versions, base: Revision, head: Revision, where: tuple[int, ...] | None = None
 ) -> Diff:
-    """Evaluate both revisions over the matrix (or find them cached) and compare."""
+    """Evaluate both revisions over the matrix (or find them cached) and compare. When a
+    side cannot be told (see `comparable`), nothing is compared: no cell is listed."""
     matrix = versions.matrix
     states = dict(zip(("base", "head"), versions.at_all([base, head]), strict=True))
+    if not comparable(states["base"], states["head"]):
+        return Diff(matrix, base, head, states, nothing_compared(), [])
     comparison = compare(matrix, states["base"].table, states["head"].table, where)
-    codes = (
-        versions.code_for(states[side], rev.label) for side, rev in (("base", base), ("head", head))
-    )
-    because = explain_rules(versions, *codes, comparison.rules)
-    return Diff(matrix, base, head, states, comparison, because)
+    revisions = {"base": base, "head": head}
+    codes = {side: versions.code_for(states[side], rev.label) for side, rev in revisions.items()}
+    explaining = start_explaining(versions, codes["base"], codes["head"], comparison.rules)
+    sides = [_side(versions, side, revisions[side], states[side], codes[side]) for side in codes]
+    blind, unseen = find_blind_spots(matrix, *sides, versions.limits)
+    return Diff(matrix, base, head, states, comparison, explaining(), blind, unseen)
+
+
+def comparable(base: State, head: State) -> bool:
+    """Whether comparing the two tables says something: both evaluated, or a base without
+    the target against an evaluable head (everything the head does is new). A side that
+    could not be evaluated, or a head without the target, cannot be told apart from a
+    change."""
+    if not head.evaluable:
+        return False
+    return base.evaluable or base.table.outcomes[0].kind == ABSENT
+
+
+def nothing_compared() -> Comparison:
+    return Comparison([], array("L"), array(CODE_TYPE), array(CODE_TYPE), [])
+
+
+def _side(versions: Versions, name: str, revision: Revision, state: State, code) -> Side:
+    files = versions.files_at(revision)
+    target = code.closure if code is not None and state.evaluable else None
+    table = state.table
+    return Side(name, target, table.branches, table.reached, files.read, revision.label)

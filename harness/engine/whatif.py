@@ -1,0 +1,265 @@
+"""What would take a condition the other way: one input changed at a time, on one cell.
+
+A blind spot is a condition of changed code that the matrix took one way only,
+or a block it never entered (`harness.scan.blind`). To say which input would
+reach the other way, the code runs again on a cell where the condition was
+reached, in a *widened* matrix where every input the world answers by name is
+an axis: the matrix's axes, its fields, the literal defaults the code
+declares, the world's own inputs. The probe then records every input the call
+read, and each is tried, one at a time, at other values: the world's usual
+values for it, the literals the code compares with (and their neighbours),
+null and the booleans. The first that takes the condition the needed way is
+the answer. It runs in a worker, like every evaluation, under the run's limits.
+"""
+
+from __future__ import annotations
+
+import ast
+import contextlib
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from typing import Any
+
+from harness.closure.extract import Closure, Pipeline
+from harness.engine.branches import FALSE, NAMES, TRUE, Sites, closures_of, truth
+from harness.engine.limits import DEFAULT_LIMITS, Limits
+from harness.engine.plain import Malformed, decode, encode
+from harness.engine.sandbox import load_order, load_target
+from harness.engine.worker import start
+from harness.engine.world import Native, Param, Probe, World, bind, with_defaults
+from harness.engine.worlds import world_named
+from harness.errors import HarnessError
+from harness.matrix.cells import bits_of
+from harness.matrix.model import SCALAR_TYPES, Axis, Matrix, same_value
+
+ANY = 0  # a question's way: reached at all
+MAX_RUNS = 400  # calls per question, at most
+MAX_CANDIDATES = 40  # values tried per input, at most
+
+
+@dataclass(frozen=True)
+class Question:
+    site: int  # the site whose way is wanted
+    way: int  # TRUE, FALSE, or ANY (reached at all)
+    cell: int  # a cell of the matrix on which the search starts
+
+
+@dataclass(frozen=True)
+class Answer:
+    reads: tuple[str, ...]  # the inputs read while the condition was evaluated
+    name: str | None = None  # the input whose change takes it the wanted way
+    value: Any = None  # that input's value that does
+    was: Any = None  # its value on the cell
+
+
+def start_asking(
+    target: Closure | Pipeline,
+    matrix: Matrix,
+    label: str,
+    questions: list[Question],
+    limits: Limits = DEFAULT_LIMITS,
+):
+    """The answers to `questions` about one revision's code, started in a worker:
+    `.result()` waits for them (one Answer per question)."""
+    world = world_named(matrix.world, matrix.source)
+
+    def work() -> list[Answer]:
+        wide, promoted = widened(matrix, target, world)
+        bound = with_defaults(bind(world, wide), target.defaults)
+        events: list[tuple[int, int, int]] = []
+        fn = load_target(target, bound, label, (Sites(), _watchers(events, bound.probe)))
+        runner = _Asker(fn, bound, wide, events)
+        return [runner.ask(q, (*matrix.cell(q.cell), *[0] * promoted)) for q in questions]
+
+    def encode_all(answers: list[Answer]) -> tuple[Any, bytes]:
+        return [[list(a.reads), a.name, encode(a.value), encode(a.was)] for a in answers], b""
+
+    def decode_all(header: Any, payload: bytes) -> list[Answer]:
+        if type(header) is not list or len(header) != len(questions):
+            raise Malformed("not one answer per question")
+        return [_decode(item) for item in header]
+
+    return start(work, encode_all, decode_all, limits)
+
+
+def _decode(item: Any) -> Answer:
+    reads, name, value, was = item
+    if type(reads) is not list or any(type(r) is not str for r in reads):
+        raise Malformed("an answer's reads are not names")
+    if name is not None and type(name) is not str:
+        raise Malformed("an answer's input is not a name")
+    return Answer(tuple(r[:200] for r in reads[:50]), name, decode(value), decode(was))
+
+
+class _Asker:
+    def __init__(self, fn: Callable[..., Any], bound: Any, wide: Matrix, events: list) -> None:
+        self.fn, self.bound, self.wide, self.events = fn, bound, wide, events
+
+    def run(self, cell: tuple[int, ...]) -> int:
+        """Run one cell; the axes it read."""
+        probe: Probe = self.bound.probe
+        probe.cell, probe.read, probe.unbound = cell, 0, None
+        self.events.clear()
+        with contextlib.suppress(BaseException):  # the code's own error: only the ways count
+            self.fn(self.bound.view)
+        probe.unbound = None
+        return probe.read
+
+    def took(self, question: Question) -> bool:
+        want = question.way
+        return any(s == question.site and (want == ANY or f == want) for s, f, _ in self.events)
+
+    def reads_at(self, site: int) -> int:
+        """The axes read while the site's condition was evaluated (since the event before)."""
+        before = 0
+        for s, _, read in self.events:
+            if s == site:
+                return read & ~before
+            before = read
+        return 0
+
+    def ask(self, question: Question, cell: tuple[int, ...]) -> Answer:
+        read = self.run(cell)
+        near = self.reads_at(question.site)
+        names = tuple(self.wide.axes[i].name for i in bits_of(near))
+        order = [*bits_of(near), *(i for i in bits_of(read) if not near >> i & 1)]
+        runs = 0
+        for axis in order:
+            for value in range(len(self.wide.axes[axis].values)):
+                if value == cell[axis] or runs >= MAX_RUNS:
+                    continue
+                runs += 1
+                self.run((*cell[:axis], value, *cell[axis + 1 :]))
+                if self.took(question):
+                    values = self.wide.axes[axis].values
+                    return Answer(
+                        names, self.wide.axes[axis].name, values[value], values[cell[axis]]
+                    )
+        return Answer(names)
+
+
+def _watchers(events: list, probe: Probe) -> dict[str, Callable[..., Any]]:
+    """Recording functions that log (site, way, axes read so far) for every report."""
+
+    def test(site: int, value: Any) -> bool:
+        judged = bool(value)
+        events.append((site, TRUE if judged else FALSE, probe.read))
+        return judged
+
+    def operand(site: int, value: Any) -> Any:
+        events.append((site, TRUE if truth(value) else FALSE, probe.read))
+        return value
+
+    def block(site: int) -> None:
+        events.append((site, TRUE, probe.read))
+
+    return dict(zip(NAMES, (test, operand, block), strict=True))
+
+
+# --- the widened matrix -------------------------------------------------------------
+
+
+def widened(matrix: Matrix, target: Closure | Pipeline, world: World) -> tuple[Matrix, int]:
+    """The matrix with every named input an axis, each with values worth trying; and how
+    many axes were added after the matrix's own (each at its current value first)."""
+    literals = literals_of(target, world)
+    given = set(matrix.axis_names)
+    promoted: dict[str, Any] = {}
+    for name, value in _inputs(matrix, target, world):
+        if name not in given and name not in promoted:
+            promoted[name] = value
+    added = [
+        Axis(n, (v, *_others(v, _candidates(n, world, literals)))) for n, v in promoted.items()
+    ]
+    own = [Axis(a.name, (*a.values, *_others_all(a.values, world.suggested.get(a.name, ()))))
+           for a in matrix.axes]  # fmt: skip
+    wide = replace(matrix, axes=(*own, *added), fields={})
+    try:
+        if world.validate is not None:
+            world.validate(wide)
+    except HarnessError:  # a suggested value the matrix's checks refuse: the matrix's own
+        wide = replace(wide, axes=(*matrix.axes, *added))
+    return wide, len(added)
+
+
+def _inputs(matrix: Matrix, target: Closure | Pipeline, world: World):
+    """(name, value) of every input answered by name but not by an axis: the matrix's
+    fields, the literal defaults the code declares, the world's optional inputs."""
+    yield from matrix.fields.items()
+    defaults = target.defaults
+    for name, default in [*defaults.fields.items(), *defaults.inputs.items()]:
+        if default.literal and isinstance(default.value, SCALAR_TYPES):
+            yield name, default.value
+    for param in _params(world):
+        if not param.required:
+            yield param.name, param.default
+
+
+def _params(world: World) -> list[Param]:
+    """The named inputs the world's specs read (those it answers without the matrix)."""
+    found: list[Param] = []
+    stack: list[Any] = [*world.names.values(), *world.view_attrs.values()]
+    while stack:
+        spec = stack.pop()
+        if isinstance(spec, Param):
+            found.append(spec)
+        elif isinstance(spec, dict):
+            stack.extend(spec.values())
+        elif isinstance(spec, tuple):
+            stack.extend(spec)
+        elif hasattr(spec, "__dataclass_fields__") and not isinstance(spec, Native):
+            stack.extend(getattr(spec, f) for f in spec.__dataclass_fields__)
+    return found
+
+
+def _candidates(name: str, world: World, literals: list[Any]) -> list[Any]:
+    return [*world.suggested.get(name, ()), *literals, None, True, False]
+
+
+def _others(current: Any, values: list[Any]) -> list[Any]:
+    """`values` without `current` and without repeats; values of its type first."""
+    out: list[Any] = []
+    for value in values:
+        if not same_value(value, current) and not any(same_value(value, v) for v in out):
+            out.append(value)
+    out.sort(key=lambda v: type(v) is not type(current))
+    return out[:MAX_CANDIDATES]
+
+
+def _others_all(present: tuple[Any, ...], values: tuple[Any, ...]) -> list[Any]:
+    out: list[Any] = []
+    for value in values:
+        if not any(same_value(value, v) for v in (*present, *out)):
+            out.append(value)
+    return out
+
+
+def literals_of(target: Closure | Pipeline, world: World) -> list[Any]:
+    """The scalars the code compares with (`x == "fa4"`, `x in ("a", "b")`, `x <= 1` and
+    its neighbours 0 and 2), then the string constants of the world's classes
+    (`Backend.FULL`)."""
+    found: list[Any] = []
+    for closure in closures_of(target):
+        for path in load_order(closure):
+            for node in closure.nodes_of(path):
+                for compare in ast.walk(node):
+                    if isinstance(compare, ast.Compare):
+                        found.extend(_compared(compare))
+    for spec in world.names.values():
+        if isinstance(spec, Native) and isinstance(spec.value, type):
+            found.extend(v for k, v in vars(spec.value).items() if not k.startswith("_")
+                         and isinstance(v, str))  # fmt: skip
+    return found
+
+
+def _compared(compare: ast.Compare) -> list[Any]:
+    out: list[Any] = []
+    for side in (compare.left, *compare.comparators):
+        items = side.elts if isinstance(side, ast.List | ast.Tuple | ast.Set) else [side]
+        for item in items:
+            if isinstance(item, ast.Constant) and isinstance(item.value, SCALAR_TYPES):
+                value = item.value
+                out.append(value)
+                if type(value) is int:
+                    out.extend((value - 1, value + 1))
+    return out

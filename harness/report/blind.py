@@ -1,0 +1,59 @@
+"""How reports say what a diff could not see: blind spots, and sides it could not tell.
+
+Both text and markdown read the JSON form (`spot_json`), so the PR comment, made
+from the JSON artifact, says what the terminal says.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from harness.scan.spots import BlindSpot
+
+FIELDS = ("side", "path", "line", "condition", "function", "seen", "hint")
+
+
+def spot_json(spot: BlindSpot) -> dict[str, Any]:
+    return dict(zip(FIELDS, (spot.side, spot.path, spot.line, spot.text, spot.function,
+                             spot.seen, spot.hint), strict=True))  # fmt: skip
+
+
+def spots_of(doc: dict[str, Any]) -> list[dict[str, Any]]:
+    """The blind spots of a JSON document that hold the fields as `spot_json` writes them."""
+    items = doc.get("blind_spots")
+    if not isinstance(items, list):
+        return []
+    return [i for i in items if isinstance(i, dict) and _well_formed(i)]
+
+
+def _well_formed(item: dict[str, Any]) -> bool:
+    return all(type(item.get(f)) is (int if f == "line" else str) for f in FIELDS)
+
+
+def blind_title(count: int, changed: bool) -> str:
+    """The line above the blind spots: a change there would not show."""
+    what = f"{count} changed condition{'s' if count != 1 else ''}"
+    lead = "Blind spots" if changed else "Cannot tell"
+    return (
+        f"{lead}: the matrix did not take {what} every way, so a change there would not "
+        "show on its cells:"
+    )
+
+
+def spot_lines(item: dict[str, Any]) -> list[str]:
+    """`head overrides.py:81, in f: `x != y` only true` and, if found, what reaches it."""
+    lines = [
+        f"{item['side']} {item['path']}:{item['line']}, in {item['function']}: "
+        f"`{item['condition']}`: {item['seen']}"
+    ]
+    if item["hint"]:
+        lines.append(item["hint"])
+    return lines
+
+
+def cannot_tell_title(reasons: list[str]) -> str:
+    return (
+        "Cannot tell: nothing was compared, because "
+        + ("a side" if len(reasons) == 1 else "the sides")
+        + " could not be evaluated:"
+    )

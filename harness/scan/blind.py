@@ -1,0 +1,207 @@
+"""Blind spots: changed code the matrix did not take every way, so a diff cannot see it.
+
+A line that differs between the two revisions' files (a textual diff of every
+file the closure draws from; a new function is all new) asks something of the
+coverage of its side: a line inside a condition asks that the condition was
+evaluated both true and false on the matrix; any other line of a function asks
+that its block was entered (a function called, an `if`'s body or `else` run).
+Each ask the side's coverage (`OutcomeTable.branches`) does not meet is a blind
+spot: a change there may alter outcomes on configurations the matrix does not
+hold. Then each blind spot is asked of the code (`harness.engine.whatif`):
+which input, changed on a cell where it was reached, takes it the other way.
+Module-level code runs once, not per cell: its changes show in the outcomes or
+nowhere, and ask nothing here.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from harness.engine.branches import BLOCK, BOTH, FALSE, TRUE, Site, sites_of
+from harness.engine.sandbox import load_order
+from harness.engine.whatif import ANY, Answer, Question, start_asking
+from harness.matrix.model import Matrix, format_value
+from harness.scan.spots import BlindSpot
+
+MAX_SPOTS = 12  # blind spots a side's search looks into (the rest are listed, unexplained)
+
+SEEN = {0: "never evaluated", TRUE: "only true", FALSE: "only false"}
+
+
+@dataclass(frozen=True)
+class Side:
+    """One revision's code and what its evaluation saw."""
+
+    name: str  # "base" or "head"
+    target: Any  # Closure or Pipeline; None: this side could not be evaluated
+    branches: bytes
+    reached: tuple[int, ...]
+    read: Callable[[str], str | None]  # a path's text at this revision
+    label: str
+
+
+def changed_lines(before: str | None, after: str | None) -> tuple[set[int], set[int]]:
+    """The 1-based lines of `before` that are gone or replaced, and those of `after` that
+    are new or replacing (a missing file: every line of the other)."""
+    old = (before or "").splitlines()
+    new = (after or "").splitlines()
+    gone: set[int] = set()
+    came: set[int] = set()
+    matcher = difflib.SequenceMatcher(None, old, new, autojunk=False)
+    for op, a0, a1, b0, b1 in matcher.get_opcodes():
+        if op != "equal":
+            gone.update(range(a0 + 1, a1 + 1))
+            came.update(range(b0 + 1, b1 + 1))
+    return gone, came
+
+
+def files_of(target: Any) -> list[str]:
+    """Every file a closure (or each pass of a pipeline) draws from."""
+    from harness.engine.branches import closures_of
+
+    return list(dict.fromkeys(p for c in closures_of(target) for p in c.files))
+
+
+def changed_by_side(base: Side, head: Side) -> dict[str, dict[str, set[int]]]:
+    """{side: {path: changed lines}} over the files either side's code draws from."""
+    out: dict[str, dict[str, set[int]]] = {"base": {}, "head": {}}
+    targets = [side.target for side in (base, head) if side.target is not None]
+    for path in dict.fromkeys(p for target in targets for p in files_of(target)):
+        before, after = base.read(path), head.read(path)
+        if before == after:
+            continue
+        gone, came = changed_lines(before, after)
+        out["base"][path], out["head"][path] = gone, came
+    return out
+
+
+@dataclass(frozen=True)
+class Ask:
+    site: int
+    need: int  # BOTH for a condition, TRUE for a block
+
+
+def asks(sites: tuple[Site, ...], changed: dict[str, set[int]]) -> list[Ask]:
+    """What each changed line asks of the coverage, once per site, in file order."""
+    by_path: dict[str, list[int]] = {}
+    for n, site in enumerate(sites):
+        by_path.setdefault(site.path, []).append(n)
+    found: dict[int, int] = {}
+    for path, lines in changed.items():
+        candidates = by_path.get(path, [])
+        for line in sorted(lines):
+            site = _innermost(sites, candidates, line)
+            if site is not None:
+                found.setdefault(site, TRUE if sites[site].kind == BLOCK else BOTH)
+    return [Ask(s, n) for s, n in sorted(found.items(), key=lambda i: _order(sites[i[0]]))]
+
+
+def _order(site: Site) -> tuple:
+    return (site.path, site.line, site.col)
+
+
+def _innermost(sites: tuple[Site, ...], candidates: list[int], line: int) -> int | None:
+    """The condition holding `line`, innermost first; else the innermost block."""
+    holding = [n for n in candidates if sites[n].line <= line <= sites[n].end_line]
+    conditions = [n for n in holding if sites[n].kind != BLOCK]
+    pool = conditions or holding
+    if not pool:
+        return None
+    return min(pool, key=lambda n: (sites[n].end_line - sites[n].line, -sites[n].col))
+
+
+def unmet(sites: tuple[Site, ...], branches: bytes, wanted: list[Ask]) -> list[Ask]:
+    """The asks the coverage does not meet; a block whose guard is itself unmet is left
+    out (the guard says it)."""
+    missing = [a for a in wanted if branches[a.site] & a.need != a.need]
+    conditions = {a.site for a in missing if a.need == BOTH}
+    return [a for a in missing if sites[a.site].guard not in conditions or a.need == BOTH]
+
+
+def find_blind_spots(
+    matrix: Matrix, base: Side, head: Side, limits: Any
+) -> tuple[list[BlindSpot], str | None]:
+    """The blind spots of a diff, explained; or why coverage could not be read."""
+    changed = changed_by_side(base, head)
+    found, searches = [], []
+    for side in (base, head):
+        if side.target is None or not changed[side.name]:
+            continue
+        sites = sites_of(side.target, load_order)
+        if len(sites) != len(side.branches) or len(sites) != len(side.reached):
+            return [], f"the coverage of {side.label} does not match its code"
+        missing = unmet(sites, side.branches, asks(sites, changed[side.name]))
+        questions = [_question(sites, side, a) for a in missing[:MAX_SPOTS]]
+        running = (
+            start_asking(side.target, matrix, side.label, questions, limits) if questions else None
+        )
+        searches.append((side, sites, missing, running))
+    for side, sites, missing, running in searches:
+        answers = _answers(running)
+        for n, ask in enumerate(missing):
+            answer = answers[n] if n < len(answers) else None
+            found.append(_spot(side, sites, ask, answer, matrix))
+    return found, None
+
+
+def _answers(running: Any) -> list[Answer]:
+    if running is None:
+        return []
+    try:
+        return running.result()
+    except Exception:  # the search is a help, not the finding: a blind spot stays one
+        return []
+
+
+def _question(sites: tuple[Site, ...], side: Side, ask: Ask) -> Question:
+    """What to search for: the missing way of a condition, or the way into a block (its
+    guard's), from a cell where it (or the nearest site around it) was reached."""
+    site, way = ask.site, ANY
+    if ask.need == BOTH:
+        flags = side.branches[site]
+        way = FALSE if flags == TRUE else TRUE if flags == FALSE else ANY
+    elif sites[site].guard is not None:
+        site, way = sites[site].guard, sites[site].way
+    return Question(site, way, _near_cell(sites, side.reached, site))
+
+
+def _near_cell(sites: tuple[Site, ...], reached: tuple[int, ...], n: int) -> int:
+    """A cell the site was reached on; else one the innermost reached site around it was."""
+    if reached[n] >= 0:
+        return reached[n]
+    target = sites[n]
+    around = [
+        k for k, s in enumerate(sites)
+        if reached[k] >= 0 and s.path == target.path and s.line <= target.line <= s.end_line
+    ]  # fmt: skip
+    if not around:
+        return 0
+    return reached[min(around, key=lambda k: sites[k].end_line - sites[k].line)]
+
+
+def _spot(side: Side, sites: tuple[Site, ...], ask: Ask, answer, matrix: Matrix) -> BlindSpot:
+    site = sites[ask.site]
+    seen = SEEN[side.branches[ask.site]] if ask.need == BOTH else "never entered"
+    return BlindSpot(side.name, site.path, site.line, site.text, site.function, seen,
+                     _hint(answer, matrix, ask.need))  # fmt: skip
+
+
+def _hint(answer: Answer | None, matrix: Matrix, need: int) -> str:
+    """`reads prefill_cuda_graph, which is breakable on every cell; full takes it the other way`."""
+    if answer is None:
+        return ""
+    reads = f"reads {', '.join(answer.reads)}" if answer.reads else ""
+    if answer.name is None:
+        tail = "no single input changed on a cell where it was reached takes it the other way"
+        return f"{reads}; {tail}" if reads else tail
+    axis = matrix.axis_index(answer.name)
+    if axis is None:
+        now = f"{answer.name} is {format_value(answer.was)} on every cell"
+    else:
+        shown = ", ".join(format_value(v) for v in matrix.axes[axis].values)
+        now = f"{answer.name} takes {shown} on the matrix"
+    does = "enters it" if need == TRUE else "takes it the other way"
+    return f"{now}; {answer.name} = {format_value(answer.value)} {does}"
