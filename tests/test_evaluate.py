@@ -71,7 +71,9 @@ def test_an_imported_name_the_world_does_not_bind_is_unevaluable(tmp_path):
     report = json.loads(result.out)
     assert report["changed"] == [] and report["cannot_tell"] == ["head could not be evaluated"]
     reason = report["notes"]["head"]
-    assert reason.startswith(f"unevaluable at {shas[1][:10]}: name is_nixl_transport_ready (used at {PATH}:")
+    assert reason.startswith(
+        f"unevaluable at {shas[1][:10]}: name is_nixl_transport_ready (used at {PATH}:"
+    )
 
 
 def test_a_matrix_binding_makes_it_evaluable(tmp_path):

@@ -169,7 +169,8 @@ def test_a_target_the_package_does_not_hold_is_absent(index, tmp_path):
     code, report, _ = diff("pypi:sglang==0.2.0", "pypi:sglang==0.3.0", "--index-url", index.url,
                            "--no-cache", "--matrix", str(matrix))  # fmt: skip
     assert code == 4 and report["cannot_tell"] == [
-        f"{side} has no python/sglang/srt/nowhere.py" for side in ("base", "head")
+        f"{side} has no _fa4_page_constraint in python/sglang/srt/nowhere.py"
+        for side in ("base", "head")
     ]
     assert (
         "absent" in report["notes"]["head"]

@@ -28,6 +28,7 @@ TEST, OPERAND, BLOCK = "test", "operand", "block"
 TRUE, FALSE, BOTH = 1, 2, 3
 NAMES = ("__harness_test__", "__harness_operand__", "__harness_block__")
 TEXT_LIMIT = 160
+CALL = "a call of "  # a function's block: entered when it is called
 
 
 @dataclass(frozen=True)
@@ -131,8 +132,8 @@ class _Instrument(ast.NodeTransformer):
             isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not)
         ):
             return self._operands(node)
-        if isinstance(node, ast.Constant):  # `x or 0`: a literal goes one way only
-            return node
+        if _constant(node):  # `x or 0`, `y or []`: a literal goes one way only
+            return self.visit(node)
         site = self._site(OPERAND, node, _text(node))
         return self._call(NAMES[1], site, node, self.visit(node))
 
@@ -150,7 +151,7 @@ class _Instrument(ast.NodeTransformer):
         self.scope.append(node.name)
         body = [self.visit(s) for s in node.body]
         docstring = _has_docstring(body)
-        text = f"a call of {'.'.join(self.scope)}"
+        text = f"{CALL}{'.'.join(self.scope)}"
         site = self._site(BLOCK, node, text)
         mark = ast.copy_location(ast.Expr(self._call(NAMES[2], site, node)), body[0])
         node.body = [*body[:docstring], mark, *body[docstring:]]
@@ -234,6 +235,12 @@ class _Instrument(ast.NodeTransformer):
             done = self.visit(statement)
             out.extend(done if isinstance(done, list) else [done])
         return out
+
+
+def _constant(node: ast.expr) -> bool:
+    """Whether the expression reads nothing: no name, attribute, call or subscript."""
+    reading = (ast.Name, ast.Attribute, ast.Call, ast.Subscript, ast.NamedExpr, ast.Await)
+    return not any(isinstance(n, reading) for n in ast.walk(node))
 
 
 def _has_docstring(body: list[ast.stmt]) -> int:

@@ -64,7 +64,7 @@ def start_asking(
     world = world_named(matrix.world, matrix.source)
 
     def work() -> list[Answer]:
-        wide, promoted = widened(matrix, target, world)
+        wide, promoted = widened(matrix, target, world, literals_of(target, world))
         bound = with_defaults(bind(world, wide), target.defaults)
         events: list[tuple[int, int, int]] = []
         fn = load_target(target, bound, label, (Sites(), _watchers(events, bound.probe)))
@@ -92,7 +92,7 @@ def _decode(item: Any) -> Answer:
 
 
 class _Asker:
-    def __init__(self, fn: Callable[..., Any], bound: Any, wide: Matrix, events: list) -> None:
+    def __init__(self, fn, bound: Any, wide: Matrix, events: list) -> None:
         self.fn, self.bound, self.wide, self.events = fn, bound, wide, events
 
     def run(self, cell: tuple[int, ...]) -> int:
@@ -159,27 +159,37 @@ def _watchers(events: list, probe: Probe) -> dict[str, Callable[..., Any]]:
 # --- the widened matrix -------------------------------------------------------------
 
 
-def widened(matrix: Matrix, target: Closure | Pipeline, world: World) -> tuple[Matrix, int]:
+def widened(
+    matrix: Matrix, target: Closure | Pipeline, world: World, literals: Literals
+) -> tuple[Matrix, int]:
     """The matrix with every named input an axis, each with values worth trying; and how
     many axes were added after the matrix's own (each at its current value first)."""
-    literals = literals_of(target, world)
     given = set(matrix.axis_names)
     promoted: dict[str, Any] = {}
     for name, value in _inputs(matrix, target, world):
         if name not in given and name not in promoted:
             promoted[name] = value
     added = [
-        Axis(n, (v, *_others(v, _candidates(n, world, literals)))) for n, v in promoted.items()
+        Axis(n, (v, *_others(v, literals.candidates(n, world, v)))) for n, v in promoted.items()
     ]
-    own = [Axis(a.name, (*a.values, *_others_all(a.values, world.suggested.get(a.name, ()))))
-           for a in matrix.axes]  # fmt: skip
-    wide = replace(matrix, axes=(*own, *added), fields={})
+    own = []
+    for axis in matrix.axes:
+        extra = _others(None, literals.candidates(axis.name, world, axis.values[0]), axis.values)
+        wider = Axis(axis.name, (*axis.values, *extra))
+        own.append(wider if _valid(world, matrix, wider) else axis)
+    return replace(matrix, axes=(*own, *added), fields={}), len(added)
+
+
+def _valid(world: World, matrix: Matrix, axis: Axis) -> bool:
+    """Whether the matrix's checks accept the axis's new values (the sglang world refuses
+    a platform it does not know)."""
+    if world.validate is None:
+        return True
     try:
-        if world.validate is not None:
-            world.validate(wide)
-    except HarnessError:  # a suggested value the matrix's checks refuse: the matrix's own
-        wide = replace(wide, axes=(*matrix.axes, *added))
-    return wide, len(added)
+        world.validate(replace(matrix, axes=(axis,)))
+    except HarnessError:
+        return False
+    return True
 
 
 def _inputs(matrix: Matrix, target: Closure | Pipeline, world: World):
@@ -212,54 +222,72 @@ def _params(world: World) -> list[Param]:
     return found
 
 
-def _candidates(name: str, world: World, literals: list[Any]) -> list[Any]:
-    return [*world.suggested.get(name, ()), *literals, None, True, False]
-
-
-def _others(current: Any, values: list[Any]) -> list[Any]:
-    """`values` without `current` and without repeats; values of its type first."""
+def _others(current: Any, values: list[Any], present: tuple[Any, ...] = ()) -> list[Any]:
+    """`values` without `current`, those `present` and repeats, at most MAX_CANDIDATES."""
     out: list[Any] = []
     for value in values:
-        if not same_value(value, current) and not any(same_value(value, v) for v in out):
-            out.append(value)
-    out.sort(key=lambda v: type(v) is not type(current))
+        if same_value(value, current) or any(same_value(value, v) for v in (*present, *out)):
+            continue
+        out.append(value)
     return out[:MAX_CANDIDATES]
 
 
-def _others_all(present: tuple[Any, ...], values: tuple[Any, ...]) -> list[Any]:
-    out: list[Any] = []
-    for value in values:
-        if not any(same_value(value, v) for v in (*present, *out)):
-            out.append(value)
-    return out
+@dataclass
+class Literals:
+    """The scalars the code compares with: by the name compared (`view.kv_cache_dtype ==
+    "auto"` files "auto" under kv_cache_dtype), and all of them in order."""
+
+    by_name: dict[str, list[Any]]
+    every: list[Any]
+    world: list[Any]  # the string constants of the world's classes (`Backend.FULL`)
+
+    def candidates(self, name: str, world: World, current: Any) -> list[Any]:
+        """Values worth trying for an input: those compared with its name, the world's
+        usual values, then literals of the current value's type (for a boolean: the other
+        one), then the world's constants and every literal, null and the booleans last."""
+        named = self.by_name.get(name.rsplit(".", 1)[-1], [])
+        typed = (
+            [True, False]
+            if type(current) is bool
+            else [v for v in self.every if type(v) is type(current)]
+        )
+        return [*named, *world.suggested.get(name, ()), *typed, *self.world, *self.every,
+                None, True, False]  # fmt: skip
 
 
-def literals_of(target: Closure | Pipeline, world: World) -> list[Any]:
-    """The scalars the code compares with (`x == "fa4"`, `x in ("a", "b")`, `x <= 1` and
-    its neighbours 0 and 2), then the string constants of the world's classes
-    (`Backend.FULL`)."""
-    found: list[Any] = []
+def literals_of(target: Closure | Pipeline, world: World) -> Literals:
+    """The literals the code compares with (`x == "fa4"`, `x in ("a", "b")`, `x <= 1` and
+    its neighbours 0 and 2), and the string constants of the world's classes."""
+    found = Literals({}, [], [])
     for closure in closures_of(target):
         for path in load_order(closure):
             for node in closure.nodes_of(path):
                 for compare in ast.walk(node):
                     if isinstance(compare, ast.Compare):
-                        found.extend(_compared(compare))
+                        _file(compare, found)
     for spec in world.names.values():
         if isinstance(spec, Native) and isinstance(spec.value, type):
-            found.extend(v for k, v in vars(spec.value).items() if not k.startswith("_")
-                         and isinstance(v, str))  # fmt: skip
+            found.world.extend(v for k, v in vars(spec.value).items() if not k.startswith("_")
+                               and isinstance(v, str))  # fmt: skip
     return found
 
 
-def _compared(compare: ast.Compare) -> list[Any]:
+def _file(compare: ast.Compare, found: Literals) -> None:
+    sides = (compare.left, *compare.comparators)
+    values = [v for side in sides for v in _constants(side)]
+    found.every.extend(values)
+    for side in sides:
+        name = side.attr if isinstance(side, ast.Attribute) else getattr(side, "id", None)
+        if isinstance(name, str):
+            found.by_name.setdefault(name, []).extend(values)
+
+
+def _constants(side: ast.expr) -> list[Any]:
+    items = side.elts if isinstance(side, ast.List | ast.Tuple | ast.Set) else [side]
     out: list[Any] = []
-    for side in (compare.left, *compare.comparators):
-        items = side.elts if isinstance(side, ast.List | ast.Tuple | ast.Set) else [side]
-        for item in items:
-            if isinstance(item, ast.Constant) and isinstance(item.value, SCALAR_TYPES):
-                value = item.value
-                out.append(value)
-                if type(value) is int:
-                    out.extend((value - 1, value + 1))
+    for item in items:
+        if isinstance(item, ast.Constant) and isinstance(item.value, SCALAR_TYPES):
+            out.append(item.value)
+            if type(item.value) is int:
+                out.extend((item.value - 1, item.value + 1))
     return out

@@ -42,10 +42,10 @@ def blind_title(count: int, changed: bool) -> str:
 
 def spot_lines(item: dict[str, Any]) -> list[str]:
     """`head overrides.py:81, in f: `x != y` only true` and, if found, what reaches it."""
-    lines = [
-        f"{item['side']} {item['path']}:{item['line']}, in {item['function']}: "
-        f"`{item['condition']}`: {item['seen']}"
-    ]
+    block = item["seen"] in ("never entered", "never called")
+    shown = item["condition"] if block else f"`{item['condition']}`"
+    where = f"{item['side']} {item['path']}:{item['line']}, in {item['function']}"
+    lines = [f"{where}: {shown}: {item['seen']}"]
     if item["hint"]:
         lines.append(item["hint"])
     return lines

@@ -84,13 +84,18 @@ class DiffReport:
         evaluable head is a change, not this), or coverage that could not be read. Blind
         spots are said apart."""
         reasons = [
-            f"{side} has no {self.matrix.target.path}" if self.notes[side].startswith(ABSENT)
+            f"{side} has no {self._target}" if self.notes[side].startswith(ABSENT)
             else f"{side} could not be evaluated"
             for side in ("base", "head") if side in self.notes and not self._new_target(side)
         ]  # fmt: skip
         if self.unseen:
             reasons.append(self.unseen)
         return reasons
+
+    @property
+    def _target(self) -> str:
+        target = self.matrix.target
+        return f"{function_label(target)} in {target.path}"
 
     @property
     def compared(self) -> bool:

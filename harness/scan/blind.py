@@ -15,18 +15,28 @@ nowhere, and ask nothing here.
 
 from __future__ import annotations
 
+import ast
 import difflib
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from harness.engine.branches import BLOCK, BOTH, FALSE, TRUE, Site, sites_of
+from harness.engine.branches import (
+    BLOCK,
+    BOTH,
+    CALL,
+    FALSE,
+    TRUE,
+    Site,
+    closures_of,
+    sites_of,
+)
 from harness.engine.sandbox import load_order
 from harness.engine.whatif import ANY, Answer, Question, start_asking
 from harness.matrix.model import Matrix, format_value
 from harness.scan.spots import BlindSpot
 
-MAX_SPOTS = 12  # blind spots a side's search looks into (the rest are listed, unexplained)
+MAX_SPOTS = 20  # blind spots a side's search looks into (the rest are listed, unexplained)
 
 SEEN = {0: "never evaluated", TRUE: "only true", FALSE: "only false"}
 
@@ -43,39 +53,63 @@ class Side:
     label: str
 
 
-def changed_lines(before: str | None, after: str | None) -> tuple[set[int], set[int]]:
-    """The 1-based lines of `before` that are gone or replaced, and those of `after` that
-    are new or replacing (a missing file: every line of the other)."""
-    old = (before or "").splitlines()
-    new = (after or "").splitlines()
-    gone: set[int] = set()
+def changed_lines(before: list[str], after: list[str]) -> set[int]:
+    """The 0-based lines of `after` that are new or replacing, against `before`."""
     came: set[int] = set()
-    matcher = difflib.SequenceMatcher(None, old, new, autojunk=False)
-    for op, a0, a1, b0, b1 in matcher.get_opcodes():
+    matcher = difflib.SequenceMatcher(None, before, after, autojunk=False)
+    for op, _, _, b0, b1 in matcher.get_opcodes():
         if op != "equal":
-            gone.update(range(a0 + 1, a1 + 1))
-            came.update(range(b0 + 1, b1 + 1))
-    return gone, came
+            came.update(range(b0, b1))
+    return came
 
 
-def files_of(target: Any) -> list[str]:
-    """Every file a closure (or each pass of a pipeline) draws from."""
-    from harness.engine.branches import closures_of
+@dataclass(frozen=True)
+class Definition:
+    """A top-level function or class of a closure, with its text at that revision."""
 
-    return list(dict.fromkeys(p for c in closures_of(target) for p in c.files))
+    name: str
+    path: str
+    line: int  # its first line (the `def`), 1-based
+    lines: tuple[str, ...]
+
+
+def definitions(side: Side) -> list[Definition]:
+    """The top-level functions and classes the side's code draws on, each once."""
+    texts: dict[str, list[str]] = {}
+    found: dict[tuple[str, str], Definition] = {}
+    for closure in closures_of(side.target):
+        for path in load_order(closure):
+            for node in closure.nodes_of(path):
+                if not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+                    continue
+                if path not in texts:
+                    texts[path] = (side.read(path) or "").splitlines()
+                lines = tuple(texts[path][node.lineno - 1 : node.end_lineno])
+                found.setdefault((path, node.name), Definition(node.name, path, node.lineno, lines))
+    return list(found.values())
 
 
 def changed_by_side(base: Side, head: Side) -> dict[str, dict[str, set[int]]]:
-    """{side: {path: changed lines}} over the files either side's code draws from."""
+    """{side: {path: changed lines}}: each definition against the other side's of the same
+    name (in the same file if it is there), so moving a function changes nothing; one the
+    other side does not have is all new (or all gone)."""
+    defs = {s.name: definitions(s) if s.target is not None else [] for s in (base, head)}
     out: dict[str, dict[str, set[int]]] = {"base": {}, "head": {}}
-    targets = [side.target for side in (base, head) if side.target is not None]
-    for path in dict.fromkeys(p for target in targets for p in files_of(target)):
-        before, after = base.read(path), head.read(path)
-        if before == after:
-            continue
-        gone, came = changed_lines(before, after)
-        out["base"][path], out["head"][path] = gone, came
+    for name, other in (("base", "head"), ("head", "base")):
+        for definition in defs[name]:
+            twin = _twin(definition, defs[other])
+            before = twin.lines if twin is not None else ()
+            lines = changed_lines(list(before), list(definition.lines))
+            if lines:
+                place = out[name].setdefault(definition.path, set())
+                place.update(definition.line + n for n in lines)
     return out
+
+
+def _twin(definition: Definition, others: list[Definition]) -> Definition | None:
+    named = [d for d in others if d.name == definition.name]
+    same_file = [d for d in named if d.path == definition.path]
+    return (same_file or named or [None])[0]
 
 
 @dataclass(frozen=True)
@@ -183,13 +217,17 @@ def _near_cell(sites: tuple[Site, ...], reached: tuple[int, ...], n: int) -> int
 
 
 def _spot(side: Side, sites: tuple[Site, ...], ask: Ask, answer, matrix: Matrix) -> BlindSpot:
-    site = sites[ask.site]
-    seen = SEEN[side.branches[ask.site]] if ask.need == BOTH else "never entered"
+    site, way = sites[ask.site], _question(sites, side, ask).way
+    seen = SEEN[side.branches[ask.site]] if ask.need == BOTH else _never(site)
     return BlindSpot(side.name, site.path, site.line, site.text, site.function, seen,
-                     _hint(answer, matrix, ask.need))  # fmt: skip
+                     _hint(answer, matrix, ask.need, way))  # fmt: skip
 
 
-def _hint(answer: Answer | None, matrix: Matrix, need: int) -> str:
+def _never(site: Site) -> str:
+    return "never called" if site.guard is None and site.text.startswith(CALL) else "never entered"
+
+
+def _hint(answer: Answer | None, matrix: Matrix, need: int, way: int) -> str:
     """`reads prefill_cuda_graph, which is breakable on every cell; full takes it the other way`."""
     if answer is None:
         return ""
@@ -203,5 +241,5 @@ def _hint(answer: Answer | None, matrix: Matrix, need: int) -> str:
     else:
         shown = ", ".join(format_value(v) for v in matrix.axes[axis].values)
         now = f"{answer.name} takes {shown} on the matrix"
-    does = "enters it" if need == TRUE else "takes it the other way"
+    does = {TRUE: "enters it", BOTH: "takes it the other way"}[need] if way else "reaches it"
     return f"{now}; {answer.name} = {format_value(answer.value)} {does}"

@@ -1,0 +1,162 @@
+"""Blind spots: changed code the matrix does not take every way is named, never "no change".
+
+Expected lines are found in the fixture's own text; expected values (which input value
+takes a condition the other way) come from reading the condition, never from harness.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import yaml
+
+from harness.matrix.load import shipped_dir
+from tests import oracle
+from tests.conftest import git_out, run_cli
+from tests.helpers import PATH, commit_versions, module
+
+FA4 = shipped_dir() / "sglang-fa4-page-size.yaml"
+
+
+def matrix_holding(tmp_path: Path, axis: str, value) -> Path:
+    """The shipped FA4 matrix with one axis held at one value (a field)."""
+    doc = yaml.safe_load(FA4.read_text())
+    del doc["axes"][axis]
+    doc["fields"][axis] = value
+    path = tmp_path / f"fa4-{axis}.yaml"
+    path.write_text(yaml.safe_dump(doc, sort_keys=False))
+    return path
+
+
+def diff(repo: str, *args: str) -> tuple[int, dict]:
+    result = run_cli("diff", *args, "--repo", repo, "--format", "json")
+    assert result.err == "", result.err
+    return result.code, json.loads(result.out)
+
+
+def line_of(text: str, needle: str) -> int:
+    (found,) = [n for n, line in enumerate(text.splitlines(), 1) if needle in line]
+    return found
+
+
+def test_30835_behind_a_prefill_graph_the_matrix_holds_fixed_is_cannot_tell(history, tmp_path):
+    matrix = matrix_holding(tmp_path, "prefill_cuda_graph", "breakable")
+    code, report = diff(history.repo(), "#30835^", "#30835", "--matrix", str(matrix))
+    assert code == 4 and report["status"] == 4 and report["changed"] == []
+    head = git_out(history.root, "show", f"{history.shas['pr30835']}:{PATH}")
+    (spot,) = report["blind_spots"]
+    assert (spot["side"], spot["path"], spot["seen"]) == ("head", PATH, "only true")
+    assert spot["line"] == line_of(head, "!= Backend.FULL")
+    assert spot["condition"] == "view.cuda_graph_config.prefill.backend != Backend.FULL"
+    # Backend.FULL is "full": the clause is false exactly there.
+    assert spot["hint"] == (
+        "prefill_cuda_graph is breakable on every cell; "
+        "prefill_cuda_graph = full takes it the other way"
+    )
+
+
+def test_the_revert_is_a_blind_spot_of_the_base(history, tmp_path):
+    matrix = matrix_holding(tmp_path, "prefill_cuda_graph", "breakable")
+    code, report = diff(history.repo(), "#30835", "#30871", "--matrix", str(matrix))
+    assert code == 4
+    (spot,) = report["blind_spots"]
+    base = git_out(history.root, "show", f"{history.shas['pr30835']}:{PATH}")
+    assert (spot["side"], spot["line"]) == ("base", line_of(base, "!= Backend.FULL"))
+
+
+def test_a_matrix_that_varies_the_input_sees_the_change_and_has_no_blind_spot(history):
+    code, report = diff(history.repo(), "#30835^", "#30835")
+    assert code == 1 and report["blind_spots"] == []
+    assert len(report["changed"]) == len(oracle.changed_between(False, True))
+
+
+def test_a_refactor_whose_conditions_all_go_both_ways_is_green(history):
+    """#30410 respells platform and MLA checks; the FA4 matrix varies both."""
+    code, report = diff(history.repo(), "#30410^", "#30410")
+    assert code == 0, report["blind_spots"]
+    assert report["changed"] == [] and report["blind_spots"] == []
+
+
+BASE = """
+def _fa4_page_constraint(view):
+    if view.attention_backend == "fa4" and get_platform().is_sm100:
+        return {"page_size": 128}
+    return {}
+"""
+
+TOPK_THREE = """
+def _fa4_page_constraint(view):
+    if view.speculative_eagle_topk == 3:
+        return {"page_size": PAGE}
+    if view.attention_backend == "fa4" and get_platform().is_sm100:
+        return {"page_size": 128}
+    return {}
+"""
+
+
+def test_a_new_clause_on_a_value_no_axis_lists_is_named_with_that_value(tmp_path):
+    head = module(TOPK_THREE.replace("PAGE", "2"))
+    shas = commit_versions(tmp_path / "repo", [module(BASE), head])
+    code, report = diff(str(tmp_path / "repo"), *shas)
+    assert code == 4 and report["changed"] == []  # topk is null, 1, 2 or 8: never 3
+    spots = {s["condition"]: s for s in report["blind_spots"]}
+    spot = spots["view.speculative_eagle_topk == 3"]
+    assert spot["seen"] == "only false" and spot["line"] == line_of(head, "== 3:")
+    assert spot["hint"].endswith("speculative_eagle_topk = 3 takes it the other way")
+    assert "speculative_eagle_topk takes null, 1, 2, 8 on the matrix" in spot["hint"]
+
+
+def test_a_changed_line_in_a_block_no_cell_enters_is_a_blind_spot(tmp_path):
+    base, head = (module(TOPK_THREE.replace("PAGE", page)) for page in ("2", "4"))
+    shas = commit_versions(tmp_path / "repo", [base, head])
+    code, report = diff(str(tmp_path / "repo"), *shas)
+    assert code == 4
+    sides = {(s["side"], s["seen"], s["line"]) for s in report["blind_spots"]}
+    line = line_of(head, '"page_size": 4')
+    assert sides == {("base", "never entered", line), ("head", "never entered", line)}
+    assert all(s["hint"].endswith("= 3 enters it") for s in report["blind_spots"])
+
+
+def test_a_comment_or_a_moved_function_asks_nothing(tmp_path):
+    moved = module("\ndef _unrelated(view):\n    return {}\n" + BASE + "# a note\n")
+    shas = commit_versions(tmp_path / "repo", [module(BASE), moved])
+    code, report = diff(str(tmp_path / "repo"), *shas)
+    assert code == 0 and report["blind_spots"] == []
+
+
+def test_a_target_new_at_head_is_a_change(tmp_path):
+    shas = commit_versions(
+        tmp_path / "repo", [module(BASE).replace("_fa4", "_other"), module(BASE)]
+    )
+    code, report = diff(str(tmp_path / "repo"), *shas)
+    assert code == 1 and report["cannot_tell"] == []
+    assert "absent" in report["notes"]["base"]
+
+
+def test_a_head_without_the_target_cannot_tell(tmp_path):
+    shas = commit_versions(tmp_path / "repo", [module(BASE), module(BASE).replace("_fa4", "_x")])
+    code, report = diff(str(tmp_path / "repo"), *shas)
+    assert code == 4 and report["changed"] == []
+    assert report["cannot_tell"] == [f"head has no _fa4_page_constraint in {PATH}"]
+
+
+def test_blind_spots_read_back_from_the_cache_are_the_same(history, tmp_path):
+    matrix = matrix_holding(tmp_path, "prefill_cuda_graph", "breakable")
+    args = ("#30835^", "#30835", "--matrix", str(matrix), "--cache-dir", str(tmp_path / "c"))
+    first, again = diff(history.repo(), *args), diff(history.repo(), *args)
+    assert first == again and first[0] == 4 and first[1]["blind_spots"]
+
+
+def test_every_format_says_cannot_tell(history, tmp_path):
+    matrix = matrix_holding(tmp_path, "prefill_cuda_graph", "breakable")
+    args = ("#30835^", "#30835", "--matrix", str(matrix), "--repo", history.repo())
+    texts = {fmt: run_cli("diff", *args, "--format", fmt) for fmt in
+             ("text", "markdown", "junit", "github")}  # fmt: skip
+    assert all(result.code == 4 for result in texts.values())
+    assert "Cannot tell: the matrix did not take 1 changed condition" in texts["text"].out
+    assert "prefill_cuda_graph = full takes it the other way" in texts["markdown"].out
+    assert 'type="CannotTell"' in texts["junit"].out
+    head = git_out(history.root, "show", f"{history.shas['pr30835']}:{PATH}")
+    line = line_of(head, "!= Backend.FULL")
+    assert f"::warning file={PATH},line={line}," in texts["github"].out
