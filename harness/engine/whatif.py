@@ -16,12 +16,12 @@ from __future__ import annotations
 
 import ast
 import contextlib
-from collections.abc import Callable
-from dataclasses import dataclass, replace
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from harness.closure.extract import Closure, Pipeline
-from harness.engine.branches import FALSE, NAMES, TRUE, Sites, closures_of, truth
+from harness.engine.branches import FALSE, NAMES, OPERAND, TRUE, Sites, closures_of, truth
 from harness.engine.limits import DEFAULT_LIMITS, Limits
 from harness.engine.plain import Malformed, decode, encode
 from harness.engine.sandbox import load_order, load_target
@@ -30,11 +30,12 @@ from harness.engine.world import Native, Param, Probe, World, bind, with_default
 from harness.engine.worlds import world_named
 from harness.errors import HarnessError
 from harness.matrix.cells import bits_of
-from harness.matrix.model import SCALAR_TYPES, Axis, Matrix, same_value
+from harness.matrix.model import SCALAR_TYPES, Axis, Matrix
 
 ANY = 0  # a question's way: reached at all
 MAX_RUNS = 400  # calls per question, at most
-MAX_CANDIDATES = 40  # values tried per input, at most
+MAX_TOTAL = 8_000  # calls per worker, at most: the search is a help, not the finding
+MAX_CANDIDATES = 100  # values tried per input, at most
 
 
 @dataclass(frozen=True)
@@ -67,8 +68,10 @@ def start_asking(
         wide, promoted = widened(matrix, target, world, literals_of(target, world))
         bound = with_defaults(bind(world, wide), target.defaults)
         events: list[tuple[int, int, int]] = []
-        fn = load_target(target, bound, label, (Sites(), _watchers(events, bound.probe)))
-        runner = _Asker(fn, bound, wide, events)
+        sites = Sites()
+        fn = load_target(target, bound, label, (sites, _watchers(events, bound.probe)))
+        runner = _Asker(fn, bound, wide, events, MAX_TOTAL)
+        runner.kinds = [site.kind for site in sites.sites]
         return [runner.ask(q, (*matrix.cell(q.cell), *[0] * promoted)) for q in questions]
 
     def encode_all(answers: list[Answer]) -> tuple[Any, bytes]:
@@ -92,8 +95,9 @@ def _decode(item: Any) -> Answer:
 
 
 class _Asker:
-    def __init__(self, fn, bound: Any, wide: Matrix, events: list) -> None:
+    def __init__(self, fn, bound: Any, wide: Matrix, events: list, budget: int) -> None:
         self.fn, self.bound, self.wide, self.events = fn, bound, wide, events
+        self.budget = budget  # calls left for every question after this one
 
     def run(self, cell: tuple[int, ...]) -> int:
         """Run one cell; the axes it read."""
@@ -103,6 +107,8 @@ class _Asker:
         with contextlib.suppress(BaseException):  # the code's own error: only the ways count
             self.fn(self.bound.view)
         probe.unbound = None
+        for _, _, read in self.events:
+            probe.read |= read
         return probe.read
 
     def took(self, question: Question) -> bool:
@@ -110,48 +116,69 @@ class _Asker:
         return any(s == question.site and (want == ANY or f == want) for s, f, _ in self.events)
 
     def reads_at(self, site: int) -> int:
-        """The axes read while the site's condition was evaluated (since the event before)."""
-        before = 0
-        for s, _, read in self.events:
-            if s == site:
-                return read & ~before
-            before = read
-        return 0
+        """The axes read while the site's condition was evaluated: since the event before,
+        and, for a test of `and`/`or` operands, while those operands were."""
+        found = next((n for n, event in enumerate(self.events) if event[0] == site), None)
+        if found is None:
+            return 0
+        read = self.events[found][2]
+        while found > 0 and self.kinds[self.events[found - 1][0]] == OPERAND:
+            found -= 1
+            read |= self.events[found][2]
+        return read
 
     def ask(self, question: Question, cell: tuple[int, ...]) -> Answer:
         read = self.run(cell)
-        near = self.reads_at(question.site)
+        reached = any(s == question.site for s, _, _ in self.events)
+        near = self.reads_at(question.site) if reached else 0
         names = tuple(self.wide.axes[i].name for i in bits_of(near))
-        order = [*bits_of(near), *(i for i in bits_of(read) if not near >> i & 1)]
-        runs = 0
-        for axis in order:
-            for value in range(len(self.wide.axes[axis].values)):
-                if value == cell[axis] or runs >= MAX_RUNS:
-                    continue
-                runs += 1
-                self.run((*cell[:axis], value, *cell[axis + 1 :]))
-                if self.took(question):
-                    values = self.wide.axes[axis].values
-                    return Answer(
-                        names, self.wide.axes[axis].name, values[value], values[cell[axis]]
-                    )
+        for runs, (axis, value) in enumerate(self.tries(cell, near, read)):
+            if runs >= MAX_RUNS or self.budget <= 0:
+                break
+            self.budget -= 1
+            self.run((*cell[:axis], value, *cell[axis + 1 :]))
+            if self.took(question):
+                values = self.wide.axes[axis].values
+                return Answer(names, self.wide.axes[axis].name, values[value], values[cell[axis]])
         return Answer(names)
+
+    def tries(self, cell: tuple[int, ...], near: int, read: int) -> Iterator[tuple[int, int]]:
+        """(axis, value) in the order they are tried: every value of the inputs the
+        condition itself read, then the other inputs the call read, their first values
+        before their later ones (a condition reading only what earlier code declared, or
+        never reached, may turn on any of them)."""
+        for axis in bits_of(near):
+            yield from (
+                (axis, v) for v in range(len(self.wide.axes[axis].values)) if v != cell[axis]
+            )
+        rest = [axis for axis in bits_of(read) if not near >> axis & 1]
+        depth = max((len(self.wide.axes[axis].values) for axis in rest), default=0)
+        for value in range(depth):
+            for axis in rest:
+                if value < len(self.wide.axes[axis].values) and value != cell[axis]:
+                    yield axis, value
 
 
 def _watchers(events: list, probe: Probe) -> dict[str, Callable[..., Any]]:
-    """Recording functions that log (site, way, axes read so far) for every report."""
+    """Recording functions that log (site, way, axes read since the event before) for
+    every report (the probe's mask starts again at each: a read of an axis read before
+    counts again)."""
+
+    def log(site: int, way: int) -> None:
+        events.append((site, way, probe.read))
+        probe.read = 0
 
     def test(site: int, value: Any) -> bool:
         judged = bool(value)
-        events.append((site, TRUE if judged else FALSE, probe.read))
+        log(site, TRUE if judged else FALSE)
         return judged
 
     def operand(site: int, value: Any) -> Any:
-        events.append((site, TRUE if truth(value) else FALSE, probe.read))
+        log(site, TRUE if truth(value) else FALSE)
         return value
 
     def block(site: int) -> None:
-        events.append((site, TRUE, probe.read))
+        log(site, TRUE)
 
     return dict(zip(NAMES, (test, operand, block), strict=True))
 
@@ -175,14 +202,14 @@ def widened(
     own = []
     for axis in matrix.axes:
         extra = _others(None, literals.candidates(axis.name, world, axis.values[0]), axis.values)
-        wider = Axis(axis.name, (*axis.values, *extra))
-        own.append(wider if _valid(world, matrix, wider) else axis)
+        extra = [v for v in extra if _valid(world, matrix, Axis(axis.name, (v,)))]
+        own.append(Axis(axis.name, (*axis.values, *extra)))
     return replace(matrix, axes=(*own, *added), fields={}), len(added)
 
 
 def _valid(world: World, matrix: Matrix, axis: Axis) -> bool:
-    """Whether the matrix's checks accept the axis's new values (the sglang world refuses
-    a platform it does not know)."""
+    """Whether the matrix's checks accept the axis's values (the sglang world refuses a
+    platform it does not know)."""
     if world.validate is None:
         return True
     try:
@@ -225,11 +252,18 @@ def _params(world: World) -> list[Param]:
 def _others(current: Any, values: list[Any], present: tuple[Any, ...] = ()) -> list[Any]:
     """`values` without `current`, those `present` and repeats, at most MAX_CANDIDATES."""
     out: list[Any] = []
+    seen = {(type(v), v) for v in (current, *present) if _hashable(v)}
     for value in values:
-        if same_value(value, current) or any(same_value(value, v) for v in (*present, *out)):
-            continue
-        out.append(value)
-    return out[:MAX_CANDIDATES]
+        if len(out) >= MAX_CANDIDATES:
+            break
+        if _hashable(value) and (type(value), value) not in seen:
+            seen.add((type(value), value))
+            out.append(value)
+    return out
+
+
+def _hashable(value: Any) -> bool:
+    return isinstance(value, SCALAR_TYPES)
 
 
 @dataclass
@@ -240,19 +274,21 @@ class Literals:
     by_name: dict[str, list[Any]]
     every: list[Any]
     world: list[Any]  # the string constants of the world's classes (`Backend.FULL`)
+    by_type: dict[type, list[Any]] = field(default_factory=dict)
 
     def candidates(self, name: str, world: World, current: Any) -> list[Any]:
         """Values worth trying for an input: those compared with its name, the world's
         usual values, then literals of the current value's type (for a boolean: the other
         one), then the world's constants and every literal, null and the booleans last."""
         named = self.by_name.get(name.rsplit(".", 1)[-1], [])
-        typed = (
-            [True, False]
-            if type(current) is bool
-            else [v for v in self.every if type(v) is type(current)]
-        )
+        typed = [True, False] if type(current) is bool else self.typed(type(current))
         return [*named, *world.suggested.get(name, ()), *typed, *self.world, *self.every,
                 None, True, False]  # fmt: skip
+
+    def typed(self, kind: type) -> list[Any]:
+        if kind not in self.by_type:
+            self.by_type[kind] = [v for v in self.every if type(v) is kind]
+        return self.by_type[kind]
 
 
 def literals_of(target: Closure | Pipeline, world: World) -> Literals:
@@ -269,6 +305,8 @@ def literals_of(target: Closure | Pipeline, world: World) -> Literals:
         if isinstance(spec, Native) and isinstance(spec.value, type):
             found.world.extend(v for k, v in vars(spec.value).items() if not k.startswith("_")
                                and isinstance(v, str))  # fmt: skip
+    found.every = list(dict.fromkeys((type(v), v) for v in found.every))  # each once
+    found.every = [v for _, v in found.every]
     return found
 
 
