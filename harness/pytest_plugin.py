@@ -94,11 +94,12 @@ class MatrixCollector(pytest.Collector):
 
     def collect(self) -> list[pytest.Item]:
         target = self.config.stash[TARGET]
-        items = []
+        items: list[pytest.Item] = []
         for name, cube, block in slices(target.matrix):
-            item = SliceItem.from_parent(self, name=name, cube=cube, block=block)
+            items.append(SliceItem.from_parent(self, name=name, cube=cube, block=block))
+        items.append(BlindSpotItem.from_parent(self, name=f"{target.matrix.name}[blind spots]"))
+        for item in items:
             item.add_marker(MARKER)
-            items.append(item)
         return items
 
 
@@ -177,6 +178,25 @@ class Target:
     def loaded(self) -> Loaded:
         return Loaded.of(self)
 
+    def blind_spots(self) -> tuple[list, str | None] | str:
+        """The blind spots between the baseline's commit and the revision (see `harness
+        diff`), and why coverage could not be read; or why they cannot be looked for."""
+        from harness import gitio
+        from harness.report import baseline
+        from harness.scan.cache import TableCache, default_directory
+        from harness.scan.diff import blind_spots
+        from harness.scan.versions import Versions
+
+        sha = baseline.sha_of(self.baseline_path)
+        repo, revision = self.revision()
+        if repo is None or sha is None or revision.sha is None:
+            return "the baseline and the revision must both be commits of the repository"
+        if sha == revision.sha:
+            return [], None
+        base = gitio.resolve(repo, sha)
+        versions = Versions(repo, self.matrix, TableCache(default_directory()), self.exhaustive)
+        return blind_spots(versions, base, revision)
+
 
 @dataclass
 class Loaded:
@@ -243,6 +263,40 @@ class SliceItem(pytest.Item):
             f"({target.baseline_path}) at {loaded.label}; {field}, baseline -> now:"
         )
         return [head, *rule_lines(views)]
+
+    def repr_failure(self, excinfo, style=None) -> str:
+        if isinstance(excinfo.value, Mismatch):
+            return str(excinfo.value)
+        return super().repr_failure(excinfo, style)
+
+    def reportinfo(self):
+        return self.config.stash[TARGET].baseline_path, None, self.name
+
+
+class BlindSpotItem(pytest.Item):
+    """Changed code between the baseline's commit and the revision that the matrix takes
+    every way: a change there would show in the slices. Fails on each blind spot."""
+
+    def runtest(self) -> None:
+        from harness.errors import HarnessError
+        from harness.report.blind import blind_title, spot_json, spot_lines
+
+        target = self.config.stash[TARGET]
+        try:
+            found = target.blind_spots()
+        except HarnessError as exc:
+            raise Mismatch(f"harness: cannot tell: {exc}") from None
+        if isinstance(found, str):
+            pytest.skip(f"blind spots not looked for: {found}")
+        spots, unseen = found
+        if unseen:
+            raise Mismatch(f"harness: cannot tell: {unseen}")
+        if spots:
+            lines = [blind_title(len(spots), False)]
+            for n, spot in enumerate(spots, 1):
+                first, *rest = spot_lines(spot_json(spot))
+                lines += [f"  {n}. {first}", *(f"     {line}" for line in rest)]
+            raise Mismatch("\n".join(lines))
 
     def repr_failure(self, excinfo, style=None) -> str:
         if isinstance(excinfo.value, Mismatch):

@@ -7,6 +7,7 @@ takes a condition the other way) come from reading the condition, never from har
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import yaml
@@ -160,3 +161,33 @@ def test_every_format_says_cannot_tell(history, tmp_path):
     head = git_out(history.root, "show", f"{history.shas['pr30835']}:{PATH}")
     line = line_of(head, "!= Backend.FULL")
     assert f"::warning file={PATH},line={line}," in texts["github"].out
+
+
+def test_the_shipped_resolution_matrix_sees_30835_on_the_resolution_code(history, tmp_path):
+    """#30835's clause on top of the fixture's resolution code: the whole-resolution matrix
+    varies the prefill CUDA-graph mode, so the FA4 page size changes on the cells CONTEXT.md
+    names, and `history` lists the commit."""
+    from harness.testing.gitrepo import FixtureRepo
+    from harness.testing.sglang_fixture import OVERRIDES, history_steps, overrides_source
+
+    clone = tmp_path / "clone"
+    git_out(history.root, "clone", "-q", str(history.root), str(clone))
+    last = [step.overrides for step in history_steps() if step.overrides is not None][-1]
+    FixtureRepo(clone).commit("[Tiny] Enable Full Cuda Graph with Page size = 1 (#30835)",
+                              {OVERRIDES: overrides_source(replace(last, full_clause=True))})  # fmt: skip
+    doc = yaml.safe_load((shipped_dir() / "sglang-resolution.yaml").read_text())
+    # What SGLang's files answer and the fixture's do not have: a GPU count, an env default.
+    doc["bindings"]["torch"] = {"object": {"cuda": {"object": {"device_count": {"call": 8}}}}}
+    doc["fields"]["SGLANG_AITER_KV_CACHE_LAYOUT"] = "default"
+    matrix = tmp_path / "resolution.yaml"
+    matrix.write_text(yaml.safe_dump(doc, sort_keys=False))
+    code, report = diff(str(clone), "HEAD~", "HEAD", "--matrix", str(matrix))
+    assert code == 1 and report["blind_spots"] == []
+    assert report["changed"]
+    for item in report["changed"]:
+        cell = item["cell"]
+        assert cell["attention_backend"] == "fa4" and cell["use_mla"] is False
+        assert cell["platform"] == "sm100" and cell["prefill_cuda_graph"] == "full"
+        assert item["base"]["page_size"] == 128 != item["head"]["page_size"]
+    listed = run_cli("history", "HEAD~..HEAD", "--repo", str(clone), "--matrix", str(matrix))
+    assert listed.code == 1 and "(#30835)" in listed.out

@@ -128,3 +128,17 @@ def test_a_helper_file_that_does_not_parse_blocks_only_the_passes_that_use_it(tm
     (blocked,) = first["blocked_by"]
     assert f"syntax error in {choices} line" in blocked["reason"]
     assert second["blocked_by"] == [] and code == 1
+
+
+def test_conditions_no_cell_takes_both_ways_are_listed_per_pass(history):
+    """The pipeline matrix holds kv_cache_dtype at auto: `!= 'auto'` is never true; it varies
+    every input the FA4 pass tests, so that pass has none."""
+    _, report = passes_json(history.repo(), "HEAD")
+    got = {p["name"]: p for p in report["passes"]}
+    assert got["_fa4_page_constraint"]["one_way"] == []
+    seen = {
+        item["condition"]: item["seen"] for item in got["_intel_xpu_page_constraint"]["one_way"]
+    }
+    assert seen["view.kv_cache_dtype != 'auto'"] == "only false"
+    text = run_cli("passes", "HEAD", "--repo", history.repo()).out
+    assert "condition(s) no cell takes both ways" in text

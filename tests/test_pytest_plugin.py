@@ -9,9 +9,11 @@ import sys
 from importlib.metadata import entry_points
 
 import pytest
+import yaml
 
 from harness.engine.outcome import KEPT, VALUE
-from harness.matrix.load import load_matrix
+from harness.matrix.load import load_matrix, shipped_dir
+from harness.pytest_plugin import slices
 from harness.report.baseline import read
 from tests import oracle
 from tests.conftest import run_cli
@@ -77,7 +79,7 @@ def test_passes_against_a_fresh_baseline(pytester, history, tmp_path):
     baseline = tmp_path / "baseline.json"
     snapshot(history, "#30835^", baseline)
     result = run_pytest(pytester, history, baseline, "#30835^")
-    result.assert_outcomes(passed=81)
+    result.assert_outcomes(passed=82)
 
 
 @pytest.mark.parametrize("workers", ["0", "2"])
@@ -86,7 +88,7 @@ def test_fails_after_30835_with_the_rule_summary(pytester, history, tmp_path, wo
     snapshot(history, "#30835^", baseline)
     result = run_pytest(pytester, history, baseline, "#30835", "-n", workers)
     expected = slice_counts()
-    result.assert_outcomes(failed=len(expected), passed=81 - len(expected))
+    result.assert_outcomes(failed=len(expected), passed=82 - len(expected))
     text = result.stdout.str()
     heading = r"_ sglang-fa4-page-size\[(.*?)\] _+\n(?:\[gw\d+\] .*\n)?"  # xdist names the worker
     found = dict(re.findall(heading + r"([\d,]+) cells of this", text))
@@ -94,11 +96,33 @@ def test_fails_after_30835_with_the_rule_summary(pytester, history, tmp_path, wo
     assert "128 -> input page_size" in text and "prefill_cuda_graph = full" in text
 
 
+def test_a_change_behind_an_input_the_matrix_holds_fixed_fails_the_blind_spot_item(
+    pytester, history, tmp_path
+):
+    doc = yaml.safe_load((shipped_dir() / f"{MATRIX}.yaml").read_text())
+    del doc["axes"]["prefill_cuda_graph"]
+    doc["fields"]["prefill_cuda_graph"] = "breakable"
+    matrix = tmp_path / "fixed.yaml"
+    matrix.write_text(yaml.safe_dump(doc, sort_keys=False))
+    baseline = tmp_path / "baseline.json"
+    done = run_cli("snapshot", "#30835^", "-o", str(baseline), "--repo", history.repo(),
+                   "--matrix", str(matrix))  # fmt: skip
+    assert done.code == 0, done.err
+    result = pytester.runpytest_subprocess(
+        "-p", "no:cacheprovider", "--override-matrix", str(matrix), "--override-baseline",
+        str(baseline), "--override-repo", history.repo(), "--override-rev", "#30835",
+    )  # fmt: skip
+    result.assert_outcomes(failed=1, passed=len(slices(load_matrix(str(matrix)))))
+    text = result.stdout.str()
+    assert "[blind spots]" in text and "Cannot tell" in text
+    assert "prefill_cuda_graph = full takes it the other way" in text
+
+
 def test_update_rewrites_the_baseline(pytester, history, tmp_path):
     baseline = tmp_path / "baseline.json"
     snapshot(history, "#30835^", baseline)
     result = run_pytest(pytester, history, baseline, "#30835", "--override-update", "-n", "2")
-    result.assert_outcomes(passed=81)
+    result.assert_outcomes(passed=82)
     assert json.loads(baseline.read_text())["sha"] == history.shas["pr30835"]
 
 
@@ -143,9 +167,9 @@ def test_n_auto_runs_no_workers_for_the_check_alone(pytester, history, tmp_path)
     baseline = tmp_path / "baseline.json"
     snapshot(history, "#30835^", baseline)
     alone = run_pytest(pytester, history, baseline, "#30835^", "-n", "auto")
-    alone.assert_outcomes(passed=81)
+    alone.assert_outcomes(passed=82)
     assert "workers" not in alone.stdout.str() and "[gw0]" not in alone.stdout.str()
     pytester.makepyfile(test_other="def test_other():\n    assert True\n")
     with_paths = run_pytest(pytester, history, baseline, "#30835^", "-n", "auto", "test_other.py")
-    with_paths.assert_outcomes(passed=82)
+    with_paths.assert_outcomes(passed=83)
     assert "workers" in with_paths.stdout.str()  # test paths given: xdist decides

@@ -24,7 +24,9 @@ releases, --matrix sglang-resolution answers every pass):
 
 Each pass also shows where SGLang runs it: not reached from the entry point
 (then it runs last), the `if` a handler runs it under, and the cells the
-matrix's guard runs it on.
+matrix's guard runs it on; and, run alone over the matrix, the conditions (in
+it and its helpers) no cell takes both ways: a change there would be a blind
+spot of `harness diff`.
 
 Exit status: 0 every pass evaluates, 1 some do not, 2 error."""
 

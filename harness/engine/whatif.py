@@ -33,8 +33,8 @@ from harness.matrix.cells import bits_of
 from harness.matrix.model import SCALAR_TYPES, Axis, Matrix
 
 ANY = 0  # a question's way: reached at all
-MAX_RUNS = 400  # calls per question, at most
-MAX_TOTAL = 8_000  # calls per worker, at most: the search is a help, not the finding
+MAX_RUNS = 300  # calls per question, at most
+MAX_TOTAL = 4_000  # calls per worker, at most: the search is a help, not the finding
 MAX_CANDIDATES = 100  # values tried per input, at most
 
 
@@ -130,6 +130,8 @@ class _Asker:
     def ask(self, question: Question, cell: tuple[int, ...]) -> Answer:
         read = self.run(cell)
         reached = any(s == question.site for s, _, _ in self.events)
+        if self.took(question) or (question.way != ANY and not reached):
+            return Answer(())  # not what the evaluation saw on this cell: no answer is sure
         near = self.reads_at(question.site) if reached else 0
         names = tuple(self.wide.axes[i].name for i in bits_of(near))
         for runs, (axis, value) in enumerate(self.tries(cell, near, read)):
@@ -225,7 +227,8 @@ def _inputs(matrix: Matrix, target: Closure | Pipeline, world: World):
     yield from matrix.fields.items()
     defaults = target.defaults
     for name, default in [*defaults.fields.items(), *defaults.inputs.items()]:
-        if default.literal and isinstance(default.value, SCALAR_TYPES):
+        answered = name in world.view_attrs  # the world's own answer stands (cuda_graph_config)
+        if default.literal and isinstance(default.value, SCALAR_TYPES) and not answered:
             yield name, default.value
     for param in _params(world):
         if not param.required:

@@ -146,6 +146,17 @@ def write(path: str, text: str) -> None:
         ) from None
 
 
+def sha_of(path: str) -> str | None:
+    """The commit a baseline file was written at (None: a release, the working tree, or a
+    file that does not say; `read` reports a file it cannot read)."""
+    try:
+        doc = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    sha = doc.get("sha") if isinstance(doc, dict) else None
+    return sha if isinstance(sha, str) and len(sha) == 40 and sha.isalnum() else None
+
+
 def read(path: str, matrix: Matrix) -> OutcomeTable:
     """The outcome table a baseline file holds, checked against `matrix`."""
     try:

@@ -33,7 +33,21 @@ def render_text(matrix: Matrix, revision: Revision, reports: list[PassReport]) -
         )
         lines.extend(f"      {name}: {reason}" for name, reason in r.blocked_by)
         lines.extend(f"      {line}" for line in _placement(r, matrix.size))
+        lines.extend(f"      {line}" for line in _one_way(r))
     return "\n".join(lines) + "\n"
+
+
+ONE_WAY_SHOWN = 3  # conditions listed per pass in text; JSON lists all
+
+
+def _one_way(r: PassReport) -> list[str]:
+    """The conditions no cell takes both ways: a change there would not show."""
+    if not r.one_way:
+        return []
+    shown = [f"{where} `{text}` {seen}" for where, text, seen in r.one_way[:ONE_WAY_SHOWN]]
+    more = len(r.one_way) - ONE_WAY_SHOWN
+    tail = [f"... and {more} more (--format json lists all)"] if more > 0 else []
+    return [f"{len(r.one_way)} condition(s) no cell takes both ways:", *shown, *tail]
 
 
 def _placement(r: PassReport, size: int) -> list[str]:
@@ -63,6 +77,7 @@ def render_json(revision: Revision, reports: list[PassReport]) -> str:
                 "order": r.order,
                 "runs_under": r.runs_under,
                 "cells": r.cells,
+                "one_way": [{"where": w, "condition": t, "seen": s} for w, t, s in r.one_way],
             }
             for r in reports
         ],

@@ -147,6 +147,14 @@ def _innermost(sites: tuple[Site, ...], candidates: list[int], line: int) -> int
     return min(pool, key=lambda n: (sites[n].end_line - sites[n].line, -sites[n].col))
 
 
+def one_way_conditions(sites: tuple[Site, ...], branches: bytes) -> list[tuple[Site, str]]:
+    """(site, what it did) for each condition the flags do not show taken both ways."""
+    if len(branches) != len(sites):
+        return []
+    return [(s, SEEN[f]) for s, f in zip(sites, branches, strict=True)
+            if s.kind != BLOCK and f != BOTH]  # fmt: skip
+
+
 def unmet(sites: tuple[Site, ...], branches: bytes, wanted: list[Ask]) -> list[Ask]:
     """The asks the coverage does not meet; a block whose guard is itself unmet is left
     out (the guard says it)."""
@@ -155,30 +163,42 @@ def unmet(sites: tuple[Site, ...], branches: bytes, wanted: list[Ask]) -> list[A
     return [a for a in missing if sites[a.site].guard not in conditions or a.need == BOTH]
 
 
-def find_blind_spots(
-    matrix: Matrix, base: Side, head: Side, limits: Any
-) -> tuple[list[BlindSpot], str | None]:
+Found = tuple[list[BlindSpot], "str | None"]
+
+
+def find_blind_spots(matrix: Matrix, base: Side, head: Side, limits: Any) -> Found:
     """The blind spots of a diff, explained; or why coverage could not be read."""
+    return start_finding(matrix, base, head, limits)()
+
+
+def start_finding(matrix: Matrix, base: Side, head: Side, limits: Any) -> Callable[[], Found]:
+    """`find_blind_spots` with its searches started in workers: calling the answer waits."""
     changed = changed_by_side(base, head)
-    found, searches = [], []
+    searches = []
     for side in (base, head):
         if side.target is None or not changed[side.name]:
             continue
         sites = sites_of(side.target, load_order)
         if len(sites) != len(side.branches) or len(sites) != len(side.reached):
-            return [], f"the coverage of {side.label} does not match its code"
+            unseen = f"the coverage of {side.label} does not match its code"
+            return lambda: ([], unseen)
         missing = unmet(sites, side.branches, asks(sites, changed[side.name]))
         questions = [_question(sites, side, a) for a in missing[:MAX_SPOTS]]
         running = (
             start_asking(side.target, matrix, side.label, questions, limits) if questions else None
         )
         searches.append((side, sites, missing, running))
-    for side, sites, missing, running in searches:
-        answers = _answers(running)
-        for n, ask in enumerate(missing):
-            answer = answers[n] if n < len(answers) else None
-            found.append(_spot(side, sites, ask, answer, matrix))
-    return found, None
+
+    def found() -> Found:
+        spots = []
+        for side, sites, missing, running in searches:
+            answers = _answers(running)
+            for n, ask in enumerate(missing):
+                answer = answers[n] if n < len(answers) else None
+                spots.append(_spot(side, sites, ask, answer, matrix))
+        return spots, None
+
+    return found
 
 
 def _answers(running: Any) -> list[Answer]:

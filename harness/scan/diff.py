@@ -9,7 +9,7 @@ from harness.engine.outcome import ABSENT, CODE_TYPE
 from harness.gitio import Revision
 from harness.matrix.model import Matrix
 from harness.scan.because import Difference, start_explaining
-from harness.scan.blind import BlindSpot, Side, find_blind_spots
+from harness.scan.blind import BlindSpot, Side, start_finding
 from harness.scan.compare import Comparison, compare
 from harness.scan.versions import State, Versions
 
@@ -37,13 +37,31 @@ def diff(
     states = dict(zip(("base", "head"), versions.at_all([base, head]), strict=True))
     if not comparable(states["base"], states["head"]):
         return Diff(matrix, base, head, states, nothing_compared(), [])
-    comparison = compare(matrix, states["base"].table, states["head"].table, where)
     revisions = {"base": base, "head": head}
     codes = {side: versions.code_for(states[side], rev.label) for side, rev in revisions.items()}
+    finding = _start_blind_spots(versions, revisions, states, codes)  # while comparing
+    comparison = compare(matrix, states["base"].table, states["head"].table, where)
     explaining = start_explaining(versions, codes["base"], codes["head"], comparison.rules)
-    sides = [_side(versions, side, revisions[side], states[side], codes[side]) for side in codes]
-    blind, unseen = find_blind_spots(matrix, *sides, versions.limits)
-    return Diff(matrix, base, head, states, comparison, explaining(), blind, unseen)
+    because = explaining()
+    blind, unseen = finding()
+    return Diff(matrix, base, head, states, comparison, because, blind, unseen)
+
+
+def blind_spots(versions: Versions, base: Revision, head: Revision):
+    """(blind spots, why coverage could not be read) of BASE against HEAD, without the
+    comparison (the pytest entry compares with a baseline file of its own); none when a
+    side cannot be told (that is said where the outcomes are)."""
+    states = dict(zip(("base", "head"), versions.at_all([base, head]), strict=True))
+    if not comparable(states["base"], states["head"]):
+        return [], None
+    revisions = {"base": base, "head": head}
+    codes = {side: versions.code_for(states[side], rev.label) for side, rev in revisions.items()}
+    return _start_blind_spots(versions, revisions, states, codes)()
+
+
+def _start_blind_spots(versions: Versions, revisions: dict, states: dict, codes: dict):
+    sides = [_side(versions, s, revisions[s], states[s], codes[s]) for s in ("base", "head")]
+    return start_finding(versions.matrix, *sides, versions.limits)
 
 
 def comparable(base: State, head: State) -> bool:

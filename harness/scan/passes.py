@@ -15,8 +15,11 @@ from dataclasses import dataclass, replace
 from harness import gitio
 from harness.closure.extract import with_defaults
 from harness.closure.survey import PassSurvey, survey
+from harness.engine.branches import sites_of
 from harness.engine.explore import evaluate_closure
+from harness.engine.sandbox import load_order
 from harness.errors import Absent, HarnessError, Unevaluable
+from harness.scan.blind import one_way_conditions
 from harness.scan.versions import Versions, bind_matrix
 
 
@@ -29,6 +32,7 @@ class PassReport:
     runs_under: str | None = None  # the `if` SGLang's handler runs it under, if any
     cells: int | None = None  # cells the matrix runs it on (its guard), None: every cell
     reached: bool | None = None  # whether a call from the entry point reaches it (None: no entry)
+    one_way: tuple[tuple[str, str, str], ...] = ()  # (file:line, condition, seen) run alone
 
     @property
     def evaluable(self) -> bool:
@@ -88,13 +92,21 @@ def _report(versions, revision, one: PassSurvey, answered: frozenset[str]) -> Pa
     needs = tuple(name for name in one.reads if name not in answered)
     if one.closure is None or needs:
         return PassReport(one, needs, one.blocked_by)
-    missing, blocked = _run_time_inputs(versions, one, revision.label)
-    return PassReport(one, tuple(missing), blocked)
+    missing, blocked, branches = _run_time_inputs(versions, one, revision.label)
+    one_way = () if missing or blocked else _one_way(one.closure, branches)
+    return PassReport(one, tuple(missing), blocked, one_way=one_way)
 
 
-def _run_time_inputs(versions, one: PassSurvey, label: str) -> tuple[list[str], tuple]:
+def _one_way(closure, branches: bytes) -> tuple[tuple[str, str, str], ...]:
+    """The conditions of the pass (and its helpers) that no cell took both ways."""
+    found = one_way_conditions(sites_of(closure, load_order), branches)
+    return tuple((site.where(), site.text, seen) for site, seen in found)
+
+
+def _run_time_inputs(versions, one: PassSurvey, label: str) -> tuple[list[str], tuple, bytes]:
     """Run the pass alone; each input it lacks is then declared, as null and as true in
-    turn (so both sides of a test on it run), until it runs or MAX_RUNS is spent."""
+    turn (so both sides of a test on it run), until it runs or MAX_RUNS is spent. Also
+    the branch flags of the run that went through."""
     matrix, missing = versions.matrix, []
     queue: list[dict] = [{}]
     for _ in range(MAX_RUNS):
@@ -103,11 +115,15 @@ def _run_time_inputs(versions, one: PassSurvey, label: str) -> tuple[list[str], 
         fields = queue.pop(0)
         trial = replace(matrix, fields={**matrix.fields, **fields})
         try:
-            evaluate_closure(one.closure, trial, bind_matrix(trial), label, limits=versions.limits)
+            done = evaluate_closure(one.closure, trial, bind_matrix(trial), label,
+                                    limits=versions.limits)  # fmt: skip
         except Unevaluable as exc:
             if exc.missing is None or exc.missing in fields:
-                return missing, ((one.name, str(exc)),)
+                return missing, ((one.name, str(exc)),), b""
             if exc.missing not in missing:
                 missing.append(exc.missing)
             queue += [{**fields, exc.missing: value} for value in (None, True)]
-    return missing, ()
+        else:
+            if not missing:
+                return missing, (), done.table.branches
+    return missing, (), b""
