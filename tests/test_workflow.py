@@ -236,3 +236,29 @@ def test_a_matrix_file_in_the_repository_is_read_as_the_base_has_it(pr_checkout,
     report = json.loads((checkout / "override-report" / "report.json").read_text())
     assert "sm100" in report["axes"]["platform"]
     assert len(report["changed"]) == len(oracle.changed_between(False, True))
+
+
+def test_a_change_in_a_blind_spot_fails_the_job_and_the_label_cannot_acknowledge_it(
+    pr_checkout, tmp_path
+):
+    """A matrix holding the prefill graph fixed cannot see #30835: exit 4, the step fails
+    with the reason, and the acknowledgement step never runs (`changed` is not set)."""
+    checkout, event = pr_checkout
+    doc = yaml.safe_load((ROOT / "matrices" / "sglang-fa4-page-size.yaml").read_text())
+    del doc["axes"]["prefill_cuda_graph"]
+    doc["fields"]["prefill_cuda_graph"] = "breakable"
+    matrix = tmp_path / "fixed.yaml"
+    matrix.write_text(yaml.safe_dump(doc, sort_keys=False))
+    files = github_files(tmp_path)
+    job = load(EVALUATE)["jobs"]["evaluate"]
+    env = {"MATRIX": "sglang-fa4-page-size", "ACK_LABEL": "override-change-ok", **event, **files}
+    script = step(job, "Compare outcomes")["run"]
+    assert script.count('matrix="$MATRIX"') == 1
+    script = script.replace('matrix="$MATRIX"', f'matrix="{matrix}"')  # a file outside the repo
+    done = run_step(script, checkout, env)
+    assert done.returncode == 4
+    assert "::error::harness cannot tell" in done.stdout and "override-change-ok" in done.stdout
+    assert "changed=" not in Path(files["GITHUB_OUTPUT"]).read_text()
+    assert "prefill_cuda_graph = full" in Path(files["GITHUB_STEP_SUMMARY"]).read_text()
+    report = json.loads((checkout / "override-report" / "report.json").read_text())
+    assert report["status"] == 4 and report["blind_spots"]
