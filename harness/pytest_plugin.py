@@ -159,12 +159,53 @@ class Target:
 
     def revision(self):
         """(the repository, or None for a release; the revision --override-rev names)."""
+        return self.resolved
+
+    @cached_property
+    def resolved(self):
         from harness import gitio
         from harness.releases.resolver import revision_resolver
         from harness.releases.revisions import is_release
 
         repo = None if is_release(self.rev) else gitio.open_repo(self.repo_path)
         return repo, revision_resolver(repo)(self.rev)
+
+    @cached_property
+    def versions(self):
+        from harness.scan.cache import TableCache, default_directory
+        from harness.scan.versions import Versions
+
+        repo, _ = self.resolved
+        return Versions(repo, self.matrix, TableCache(default_directory()), self.exhaustive)
+
+    @cached_property
+    def base(self):
+        """The baseline's commit, when blind spots can be looked for from it (a commit of
+        the repository other than the revision), else why not (a str), else None (it
+        is the revision: nothing changed, nothing to look for)."""
+        from harness import gitio
+        from harness.errors import HarnessError
+        from harness.report import baseline
+
+        sha = baseline.sha_of(self.baseline_path)
+        repo, revision = self.resolved
+        if repo is None or sha is None or revision.sha is None:
+            return "the baseline and the revision must both be commits of the repository"
+        if sha == revision.sha:
+            return None
+        try:
+            return gitio.resolve(repo, sha)
+        except HarnessError as exc:
+            return Unseen(f"cannot tell: the baseline's commit {sha[:10]} cannot be read ({exc})")
+
+    @cached_property
+    def states(self) -> list:
+        """The revision's state, after the baseline commit's when blind spots need it: the
+        two evaluations run side by side."""
+        _, revision = self.resolved
+        if self.base is None or isinstance(self.base, str):
+            return [self.versions.at(revision)]
+        return self.versions.at_all([self.base, revision])
 
     def update_baseline(self) -> None:
         from harness.report import baseline
@@ -181,21 +222,13 @@ class Target:
     def blind_spots(self) -> tuple[list, str | None] | str:
         """The blind spots between the baseline's commit and the revision (see `harness
         diff`), and why coverage could not be read; or why they cannot be looked for."""
-        from harness import gitio
-        from harness.report import baseline
-        from harness.scan.cache import TableCache, default_directory
         from harness.scan.diff import blind_spots
-        from harness.scan.versions import Versions
 
-        sha = baseline.sha_of(self.baseline_path)
-        repo, revision = self.revision()
-        if repo is None or sha is None or revision.sha is None:
-            return "the baseline and the revision must both be commits of the repository"
-        if sha == revision.sha:
+        if isinstance(self.base, str):
+            return self.base
+        if self.base is None:
             return [], None
-        base = gitio.resolve(repo, sha)
-        versions = Versions(repo, self.matrix, TableCache(default_directory()), self.exhaustive)
-        return blind_spots(versions, base, revision)
+        return blind_spots(self.versions, self.base, self.resolved[1], self.states)
 
 
 @dataclass
@@ -218,14 +251,14 @@ class Loaded:
     @classmethod
     def of(cls, target: Target) -> Loaded:
         from harness.report import baseline
-        from harness.scan.cache import TableCache, default_directory
-        from harness.scan.versions import Versions
 
         expected = target.expected or baseline.read(target.baseline_path, target.matrix)
-        repo, revision = target.revision()
-        cache = TableCache(default_directory())
-        versions = Versions(repo, target.matrix, cache, target.exhaustive)
-        return cls(target.matrix, expected, versions.at(revision).table, revision.label)
+        _, revision = target.resolved
+        return cls(target.matrix, expected, target.states[-1].table, revision.label)
+
+
+class Unseen(str):
+    """Why blind spots could not be looked for where they should be: the item fails."""
 
 
 class Mismatch(Exception):
@@ -286,6 +319,8 @@ class BlindSpotItem(pytest.Item):
             found = target.blind_spots()
         except HarnessError as exc:
             raise Mismatch(f"harness: cannot tell: {exc}") from None
+        if isinstance(found, Unseen):
+            raise Mismatch(f"harness: {found}")
         if isinstance(found, str):
             pytest.skip(f"blind spots not looked for: {found}")
         spots, unseen = found

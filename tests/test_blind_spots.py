@@ -155,7 +155,7 @@ def test_every_format_says_cannot_tell(history, tmp_path):
     texts = {fmt: run_cli("diff", *args, "--format", fmt) for fmt in
              ("text", "markdown", "junit", "github")}  # fmt: skip
     assert all(result.code == 4 for result in texts.values())
-    assert "Cannot tell: the matrix did not take 1 changed condition" in texts["text"].out
+    assert "Cannot tell: the code changed in 1 place the matrix did not take" in texts["text"].out
     assert "prefill_cuda_graph = full takes it the other way" in texts["markdown"].out
     assert 'type="CannotTell"' in texts["junit"].out
     head = git_out(history.root, "show", f"{history.shas['pr30835']}:{PATH}")

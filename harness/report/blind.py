@@ -30,14 +30,24 @@ def _well_formed(item: dict[str, Any]) -> bool:
     return all(type(item.get(f)) is (int if f == "line" else str) for f in FIELDS)
 
 
+SHOWN = 10  # blind spots a text or markdown report lists; JSON lists all
+
+
 def blind_title(count: int, changed: bool) -> str:
     """The line above the blind spots: a change there would not show."""
-    what = f"{count} changed condition{'s' if count != 1 else ''}"
+    what = f"{count} place{'s' if count != 1 else ''}"
     lead = "Blind spots" if changed else "Cannot tell"
     return (
-        f"{lead}: the matrix did not take {what} every way, so a change there would not "
-        "show on its cells:"
+        f"{lead}: the code changed in {what} the matrix did not take every way (a "
+        "condition not both true and false, a block never entered), so a change there "
+        "would not show on its cells:"
     )
+
+
+def more_line(count: int) -> list[str]:
+    """`... and N more` when the list was cut."""
+    more = count - SHOWN
+    return [f"... and {more} more (--format json lists all)"] if more > 0 else []
 
 
 def spot_lines(item: dict[str, Any]) -> list[str]:

@@ -12,7 +12,7 @@ from typing import Any
 
 from harness.matrix.model import format_value, same_value
 from harness.report.because import because_text
-from harness.report.blind import blind_title, spot_lines, spots_of
+from harness.report.blind import SHOWN, blind_title, more_line, spot_lines, spots_of
 from harness.report.fields import OUTCOME, OUTCOME_TITLE, RULES_SHOWN
 from harness.report.jsonfmt import document
 from harness.report.model import (
@@ -74,9 +74,10 @@ def _unseen(reasons: list[str], spots: list[dict[str, Any]], changed: bool) -> l
     lines = ["", f"**Cannot tell:** {escape('; '.join(reasons))}."] if reasons else []
     if spots:
         lines += ["", f"**{escape(blind_title(len(spots), changed))}**", ""]
-        for n, item in enumerate(spots, 1):
+        for n, item in enumerate(spots[:SHOWN], 1):
             first, *rest = spot_lines(item)
             lines.append(f"{n}. {_because(first)}" + "".join(f"<br>{escape(r)}" for r in rest))
+        lines += [f"\n{escape(line)}" for line in more_line(len(spots))]
     return lines
 
 

@@ -47,11 +47,13 @@ def diff(
     return Diff(matrix, base, head, states, comparison, because, blind, unseen)
 
 
-def blind_spots(versions: Versions, base: Revision, head: Revision):
+def blind_spots(versions: Versions, base: Revision, head: Revision, found=None):
     """(blind spots, why coverage could not be read) of BASE against HEAD, without the
     comparison (the pytest entry compares with a baseline file of its own); none when a
-    side cannot be told (that is said where the outcomes are)."""
-    states = dict(zip(("base", "head"), versions.at_all([base, head]), strict=True))
+    side cannot be told (that is said where the outcomes are). `found`: the two states,
+    when the caller has them."""
+    found = found or versions.at_all([base, head])
+    states = dict(zip(("base", "head"), found, strict=True))
     if not comparable(states["base"], states["head"]):
         return [], None
     revisions = {"base": base, "head": head}

@@ -1,0 +1,121 @@
+"""Benchmark: what looking costs. Coverage while exploring, and the blind-spot search.
+
+Run: python bench/bench_blind.py [--repeat N] [REPO]
+
+Side by side in one run, best of --repeat, on the fixture history (an 81 KB
+overrides.py) and, given REPO (a repository of SGLang's released trees, as
+`sglang-release-history DEST` builds it), on v0.5.23's 40 passes:
+  - one evaluation of a revision with every function rewritten to record its
+    branches (what every diff does) against the same evaluation with the code
+    as written (what harness did before it recorded coverage), in-process;
+  - `harness diff '#30835^' '#30835'` on a matrix holding the prefill CUDA-graph
+    mode fixed (no cell changes: one blind spot, searched for the input that
+    reaches it) against the same diff on the shipped FA4 matrix (1,736 cells
+    change, no blind spot), in-process, cache off.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import io
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import yaml
+
+import harness.engine.explore as explore
+from harness import gitio
+from harness.cli.main import main
+from harness.matrix.load import load_matrix, shipped_dir
+from harness.scan.versions import Versions
+from harness.testing.sglang_fixture import build_history
+
+PADDING = 200
+
+
+def best(repeat: int, fn) -> float:
+    times = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return min(times)
+
+
+def evaluation(repo: str, rev: str, matrix_name: str, recorded: bool):
+    handle = gitio.open_repo(repo)
+    matrix = load_matrix(matrix_name)
+    versions = Versions(handle, matrix)
+    code = versions.code_at(gitio.resolve(handle, rev))
+    plain = explore.load_target
+
+    def load(closure, bound, label, branches=None):
+        return plain(closure, bound, label, branches if recorded else None)
+
+    def run() -> None:
+        explore.load_target = load
+        try:
+            explore.start_evaluation(code.closure, matrix, versions.bound, rev, False).result()
+        finally:
+            explore.load_target = plain
+
+    return run
+
+
+def quiet_diff(*argv: str):
+    def run() -> None:
+        with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+            main(list(argv))
+
+    return run
+
+
+def fixed_matrix(directory: Path) -> Path:
+    doc = yaml.safe_load((shipped_dir() / "sglang-fa4-page-size.yaml").read_text())
+    del doc["axes"]["prefill_cuda_graph"]
+    doc["fields"]["prefill_cuda_graph"] = "breakable"
+    path = directory / "fixed.yaml"
+    path.write_text(yaml.safe_dump(doc, sort_keys=False))
+    return path
+
+
+def coverage_line(label: str, repeat: int, repo: str, rev: str, matrix: str) -> str:
+    recorded = best(repeat, evaluation(repo, rev, matrix, True))
+    plain = best(repeat, evaluation(repo, rev, matrix, False))
+    return (
+        f"{label}: evaluation recording branches {recorded:.3f} s, as written {plain:.3f} s, "
+        f"ratio {recorded / plain:.2f}"
+    )
+
+
+def main_bench() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("repo", nargs="?")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp) / "sglang"
+        build_history(root, padding=PADDING)
+        repo = str(root)
+        print(
+            coverage_line("fixture FA4 pass", args.repeat, repo, "#30835", "sglang-fa4-page-size")
+        )
+        matrix = fixed_matrix(Path(tmp))
+        common = ("diff", "#30835^", "#30835", "--repo", repo, "--no-cache")
+        blind = best(args.repeat, quiet_diff(*common, "--matrix", str(matrix)))
+        seen = best(args.repeat, quiet_diff(*common))
+        print(
+            f"diff with a blind spot (87,480 cells, searched) {blind:.3f} s; "
+            f"the FA4 diff (349,920 cells, 1,736 change) {seen:.3f} s; ratio {blind / seen:.2f}"
+        )
+    if args.repo:
+        print(coverage_line("v0.5.23, 40 passes", args.repeat, args.repo, "v0.5.23",
+                            "sglang-resolution"))  # fmt: skip
+    sys.stdout.flush()
+
+
+if __name__ == "__main__":
+    main_bench()
