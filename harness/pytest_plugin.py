@@ -200,12 +200,37 @@ class Target:
 
     @cached_property
     def states(self) -> list:
-        """The revision's state, after the baseline commit's when blind spots need it: the
-        two evaluations run side by side."""
+        """The revision's state, after the baseline commit's when blind spots need it: as the
+        baseline records it (its table and coverage, the code read from git), else
+        evaluated side by side with the revision."""
         _, revision = self.resolved
         if self.base is None or isinstance(self.base, str):
             return [self.versions.at(revision)]
-        return self.versions.at_all([self.base, revision])
+        running = self.versions.start(revision)  # evaluates while the base is read
+        recorded = self.recorded_base()
+        if recorded is not None:
+            return [recorded, self.versions.settle(running)]
+        return [self.versions.at(self.base), self.versions.settle(running)]
+
+    @cached_property
+    def baseline(self) -> Any:
+        """The baseline's OutcomeTable (with the coverage it records), read once."""
+        from harness.report import baseline
+
+        return self.expected or baseline.read(self.baseline_path, self.matrix)
+
+    def recorded_base(self) -> Any:
+        """The baseline commit's state without evaluating it, when the baseline records
+        the coverage of that very code (as many sites as its code has)."""
+        from harness.engine.branches import sites_of
+        from harness.engine.sandbox import load_order
+        from harness.scan.versions import State
+
+        table = self.baseline
+        code = self.versions.code_at(self.base) if table.branches else None
+        if code is None or len(sites_of(code.closure, load_order)) != len(table.branches):
+            return None
+        return State(f"baseline:{self.baseline_path}", table, code=code)
 
     def update_baseline(self) -> None:
         from harness.report import baseline
@@ -250,11 +275,8 @@ class Loaded:
 
     @classmethod
     def of(cls, target: Target) -> Loaded:
-        from harness.report import baseline
-
-        expected = target.expected or baseline.read(target.baseline_path, target.matrix)
         _, revision = target.resolved
-        return cls(target.matrix, expected, target.states[-1].table, revision.label)
+        return cls(target.matrix, target.baseline, target.states[-1].table, revision.label)
 
 
 class Unseen(str):
@@ -265,7 +287,19 @@ class Mismatch(Exception):
     """A slice that differs from the baseline; the message is the report."""
 
 
-class SliceItem(pytest.Item):
+class MatrixItem(pytest.Item):
+    """An item of the matrix: its failure is the harness's report, its place the baseline."""
+
+    def repr_failure(self, excinfo, style=None) -> str:
+        if isinstance(excinfo.value, Mismatch):
+            return str(excinfo.value)
+        return super().repr_failure(excinfo, style)
+
+    def reportinfo(self):
+        return self.config.stash[TARGET].baseline_path, None, self.name
+
+
+class SliceItem(MatrixItem):
     """One slice of the matrix: its outcomes at the revision equal the baseline's."""
 
     def __init__(self, *, cube: tuple[int, ...], block: tuple[int, int], **kwargs) -> None:
@@ -297,22 +331,14 @@ class SliceItem(pytest.Item):
         )
         return [head, *rule_lines(views)]
 
-    def repr_failure(self, excinfo, style=None) -> str:
-        if isinstance(excinfo.value, Mismatch):
-            return str(excinfo.value)
-        return super().repr_failure(excinfo, style)
 
-    def reportinfo(self):
-        return self.config.stash[TARGET].baseline_path, None, self.name
-
-
-class BlindSpotItem(pytest.Item):
+class BlindSpotItem(MatrixItem):
     """Changed code between the baseline's commit and the revision that the matrix takes
     every way: a change there would show in the slices. Fails on each blind spot."""
 
     def runtest(self) -> None:
         from harness.errors import HarnessError
-        from harness.report.blind import blind_title, spot_json, spot_lines
+        from harness.report.blind import blind_title, numbered, spot_json
 
         target = self.config.stash[TARGET]
         try:
@@ -327,16 +353,5 @@ class BlindSpotItem(pytest.Item):
         if unseen:
             raise Mismatch(f"harness: cannot tell: {unseen}")
         if spots:
-            lines = [blind_title(len(spots), False)]
-            for n, spot in enumerate(spots, 1):
-                first, *rest = spot_lines(spot_json(spot))
-                lines += [f"  {n}. {first}", *(f"     {line}" for line in rest)]
-            raise Mismatch("\n".join(lines))
-
-    def repr_failure(self, excinfo, style=None) -> str:
-        if isinstance(excinfo.value, Mismatch):
-            return str(excinfo.value)
-        return super().repr_failure(excinfo, style)
-
-    def reportinfo(self):
-        return self.config.stash[TARGET].baseline_path, None, self.name
+            items = [spot_json(spot) for spot in spots]
+            raise Mismatch("\n".join([blind_title(len(spots), False), *numbered(items)]))

@@ -99,6 +99,8 @@ def render(matrix: Matrix, revision: Revision, table: OutcomeTable) -> str:
         "rev": revision.expr,
         "sha": revision.sha,
         "cells": matrix.size,
+        "branches": table.branches.hex(),  # which way each condition went (engine.branches)
+        "reached": list(table.reached),
     }
     lines = ["{"]
     lines += [f"  {json.dumps(k)}: {json.dumps(v)}," for k, v in head.items()]
@@ -206,7 +208,22 @@ def _decode(path: str, doc: dict[str, Any], matrix: Matrix) -> OutcomeTable:
             f"baseline {path}: its cubes do not cover the {matrix.size:,} cells exactly once; "
             "write it again"
         )
-    return OutcomeTable(outcomes, array(CODE_TYPE, codes))
+    branches, reached = _coverage(doc, matrix)
+    return OutcomeTable(outcomes, array(CODE_TYPE, codes), branches, reached)
+
+
+def _coverage(doc: dict[str, Any], matrix: Matrix) -> tuple[bytes, tuple[int, ...]]:
+    """The coverage the baseline records, when it is whole (a baseline written before
+    harness recorded coverage has none: the pytest entry then evaluates its commit)."""
+    from harness.engine.branches import check_flags, check_reached
+    from harness.engine.plain import Malformed
+
+    raw = doc.get("branches")
+    try:
+        branches = check_flags(raw, len(raw) // 2 if isinstance(raw, str) else 0)
+        return branches, check_reached(doc.get("reached"), len(branches), matrix.size)
+    except Malformed:
+        return b"", ()
 
 
 def _cube(matrix: Matrix, where: Any, context: str) -> Cube:

@@ -61,9 +61,10 @@ def spot_lines(item: dict[str, Any]) -> list[str]:
     return lines
 
 
-def cannot_tell_title(reasons: list[str]) -> str:
-    return (
-        "Cannot tell: nothing was compared, because "
-        + ("a side" if len(reasons) == 1 else "the sides")
-        + " could not be evaluated:"
-    )
+def numbered(items: list[dict[str, Any]], limit: int | None = None) -> list[str]:
+    """`  1. head path:line, in f: ...` then the hint under it, for each (up to `limit`)."""
+    lines = []
+    for n, item in enumerate(items[:limit], 1):
+        first, *rest = spot_lines(item)
+        lines += [f"  {n}. {first}", *(f"     {line}" for line in rest)]
+    return lines

@@ -5,7 +5,7 @@ from __future__ import annotations
 from harness.gitio import Revision
 from harness.matrix.model import Matrix, format_value
 from harness.report.because import because_text
-from harness.report.blind import SHOWN, blind_title, more_line, spot_json, spot_lines
+from harness.report.blind import SHOWN, blind_title, more_line, numbered, spot_json
 from harness.report.fields import OUTCOME, OUTCOME_TITLE, RULES_SHOWN, of_report
 from harness.report.model import (
     DiffReport,
@@ -83,9 +83,7 @@ def unseen_lines(report: DiffReport) -> list[str]:
     spots = [spot_json(s) for s in report.blind_spots]
     if spots:
         lines += ["", blind_title(len(spots), bool(report.changed))]
-        for n, item in enumerate(spots[:SHOWN], 1):
-            first, *rest = spot_lines(item)
-            lines += [f"  {n}. {first}", *(f"     {line}" for line in rest)]
+        lines += numbered(spots, SHOWN)
         lines += [f"  {line}" for line in more_line(len(spots))]
     return lines
 
