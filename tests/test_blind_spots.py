@@ -191,3 +191,20 @@ def test_the_shipped_resolution_matrix_sees_30835_on_the_resolution_code(history
         assert item["base"]["page_size"] == 128 != item["head"]["page_size"]
     listed = run_cli("history", "HEAD~..HEAD", "--repo", str(clone), "--matrix", str(matrix))
     assert listed.code == 1 and "(#30835)" in listed.out
+
+
+def test_a_hostile_report_artifact_cannot_inject_markup_or_flood_the_comment():
+    from harness.report.markdown import render_document
+
+    doc = {"matrix": "m", "target": {"function": "f", "path": "p", "output": "page_size"},
+           "base": {"rev": "a", "sha": None, "subject": "s"},
+           "head": {"rev": "b", "sha": None, "subject": "s"}, "cells": 1, "axes": {},
+           "changed": [], "summary": [], "notes": {}, "cannot_tell": [],
+           "blind_spots": [{"side": "head", "path": "<img src=x onerror=alert(1)>", "line": 1,
+                            "condition": "`x` @team " + "y" * 10_000, "function": "f",
+                            "seen": "only true", "hint": "<script>"}] * 50 + ["junk", {}]}  # fmt: skip
+    text = render_document(doc)
+    assert "<img" not in text and "<script>" not in text
+    assert "`'x' @team y" in text  # a mention inside a code span is inert
+    assert len(text) < 10_000  # ten shown, each field cut
+    assert "... and 40 more" in text

@@ -18,12 +18,23 @@ def spot_json(spot: BlindSpot) -> dict[str, Any]:
                              spot.seen, spot.hint), strict=True))  # fmt: skip
 
 
+FIELD_LIMIT = 400  # characters of a field a report shows (a document may be an artifact)
+
+
 def spots_of(doc: dict[str, Any]) -> list[dict[str, Any]]:
-    """The blind spots of a JSON document that hold the fields as `spot_json` writes them."""
+    """The blind spots of a JSON document that hold the fields as `spot_json` writes them,
+    each text field cut to FIELD_LIMIT (the document may come from an untrusted job)."""
     items = doc.get("blind_spots")
     if not isinstance(items, list):
         return []
-    return [i for i in items if isinstance(i, dict) and _well_formed(i)]
+    kept = [i for i in items if isinstance(i, dict) and _well_formed(i)]
+    return [{f: _cut(i[f]) for f in FIELDS} for i in kept]
+
+
+def _cut(value: Any) -> Any:
+    if type(value) is str and len(value) > FIELD_LIMIT:
+        return value[: FIELD_LIMIT - 3] + "..."
+    return value
 
 
 def _well_formed(item: dict[str, Any]) -> bool:

@@ -12,7 +12,7 @@ from typing import Any
 
 from harness.matrix.model import format_value, same_value
 from harness.report.because import because_text
-from harness.report.blind import SHOWN, blind_title, more_line, spot_lines, spots_of
+from harness.report.blind import SHOWN, blind_title, more_line, spots_of
 from harness.report.fields import OUTCOME, OUTCOME_TITLE, RULES_SHOWN
 from harness.report.jsonfmt import document
 from harness.report.model import (
@@ -69,14 +69,22 @@ def render_document(doc: dict[str, Any], sample: int = 10, details: str | None =
     return "\n".join(lines) + "\n"
 
 
+def _spot(item: dict[str, Any]) -> str:
+    """One blind spot: where (escaped), the condition as code, what it did, the hint."""
+    where = escape(f"{item['side']} {item['path']}:{item['line']}, in {item['function']}")
+    block = item["seen"] in ("never entered", "never called")
+    shown = escape(item["condition"]) if block else f"`{code(item['condition'])}`"
+    hint = f"<br>{escape(item['hint'])}" if item["hint"] else ""
+    return f"{where}: {shown}: {escape(item['seen'])}{hint}"
+
+
 def _unseen(reasons: list[str], spots: list[dict[str, Any]], changed: bool) -> list[str]:
     """Cannot tell, and the blind spots, each condition as code."""
     lines = ["", f"**Cannot tell:** {escape('; '.join(reasons))}."] if reasons else []
     if spots:
         lines += ["", f"**{escape(blind_title(len(spots), changed))}**", ""]
         for n, item in enumerate(spots[:SHOWN], 1):
-            first, *rest = spot_lines(item)
-            lines.append(f"{n}. {_because(first)}" + "".join(f"<br>{escape(r)}" for r in rest))
+            lines.append(f"{n}. {_spot(item)}")
         lines += [f"\n{escape(line)}" for line in more_line(len(spots))]
     return lines
 
