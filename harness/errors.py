@@ -1,7 +1,8 @@
 """The user-facing error type, and the two states a revision can be in besides "runs".
 
 A `HarnessError` carries one actionable sentence: what was wrong, where, and
-the fix. The CLI catches it once and exits 2; anything else is a bug.
+the fix. The CLI catches it once and exits 2 (4 for `CannotTell`: nothing was
+wrong with the input, but harness cannot look); anything else is a bug.
 `Absent` and `Unevaluable` are not user errors: they become a revision's
 outcome ("no such function there", "syntax error at line 12").
 """
@@ -11,6 +12,10 @@ from __future__ import annotations
 
 class HarnessError(Exception):
     """A user error (bad input, missing revision, bad matrix file)."""
+
+
+class CannotTell(HarnessError):
+    """Not a user error: harness cannot look where it must (exit 4, one line saying why)."""
 
 
 class Absent(Exception):

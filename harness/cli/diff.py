@@ -6,17 +6,20 @@ import argparse
 import json
 import sys
 from collections.abc import Iterator
+from dataclasses import replace as dataclass_replace
 from pathlib import Path
 
 from harness import gitio
 from harness.cli.options import Setup, add_command, add_evaluation_options, nonnegative, set_up
 from harness.errors import HarnessError
 from harness.files import write_atomically
+from harness.matrix.load import DEFAULT_MATRIX, MAX_CELLS
 from harness.report import jsonfmt
 from harness.report.model import DiffReport, build_report
 from harness.report.store import ReportCache, report_key
 
 DIFF_FORMATS = ("text", "markdown", "json", "json-sample", "junit", "github")
+INFERRED = "inferred"  # --matrix inferred: see harness.scan.inferred
 
 HELP = """\
 Compare the outcomes of the matrix's target function at two revisions.
@@ -34,6 +37,11 @@ as #30835^ for its parent; or a release, with no repository needed:
 pypi:NAME==VERSION (from --index-url), wheel:PATH or sdist:PATH.
 
   harness diff pypi:sglang==0.5.18 pypi:sglang==0.5.23
+
+--matrix inferred builds the matrix from the code of both revisions: the
+passes whose code differs (and those after them that read what they declare),
+an axis for every input they compare with literals (null, the literals, one
+value none of them names) and every platform the world tells apart.
 
 Formats: text (rules, then a sample of cells), markdown (for a step summary
 or a PR comment), json (every changed cell), json-sample (the same document
@@ -94,14 +102,40 @@ def run(args: argparse.Namespace) -> int:
         raise HarnessError(
             f"harness diff takes at most two revisions, got {len(args.revisions)}: {shown}"
         )
-    setup = set_up(args)
+    inferred = args.matrix == INFERRED
+    if inferred and args.where:
+        raise HarnessError(
+            "--where does not apply to --matrix inferred (its axes come from the code): "
+            "write the inferred matrix to a file first (harness matrix --infer) and use that"
+        )
+    setup = set_up(template(args) if inferred else args)
     base, head = pick_revisions(setup, args)
+    if inferred:
+        setup = with_inferred_matrix(setup, base, head, args.max_cells)
+        if setup is None:
+            print("No registered pass's code differs between the two revisions: nothing changed.")
+            return 0
     report = diff_report(setup, base, head, args.exhaustive)
     args.status = report.status  # the answer, even if the reader goes away
     for fmt, path in args.output:
         write_file(path, "".join(chunks(report, fmt, args.sample)))
     write(report, args.format, args.sample)
     return args.status
+
+
+def template(args: argparse.Namespace) -> argparse.Namespace:
+    """The options as `set_up` reads them for --matrix inferred: the default matrix, for its
+    target file and world only (its cells are never made, so no cell limit applies)."""
+    return argparse.Namespace(**{**vars(args), "matrix": DEFAULT_MATRIX, "max_cells": MAX_CELLS})
+
+
+def with_inferred_matrix(setup: Setup, base, head, max_cells: int) -> Setup | None:
+    """The setup with the matrix inferred from both revisions' code (None: no pass's code
+    differs)."""
+    from harness.scan.inferred import inferred_matrix
+
+    matrix = inferred_matrix(setup.versions(), base, head, max_cells)
+    return None if matrix is None else dataclass_replace(setup, matrix=matrix, where=None)
 
 
 def diff_report(

@@ -26,7 +26,7 @@ from harness.cli import (
     passes,
     snapshot,
 )
-from harness.errors import HarnessError
+from harness.errors import CannotTell, HarnessError
 
 EXIT_USAGE = 2
 EXIT_BUG = 3
@@ -113,6 +113,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return args.handler(args)
+    except CannotTell as exc:
+        print(f"harness: cannot tell: {exc}", file=sys.stderr)
+        return EXIT_CANNOT_TELL
     except HarnessError as exc:
         print(f"harness: error: {exc}", file=sys.stderr)
         return EXIT_USAGE

@@ -268,6 +268,7 @@ class World:
     view_namespaces: str | None = None  # the list of classes whose fields the view's class has
     run_entries: tuple[tuple[str, str], ...] = ()  # (module, function) that run the passes
     suggested: dict[str, tuple] = field(default_factory=dict)  # inputs it reads: a first axis
+    classes: dict[str, tuple] = field(default_factory=dict)  # every value its probes tell apart
     input_defaults: tuple[str, str] | None = None  # (module, class) declaring inputs' defaults
 
 

@@ -111,15 +111,17 @@ class Found:
 
 
 def discover(
-    world: World, base: Matrix, passes: list[tuple[str, Closure]], limits: Limits
-) -> Found:
-    """Run each pass on symbols, in one worker, and collect what it compared them with."""
+    world: World, base: Matrix, passes: list[tuple[str, Closure]], limits: Limits,
+    runs: int = MAX_RUNS,
+) -> Found:  # fmt: skip
+    """Run each pass on symbols (at most `runs` times each), in one worker, and collect what
+    it compared them with."""
 
     def work() -> Found:
         _SEEN.clear(), _TESTED.clear(), _READ.clear(), _UNBOUND.clear()
         found = Found()
         for name, closure in passes:
-            _explore(world, base, name, closure, found)
+            _explore(world, base, name, closure, found, runs)
             for probe in _UNBOUND:
                 found.unbound.setdefault(probe, name)
         found.values = {k: v[:MAX_VALUES] for k, v in _SEEN.items()}
@@ -152,13 +154,15 @@ def _decoded(header: Any) -> Found:
     return Found(**header)
 
 
-def _explore(world: World, base: Matrix, name: str, closure: Closure, found: Found) -> None:
+def _explore(
+    world: World, base: Matrix, name: str, closure: Closure, found: Found, limit: int
+) -> None:
     """Run the pass on symbols, then again with each value it compared an input with, each
     truth it tested, and each other value of a suggested axis it read (breadth first)."""
     inputs: dict[str, Any] = {}  # world inputs the pass read, as symbols
     start = (0,) * len(base.axes)
     queue, seen, runs = [({}, start)], set(), 0
-    while queue and runs < MAX_RUNS:
+    while queue and runs < limit:
         assign, cell = queue.pop(0)
         runs += 1
         matrix = replace(base, fields={**base.fields, **inputs, **assign})
@@ -211,9 +215,13 @@ def _with_symbols(bound: Bound) -> Bound:
 # --- the matrix file ---------------------------------------------------------------
 
 
-def base_matrix(world: World, path: str, passes: list[str], outputs: tuple[str, ...]) -> Matrix:
-    """The matrix the runs use: the world's suggested axes, nothing else declared."""
-    axes = tuple(Axis(n, tuple(v)) for n, v in world.suggested.items())
+def base_matrix(
+    world: World, path: str, passes: list[str], outputs: tuple[str, ...], every: bool = False
+) -> Matrix:
+    """The matrix the runs use: the world's suggested axes (`every`: with every value its
+    probes tell apart), nothing else declared."""
+    axes = tuple(Axis(n, tuple((every and world.classes.get(n)) or v))
+                 for n, v in world.suggested.items())  # fmt: skip
     target = Target(path, tuple(passes), outputs)
     fields = {} if world.view_class else {o: Symbol(o) for o in outputs}  # outputs are inputs
     return Matrix("inferred", "the inferred matrix", target, world.name, axes, fields)
@@ -240,18 +248,48 @@ def render(
     outputs: tuple[str, ...], blocked: dict[str, str],
 ) -> str:  # fmt: skip
     """The matrix file, with comments saying where each part came from."""
+    axes, fields = layout(world, found, defaults, outputs)
+    return "\n".join(_lines(name, target_lines, world, axes, fields, found, blocked)) + "\n"
+
+
+def layout(
+    world: World, found: Found, defaults: Defaults, outputs: tuple[str, ...], every=False
+) -> tuple[dict[str, list], dict[str, tuple[Any, str]]]:
+    """The axes ({name: values}) and fields ({name: (value, where it came from)}) of what
+    the runs saw: an axis for each input compared with literals, each boolean tested, each
+    of the world's suggested inputs read (`every`: with every value its probes tell apart);
+    a field, at its declared default, for the rest."""
     inputs = list(dict.fromkeys([*found.read, *found.inputs]))  # view attributes, then others
     axes = {a: axis_values(found.values[a]) for a in inputs if found.values.get(a)}
     for attribute in found.read:
         if attribute not in axes and attribute in found.tested and _is_bool(defaults, attribute):
             axes[attribute] = [False, True]
     for suggested in found.axes:
-        axes[suggested] = list(world.suggested[suggested])
+        values = world.classes.get(suggested) if every else None
+        axes[suggested] = list(values or world.suggested[suggested])
     fields = {}
     for attribute in [*found.read, *found.inputs, *outputs]:
         if attribute not in axes and attribute not in fields:
             fields[attribute] = _default(defaults, attribute)
-    return "\n".join(_lines(name, target_lines, world, axes, fields, found, blocked)) + "\n"
+    return axes, fields
+
+
+def merged(first: Found, second: Found) -> Found:
+    """What runs at two revisions saw together: every literal either compared with."""
+    values = {k: list(v) for k, v in first.values.items()}
+    for name, found in second.values.items():
+        into = values.setdefault(name, [])
+        into += [v for v in found if not any(type(v) is type(w) and v == w for w in into)]
+    return Found(
+        {k: v[: 2 * MAX_VALUES] for k, v in values.items()},
+        _union(first.tested, second.tested), _union(first.read, second.read),
+        _union(first.inputs, second.inputs), _union(first.axes, second.axes),
+        {**second.problems, **first.problems}, {**second.unbound, **first.unbound},
+    )  # fmt: skip
+
+
+def _union(first: list[str], second: list[str]) -> list[str]:
+    return list(dict.fromkeys([*first, *second]))
 
 
 def _is_bool(defaults: Defaults, name: str) -> bool:

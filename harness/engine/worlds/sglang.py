@@ -302,6 +302,9 @@ WORLD = World(
         "decode_cuda_graph": ("full", "breakable", "disabled"),
         "architecture": ("LlamaForCausalLM", "DeepseekV3ForCausalLM"),
     },
+    classes={  # `--matrix inferred`: one value per answer the platform probes can give
+        "platform": ("sm90", "sm100", "sm110", "sm120", *NON_CUDA),
+    },
     run_entries=(
         ("sglang.srt.arg_groups.pipeline", "run_resolution_pipeline"),  # 0.5.19 on
         ("sglang.srt.server_args", "ServerArgs.__post_init__"),  # before
