@@ -208,3 +208,109 @@ def test_a_hostile_report_artifact_cannot_inject_markup_or_flood_the_comment():
     assert "`'x' @team y" in text  # a mention inside a code span is inert
     assert len(text) < 10_000  # ten shown, each field cut
     assert "... and 40 more" in text
+
+
+def changed_pair(tmp_path: Path, base_body: str, head_body: str, *args: str, top: str = ""):
+    """A repository of two versions of the pass; the diff's exit status, report and head."""
+    texts = [module(body) if not top else top + module(body) for body in (base_body, head_body)]
+    shas = commit_versions(tmp_path / "repo", texts)
+    code, report = diff(str(tmp_path / "repo"), *shas, *args)
+    return code, report, texts[1]
+
+
+def test_an_operand_under_not_is_a_blind_spot_of_its_own(tmp_path):
+    head = BASE.replace("and get_platform()", "and not view.enable_dp_attention and get_platform()")
+    matrix = matrix_holding(tmp_path, "page_size", 16)
+    doc = yaml.safe_load(matrix.read_text())
+    doc["fields"]["enable_dp_attention"] = False
+    matrix.write_text(yaml.safe_dump(doc, sort_keys=False))
+    code, report, _ = changed_pair(tmp_path, BASE, head, "--matrix", str(matrix))
+    assert code == 4
+    spots = {s["condition"]: s for s in report["blind_spots"]}
+    spot = spots["view.enable_dp_attention"]
+    assert spot["seen"] == "only false" and "enable_dp_attention = true" in spot["hint"]
+
+
+def test_every_condition_changed_on_one_line_is_asked(tmp_path):
+    head = BASE.replace(
+        'if view.attention_backend == "fa4"',
+        'if view.page_size != 7 and view.attention_backend == "fa4"',
+    )
+    code, report, _ = changed_pair(tmp_path, BASE, head)
+    assert code == 4  # page_size is null, 1, 16, 64 or 128: never 7
+    spots = {s["condition"]: s for s in report["blind_spots"]}
+    assert spots["view.page_size != 7"]["hint"].endswith("page_size = 7 takes it the other way")
+
+
+def test_evaluated_code_cannot_replace_the_recording_functions(tmp_path):
+    shadow = "    def __harness_test__(site, value):\n        return True\n"
+    head = BASE.replace(
+        "def _fa4_page_constraint(view):\n", "def _fa4_page_constraint(view):\n" + shadow
+    )
+    code, report, _ = changed_pair(tmp_path, BASE, head)
+    assert code == 4 and "name __harness_test__" in report["notes"]["head"]
+    case = BASE.replace(
+        "    return {}\n",
+        "    match 1:\n        case __harness_operand__:\n            pass\n    return {}\n",
+    )
+    code, report, _ = changed_pair(tmp_path / "match", BASE, case)
+    assert code == 4 and "name __harness_operand__" in report["notes"]["head"]
+
+
+def test_a_form_feed_does_not_shift_the_changed_lines(tmp_path):
+    top = "# Copyright\n\x0c\n"
+    head = BASE.replace("is_sm100:", "is_sm100 and view.page_size != 7:")
+    code, report, text = changed_pair(tmp_path, BASE, head, top=top)
+    assert code == 4
+    (spot,) = [s for s in report["blind_spots"] if s["condition"] == "view.page_size != 7"]
+    lines = text.replace("\r\n", "\n").split("\n")  # as Python numbers lines
+    assert "!= 7" in lines[spot["line"] - 1]
+
+
+HANDLER = """
+def _small(view):
+    try:
+        return 8 // (view.page_size or 8) < 1
+    except ZeroDivisionError:
+        return False
+
+
+def _fa4_page_constraint(view):
+    if _small(view):
+        return {"page_size": 128}
+    return {}
+"""
+
+
+def test_a_changed_except_line_asks_that_its_handler_ran(tmp_path):
+    head = HANDLER.replace("except ZeroDivisionError:", "except (ZeroDivisionError, TypeError):")
+    code, report, _ = changed_pair(tmp_path, HANDLER, head)
+    assert code == 4  # page_size is never 0: no cell divides by zero
+    seen = {(s["side"], s["seen"]) for s in report["blind_spots"]}
+    assert seen == {("base", "never entered"), ("head", "never entered")}
+
+
+def test_the_last_of_two_definitions_is_the_one_compared(tmp_path):
+    twice = "def _fa4(view):\n    return False\n\n\ndef _fa4(view):\n    return view.attention_backend == 'fa4'\n\n\ndef _fa4_page_constraint(view):\n    return {'page_size': 128} if _fa4(view) else {}\n"
+    head = twice.replace(
+        "    return view.attention_backend",
+        "    if view.page_size == 7:\n        return False\n    return view.attention_backend",
+    )
+    code, report, _ = changed_pair(tmp_path, twice, head)
+    assert code == 4 and report["blind_spots"][0]["condition"] == "view.page_size == 7"
+
+
+def test_a_lambda_at_module_level_is_covered(tmp_path):
+    lam = "_fa4 = lambda view: view.attention_backend == 'fa4'\n\n\ndef _fa4_page_constraint(view):\n    return {'page_size': 128} if _fa4(view) else {}\n"
+    head = lam.replace("lambda view: view", "lambda view: view.page_size != 7 and view")
+    code, report, _ = changed_pair(tmp_path, lam, head)
+    assert code == 4
+    assert [s["condition"] for s in report["blind_spots"]] == ["view.page_size != 7"]
+
+
+def test_a_platform_held_by_a_field_still_gets_a_hint(tmp_path):
+    matrix = matrix_holding(tmp_path, "platform", "sm90")
+    head = BASE.replace('{"page_size": 128}', '{"page_size": 64}')
+    code, report, _ = changed_pair(tmp_path, BASE, head, "--matrix", str(matrix))
+    assert code == 4
+    assert all("platform = sm100 enters it" in s["hint"] for s in report["blind_spots"])

@@ -44,6 +44,19 @@ class Site:
     function: str  # the enclosing function, as `Class.method` or `outer.inner`
     guard: int | None = None  # a block: the test site whose way leads into it
     way: int = TRUE  # a block: which way of `guard` leads into it
+    end_col: int = 0
+
+    def holds(self, other: Site) -> bool:
+        """Whether `other` lies inside this site's span (and is not this site)."""
+        return (
+            other is not self
+            and (self.line, self.col) <= (other.line, other.col)
+            and (
+                other.end_line,
+                other.end_col,
+            )
+            <= (self.end_line, self.end_col)
+        )
 
     def where(self) -> str:
         return f"{self.path}:{self.line}"
@@ -58,8 +71,8 @@ class Sites:
         self.sites: list[Site] = []
         self.grow = grow  # told the count after each file: its code may run at once
 
-    def add(self, site: Site, end_col: int) -> int:
-        key = (site.path, site.line, site.col, site.end_line, end_col, site.kind)
+    def add(self, site: Site) -> int:
+        key = (site.path, site.line, site.col, site.end_line, site.end_col, site.kind, site.text)
         found = self.index.get(key)
         if found is None:
             found = self.index[key] = len(self.sites)
@@ -72,6 +85,9 @@ class Sites:
         for node in nodes:
             if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
                 node = _Instrument(self, path).visit(copy.deepcopy(node))
+                node = ast.fix_missing_locations(node)
+            elif any(isinstance(n, ast.Lambda) for n in ast.walk(node)):
+                node = _Lambdas(self, path).visit(copy.deepcopy(node))  # they run per call
                 node = ast.fix_missing_locations(node)
             out.append(node)
         if self.grow is not None:
@@ -105,9 +121,10 @@ class _Instrument(ast.NodeTransformer):
         shown = text if len(text) <= TEXT_LIMIT else text[: TEXT_LIMIT - 3] + "..."
         function = ".".join(self.scope) or "<module>"
         end = getattr(node, "end_lineno", None) or node.lineno
+        end_col = getattr(node, "end_col_offset", 0) or 0
         site = Site(self.path, node.lineno, end, node.col_offset, kind, shown, function,
-                    guard, way)  # fmt: skip
-        return self.sites.add(site, getattr(node, "end_col_offset", 0) or 0)
+                    guard, way, end_col)  # fmt: skip
+        return self.sites.add(site)
 
     def _call(self, name: str, site: int, node: ast.AST, *args: ast.expr) -> ast.Call:
         call = ast.Call(ast.Name(name, ast.Load()), [ast.Constant(site), *args], [])
@@ -123,7 +140,7 @@ class _Instrument(ast.NodeTransformer):
             values = [self._operand(v) for v in node.values]
             return ast.copy_location(ast.BoolOp(node.op, values), node)
         if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
-            operand = self._operands(node.operand)
+            operand = self._operand(node.operand)  # `not x`: x is an operand too
             return ast.copy_location(ast.UnaryOp(node.op, operand), node)
         return self.visit(node)
 
@@ -137,11 +154,15 @@ class _Instrument(ast.NodeTransformer):
         site = self._site(OPERAND, node, _text(node))
         return self._call(NAMES[1], site, node, self.visit(node))
 
-    def _block(self, body: list[ast.stmt], text: str, guard=None, way=TRUE) -> list[ast.stmt]:
+    def _block(
+        self, body: list[ast.stmt], text: str, guard=None, way=TRUE, header: ast.AST | None = None
+    ) -> list[ast.stmt]:
+        """The body with a report of its entry first; its span starts at `header` (the
+        `except`, `case` or `for` line that leads into it), else at its first statement."""
         if not body:
             return body
         first = body[0]
-        span = copy.copy(first)
+        span = copy.copy(header or first)
         span.end_lineno, span.end_col_offset = body[-1].end_lineno, body[-1].end_col_offset
         site = self._site(BLOCK, span, text, guard, way)
         mark = ast.copy_location(ast.Expr(self._call(NAMES[2], site, first)), first)
@@ -184,7 +205,8 @@ class _Instrument(ast.NodeTransformer):
     def visit_For(self, node: ast.For) -> ast.For:
         shown = f"for {_text(node.target)} in {_text(node.iter)}"
         node.iter = self.visit(node.iter)
-        node.body = self._block(self._visit_all(node.body), f"the body of `{shown}`")
+        body = self._visit_all(node.body)
+        node.body = self._block(body, f"the body of `{shown}`", header=node)
         node.orelse = self._block(self._visit_all(node.orelse), f"the else of `{shown}`")
         return node
 
@@ -194,7 +216,8 @@ class _Instrument(ast.NodeTransformer):
         node.body = self._visit_all(node.body)
         for handler in node.handlers:
             shown = f"except {_text(handler.type)}" if handler.type else "except"
-            handler.body = self._block(self._visit_all(handler.body), f"`{shown}`")
+            handler.body = self._block(self._visit_all(handler.body), f"`{shown}`",
+                                       header=handler)  # fmt: skip
         node.orelse = self._visit_all(node.orelse)
         node.finalbody = self._visit_all(node.finalbody)
         return node
@@ -207,7 +230,8 @@ class _Instrument(ast.NodeTransformer):
             shown = f"case {_text(case.pattern)}"
             if case.guard is not None:
                 case.guard, _ = self._test(case.guard)
-            case.body = self._block(self._visit_all(case.body), f"`{shown}`")
+            case.body = self._block(self._visit_all(case.body), f"`{shown}`",
+                                    header=case.pattern)  # fmt: skip
         return node
 
     def visit_Assert(self, node: ast.Assert) -> ast.Assert:
@@ -241,6 +265,17 @@ def _constant(node: ast.expr) -> bool:
     """Whether the expression reads nothing: no name, attribute, call or subscript."""
     reading = (ast.Name, ast.Attribute, ast.Call, ast.Subscript, ast.NamedExpr, ast.Await)
     return not any(isinstance(n, reading) for n in ast.walk(node))
+
+
+class _Lambdas(ast.NodeTransformer):
+    """Module-level code runs once, but a lambda it defines runs per call: only the
+    lambdas are rewritten."""
+
+    def __init__(self, sites: Sites, path: str) -> None:
+        self.sites, self.path = sites, path
+
+    def visit_Lambda(self, node: ast.Lambda) -> ast.Lambda:
+        return _Instrument(self.sites, self.path).visit(node)
 
 
 def _has_docstring(body: list[ast.stmt]) -> int:

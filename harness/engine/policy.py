@@ -216,6 +216,9 @@ def _node(node: ast.AST, literal_formats: set[int]) -> str | None:
         return f"name {node.id}"
     if isinstance(node, ast.arg) and _dunder(node.arg):
         return f"parameter {node.arg}"
+    bound = next((n for n in _bound_names(node) if _dunder(n) and n not in DEFINABLE), None)
+    if bound is not None:  # a nested `def __x__`, `case __x__:`, `except E as __x__`
+        return f"name {bound}"
     if isinstance(node, ast.MatchClass):
         bad = [a for a in node.kwd_attrs if forbidden_attribute(a)]
         return f"attribute {bad[0]} in a class pattern" if bad else None
@@ -224,6 +227,19 @@ def _node(node: ast.AST, literal_formats: set[int]) -> str | None:
     if isinstance(node, ast.ClassDef):
         return _class(node)
     return None
+
+
+def _bound_names(node: ast.AST) -> list[str]:
+    """The names a statement or pattern binds besides plain assignment targets."""
+    if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+        return [node.name]
+    if isinstance(node, ast.MatchAs | ast.MatchStar | ast.ExceptHandler):
+        return [node.name] if node.name else []
+    if isinstance(node, ast.MatchMapping):
+        return [node.rest] if node.rest else []
+    if isinstance(node, ast.Global | ast.Nonlocal):
+        return list(node.names)
+    return []
 
 
 def _class(node: ast.ClassDef) -> str | None:

@@ -198,15 +198,18 @@ def widened(
     for name, value in _inputs(matrix, target, world):
         if name not in given and name not in promoted:
             promoted[name] = value
-    added = [
-        Axis(n, (v, *_others(v, literals.candidates(n, world, v)))) for n, v in promoted.items()
-    ]
-    own = []
-    for axis in matrix.axes:
-        extra = _others(None, literals.candidates(axis.name, world, axis.values[0]), axis.values)
-        extra = [v for v in extra if _valid(world, matrix, Axis(axis.name, (v,)))]
-        own.append(Axis(axis.name, (*axis.values, *extra)))
+    added = [_wider(matrix, world, Axis(n, (v,)), literals.candidates(n, world, v))
+             for n, v in promoted.items()]  # fmt: skip
+    own = [_wider(matrix, world, a, literals.candidates(a.name, world, a.values[0]))
+           for a in matrix.axes]  # fmt: skip
     return replace(matrix, axes=(*own, *added), fields={}), len(added)
+
+
+def _wider(matrix: Matrix, world: World, axis: Axis, candidates: list[Any]) -> Axis:
+    """The axis with the candidates it lacks that the matrix's checks accept."""
+    extra = _others(object(), candidates, axis.values)  # null too, unless the axis has it
+    extra = [v for v in extra if _valid(world, matrix, Axis(axis.name, (v,)))]
+    return Axis(axis.name, (*axis.values, *extra))
 
 
 def _valid(world: World, matrix: Matrix, axis: Axis) -> bool:

@@ -80,13 +80,31 @@ def definitions(side: Side) -> list[Definition]:
     for closure in closures_of(side.target):
         for path in load_order(closure):
             for node in closure.nodes_of(path):
-                if not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+                name = _defined(node)
+                if name is None:
                     continue
                 if path not in texts:
-                    texts[path] = (side.read(path) or "").splitlines()
+                    texts[path] = source_lines(side.read(path) or "")
                 lines = tuple(texts[path][node.lineno - 1 : node.end_lineno])
-                found.setdefault((path, node.name), Definition(node.name, path, node.lineno, lines))
+                found[(path, name)] = Definition(name, path, node.lineno, lines)
     return list(found.values())
+
+
+def _defined(node: ast.stmt) -> str | None:
+    """The name a top-level statement defines code under: a function or class, or an
+    assignment of a lambda (`_is = lambda view: ...`); None for any other statement."""
+    if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+        return node.name
+    lambdas = any(isinstance(n, ast.Lambda) for n in ast.walk(node))
+    targets = getattr(node, "targets", None) or [getattr(node, "target", None)]
+    first = targets[0]
+    return first.id if lambdas and isinstance(first, ast.Name) else None
+
+
+def source_lines(text: str) -> list[str]:
+    """The lines as Python numbers them (`str.splitlines` also breaks at a form feed or a
+    U+2028 inside a line, which would shift every line after it)."""
+    return text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
 
 
 def changed_by_side(base: Side, head: Side) -> dict[str, dict[str, set[int]]]:
@@ -127,8 +145,7 @@ def asks(sites: tuple[Site, ...], changed: dict[str, set[int]]) -> list[Ask]:
     for path, lines in changed.items():
         candidates = by_path.get(path, [])
         for line in sorted(lines):
-            site = _innermost(sites, candidates, line)
-            if site is not None:
+            for site in _innermost(sites, candidates, line):
                 found.setdefault(site, TRUE if sites[site].kind == BLOCK else BOTH)
     return [Ask(s, n) for s, n in sorted(found.items(), key=lambda i: _order(sites[i[0]]))]
 
@@ -137,14 +154,14 @@ def _order(site: Site) -> tuple:
     return (site.path, site.line, site.col)
 
 
-def _innermost(sites: tuple[Site, ...], candidates: list[int], line: int) -> int | None:
-    """The condition holding `line`, innermost first; else the innermost block."""
+def _innermost(sites: tuple[Site, ...], candidates: list[int], line: int) -> list[int]:
+    """The innermost conditions on `line` (every one no other on it lies inside: two
+    operands on one line are two); else the innermost block holding it."""
     holding = [n for n in candidates if sites[n].line <= line <= sites[n].end_line]
     conditions = [n for n in holding if sites[n].kind != BLOCK]
-    pool = conditions or holding
-    if not pool:
-        return None
-    return min(pool, key=lambda n: (sites[n].end_line - sites[n].line, -sites[n].col))
+    pool = conditions or [n for n in holding if sites[n].kind == BLOCK]
+    inner = [n for n in pool if not any(sites[n].holds(sites[m]) for m in pool)]
+    return inner if conditions else inner[:1]
 
 
 def one_way_conditions(sites: tuple[Site, ...], branches: bytes) -> list[tuple[Site, str]]:
@@ -223,7 +240,12 @@ def _question(sites: tuple[Site, ...], side: Side, ask: Ask) -> Question:
 
 
 def _near_cell(sites: tuple[Site, ...], reached: tuple[int, ...], n: int) -> int:
-    """A cell the site was reached on; else one the innermost reached site around it was."""
+    """A cell the site was reached on, the one its last operand reached was reached on
+    (`a and b`: a cell where `a` held, so one input may turn `b`); else one the innermost
+    reached site around it was."""
+    inside = [k for k, s in enumerate(sites) if reached[k] >= 0 and sites[n].holds(s)]
+    if reached[n] >= 0 and inside:
+        return reached[max(inside, key=lambda k: (sites[k].line, sites[k].col))]
     if reached[n] >= 0:
         return reached[n]
     target = sites[n]
@@ -253,7 +275,8 @@ def _hint(answer: Answer | None, matrix: Matrix, need: int, way: int) -> str:
         return ""
     reads = f"reads {', '.join(answer.reads)}" if answer.reads else ""
     if answer.name is None:
-        tail = "no single input changed on a cell where it was reached takes it the other way"
+        does = "enters it" if need == TRUE else "takes it the other way" if way else "reaches it"
+        tail = f"no single input changed on a cell near it {does}"
         return f"{reads}; {tail}" if reads else tail
     axis = matrix.axis_index(answer.name)
     if axis is None:
