@@ -5,7 +5,7 @@ The passes are test_explore's random ones (nested if/elif over ==, != and `in` t
 view attributes against literals, helpers, local names, raises), registered in an
 SGLang-shaped file; the head is the base with one literal changed, or unchanged but
 respelled. The oracle runs both in plain Python over every value each attribute can be
-told apart by: every literal in range, and one other.
+told apart by: null, every literal either version compares it with, and one other.
 """
 
 from __future__ import annotations
@@ -35,7 +35,8 @@ def registered(text: str) -> str:
 def outcomes(source: str, sizes: list[int]) -> list:
     space: dict = {}
     exec(compile(source, "oracle", "exec"), space)
-    domains = [[None, *range(r), OTHER] for r in sizes] + [[None, *PAGE_SIZES, OTHER]]
+    top = max(sizes) + 1  # the literals either version compares an attribute with
+    domains = [[None, *range(top), OTHER] for _ in sizes] + [[None, *PAGE_SIZES, OTHER]]
     out = []
     for values in itertools.product(*domains):
         view = SimpleNamespace(**{f"a{n}": v for n, v in enumerate(values[:-1])},
@@ -50,7 +51,7 @@ def outcomes(source: str, sizes: list[int]) -> list:
 @st.composite
 def pass_pair(draw):
     sizes, base = draw(pass_source())
-    literals = [m.start() for m in re.finditer(r"(?<=== )\d+|(?<=!= )\d+", base)]
+    literals = [m.start() for m in re.finditer(r"(?<=view\.a\d == )\d|(?<=view\.a\d != )\d", base)]
     if literals and draw(st.booleans()):
         at = draw(st.sampled_from(literals))
         digit = int(base[at])
