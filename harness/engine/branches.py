@@ -6,7 +6,10 @@ every file) is rewritten so that each condition reports the way it went: an
 comprehension's `if`, a `case` guard, and each operand of an `and`/`or`/`not`
 structure. Each block (a function's body, an `if`'s body or `else`, a loop's
 body, an `except` handler, a `case`) reports that it was entered. Module-level
-code runs once, not per cell, and is left alone.
+code runs once, not per cell, and is left alone, but for the lambdas it
+defines, which run per call. The names the rewritten code calls start and end
+with `__`: the policy refuses evaluated code that names, defines or binds
+such a name, so it cannot call or replace them.
 
 Sites are numbered by a walk of the closure's AST alone, so the parent knows
 them without running anything (`sites_of`), and a worker sends back one byte
