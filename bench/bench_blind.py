@@ -11,7 +11,10 @@ overrides.py) and, given REPO (a repository of SGLang's released trees, as
   - `harness diff '#30835^' '#30835'` on a matrix holding the prefill CUDA-graph
     mode fixed (no cell changes: one blind spot, searched for the input that
     reaches it) against the same diff on the shipped FA4 matrix (1,736 cells
-    change, no blind spot), in-process, cache off.
+    change, no blind spot), in-process, cache off;
+  - the same diff with `--matrix inferred` against the FA4 diff, on the fixture
+    and, given REPO, on #30835's clause committed on top of v0.5.23 (in a
+    temporary clone; nothing of REPO is changed).
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import io
+import subprocess
 import sys
 import tempfile
 import time
@@ -111,10 +115,48 @@ def main_bench() -> None:
             f"diff with a blind spot (87,480 cells, searched) {blind:.3f} s; "
             f"the FA4 diff (349,920 cells, 1,736 change) {seen:.3f} s; ratio {blind / seen:.2f}"
         )
+        print(inferred_line("fixture #30835", args.repeat, repo))
     if args.repo:
         print(coverage_line("v0.5.23, 40 passes", args.repeat, args.repo, "v0.5.23",
                             "sglang-resolution"))  # fmt: skip
+        with tempfile.TemporaryDirectory() as tmp:
+            shape = pr_shape(args.repo, Path(tmp) / "shape")
+            missing = "#30835 on v0.5.23: v0.5.23's FA4 pass is not written as expected"
+            print(inferred_line("#30835 on v0.5.23", args.repeat, shape) if shape else missing)
     sys.stdout.flush()
+
+
+def inferred_line(label: str, repeat: int, repo: str) -> str:
+    common = ("diff", "#30835^", "#30835", "--repo", repo, "--no-cache")
+    inferred = best(repeat, quiet_diff(*common, "--matrix", "inferred"))
+    fa4 = best(repeat, quiet_diff(*common))
+    return (
+        f"{label}: --matrix inferred {inferred:.3f} s, the FA4 diff {fa4:.3f} s, "
+        f"ratio {inferred / fa4:.2f}"
+    )
+
+
+CLAUSE = "        and (view.speculative_eagle_topk or 0) <= 1\n    ):"
+OVERRIDES = "python/sglang/srt/arg_groups/overrides.py"
+
+
+def pr_shape(repo: str, where: Path) -> str | None:
+    """A clone of REPO with #30835's clause committed on top of v0.5.23 (None: the FA4 pass
+    is not written as this bench expects)."""
+    git = ["git", "-c", "user.name=bench", "-c", "user.email=bench@example.invalid"]
+    subprocess.run(["git", "clone", "-q", repo, str(where)], check=True)
+    subprocess.run(["git", "checkout", "-q", "v0.5.23"], cwd=where, check=True)
+    path = where / OVERRIDES
+    text = path.read_text()
+    if text.count(CLAUSE) != 1:
+        return None
+    full = CLAUSE.replace(
+        "\n    ):", "\n        and view.cuda_graph_config.prefill.backend != Backend.FULL\n    ):"
+    )
+    path.write_text(text.replace(CLAUSE, full))
+    subprocess.run([*git, "commit", "-qam", "[Tiny] Enable Full Cuda Graph (#30835)"], cwd=where,
+                   check=True)  # fmt: skip
+    return str(where)
 
 
 if __name__ == "__main__":
