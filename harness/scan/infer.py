@@ -29,7 +29,7 @@ from harness.engine.explore import run_cell
 from harness.engine.limits import Limits
 from harness.engine.plain import Malformed
 from harness.engine.sandbox import load_function
-from harness.engine.worker import isolated
+from harness.engine.worker import start
 from harness.engine.world import Bound, Const, Spec, World, bind, with_view_fallback
 from harness.errors import Unevaluable
 from harness.matrix.model import SCALAR_TYPES, Axis, Matrix, Target, format_value
@@ -116,6 +116,14 @@ def discover(
 ) -> Found:  # fmt: skip
     """Run each pass on symbols (at most `runs` times each), in one worker, and collect what
     it compared them with."""
+    return start_discovery(world, base, passes, limits, runs).result()
+
+
+def start_discovery(
+    world: World, base: Matrix, passes: list[tuple[str, Closure]], limits: Limits,
+    runs: int = MAX_RUNS,
+):  # fmt: skip
+    """`discover`, started in a worker: `.result()` waits for what it found."""
 
     def work() -> Found:
         _SEEN.clear(), _TESTED.clear(), _READ.clear(), _UNBOUND.clear()
@@ -128,7 +136,7 @@ def discover(
         found.tested, found.read = sorted(_TESTED), list(dict.fromkeys(_READ))
         return found
 
-    return isolated(work, lambda f: (f.__dict__, b""), lambda h, _: _decoded(h), limits)
+    return start(work, lambda f: (f.__dict__, b""), lambda h, _: _decoded(h), limits)
 
 
 def _decoded(header: Any) -> Found:

@@ -24,11 +24,11 @@ from harness.closure.modules import RevisionFiles
 from harness.closure.survey import PassSurvey, registered, survey_pass
 from harness.errors import Absent, CannotTell, Unevaluable
 from harness.matrix.model import Axis, Matrix
-from harness.scan.infer import Found, base_matrix, discover, layout, merged
+from harness.scan.infer import Found, base_matrix, layout, merged, start_discovery
 from harness.scan.versions import Versions
 
 INFERRED = "inferred"
-RUNS = 80  # runs on symbols per pass: every platform the world tells apart is tried
+RUNS = 60  # runs on symbols per pass: every platform the world tells apart is tried
 
 
 def inferred_matrix(
@@ -44,7 +44,8 @@ def inferred_matrix(
     outputs = tuple(dict.fromkeys(f for s in surveys for n in chosen if n in s
                                   for f in s[n].declares))  # fmt: skip
     outputs = outputs or versions.matrix.target.outputs
-    found = merged(*(_discovered(versions, s, chosen, outputs) for s in surveys))
+    running = [_discovering(versions, s, chosen, outputs) for s in surveys]  # side by side
+    found = merged(*(_discovered(closures, run) for closures, run in running))
     axes, fields = layout(versions.world, found, versions.defaults(sides[1]), outputs, every=True)
     return _matrix(versions.matrix, chosen, outputs, axes, {k: v for k, (v, _) in fields.items()},
                    max_cells)  # fmt: skip
@@ -94,14 +95,21 @@ def _with_readers(order: list[str], changed: list[str], surveys: list) -> list[s
     return chosen
 
 
-def _discovered(versions: Versions, surveys: dict, chosen: list[str], outputs) -> Found:
+def _discovering(versions: Versions, surveys: dict, chosen: list[str], outputs):
+    """(the chosen passes' closures at one side, their discovery started in a worker)."""
     closures = [(n, surveys[n].closure) for n in chosen if n in surveys and surveys[n].closure]
     if not closures:
-        return Found()
+        return closures, None
     world, path = versions.world, versions.matrix.target.path
+    base = base_matrix(world, path, chosen, outputs, every=True)
+    return closures, start_discovery(world, base, closures, versions.limits, RUNS)
+
+
+def _discovered(closures: list, running) -> Found:
+    if running is None:
+        return Found()
     try:
-        base = base_matrix(world, path, chosen, outputs, every=True)
-        return discover(world, base, closures, versions.limits, RUNS)
+        return running.result()
     except Unevaluable as exc:  # the runs on symbols overran: the diff says what cannot run
         return Found(problems={closures[0][0]: str(exc)})
 
