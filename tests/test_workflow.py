@@ -262,3 +262,21 @@ def test_a_change_in_a_blind_spot_fails_the_job_and_the_label_cannot_acknowledge
     assert "prefill_cuda_graph = full" in Path(files["GITHUB_STEP_SUMMARY"]).read_text()
     report = json.loads((checkout / "override-report" / "report.json").read_text())
     assert report["status"] == 4 and report["blind_spots"]
+
+
+def test_the_inferred_step_sees_the_pr_and_counts_for_the_acknowledgement(pr_checkout, tmp_path):
+    checkout, event = pr_checkout
+    job = load(EVALUATE)["jobs"]["evaluate"]
+    env = {"MATRIX": "sglang-fa4-page-size", "ACK_LABEL": "override-change-ok", **event}
+    assert run_step(step(job, "Compare outcomes")["run"], checkout,
+                    {**env, **github_files(tmp_path)}).returncode == 0  # fmt: skip
+    files = github_files(tmp_path / "inferred") if (tmp_path / "inferred").mkdir() is None else {}
+    done = run_step(step(job, "Compare outcomes on the inferred matrix")["run"], checkout,
+                    {**env, **files})  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert Path(files["GITHUB_OUTPUT"]).read_text() == "changed=true\n"
+    report = json.loads((checkout / "override-report" / "inferred.json").read_text())
+    assert report["matrix"] == "inferred" and report["changed"]
+    assert all(item["cell"]["prefill_cuda_graph"] == "full" for item in report["changed"])
+    gate = step(job, "Require acknowledgement of changed outcomes")["if"]
+    assert "steps.inferred.outputs.changed == 'true'" in gate
