@@ -41,7 +41,15 @@ def test_a_refactor_is_green_and_a_commit_touching_no_pass_changes_nothing(histo
     code, report, _ = inferred(history.repo(), "#30410^", "#30410")
     assert code == 0 and report["changed"] == [] and report["blind_spots"] == []
     code, _, text = inferred(history.repo(), "#30850^", "#30850")
-    assert code == 0 and "No registered pass's code differs" in text
+    assert code == 0 and "No registered pass's code, run order or declared defaults" in text
+
+
+def test_a_changed_default_is_a_change_of_the_passes_that_read_it(history):
+    """#31020 changes ServerArgs's chunked_prefill_size default: the pass reading it is
+    chosen (here it reads a GPU count the world does not model, so: cannot tell), never
+    "nothing changed"."""
+    code, report, _ = inferred(history.repo(), "#31020^", "#31020")
+    assert code == 4 and report["target"]["function"].startswith("_chunked_prefill_default")
 
 
 BASE = """

@@ -47,8 +47,9 @@ Formats: text (rules, then a sample of cells), markdown (for a step summary
 or a PR comment), json (every changed cell), json-sample (the same document
 with --sample cells and their count: what harness comment reads), junit (one
 failed test case per rule), github (a ::warning annotation at the target
-function, for Actions). --output FORMAT=FILE writes more formats from the
-same evaluation, e.g. every report a CI job keeps, in one run.
+function, for Actions). junit and github also carry one entry per blind spot
+(github: on the changed line). --output FORMAT=FILE writes more formats from
+the same evaluation, e.g. every report a CI job keeps, in one run.
 
 Where it looked: every condition of the code (target, helpers, other files)
 records which way it went on the matrix. A changed line whose condition was
@@ -113,7 +114,10 @@ def run(args: argparse.Namespace) -> int:
     if inferred:
         setup = with_inferred_matrix(setup, base, head, args.max_cells)
         if setup is None:
-            print("No registered pass's code differs between the two revisions: nothing changed.")
+            print(
+                "No registered pass's code, run order or declared defaults differ between "
+                "the two revisions: nothing changed."
+            )
             return 0
     report = diff_report(setup, base, head, args.exhaustive)
     args.status = report.status  # the answer, even if the reader goes away

@@ -54,8 +54,9 @@ def load_matrix(
         path = shipped_dir() / f"{spec}.yaml"
         if not path.is_file():
             names = ", ".join(shipped_names()) or "none"
+            only = " (`inferred` is for harness diff only)" if spec == "inferred" else ""
             raise HarnessError(
-                f"--matrix {spec}: no shipped matrix of that name (shipped: {names}); "
+                f"--matrix {spec}: no shipped matrix of that name (shipped: {names}){only}; "
                 "pass a path to a .yaml file for your own"
             )
     if not path.is_file():

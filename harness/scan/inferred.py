@@ -37,10 +37,17 @@ def inferred_matrix(
     """The matrix for BASE against HEAD; None when no pass's code differs between them."""
     sides = [versions.files_at(revision) for revision in (base, head)]
     surveys = [_surveys(versions, files) for files in sides]
-    changed = [n for n in _names(*surveys) if _digest(surveys[0], n) != _digest(surveys[1], n)]
+    orders = [_in_order(versions, files, surveys) for files in sides]
+    moved = _moved(*orders)
+    defaults = _changed_defaults(versions.defaults(sides[0]), versions.defaults(sides[1]))
+    changed = [
+        n for n in _names(*surveys)
+        if _digest(surveys[0], n) != _digest(surveys[1], n) or n in moved
+        or defaults & {r for s in surveys if n in s for r in s[n].reads}
+    ]  # fmt: skip
     if not changed:
         return None
-    chosen = _with_readers(_in_order(versions, sides[1], surveys), changed, surveys)
+    chosen = _with_readers(orders[1], changed, surveys)
     outputs = tuple(dict.fromkeys(f for s in surveys for n in chosen if n in s
                                   for f in s[n].declares))  # fmt: skip
     outputs = outputs or versions.matrix.target.outputs
@@ -74,14 +81,40 @@ def _digest(surveys: dict[str, PassSurvey], name: str) -> str | None:
     return found.closure.digest
 
 
-def _in_order(versions: Versions, head: RevisionFiles, surveys: list) -> list[str]:
-    """Every pass, in the head's run order (file order where none is found), then those
-    only the base has."""
-    names = list(surveys[1])
-    if names:
-        order = versions.run_order(head, tuple(names))
-        names = list(order.passes) if order.entry else names
-    return names + [n for n in surveys[0] if n not in names]
+def _in_order(versions: Versions, files: RevisionFiles, surveys: list) -> list[str]:
+    """Every pass, in one revision's run order (file order where none is found), then
+    those only the other revision has."""
+    names = _run_order(versions, files)
+    return names + [n for s in surveys for n in s if n not in names]
+
+
+def _run_order(versions: Versions, files: RevisionFiles) -> list[str]:
+    try:
+        found = registered(versions.sources, files)
+    except (Absent, Unevaluable):
+        return []
+    if not found:
+        return []
+    order = versions.run_order(files, tuple(found))
+    return list(order.passes) if order.entry else found
+
+
+def _moved(base: list[str], head: list[str]) -> set[str]:
+    """The passes present at both revisions that run at another place among them."""
+    common = [n for n in base if n in head]
+    after = [n for n in head if n in base]
+    return {a for a, b in zip(common, after, strict=True) if a != b}
+
+
+def _changed_defaults(base, head) -> set[str]:
+    """The fields whose declared default differs between the two revisions."""
+    names = set(base.fields) | set(head.fields)
+    return {n for n in names if _declared(base, n) != _declared(head, n)}
+
+
+def _declared(defaults, name: str):
+    found = defaults.fields.get(name)
+    return None if found is None else (repr(found.value), found.refusal)
 
 
 def _with_readers(order: list[str], changed: list[str], surveys: list) -> list[str]:
@@ -118,7 +151,8 @@ def _matrix(template: Matrix, chosen: list[str], outputs, axes: dict, fields: di
             max_cells: int) -> Matrix:  # fmt: skip
     target = replace(template.target, passes=tuple(chosen), outputs=tuple(outputs), guards=())
     matrix = Matrix(
-        INFERRED, "the inferred matrix (--matrix inferred)", target, template.world,
+        INFERRED, "a matrix file (--matrix inferred has none: harness matrix --infer writes "
+        "one to edit)", target, template.world,
         tuple(Axis(n, tuple(v)) for n, v in axes.items()), fields,
         description="inferred from the code of both revisions",
     )  # fmt: skip
