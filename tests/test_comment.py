@@ -6,8 +6,10 @@ import json
 from pathlib import Path
 
 import pytest
+import yaml
 
 from harness.github.comment import MAX_BODY, marker
+from harness.matrix.load import shipped_dir
 from tests import oracle
 from tests.apiserver import Comments, Reply
 from tests.conftest import TOKEN, one_line_error, run_cli
@@ -145,3 +147,22 @@ def test_bad_report_files_are_one_line(tmp_path):
     broken = tmp_path / "broken.json"
     broken.write_text("{")
     assert "not JSON" in one_line_error(comment(broken))
+
+
+def test_cannot_tell_is_commented_even_with_no_changed_cell(github_api, history, tmp_path):
+    """The check fails on blind spots; the PR gets the comment that says why."""
+    doc = yaml.safe_load((shipped_dir() / "sglang-fa4-page-size.yaml").read_text())
+    del doc["axes"]["prefill_cuda_graph"]
+    doc["fields"]["prefill_cuda_graph"] = "breakable"
+    matrix = tmp_path / "fixed.yaml"
+    matrix.write_text(yaml.safe_dump(doc, sort_keys=False))
+    done = run_cli("diff", "#30835^", "#30835", "--repo", history.repo(), "--matrix", str(matrix),
+                   "--format", "json-sample")  # fmt: skip
+    assert done.code == 4
+    report = tmp_path / "blind.json"
+    report.write_text(done.out)
+    comments = Comments(github_api, SLUG, PR)
+    result = comment(report)
+    assert result.code == 0 and "created" in result.out
+    (mine,) = comments.items
+    assert "Cannot tell" in mine["body"] and "prefill_cuda_graph = full" in mine["body"]

@@ -35,12 +35,12 @@ def add_command(commands: argparse._SubParsersAction, name: str, summary: str, d
     )
 
 
-def add_matrix_option(parser: argparse.ArgumentParser) -> None:
+def add_matrix_option(parser: argparse.ArgumentParser, default: str = DEFAULT_MATRIX) -> None:
     parser.add_argument(
         "--matrix",
         metavar="NAME|PATH",
-        default=DEFAULT_MATRIX,
-        help=f"a shipped matrix by name, or a matrix file (default: {DEFAULT_MATRIX})",
+        default=default,
+        help=f"a shipped matrix by name, or a matrix file (default: {default})",
     )
     parser.add_argument(
         "--max-cells",
@@ -182,13 +182,14 @@ def add_evaluation_options(
     handler,
     formats: tuple[str, ...] | None = FORMATS,
     where: bool = True,
+    matrix: str = DEFAULT_MATRIX,
 ) -> None:
     """What every command that evaluates revisions takes, after its own arguments."""
     if formats:
         parser.add_argument("--format", choices=formats, default="text", help="report format")
     if where:
         add_where_option(parser)
-    add_matrix_option(parser)
+    add_matrix_option(parser, matrix)
     add_repo_option(parser)
     add_revision_options(parser)
     add_cache_options(parser)

@@ -34,8 +34,7 @@ Exit status: 0 every pass evaluates, 1 some do not, 2 error."""
 def register(commands: argparse._SubParsersAction) -> None:
     parser = add_command(commands, "passes", "show how much of the resolution code evaluates", HELP)
     parser.add_argument("rev", nargs="?", default="HEAD", metavar="REV")
-    add_evaluation_options(parser, run, ("text", "json"), where=False)
-    parser.set_defaults(matrix=PIPELINE_MATRIX)
+    add_evaluation_options(parser, run, ("text", "json"), where=False, matrix=PIPELINE_MATRIX)
 
 
 def run(args: argparse.Namespace) -> int:

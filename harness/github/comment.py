@@ -17,6 +17,7 @@ from typing import Any
 
 from harness.errors import HarnessError, first_line
 from harness.github.client import GitHub
+from harness.report.blind import spots_of
 from harness.report.markdown import changed_count, render_document
 
 MAX_BODY = 65_536  # GitHub's limit on a comment body, in characters
@@ -118,12 +119,18 @@ def truncate(text: str, details: str | None) -> str:
     return cut[: MAX_BODY - len(note)] + note
 
 
+def cannot_tell(doc: dict[str, Any]) -> bool:
+    """Whether the report says it cannot tell (blind spots, a side not evaluated): worth a
+    comment even with no changed cell, since the check fails."""
+    return doc.get("status") == 4 or bool(spots_of(doc))
+
+
 def post(client: GitHub, pr: int, doc: dict[str, Any], sample: int, details: str | None) -> Posted:
     """Create or update the one comment for this matrix on PR `pr`."""
     tag = marker(doc["matrix"])
     body = body_for(doc, sample, details)  # first: a malformed report posts nothing
     existing = find_comment(client, pr, tag, authors(client))
-    if existing is None and not changed_count(doc):
+    if existing is None and not changed_count(doc) and not cannot_tell(doc):
         return Posted("skipped", None)
     if existing is None:
         path, what = client.repo_path(f"issues/{pr}/comments"), f"PR #{pr} of {client.slug}"
