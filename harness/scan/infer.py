@@ -30,7 +30,7 @@ from harness.engine.limits import Limits
 from harness.engine.plain import Malformed
 from harness.engine.sandbox import load_function
 from harness.engine.worker import start
-from harness.engine.world import Bound, Const, Spec, World, bind, with_view_fallback
+from harness.engine.world import Bound, Spec, World, bind, with_view_fallback
 from harness.errors import Unevaluable
 from harness.matrix.model import SCALAR_TYPES, Axis, Matrix, Target, format_value
 
@@ -170,14 +170,13 @@ def _explore(
     inputs: dict[str, Any] = {}  # world inputs the pass read, as symbols
     start = (0,) * len(base.axes)
     queue, seen, runs = [({}, start)], set(), 0
+    loaded = _Loaded(world, base, name, closure)
     while queue and runs < limit:
         assign, cell = queue.pop(0)
         runs += 1
-        matrix = replace(base, fields={**base.fields, **inputs, **assign})
-        bound = _with_symbols(bind(world, matrix))
-        bound = replace(bound, names=_Answering(bound.names))
         try:
-            run_cell(load_function(closure, bound, name), bound, matrix, cell)
+            matrix, bound, fn = loaded.for_run(inputs, assign)
+            run_cell(fn, bound, matrix, cell)
         except Unevaluable as exc:
             if exc.missing is not None and exc.missing not in inputs:
                 inputs[exc.missing] = Symbol(exc.missing)
@@ -210,12 +209,50 @@ def _next_steps(matrix: Matrix, read: int, assign: dict, cell: tuple, found: Fou
         yield {**assign, attribute: True}, cell
 
 
-def _with_symbols(bound: Bound) -> Bound:
-    """`bound` whose view answers any attribute nothing declares with a symbol."""
+class _Loaded:
+    """The pass bound and compiled once per set of world inputs: a run's values for view
+    attributes nothing declares go through `current`, which the view reads at each access
+    (binding the world and compiling the pass for every run cost most of the time)."""
+
+    def __init__(self, world: World, base: Matrix, name: str, closure: Closure) -> None:
+        self.world, self.base, self.name, self.closure = world, base, name, closure
+        self.current: dict[str, Any] = {}
+        self.made: dict[tuple, tuple] = {}
+
+    def for_run(self, inputs: dict[str, Any], assign: dict[str, Any]) -> tuple:
+        """(matrix, bound, the loaded pass) with `assign` in force."""
+        read = set(_READ)
+        fields = {**inputs, **{k: v for k, v in assign.items() if k not in read}}
+        self.current.clear()
+        self.current.update({k: v for k, v in assign.items() if k in read})
+        key = tuple(sorted((k, repr(v)) for k, v in fields.items()))
+        if key not in self.made:
+            matrix = replace(self.base, fields={**self.base.fields, **fields})
+            bound = _with_symbols(bind(self.world, matrix), self.current)
+            bound = replace(bound, names=_Answering(bound.names))
+            self.made[key] = (matrix, bound, load_function(self.closure, bound, self.name))
+        return self.made[key]
+
+
+@dataclass(frozen=True)
+class _Current(Spec):
+    """A view attribute nothing declares: this run's value for it, else its symbol."""
+
+    name: str
+    current: dict
+
+    def compile(self, ctx) -> Any:
+        symbol, current, name = Symbol(self.name), self.current, self.name
+        return lambda probe: current.get(name, symbol)
+
+
+def _with_symbols(bound: Bound, current: dict[str, Any]) -> Bound:
+    """`bound` whose view answers any attribute nothing declares with the run's value for
+    it (`current`), else a symbol."""
 
     def fallback(name: str) -> Spec:
         _READ.append(name)
-        return Const(Symbol(name))
+        return _Current(name, current)
 
     return with_view_fallback(bound, fallback)
 
