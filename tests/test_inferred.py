@@ -40,8 +40,9 @@ def test_30835_changes_only_full_prefill_graph_fa4_cells(history):
 def test_a_refactor_is_green_and_a_commit_touching_no_pass_changes_nothing(history):
     code, report, _ = inferred(history.repo(), "#30410^", "#30410")
     assert code == 0 and report["changed"] == [] and report["blind_spots"] == []
-    code, _, text = inferred(history.repo(), "#30850^", "#30850")
-    assert code == 0 and "No registered pass's code, run order or declared defaults" in text
+    code, report, _ = inferred(history.repo(), "#30850^", "#30850")
+    assert code == 0 and report["changed"] == [] and report["status"] == 0
+    assert "No registered pass's code, run order or declared defaults" in report["message"]
 
 
 def test_a_changed_default_is_a_change_of_the_passes_that_read_it(history):

@@ -114,17 +114,36 @@ def run(args: argparse.Namespace) -> int:
     if inferred:
         setup = with_inferred_matrix(setup, base, head, args.max_cells)
         if setup is None:
-            print(
-                "No registered pass's code, run order or declared defaults differ between "
-                "the two revisions: nothing changed."
-            )
-            return 0
+            return nothing_inferred(args)
     report = diff_report(setup, base, head, args.exhaustive)
     args.status = report.status  # the answer, even if the reader goes away
     for fmt, path in args.output:
         write_file(path, "".join(chunks(report, fmt, args.sample)))
     write(report, args.format, args.sample)
     return args.status
+
+
+UNCHANGED = (
+    "No registered pass's code, run order or declared defaults differ between the two "
+    "revisions: nothing changed."
+)
+
+
+def nothing_inferred(args: argparse.Namespace) -> int:
+    """--matrix inferred with nothing to infer: the one line, in each format asked for (a
+    JSON report is a document that says so, so that CI finds the file it expects)."""
+    for fmt, path in args.output:
+        write_file(path, _unchanged(fmt))
+    sys.stdout.write(_unchanged(args.format))
+    return 0
+
+
+def _unchanged(fmt: str) -> str:
+    if fmt in ("json", "json-sample"):
+        doc = {"matrix": INFERRED, "status": 0, "cannot_tell": [], "blind_spots": [],
+               "changed_count": 0, "changed": [], "summary": [], "message": UNCHANGED}  # fmt: skip
+        return json.dumps(doc) + "\n"
+    return "" if fmt in ("junit", "github") else UNCHANGED + "\n"
 
 
 def template(args: argparse.Namespace) -> argparse.Namespace:
