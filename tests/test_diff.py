@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import subprocess
 
 import pytest
 
@@ -155,3 +156,20 @@ def test_no_change_text_says_so(history):
     )
     assert result.code == 0
     assert "No cell changes page_size (349,920 cells compared)." in result.out
+
+
+def test_three_dots_compare_where_the_branch_left_main(clone, history):
+    """A branch off #30835^ that brings #30835's clause: `main...feature` is its merge base
+    against it (exactly #30835's cells), while `main feature` also counts main's later
+    commits (the revert and the rest) as the branch's."""
+    pr, parent = history.shas["pr30835"], history.shas["comment"]
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@t"]
+    subprocess.run([*git, "checkout", "-q", "-b", "feature", parent], cwd=clone, check=True)
+    subprocess.run([*git, "cherry-pick", pr], cwd=clone, check=True, capture_output=True)
+    subprocess.run([*git, "checkout", "-q", "-"], cwd=clone, check=True)
+    result = run_cli("diff", "HEAD...feature", "--repo", str(clone), "--format", "json")
+    report = json.loads(result.out)
+    assert result.code == 1 and report["base"]["sha"] == parent
+    assert changed_map(report) == oracle.changed_between(base_clause=False, head_clause=True)
+    two = json.loads(run_cli("diff", "HEAD..feature", "--repo", str(clone), "--format", "json").out)
+    assert two["base"]["sha"] != parent

@@ -26,7 +26,10 @@ Compare the outcomes of the matrix's target function at two revisions.
 
   harness diff                 HEAD against the working tree
   harness diff REV             REV against the working tree
-  harness diff BASE HEAD       BASE against HEAD
+  harness diff BASE HEAD       BASE against HEAD (BASE..HEAD says the same)
+  harness diff BASE...HEAD     where HEAD left BASE (their merge base) against
+                               HEAD: what a branch changes, without what BASE
+                               gained since
   harness diff --pr N          a PR against its base: the commit ending in
                                (#N) against its parent; with --github, an
                                open PR's head against where it left its base
@@ -192,7 +195,27 @@ def pick_revisions(setup: Setup, args: argparse.Namespace) -> tuple[gitio.Revisi
         return pr_revisions(repo, args.pr, setup.online)
     if len(revisions) == 2:
         return resolve(revisions[0]), resolve(revisions[1])
+    if len(revisions) == 1 and ".." in revisions[0] and repo is not None:
+        return ranged(setup, revisions[0])
     return resolve(revisions[0] if revisions else "HEAD"), gitio.worktree(repo)
+
+
+def ranged(setup: Setup, expr: str) -> tuple[gitio.Revision, gitio.Revision]:
+    """As `git diff` reads them: `A..B` is A against B; `A...B` is where B left A (their
+    merge base) against B, so what A gained since does not show as B's."""
+    three = "..." in expr
+    first, _, second = expr.partition("..." if three else "..")
+    base, head = setup.resolve(first or "HEAD"), setup.resolve(second or "HEAD")
+    if not three:
+        return base, head
+    found = gitio.merge_base(setup.repo, base.sha, head.sha)
+    if found is None:
+        raise HarnessError(
+            f"{expr}: {first or 'HEAD'} and {second or 'HEAD'} share no history (no merge "
+            "base); name the two revisions to compare instead"
+        )
+    merged = setup.resolve(found)
+    return dataclass_replace(merged, expr=f"{first or 'HEAD'}...{second or 'HEAD'}"), head
 
 
 def _pr_number(text: str) -> int:
