@@ -361,18 +361,6 @@ class Recorder:
         self.flags[:] = bytes(len(self.flags))
 
 
-def merge(flags: Iterable[bytes]) -> bytes:
-    """The union of several evaluations' flags over the same sites."""
-    out: bytearray | None = None
-    for one in flags:
-        if out is None:
-            out = bytearray(one)
-        else:
-            for i, value in enumerate(one):
-                out[i] |= value
-    return bytes(out or b"")
-
-
 def check_flags(raw: Any, count: int) -> bytes:
     """Flags as a worker sent them (hex), checked: one byte per site, each 0 to 3."""
     from harness.engine.plain import Malformed

@@ -1,16 +1,18 @@
 """Blind spots: changed code the matrix did not take every way, so a diff cannot see it.
 
-A line that differs between the two revisions' files (a textual diff of every
-file the closure draws from; a new function is all new) asks something of the
-coverage of its side: a line inside a condition asks that the condition was
-evaluated both true and false on the matrix; any other line of a function asks
-that its block was entered (a function called, an `if`'s body or `else` run).
+A line that differs between the two revisions (each top-level definition the
+closure draws on, from any file, diffed as text against its namesake at the
+other revision: a moved function changes nothing, a new one is all new) asks
+something of the coverage of its side: a line inside a condition asks that
+each innermost condition on it was evaluated both true and false on the
+matrix; any other line of a function asks that its block was entered (a
+function called, an `if`'s body or `else` run, an `except` or `case` taken).
 Each ask the side's coverage (`OutcomeTable.branches`) does not meet is a blind
 spot: a change there may alter outcomes on configurations the matrix does not
 hold. Then each blind spot is asked of the code (`harness.engine.whatif`):
 which input, changed on a cell where it was reached, takes it the other way.
 Module-level code runs once, not per cell: its changes show in the outcomes or
-nowhere, and ask nothing here.
+nowhere, and ask nothing here (the lambdas it defines are definitions).
 """
 
 from __future__ import annotations
