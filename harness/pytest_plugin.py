@@ -157,12 +157,9 @@ class Target:
             config.getoption("override_exhaustive"),
         )
 
-    def revision(self):
-        """(the repository, or None for a release; the revision --override-rev names)."""
-        return self.resolved
-
     @cached_property
     def resolved(self):
+        """(the repository, or None for a release; the revision --override-rev names)."""
         from harness import gitio
         from harness.releases.resolver import revision_resolver
         from harness.releases.revisions import is_release
@@ -236,7 +233,7 @@ class Target:
         from harness.report import baseline
         from harness.scan.versions import Versions
 
-        repo, revision = self.revision()
+        repo, revision = self.resolved
         table = Versions(repo, self.matrix).at(revision).table
         baseline.snapshot(self.matrix, revision, table, self.baseline_path)
 

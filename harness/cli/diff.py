@@ -156,8 +156,8 @@ def template(args: argparse.Namespace) -> argparse.Namespace:
 
 
 def with_inferred_matrix(setup: Setup, base, head, max_cells: int) -> Setup | None:
-    """The setup with the matrix inferred from both revisions' code (None: no pass's code
-    differs)."""
+    """The setup with the matrix inferred from both revisions' code (None: no pass's code,
+    place in the run order or read default differs)."""
     from harness.scan.inferred import inferred_matrix
 
     matrix = inferred_matrix(setup.versions(), base, head, max_cells)

@@ -27,6 +27,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from harness.engine.plain import Malformed
+
 TEST, OPERAND, BLOCK = "test", "operand", "block"
 TRUE, FALSE, BOTH = 1, 2, 3
 NAMES = ("__harness_test__", "__harness_operand__", "__harness_block__")
@@ -51,15 +53,9 @@ class Site:
 
     def holds(self, other: Site) -> bool:
         """Whether `other` lies inside this site's span (and is not this site)."""
-        return (
-            other is not self
-            and (self.line, self.col) <= (other.line, other.col)
-            and (
-                other.end_line,
-                other.end_col,
-            )
-            <= (self.end_line, self.end_col)
-        )
+        starts_after = (self.line, self.col) <= (other.line, other.col)
+        ends_before = (other.end_line, other.end_col) <= (self.end_line, self.end_col)
+        return other is not self and starts_after and ends_before
 
     def where(self) -> str:
         return f"{self.path}:{self.line}"
@@ -333,51 +329,46 @@ class Recorder:
         """The functions the rewritten code calls, by the names it calls them."""
         flags, first, cell = self.flags, self.first, self.cell
 
-        def test(site: int, value: Any) -> bool:
-            judged = bool(value)
-            flag = TRUE if judged else FALSE
+        def note(site: int, flag: int) -> None:
             if not flags[site] & flag:
                 if not flags[site]:
                     first[site] = cell()
                 flags[site] |= flag
+
+        def test(site: int, value: Any) -> bool:
+            judged = bool(value)
+            note(site, TRUE if judged else FALSE)
             return judged
 
         def operand(site: int, value: Any) -> Any:
-            flag = TRUE if truth(value) else FALSE
-            if not flags[site] & flag:
-                if not flags[site]:
-                    first[site] = cell()
-                flags[site] |= flag
+            note(site, TRUE if truth(value) else FALSE)
             return value
 
         def block(site: int) -> None:
-            if not flags[site]:
-                first[site] = cell()
-                flags[site] = TRUE
+            note(site, TRUE)
 
         return dict(zip(NAMES, (test, operand, block), strict=True))
 
-    def reset(self) -> None:
-        self.flags[:] = bytes(len(self.flags))
 
-
-def check_flags(raw: Any, count: int) -> bytes:
-    """Flags as a worker sent them (hex), checked: one byte per site, each 0 to 3."""
-    from harness.engine.plain import Malformed
-
-    if type(raw) is not str or len(raw) != 2 * count:
-        raise Malformed(f"branch flags are not {count} bytes")
-    data = bytes.fromhex(raw)
-    if data.translate(None, b"\x00\x01\x02\x03"):
-        raise Malformed("a branch flag past 3")
+def check_flags(data: Any) -> bytes:
+    """Flags as read back (a worker's answer, a cache file, a baseline), checked: bytes,
+    one per site, each 0 to 3."""
+    if type(data) is not bytes or data.translate(None, b"\x00\x01\x02\x03"):
+        raise Malformed("branch flags are not bytes from 0 to 3")
     return data
 
 
-def check_reached(raw: Any, count: int, size: int) -> tuple[int, ...]:
-    """Reached cells as a worker sent them, checked: one per site, each a cell or -1."""
-    from harness.engine.plain import Malformed
+def flags_from_hex(raw: Any) -> bytes:
+    """Flags written as hex (JSON has no bytes), checked."""
+    try:
+        return check_flags(bytes.fromhex(raw) if type(raw) is str else None)
+    except ValueError:
+        raise Malformed("branch flags are not hex") from None
 
-    if type(raw) is not list or len(raw) != count:
+
+def check_reached(raw: Any, count: int, size: int) -> tuple[int, ...]:
+    """Reached cells as read back, checked: one per site, each a cell or -1."""
+    if type(raw) not in (list, tuple) or len(raw) != count:
         raise Malformed(f"reached cells are not {count}")
     if any(type(i) is not int or not -1 <= i < size for i in raw):
         raise Malformed("a reached cell outside the matrix")

@@ -21,7 +21,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from harness.closure.extract import Closure, Pipeline
-from harness.engine.branches import Recorder, Sites, check_flags, check_reached
+from harness.engine.branches import Recorder, Sites, check_reached, flags_from_hex
 from harness.engine.limits import DEFAULT_LIMITS, Limits
 from harness.engine.outcome import (
     CODE_TYPE,
@@ -116,7 +116,7 @@ def _decode(header: dict, payload: bytes, size: int) -> Evaluation:
     calls = header["calls"]
     if type(calls) is not int:
         raise Malformed("calls is not an int")
-    branches = check_flags(header["branches"], len(header["branches"]) // 2)
+    branches = flags_from_hex(header["branches"])
     reached = check_reached(header["reached"], len(branches), size)
     return Evaluation(OutcomeTable(outcomes, codes, branches, reached), calls)
 

@@ -70,8 +70,7 @@ def start_asking(
         events: list[tuple[int, int, int]] = []
         sites = Sites()
         fn = load_target(target, bound, label, (sites, _watchers(events, bound.probe)))
-        runner = _Asker(fn, bound, wide, events, MAX_TOTAL)
-        runner.kinds = [site.kind for site in sites.sites]
+        runner = _Asker(fn, bound, wide, events, [site.kind for site in sites.sites])
         return [runner.ask(q, (*matrix.cell(q.cell), *[0] * promoted)) for q in questions]
 
     def encode_all(answers: list[Answer]) -> tuple[Any, bytes]:
@@ -95,9 +94,10 @@ def _decode(item: Any) -> Answer:
 
 
 class _Asker:
-    def __init__(self, fn, bound: Any, wide: Matrix, events: list, budget: int) -> None:
+    def __init__(self, fn, bound: Any, wide: Matrix, events: list, kinds: list[str]) -> None:
         self.fn, self.bound, self.wide, self.events = fn, bound, wide, events
-        self.budget = budget  # calls left for every question after this one
+        self.kinds = kinds  # each site's kind (TEST, OPERAND, BLOCK)
+        self.budget = MAX_TOTAL  # calls left for every question after this one
 
     def run(self, cell: tuple[int, ...]) -> int:
         """Run one cell; the axes it read."""

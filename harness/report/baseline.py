@@ -215,12 +215,11 @@ def _decode(path: str, doc: dict[str, Any], matrix: Matrix) -> OutcomeTable:
 def _coverage(doc: dict[str, Any], matrix: Matrix) -> tuple[bytes, tuple[int, ...]]:
     """The coverage the baseline records, when it is whole (a baseline written before
     harness recorded coverage has none: the pytest entry then evaluates its commit)."""
-    from harness.engine.branches import check_flags, check_reached
+    from harness.engine.branches import check_reached, flags_from_hex
     from harness.engine.plain import Malformed
 
-    raw = doc.get("branches")
     try:
-        branches = check_flags(raw, len(raw) // 2 if isinstance(raw, str) else 0)
+        branches = flags_from_hex(doc.get("branches"))
         return branches, check_reached(doc.get("reached"), len(branches), matrix.size)
     except Malformed:
         return b"", ()

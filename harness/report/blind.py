@@ -61,10 +61,14 @@ def more_line(count: int) -> list[str]:
     return [f"... and {more} more (--format json lists all)"] if more > 0 else []
 
 
+def is_block(item: dict[str, Any]) -> bool:
+    """Whether the blind spot is a block (its text is a description, not code)."""
+    return item["seen"] in ("never entered", "never called")
+
+
 def spot_lines(item: dict[str, Any]) -> list[str]:
     """`head overrides.py:81, in f: `x != y` only true` and, if found, what reaches it."""
-    block = item["seen"] in ("never entered", "never called")
-    shown = item["condition"] if block else f"`{item['condition']}`"
+    shown = item["condition"] if is_block(item) else f"`{item['condition']}`"
     where = f"{item['side']} {item['path']}:{item['line']}, in {item['function']}"
     lines = [f"{where}: {shown}: {item['seen']}"]
     if item["hint"]:

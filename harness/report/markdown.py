@@ -12,7 +12,7 @@ from typing import Any
 
 from harness.matrix.model import format_value, same_value
 from harness.report.because import because_text
-from harness.report.blind import SHOWN, blind_title, more_line, spots_of
+from harness.report.blind import SHOWN, blind_title, is_block, more_line, spots_of
 from harness.report.fields import OUTCOME, OUTCOME_TITLE, RULES_SHOWN
 from harness.report.jsonfmt import document
 from harness.report.model import (
@@ -72,8 +72,7 @@ def render_document(doc: dict[str, Any], sample: int = 10, details: str | None =
 def _spot(item: dict[str, Any]) -> str:
     """One blind spot: where (escaped), the condition as code, what it did, the hint."""
     where = escape(f"{item['side']} {item['path']}:{item['line']}, in {item['function']}")
-    block = item["seen"] in ("never entered", "never called")
-    shown = escape(item["condition"]) if block else f"`{code(item['condition'])}`"
+    shown = escape(item["condition"]) if is_block(item) else f"`{code(item['condition'])}`"
     hint = f"<br>{escape(item['hint'])}" if item["hint"] else ""
     return f"{where}: {shown}: {escape(item['seen'])}{hint}"
 

@@ -86,7 +86,7 @@ class DiffReport:
         reasons = [
             f"{side} has no {self._target}" if self.notes[side].startswith(ABSENT)
             else f"{side} could not be evaluated"
-            for side in ("base", "head") if side in self.notes and not self._new_target(side)
+            for side in self._untold
         ]  # fmt: skip
         if self.unseen:
             reasons.append(self.unseen)
@@ -100,10 +100,14 @@ class DiffReport:
     @property
     def compared(self) -> bool:
         """Whether the two tables were compared (not when a side cannot be told)."""
-        return not any(side in self.notes and not self._new_target(side) for side in self.notes)
+        return not self._untold
 
-    def _new_target(self, side: str) -> bool:
-        return side == "base" and self.notes[side].startswith(ABSENT) and "head" not in self.notes
+    @property
+    def _untold(self) -> list[str]:
+        """The sides that could not be evaluated, but a base without the target against an
+        evaluable head (everything the head does is new: a change)."""
+        new_target = self.notes.get("base", "").startswith(ABSENT) and "head" not in self.notes
+        return [s for s in ("base", "head") if s in self.notes and not (s == "base" and new_target)]
 
     @property
     def status(self) -> int:

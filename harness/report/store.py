@@ -16,6 +16,7 @@ from __future__ import annotations
 import hashlib
 import pickle
 from array import array
+from dataclasses import astuple
 from pathlib import Path
 from typing import Any
 
@@ -122,14 +123,15 @@ def decode_report(data: dict, matrix: Matrix, base: Revision, head: Revision) ->
 
 
 def _spot(spot: BlindSpot) -> tuple:
-    return (spot.side, spot.path, spot.line, spot.text, spot.function, spot.seen, spot.hint)
+    return astuple(spot)
 
 
 def _spot_from(item: tuple) -> BlindSpot:
-    side, path, line, text, function, seen, hint = item
-    if type(line) is not int or not all(type(v) is str for v in (side, path, text, seen, hint)):
+    spot = BlindSpot(*item)
+    texts = [v for n, v in enumerate(astuple(spot)) if n != 2]  # all but the line
+    if type(spot.line) is not int or not all(type(v) is str for v in texts):
         raise ValueError("not a blind spot")
-    return BlindSpot(side, path, line, text, function, seen, hint)
+    return spot
 
 
 def _outcome(outcome: Outcome) -> tuple[str, Any]:

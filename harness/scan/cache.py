@@ -173,8 +173,8 @@ def _decode(payload: bytes, key: str, size: int) -> OutcomeTable | None:
         stored_key, outcomes, packed, branches, reached = plain_load(payload)
         codes = array(CODE_TYPE)
         codes.frombytes(zlib.decompress(packed))
-        branches = check_flags(branches.hex(), len(branches))
-        reached = check_reached(list(reached), len(branches), size)
+        branches = check_flags(branches)
+        reached = check_reached(reached, len(branches), size)
     except Exception:
         return None
     if stored_key != key or len(codes) != size or (codes and max(codes) >= len(outcomes)):

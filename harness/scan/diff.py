@@ -38,7 +38,7 @@ def diff(
     if not comparable(states["base"], states["head"]):
         return Diff(matrix, base, head, states, nothing_compared(), [])
     revisions = {"base": base, "head": head}
-    codes = {side: versions.code_for(states[side], rev.label) for side, rev in revisions.items()}
+    codes = _codes(versions, revisions, states)
     finding = _start_blind_spots(versions, revisions, states, codes)  # while comparing
     comparison = compare(matrix, states["base"].table, states["head"].table, where)
     explaining = start_explaining(versions, codes["base"], codes["head"], comparison.rules)
@@ -57,8 +57,12 @@ def blind_spots(versions: Versions, base: Revision, head: Revision, found=None):
     if not comparable(states["base"], states["head"]):
         return [], None
     revisions = {"base": base, "head": head}
-    codes = {side: versions.code_for(states[side], rev.label) for side, rev in revisions.items()}
-    return _start_blind_spots(versions, revisions, states, codes)()
+    return _start_blind_spots(versions, revisions, states, _codes(versions, revisions, states))()
+
+
+def _codes(versions: Versions, revisions: dict, states: dict) -> dict:
+    """Each side's code (None where it cannot run): what traces and searches run."""
+    return {side: versions.code_for(states[side], rev.label) for side, rev in revisions.items()}
 
 
 def _start_blind_spots(versions: Versions, revisions: dict, states: dict, codes: dict):

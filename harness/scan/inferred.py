@@ -34,10 +34,11 @@ RUNS = 60  # runs on symbols per pass: every platform the world tells apart is t
 def inferred_matrix(
     versions: Versions, base: gitio.Revision, head: gitio.Revision, max_cells: int
 ) -> Matrix | None:
-    """The matrix for BASE against HEAD; None when no pass's code differs between them."""
+    """The matrix for BASE against HEAD; None when no pass's code, place in the run order
+    or read default differs between them."""
     sides = [versions.files_at(revision) for revision in (base, head)]
     surveys = [_surveys(versions, files) for files in sides]
-    orders = [_in_order(versions, files, surveys) for files in sides]
+    orders = [_in_order(versions, f, own, surveys) for f, own in zip(sides, surveys, strict=True)]
     moved = _moved(*orders)
     defaults = _changed_defaults(versions.defaults(sides[0]), versions.defaults(sides[1]))
     changed = [
@@ -81,22 +82,14 @@ def _digest(surveys: dict[str, PassSurvey], name: str) -> str | None:
     return found.closure.digest
 
 
-def _in_order(versions: Versions, files: RevisionFiles, surveys: list) -> list[str]:
+def _in_order(versions: Versions, files: RevisionFiles, own: dict, surveys: list) -> list[str]:
     """Every pass, in one revision's run order (file order where none is found), then
     those only the other revision has."""
-    names = _run_order(versions, files)
+    names = list(own)
+    if names:
+        order = versions.run_order(files, tuple(names))
+        names = list(order.passes) if order.entry else names
     return names + [n for s in surveys for n in s if n not in names]
-
-
-def _run_order(versions: Versions, files: RevisionFiles) -> list[str]:
-    try:
-        found = registered(versions.sources, files)
-    except (Absent, Unevaluable):
-        return []
-    if not found:
-        return []
-    order = versions.run_order(files, tuple(found))
-    return list(order.passes) if order.entry else found
 
 
 def _moved(base: list[str], head: list[str]) -> set[str]:
