@@ -335,19 +335,26 @@ class Recorder:
                     first[site] = cell()
                 flags[site] |= flag
 
-        def test(site: int, value: Any) -> bool:
-            judged = bool(value)
-            note(site, TRUE if judged else FALSE)
-            return judged
+        return recording(note)
 
-        def operand(site: int, value: Any) -> Any:
-            note(site, TRUE if truth(value) else FALSE)
-            return value
 
-        def block(site: int) -> None:
-            note(site, TRUE)
+def recording(note: Callable[[int, int], None]) -> dict[str, Callable[..., Any]]:
+    """The functions the rewritten code calls, by the names it calls them, each handing
+    `note` the site and the way it went (TRUE or FALSE; a block: TRUE, entered)."""
 
-        return dict(zip(NAMES, (test, operand, block), strict=True))
+    def test(site: int, value: Any) -> bool:
+        judged = bool(value)
+        note(site, TRUE if judged else FALSE)
+        return judged
+
+    def operand(site: int, value: Any) -> Any:
+        note(site, TRUE if truth(value) else FALSE)
+        return value
+
+    def block(site: int) -> None:
+        note(site, TRUE)
+
+    return dict(zip(NAMES, (test, operand, block), strict=True))
 
 
 def check_flags(data: Any) -> bytes:

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from harness.closure.extract import Closure, Pipeline
-from harness.engine.branches import FALSE, NAMES, OPERAND, TRUE, Sites, closures_of, truth
+from harness.engine.branches import OPERAND, Sites, closures_of, recording
 from harness.engine.limits import DEFAULT_LIMITS, Limits
 from harness.engine.plain import Malformed, decode, encode
 from harness.engine.sandbox import load_order, load_target
@@ -170,19 +170,7 @@ def _watchers(events: list, probe: Probe) -> dict[str, Callable[..., Any]]:
         events.append((site, way, probe.read))
         probe.read = 0
 
-    def test(site: int, value: Any) -> bool:
-        judged = bool(value)
-        log(site, TRUE if judged else FALSE)
-        return judged
-
-    def operand(site: int, value: Any) -> Any:
-        log(site, TRUE if truth(value) else FALSE)
-        return value
-
-    def block(site: int) -> None:
-        log(site, TRUE)
-
-    return dict(zip(NAMES, (test, operand, block), strict=True))
+    return recording(log)
 
 
 # --- the widened matrix -------------------------------------------------------------
