@@ -9,6 +9,7 @@ a pipe closed early, a real SIGINT.
 from __future__ import annotations
 
 import json
+import os
 import resource
 import signal
 import subprocess
@@ -25,6 +26,21 @@ from tests.helpers import PATH, commit_versions
 from tests.test_hostile import BASE, MATRIX
 
 HARNESS = [sys.executable, "-m", "harness"]
+
+
+def file_size_limited(limit: int) -> dict:
+    """`subprocess.run` arguments for a harness process that may write files of `limit`
+    bytes at most (a full disk, as this process meets it), and writes no bytecode: a
+    `.pyc` written under the limit is cut short, renamed into place whole, and every later
+    import of its module fails (tests/test_install_intact.py)."""
+
+    def limit_file_size() -> None:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+
+    return {
+        "preexec_fn": limit_file_size,
+        "env": {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"},
+    }
 
 
 def state_of(repo: Path) -> tuple[str, str, str]:
@@ -301,13 +317,9 @@ def test_a_snapshot_that_cannot_be_written_leaves_the_old_baseline_whole(history
     baseline = tmp_path / "baseline.json"
     assert run_cli("snapshot", "#30835^", "-o", str(baseline), "--repo", history.repo()).code == 0
     before = baseline.read_bytes()
-
-    def full_disk() -> None:  # the file-size limit a full disk amounts to for this process
-        resource.setrlimit(resource.RLIMIT_FSIZE, (100, 100))
-
     done = subprocess.run([*HARNESS, "snapshot", "#30835", "-o", str(baseline), "--repo",
                            history.repo(), "--no-cache"], capture_output=True, text=True,
-                          preexec_fn=full_disk)  # fmt: skip
+                          **file_size_limited(100))  # fmt: skip
     assert done.returncode == 2, done.stderr
     (line,) = done.stderr.strip().splitlines()
     assert f"cannot write the baseline {baseline}" in line and "left as it was" in line
@@ -413,15 +425,11 @@ def test_odd_code_does_not_make_python_print_its_warnings(tmp_path):
 def test_a_full_disk_stops_no_scan_only_the_cache(history):
     """Reading git never goes through files: with nothing writable, history and bisect
     still answer (the cache warns that it cannot keep anything)."""
-
-    def full_disk() -> None:
-        resource.setrlimit(resource.RLIMIT_FSIZE, (0, 0))
-
     shas = history.shas
     for command in (["history", f"{shas['initial']}..{shas['docs']}"],
                     ["bisect", shas["initial"], shas["docs"]]):  # fmt: skip
         done = subprocess.run([*HARNESS, *command, "--repo", history.repo(), "--format", "json"],
-                              capture_output=True, text=True, preexec_fn=full_disk)  # fmt: skip
+                              capture_output=True, text=True, **file_size_limited(0))  # fmt: skip
         assert done.returncode in (0, 1), done.stderr
         report = json.loads(done.stdout)
         found = report["culprit"] if command[0] == "bisect" else report["commits"][0]

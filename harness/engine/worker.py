@@ -11,8 +11,10 @@ which the parent reads with a deadline and a size cap. In the child:
 - an address-space limit (RLIMIT_AS, on top of what the process already had):
   allocation past it is a MemoryError;
 - no environment variables, no open files but its two pipes, no new files
-  (RLIMIT_NOFILE, RLIMIT_FSIZE), no new processes (RLIMIT_NPROC), and, where
-  Linux lets an unprivileged process make namespaces, no network;
+  (RLIMIT_NOFILE, RLIMIT_FSIZE), no bytecode written (an import writes no
+  `.pyc` into the install, whatever the limits let through), no new processes
+  (RLIMIT_NPROC), and, where Linux lets an unprivileged process make
+  namespaces, no network;
 - SIGINT ignored: Ctrl-C is the parent's, which then kills the child.
 
 What crosses back is what the parent trusts: an outcome the code raised
@@ -346,6 +348,7 @@ def _confine(out: int, trace: int, limits: Limits) -> None:
         os.dup2(null, fd)
     os.closerange(TRACE_FD + 1, _max_fd())
     os.environ.clear()
+    sys.dont_write_bytecode = True  # no .pyc into the install, whatever the limits allow
     _not_root()
     _no_network()
     _no_programs()
