@@ -10,6 +10,7 @@ import pytest
 
 from harness.cli.main import main
 from harness.testing.sglang_fixture import build_history
+from tests.helpers import check_json_reports
 
 
 @dataclass
@@ -27,6 +28,7 @@ def run_cli(*argv: str) -> Result:
             code = main(list(argv))
         except SystemExit as exc:
             code = exc.code
+    check_json_reports(argv, code, out.getvalue())  # every JSON report, against the schema
     return Result(code, out.getvalue(), err.getvalue())
 
 

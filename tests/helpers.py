@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import functools
+import json
 import textwrap
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from harness import gitio
 from harness.closure.extract import Closure, Pipeline
@@ -84,3 +87,117 @@ def resolved_outcomes(table, matrix: Matrix) -> list:
         else:
             cells.append((outcome.kind, outcome.value))
     return cells
+
+
+REPORT_SCHEMA = Path(__file__).resolve().parents[1] / "docs" / "report.schema.json"
+REPORT_KINDS = {  # the schema's $defs a command's --format json writes, by command
+    "diff": ("diff", "nothing_inferred"),
+    "demo": ("diff",),
+    "history": ("history", "release_history"),
+    "bisect": ("bisect",),
+    "explain": ("explain",),
+    "passes": ("passes",),
+    "matrix": ("matrix",),
+}
+
+
+def report_json(text: str, command: str) -> dict[str, Any]:
+    """The JSON report `harness COMMAND` wrote, parsed and checked against
+    docs/report.schema.json, every object closed: a key the schema does not describe
+    fails here, so the schema keeps up with the reports."""
+    doc = json.loads(text)
+    check_report(doc, command)
+    return doc
+
+
+def check_report(doc: Any, command: str) -> None:
+    """Fail (naming the first violation and where) unless `doc` is one of the reports
+    `harness COMMAND` writes; for `matrix-cell`, one line of matrix --cells."""
+    from jsonschema.exceptions import best_match
+
+    kinds = REPORT_KINDS.get(command, ("matrix_cell",) if command == "matrix-cell" else ())
+    assert kinds, f"no JSON report is known for harness {command}"
+    errors = {kind: best_match(_closed_validator(kind).iter_errors(doc)) for kind in kinds}
+    if any(error is None for error in errors.values()):
+        return
+    kind = max(kinds, key=lambda k: _likeness(doc, k))
+    error = errors[kind]
+    where = "/".join(str(p) for p in error.absolute_path) or "the top"
+    raise AssertionError(
+        f"harness {command}'s JSON does not match docs/report.schema.json#/$defs/{kind} "
+        f"at {where}: {error.message}"
+    )
+
+
+def _likeness(doc: Any, kind: str) -> int:
+    """How many of the kind's required keys the document has (which kind it meant to be)."""
+    required = _report_schema()["$defs"][kind].get("required", [])
+    return sum(key in doc for key in required) if isinstance(doc, dict) else 0
+
+
+@functools.cache
+def _report_schema() -> dict[str, Any]:
+    return json.loads(REPORT_SCHEMA.read_text(encoding="utf-8"))
+
+
+@functools.cache
+def _closed_validator(kind: str):
+    from jsonschema import Draft202012Validator
+
+    schema = _report_schema()
+    Draft202012Validator.check_schema(schema)
+    closed = {"$schema": schema["$schema"], "$ref": f"#/$defs/{kind}",
+              "$defs": _closed(schema["$defs"])}  # fmt: skip
+    return Draft202012Validator(closed)
+
+
+def _closed(schema: Any) -> Any:
+    """The schema with every object that lists its properties refusing any other key."""
+    if isinstance(schema, list):
+        return [_closed(s) for s in schema]
+    if not isinstance(schema, dict):
+        return schema
+    out = {k: _closed(v) for k, v in schema.items()}
+    if isinstance(schema.get("properties"), dict) and "additionalProperties" not in schema:
+        out["additionalProperties"] = False
+    return out
+
+
+JSON_FORMATS = ("json", "json-sample")
+
+
+def check_json_reports(argv: tuple[str, ...] | list[str], code: int, out: str) -> None:
+    """Every JSON report a `harness ARGV` run wrote (stdout with --format json or
+    json-sample, files of --output json=/json-sample=), checked against the schema. For
+    run_cli, so that every report the tests make is checked."""
+    argv = list(argv)
+    command = argv[0] if argv else ""
+    if code not in (0, 1, 4) or command not in REPORT_KINDS or "--infer" in argv:
+        return
+    if _option(argv, "--format") in JSON_FORMATS and out.strip():
+        if command == "matrix" and "--cells" in argv:
+            lines = out.splitlines()
+            for line in lines[:: max(len(lines) // 100, 1)] + lines[-1:]:
+                check_report(json.loads(line), "matrix-cell")
+        else:
+            check_report(json.loads(out), command)
+    for value in _options(argv, "--output"):
+        fmt, _, path = value.partition("=")
+        if fmt in JSON_FORMATS and Path(path).is_file():
+            check_report(json.loads(Path(path).read_text(encoding="utf-8")), command)
+
+
+def _options(argv: list[str], name: str) -> list[str]:
+    """The values given to option NAME (`NAME V` or `NAME=V`), in order."""
+    found = []
+    for n, arg in enumerate(argv):
+        if arg == name and n + 1 < len(argv):
+            found.append(argv[n + 1])
+        elif arg.startswith(name + "="):
+            found.append(arg[len(name) + 1 :])
+    return found
+
+
+def _option(argv: list[str], name: str) -> str | None:
+    given = _options(argv, name)
+    return given[-1] if given else None

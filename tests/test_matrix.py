@@ -15,7 +15,12 @@ def test_default_matrix_axes_values_and_count():
     for values in oracle.AXES.values():
         total *= len(values)
     assert result.code == 0
-    assert described == {"name": "sglang-fa4-page-size", "axes": oracle.AXES, "cells": total}
+    assert described == {
+        "format_version": 1,
+        "name": "sglang-fa4-page-size",
+        "axes": oracle.AXES,
+        "cells": total,
+    }
     assert list(described["axes"]) == oracle.NAMES  # the order is the cell order
     assert total == 349_920
 
@@ -54,6 +59,7 @@ def test_a_matrix_file_by_path(tmp_path):
     )
     result = run_cli("matrix", "--matrix", str(path), "--format", "json")
     assert json.loads(result.out) == {
+        "format_version": 1,
         "name": "mine",
         "axes": {"page_size": [None, 1], "mode": ["a", "b", "c"]},
         "cells": 6,

@@ -8,7 +8,7 @@ from harness.gitio import Commit
 from harness.matrix.model import Matrix
 from harness.report.because import with_because
 from harness.report.history import commit_line
-from harness.report.jsonfmt import summary_json
+from harness.report.jsonfmt import FORMAT_VERSION, summary_json
 from harness.report.markdown import escape, heading, rule_table
 from harness.report.model import RuleView, function_label, output_label, rule_view
 from harness.report.text import revision_line, rule_lines, title
@@ -79,6 +79,7 @@ def render_markdown(matrix: Matrix, result: BisectResult) -> str:
 
 def render_json(matrix: Matrix, result: BisectResult) -> str:
     document = {
+        "format_version": FORMAT_VERSION,
         "culprit": _commit_json(result.culprit) if result.culprit else None,
         "candidates": [c.sha for c in result.candidates],
         "steps": [{"sha": s.commit.sha, "verdict": s.verdict} for s in result.steps],

@@ -9,6 +9,7 @@ from harness.engine.outputs import Inputs, declared
 from harness.gitio import Revision
 from harness.matrix.model import Matrix, format_value
 from harness.report.because import json_value, short
+from harness.report.jsonfmt import FORMAT_VERSION
 from harness.report.model import outcome_json, outcome_label, revision_reason
 from harness.report.text import revision_line, title
 
@@ -73,6 +74,7 @@ def _trace_lines(events: tuple[Event, ...]) -> list[str]:
 def render_json(matrix: Matrix, revision: Revision, cell: tuple[int, ...], trace: Trace) -> str:
     fields = matrix.target.outputs
     document = {
+        "format_version": FORMAT_VERSION,
         "rev": revision.expr,
         "sha": revision.sha,
         "cell": matrix.values_of(cell),

@@ -7,7 +7,7 @@ from typing import Any
 
 from harness.gitio import Commit
 from harness.report.because import with_because
-from harness.report.jsonfmt import summary_json
+from harness.report.jsonfmt import FORMAT_VERSION, summary_json
 from harness.report.markdown import escape, heading, rule_table
 from harness.report.model import RuleView, function_label, output_label, rule_view
 from harness.report.text import rule_lines, title
@@ -102,6 +102,7 @@ def render_markdown(report: HistoryReport) -> str:
 
 def render_json(report: HistoryReport) -> str:
     document = {
+        "format_version": FORMAT_VERSION,
         "range": report.range,
         "matrix": report.matrix.name,
         "considered": report.considered,

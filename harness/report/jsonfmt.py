@@ -1,8 +1,12 @@
-"""The diff report as one JSON object (the schema is in docs/cli.md).
+"""The diff report as one JSON object (its JSON Schema: docs/report.schema.json).
 
 The same document, with a sample of cells instead of all of them, is what the
 markdown renderer reads, so a report rendered in CI from the JSON artifact
 and one rendered at the terminal are the same text.
+
+Every JSON report of every command starts with `format_version`: FORMAT_VERSION,
+raised when a report changes incompatibly (a key removed, renamed or retyped; a
+meaning changed). Adding a key is compatible: readers ignore keys they do not know.
 """
 
 from __future__ import annotations
@@ -16,6 +20,8 @@ from harness.report.because import because_json
 from harness.report.blind import spot_json
 from harness.report.fields import of_report
 from harness.report.model import DiffReport, RuleView, axes_of, function_label, output_label
+
+FORMAT_VERSION = 1  # the shape of every JSON report; see the module docstring
 
 
 def document_head(report: DiffReport) -> dict[str, Any]:
@@ -47,6 +53,7 @@ def document_head(report: DiffReport) -> dict[str, Any]:
     if len(target.outputs) > 1:
         described["outputs"] = list(target.outputs)
     return {
+        "format_version": FORMAT_VERSION,
         "matrix": report.matrix.name,
         "status": report.status,
         "target": described,
@@ -83,6 +90,14 @@ def fields_json(report: DiffReport) -> dict[str, Any]:
     return {
         "fields": {g.field: {"cells": g.cells, "summary": summary_json(g.rules)} for g in groups}
     }
+
+
+def nothing_inferred(matrix: str, message: str) -> dict[str, Any]:
+    """The report of a diff on an inferred matrix when nothing could be inferred: no cell,
+    no change, and the one-line reason (a document still, so CI finds the file)."""
+    return {"format_version": FORMAT_VERSION, "matrix": matrix, "status": 0, "cannot_tell": [],
+            "blind_spots": [], "changed_count": 0, "changed": [], "summary": [],
+            "message": message}  # fmt: skip
 
 
 BATCH = 512  # changed cells per chunk

@@ -7,11 +7,18 @@ from collections.abc import Iterator
 
 from harness.matrix.cells import Cube, iter_cells
 from harness.matrix.model import Matrix, format_value
+from harness.report.jsonfmt import FORMAT_VERSION
 from harness.report.model import axes_of, function_label, output_label
 
 
 def describe(matrix: Matrix) -> dict:
-    return {"name": matrix.name, "axes": axes_of(matrix), "cells": matrix.size}
+    """The matrix as `harness matrix --format json` writes it."""
+    return {
+        "format_version": FORMAT_VERSION,
+        "name": matrix.name,
+        "axes": axes_of(matrix),
+        "cells": matrix.size,
+    }
 
 
 def render_text(matrix: Matrix) -> str:

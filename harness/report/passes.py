@@ -6,6 +6,7 @@ import json
 
 from harness.gitio import Revision
 from harness.matrix.model import Matrix
+from harness.report.jsonfmt import FORMAT_VERSION
 from harness.report.text import revision_line
 from harness.scan.passes import PassReport
 
@@ -64,6 +65,7 @@ def _placement(r: PassReport, size: int) -> list[str]:
 
 def render_json(revision: Revision, reports: list[PassReport]) -> str:
     document = {
+        "format_version": FORMAT_VERSION,
         "rev": revision.expr,
         "sha": revision.sha,
         "passes": [
