@@ -160,7 +160,7 @@ def test_history_and_bisect_accept_github_for_their_endpoints(github_api, upstre
     github_api.on("GET", PULL.format(42), Reply(body=pull(42, True, upstream["squash"])))
     result = run_cli("bisect", upstream["base"], "#42", "--repo", str(local),
                      "--github", "octo/sglang", "--format", "json")  # fmt: skip
-    assert result.code == 0
+    assert result.code == 1  # found
     assert json.loads(result.out)["culprit"]["sha"] == upstream["squash"]
     result = run_cli("history", "#42^..#42", "--repo", str(local), "--github", "octo/sglang")
     assert result.code == 1 and upstream["squash"][:10] in result.out

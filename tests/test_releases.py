@@ -141,7 +141,7 @@ def test_history_over_a_span_of_releases(index):
 def test_bisect_between_releases_names_the_release(index):
     result = run_cli("bisect", "pypi:sglang==0.1.0", "pypi:sglang==0.3.0", "--index-url",
                      index.url, "--no-cache", "--format", "json")  # fmt: skip
-    assert result.code == 0, result.err
+    assert result.code == 1, result.err  # found
     assert json.loads(result.out)["culprit"]["sha"] == "0.3.0"
 
 

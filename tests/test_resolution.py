@@ -288,7 +288,7 @@ def test_bisect_finds_each_change(repo, culprit):
     before = keys[keys.index(culprit) - 1]
     result = run_cli("bisect", shas[before], shas[culprit], "--repo", path, "--matrix", matrix,
                      "--format", "json")  # fmt: skip
-    assert result.code == 0, result.err
+    assert result.code == 1, result.err  # found
     assert json.loads(result.out)["culprit"]["sha"] == shas[culprit]
 
 

@@ -4,13 +4,22 @@ from __future__ import annotations
 
 import argparse
 import sys
+from typing import TYPE_CHECKING
 
-from harness.cli.options import add_command, add_evaluation_options, set_up
+from harness import gitio
+from harness.cli.options import Setup, add_command, add_evaluation_options, set_up
+from harness.errors import HarnessError
+from harness.releases.ranges import resolve_range
+from harness.report.model import EXIT_CANNOT_TELL, EXIT_CHANGED, EXIT_SAME
+
+if TYPE_CHECKING:
+    from harness.scan.bisect import BisectResult
 
 HELP = """\
 Find the first commit between GOOD and BAD whose outcomes differ from GOOD's.
 
   harness bisect '#30835^' main
+  harness bisect main...feature   (GOOD: where feature left main, BAD: feature)
   harness bisect v0.5.0 HEAD --where platform=sm100 --where attention_backend=fa4
   harness bisect pypi:sglang==0.5.16 pypi:sglang==0.5.23   (over the releases)
 
@@ -18,16 +27,27 @@ A binary search over the commits that change the target file, reading each
 from git: nothing is checked out. --where limits the comparison to some cells
 (repeatable, one axis each). A commit that cannot be evaluated is skipped, as
 `git bisect skip` does; when skipped commits leave the answer open, every
-candidate is listed. Each step is printed as it is decided.
+candidate is listed. Each step is printed as it is decided. One range stands
+for both, as `harness diff` reads it: GOOD..BAD, or A...B for A and B's merge
+base as GOOD and B as BAD. GOOD may predate the target (the search then finds
+where it appeared).
 
-Exit status: 0 found (a culprit, or candidates), 1 no selected cell differs
-between GOOD and BAD, 2 error."""
+Exit status, as diff's: 0 no selected cell differs between GOOD and BAD;
+1 found the first bad commit; 2 error (a revision that does not exist, GOOD
+not an ancestor of BAD, a bad --where); 4 cannot tell: GOOD or BAD cannot be
+evaluated, or BAD has no target (one line says why), or skipped commits hide
+which of the listed candidates changed outcomes (every commit between, when
+none could run)."""
 
 
 def register(commands: argparse._SubParsersAction) -> None:
     parser = add_command(commands, "bisect", "find the commit that changed outcomes", HELP)
-    parser.add_argument("good", metavar="GOOD", help="a revision with the old outcomes")
-    parser.add_argument("bad", metavar="BAD", help="a later revision with changed outcomes")
+    parser.add_argument(
+        "good", metavar="GOOD", help="a revision with the old outcomes, or a range GOOD..BAD, A...B"
+    )
+    parser.add_argument(
+        "bad", metavar="BAD", nargs="?", help="a later revision with changed outcomes"
+    )
     parser.add_argument(
         "--first-parent", action="store_true", help="search the first-parent chain only"
     )
@@ -40,7 +60,7 @@ def run(args: argparse.Namespace) -> int:
 
     setup = set_up(args)
     matrix, repo, where = setup.matrix, setup.repo, setup.where
-    good, bad = setup.resolve(args.good), setup.resolve(args.bad)
+    good, bad = ends(setup, args.good, args.bad)
     versions = setup.versions()
     live = args.format == "text"
     steps = 0
@@ -53,7 +73,7 @@ def run(args: argparse.Namespace) -> int:
         _write(report.step_line(steps, step) + "\n")
 
     result = bisect(repo, versions, good, bad, where, args.first_parent, show if live else None)
-    args.status = 0 if result.found else 1  # the answer, even if the reader goes away
+    args.status = status_of(result)  # the answer, even if the reader goes away
     if live:
         head = "\n" if steps else report.header(matrix, good, bad) + "\n"
         _write(head + report.conclusion_text(matrix, result))
@@ -62,6 +82,27 @@ def run(args: argparse.Namespace) -> int:
     else:
         _write(report.render_markdown(matrix, result))
     return args.status
+
+
+def ends(setup: Setup, good: str, bad: str | None) -> tuple[gitio.Revision, gitio.Revision]:
+    """GOOD and BAD as given, or the two a range names (`harness.releases.ranges`)."""
+    if bad is not None:
+        return setup.resolve(good), setup.resolve(bad)
+    ranged = resolve_range(setup.repo, setup.resolve, good)
+    if ranged is None:
+        raise HarnessError(
+            f"harness bisect {good}: give GOOD and BAD, or one range GOOD..BAD or A...B "
+            "(from where B left A)"
+        )
+    return ranged
+
+
+def status_of(result: BisectResult) -> int:
+    """0 GOOD and BAD agree on the selected cells; 1 the first bad commit is found; 4 cannot
+    tell which: skipped commits sit before it (the candidates)."""
+    if not result.found:
+        return EXIT_SAME
+    return EXIT_CANNOT_TELL if result.candidates else EXIT_CHANGED
 
 
 def _write(text: str) -> None:

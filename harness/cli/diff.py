@@ -14,6 +14,7 @@ from harness.cli.options import Setup, add_command, add_evaluation_options, nonn
 from harness.errors import HarnessError
 from harness.files import write_atomically
 from harness.matrix.load import DEFAULT_MATRIX, MAX_CELLS
+from harness.releases.ranges import resolve_range
 from harness.report import jsonfmt
 from harness.report.model import DiffReport, build_report
 from harness.report.store import ReportCache, report_key
@@ -183,7 +184,8 @@ def diff_report(
 
 
 def pick_revisions(setup: Setup, args: argparse.Namespace) -> tuple[gitio.Revision, gitio.Revision]:
-    """As `git diff`: none -> HEAD vs working tree; one -> REV vs working tree; two -> both."""
+    """As `git diff`: none -> HEAD vs working tree; one -> REV vs working tree, or a range's
+    two (`harness.releases.ranges`); two -> both."""
     revisions, repo, resolve = args.revisions, setup.repo, setup.resolve
     if args.pr is not None:
         from harness.github.prs import pr_revisions
@@ -195,27 +197,10 @@ def pick_revisions(setup: Setup, args: argparse.Namespace) -> tuple[gitio.Revisi
         return pr_revisions(repo, args.pr, setup.online)
     if len(revisions) == 2:
         return resolve(revisions[0]), resolve(revisions[1])
-    if len(revisions) == 1 and ".." in revisions[0] and repo is not None:
-        return ranged(setup, revisions[0])
+    ranged = resolve_range(repo, resolve, revisions[0]) if revisions else None
+    if ranged is not None:
+        return ranged
     return resolve(revisions[0] if revisions else "HEAD"), gitio.worktree(repo)
-
-
-def ranged(setup: Setup, expr: str) -> tuple[gitio.Revision, gitio.Revision]:
-    """As `git diff` reads them: `A..B` is A against B; `A...B` is where B left A (their
-    merge base) against B, so what A gained since does not show as B's."""
-    three = "..." in expr
-    first, _, second = expr.partition("..." if three else "..")
-    base, head = setup.resolve(first or "HEAD"), setup.resolve(second or "HEAD")
-    if not three:
-        return base, head
-    found = gitio.merge_base(setup.repo, base.sha, head.sha)
-    if found is None:
-        raise HarnessError(
-            f"{expr}: {first or 'HEAD'} and {second or 'HEAD'} share no history (no merge "
-            "base); name the two revisions to compare instead"
-        )
-    merged = setup.resolve(found)
-    return dataclass_replace(merged, expr=f"{first or 'HEAD'}...{second or 'HEAD'}"), head
 
 
 def _pr_number(text: str) -> int:

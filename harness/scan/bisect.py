@@ -6,6 +6,9 @@ package, over the releases after GOOD up to BAD, in version order.
 A commit that cannot be evaluated is skipped as `git bisect skip` does: the
 search tests a neighbour instead, and if skipped commits end up next to the
 first bad one, the answer is the list of candidates rather than one commit.
+GOOD and BAD are held to what `harness diff` compares (`scan.diff.comparable`):
+both evaluated, or a GOOD without the target against an evaluable BAD (the
+search then finds where the target appeared); else it cannot tell (`CannotTell`).
 """
 
 from __future__ import annotations
@@ -14,10 +17,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from harness import gitio
-from harness.errors import HarnessError
+from harness.engine.outcome import ABSENT
+from harness.errors import CannotTell, HarnessError
 from harness.gitcmd import Repo
 from harness.scan.because import Difference, explain_rules
 from harness.scan.compare import Comparison, any_change, compare
+from harness.scan.diff import comparable
 from harness.scan.versions import State, Versions, paths_of, settled_or_not
 
 GOOD, BAD, SKIP = "good", "bad", "skip"
@@ -69,15 +74,12 @@ class Search:
         listing = None if releases else self._start_listing(good, bad, plans, first_parent)
         plans.append(self.versions.start(bad))
         commits = [] if releases else self._commits(listing, plans)
-        self.baseline, last = self._endpoints(good, bad, plans)
+        states = [self.versions.settle(p) for p in plans]
+        if not releases:  # a wrong range is the user's error, before what cannot be told
+            self._check_range(good, bad, ancestry())
+        self.baseline, last = self._endpoints(good, bad, states)
         if releases:
             return self._over_releases(good, bad, last)
-        if not ancestry():
-            raise HarnessError(
-                f"GOOD {good.label} is not an ancestor of BAD {bad.label}: "
-                "swap them, or pick a GOOD commit from BAD's history"
-            )
-        gitio.refuse_shallow_range(self.repo, [f"^{good.sha}", bad.sha], "harness bisect")
         result = BisectResult(good, bad, len(commits))
         if not self._differs(last):
             return result
@@ -115,16 +117,28 @@ class Search:
             listing = gitio.Listing(self.repo, listing.revisions, known, listing.first_parent)
         return listing.commits()
 
-    def _endpoints(self, good: gitio.Revision, bad: gitio.Revision, plans: list) -> list[State]:
-        """GOOD's and BAD's states (evaluated side by side); each must be evaluable."""
-        states = [self.versions.settle(p) for p in plans]
-        for name, revision, state in zip(("GOOD", "BAD"), (good, bad), states, strict=True):
-            if not state.evaluable:
-                raise HarnessError(
-                    f"{name} {revision.label} cannot be evaluated ({state.reason}): "
-                    "pick a revision where the target function runs"
-                )
-        return states
+    def _check_range(self, good: gitio.Revision, bad: gitio.Revision, ancestor: bool) -> None:
+        if not ancestor:
+            raise HarnessError(
+                f"GOOD {good.label} is not an ancestor of BAD {bad.label}: "
+                "swap them, or pick a GOOD commit from BAD's history"
+            )
+        gitio.refuse_shallow_range(self.repo, [f"^{good.sha}", bad.sha], "harness bisect")
+
+    def _endpoints(self, good: gitio.Revision, bad: gitio.Revision, states: list) -> list[State]:
+        """GOOD's and BAD's states, when they can be compared as `harness diff` compares
+        them; else CannotTell, naming the end and why."""
+        if comparable(*states):
+            return states
+        untold = [
+            f"{name} {revision.label} is {state.reason}"
+            for name, revision, state in zip(("GOOD", "BAD"), (good, bad), states, strict=True)
+            if not state.evaluable
+        ]
+        raise CannotTell(
+            f"{'; '.join(untold)}; no commit can be compared with that: pick GOOD and BAD "
+            "where the target function runs (GOOD may predate it)"
+        )
 
     def _differs(self, state: State) -> bool:
         if state.key == self.baseline.key:
@@ -161,14 +175,26 @@ class Search:
         result.because = explain_rules(self.versions, base, head, result.comparison.rules)
 
     def _test(self, commit: gitio.Commit, result: BisectResult) -> str:
-        state = self._state(commit)
-        if not state.evaluable:
-            step = Step(commit, SKIP, state.reason)
-        else:
-            step = Step(commit, BAD if self._differs(state) else GOOD)
+        step = self._verdict(commit)
         result.steps.append(step)
         self.on_step(step)
         return step.verdict
+
+    def _verdict(self, commit: gitio.Commit) -> Step:
+        """Good: GOOD's outcomes (or, like a GOOD without the target, no target either);
+        bad: others, where diff would compare the two; else skipped, saying why."""
+        state = self._state(commit)
+        if _absent(state) and _absent(self.baseline):
+            return Step(commit, GOOD)
+        if not comparable(self.baseline, state):
+            return Step(commit, SKIP, state.reason)
+        return Step(commit, BAD if self._differs(state) else GOOD)
+
+
+def _absent(state: State) -> bool:
+    """A state without the target (no file, or no such function) rather than one that
+    could not run."""
+    return not state.evaluable and state.table.outcomes[0].kind == ABSENT
 
 
 def bisect(
