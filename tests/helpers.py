@@ -95,7 +95,7 @@ REPORT_KINDS = {  # the schema's $defs a command's --format json writes, by comm
     "demo": ("diff",),
     "history": ("history", "release_history"),
     "bisect": ("bisect",),
-    "explain": ("explain",),
+    "explain": ("explain", "explain_range"),
     "passes": ("passes",),
     "matrix": ("matrix",),
 }

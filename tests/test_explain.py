@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import subprocess
 
 from tests import oracle
 from tests.conftest import git_out, one_line_error, run_cli
@@ -183,3 +184,36 @@ def test_conditions_are_shown_without_the_comments_black_leaves_inside_them(tmp_
     (condition,) = [e for e in report["trace"] if e["kind"] == "condition"]
     assert condition["source"] == 'view.attention_backend == "fa4" and get_platform().is_sm100'
     assert condition["value"] is True
+
+
+def feature_branch(clone, history) -> None:
+    """A branch `feature` off #30835^ that brings #30835's clause, beside main's later commits."""
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@t"]
+    parent = history.shas["comment"]
+    subprocess.run([*git, "checkout", "-q", "-b", "feature", parent], cwd=clone, check=True)
+    subprocess.run([*git, "cherry-pick", history.shas["pr30835"]], cwd=clone, check=True,
+                   capture_output=True)  # fmt: skip
+    subprocess.run([*git, "checkout", "-q", "-"], cwd=clone, check=True)
+
+
+def test_a_range_explains_the_cell_at_both_ends(clone, history):
+    """`HEAD...feature` explains the cell where feature left HEAD (`git merge-base`), then at
+    feature; `HEAD..feature` at HEAD, then at feature."""
+    feature_branch(clone, history)
+    repo = str(clone)
+    base = git_out(clone, "merge-base", "HEAD", "feature").strip()
+    assert base == history.shas["comment"] != git_out(clone, "rev-parse", "HEAD").strip()
+    three = explain_json(repo, "HEAD...feature")
+    assert three["base"] == {**explain_json(repo, base), "rev": "HEAD...feature"}
+    assert three["head"] == explain_json(repo, "feature")
+    cell = {k: json.loads(v) if v not in ("fa4", "full", "sm100") else v
+            for k, v in FA4_CELL.items()}  # fmt: skip
+    outcomes = [three[side]["outcome"]["page_size"] for side in ("base", "head")]
+    assert outcomes == [oracle.page_size(cell, False), oracle.page_size(cell, True)]
+    two = explain_json(repo, "HEAD..feature")
+    assert two == {**three, "base": explain_json(repo, "HEAD")}
+    text = run_cli("explain", "HEAD...feature", "--repo", repo, *where(FA4_CELL)).out
+    assert [line for line in text.splitlines() if line.startswith("outcome: ")] == [
+        "outcome: page_size = 128",
+        "outcome: page_size = 16 (the input: nothing declared)",
+    ]

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import argparse
+import json
 import sys
+from typing import TYPE_CHECKING
 
 from harness.cli.options import add_command, add_evaluation_options, set_up
 from harness.engine.events import Trace
@@ -11,7 +13,13 @@ from harness.engine.outcome import revision_wide
 from harness.errors import HarnessError, Unevaluable
 from harness.matrix.cells import bits_of
 from harness.matrix.model import NO_DEFAULT, Matrix, format_value
+from harness.releases.ranges import resolve_range
 from harness.report import explain as report
+from harness.report.jsonfmt import FORMAT_VERSION
+
+if TYPE_CHECKING:
+    from harness.gitio import Revision
+    from harness.scan.versions import Versions
 
 HELP = """\
 Run the target function at REV on one cell, instrumented, and show how it got
@@ -25,12 +33,21 @@ reached.
       --where speculative_eagle_topk=null --where prefill_cuda_graph=full \\
       --where platform=sm100 --where page_size=16
 
-Every axis needs one value, from --where or from a default in the matrix."""
+Every axis needs one value, from --where or from a default in the matrix.
+
+REV may be a range, as `harness diff` reads one: A..B explains the cell at A,
+then at B; A...B at where B left A (their merge base), then at B. With
+--format json a range gives {"base": REPORT, "head": REPORT}.
+
+Exit status: 0 shown (an outcome that is an error or unevaluable is shown
+too); 2 error."""
 
 
 def register(commands: argparse._SubParsersAction) -> None:
     parser = add_command(commands, "explain", "show why one cell gets its outcome", HELP)
-    parser.add_argument("rev", metavar="REV", help="the revision to run")
+    parser.add_argument(
+        "rev", metavar="REV", help="the revision to run, or a range A..B / A...B (both ends)"
+    )
     add_evaluation_options(parser, run, ("text", "json"))
 
 
@@ -38,19 +55,37 @@ def run(args: argparse.Namespace) -> int:
     setup = set_up(args)
     matrix = setup.matrix
     cell = one_cell(matrix, setup.where)
-    revision = setup.resolve(args.rev)
+    ranged = resolve_range(setup.repo, setup.resolve, args.rev)
+    revisions = ranged or (setup.resolve(args.rev),)
     versions = setup.versions()
+    traces = [(revision, trace_at(versions, revision, cell)) for revision in revisions]
+    sys.stdout.write(rendered(matrix, cell, traces, args.format))
+    return 0
+
+
+def rendered(matrix: Matrix, cell: tuple[int, ...], traces: list, fmt: str) -> str:
+    """One revision's report; for a range, the base's then the head's (json: one document
+    holding both reports, as "base" and "head")."""
+    if fmt != "json":
+        return "\n".join(report.render_text(matrix, r, cell, t) for r, t in traces)
+    if len(traces) == 1:
+        ((revision, trace),) = traces
+        return report.render_json(matrix, revision, cell, trace)
+    base, head = (json.loads(report.render_json(matrix, r, cell, t)) for r, t in traces)
+    return json.dumps({"format_version": FORMAT_VERSION, "base": base, "head": head}) + "\n"
+
+
+def trace_at(versions: Versions, revision: Revision, cell: tuple[int, ...]) -> Trace:
+    """How the target reached its outcome on `cell` at `revision`; without events when it
+    could not run (absent, unevaluable: the outcome says why, as diff says it)."""
     code = versions.code_at(revision)
     if code is None:  # absent or unevaluable: the state says why
-        trace = Trace(versions.at(revision).table.outcome_at(matrix.index(cell)), ())
-    else:
-        try:
-            (trace,) = versions.trace([(code, cell)])
-        except Unevaluable as exc:  # it failed while running: as diff says it
-            trace = Trace(revision_wide(exc, 1).outcomes[0], ())
-    render = report.render_json if args.format == "json" else report.render_text
-    sys.stdout.write(render(matrix, revision, cell, trace))
-    return 0
+        return Trace(versions.at(revision).table.outcome_at(versions.matrix.index(cell)), ())
+    try:
+        (trace,) = versions.trace([(code, cell)])
+    except Unevaluable as exc:  # it failed while running: as diff says it
+        return Trace(revision_wide(exc, 1).outcomes[0], ())
+    return trace
 
 
 def one_cell(matrix: Matrix, masks: tuple[int, ...]) -> tuple[int, ...]:
