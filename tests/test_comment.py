@@ -166,3 +166,83 @@ def test_cannot_tell_is_commented_even_with_no_changed_cell(github_api, history,
     assert result.code == 0 and "created" in result.out
     (mine,) = comments.items
     assert "Cannot tell" in mine["body"] and "prefill_cuda_graph = full" in mine["body"]
+
+
+def test_without_a_token_nothing_is_sent_and_it_says_so_in_one_line(github_api, history,
+                                                                     tmp_path, monkeypatch):  # fmt: skip
+    Comments(github_api, SLUG, PR)
+    report = report_file(history, tmp_path, "#30835^", "#30835", "pr.json")
+    for value in (None, "", "  \n"):  # unset, empty, a secret that expanded to whitespace
+        if value is None:
+            monkeypatch.delenv("GITHUB_TOKEN", raising=False)
+        else:
+            monkeypatch.setenv("GITHUB_TOKEN", value)
+        line = one_line_error(comment(report))
+        assert "GITHUB_TOKEN" in line and "--dry-run" in line
+    assert github_api.seen == []  # not one request, so no retries either
+
+
+def dry_run_parts(out: str) -> tuple[str, str]:
+    """The dry run's verdict line and the body it prints after it."""
+    verdict, _, body = out.partition("\n\n")
+    return verdict, body
+
+
+def test_a_dry_run_without_a_token_prints_the_body_and_sends_nothing(github_api, history,
+                                                                     tmp_path, monkeypatch):  # fmt: skip
+    Comments(github_api, SLUG, PR)
+    monkeypatch.delenv("GITHUB_TOKEN")
+    changed = report_file(history, tmp_path, "#30835^", "#30835", "pr.json")
+    result = comment(changed, "--dry-run")
+    assert result.code == 0, result.err
+    verdict, body = dry_run_parts(result.out)
+    assert "nothing posted" in verdict and "create or update" in verdict
+    assert "comments were not read" in verdict
+    expected = len(oracle.changed_between(False, True))
+    assert body.startswith(MARK + "\n")
+    assert f"{expected:,} of 349,920 cells change `page_size`" in body
+    unchanged = report_file(history, tmp_path, "#30835^", "#30835^", "same.json")
+    verdict, body = dry_run_parts(comment(unchanged, "--dry-run").out)
+    assert "update an earlier comment, or post nothing" in verdict
+    assert "No cell changes `page_size`" in body
+    assert github_api.seen == []
+
+
+def test_a_dry_run_with_a_token_reads_the_comments_and_writes_none(github_api, history,
+                                                                   tmp_path):  # fmt: skip
+    comments = Comments(github_api, SLUG, PR)
+    changed = report_file(history, tmp_path, "#30835^", "#30835", "pr.json")
+    unchanged = report_file(history, tmp_path, "#30835^", "#30835^", "same.json")
+    verdict, _ = dry_run_parts(comment(unchanged, "--dry-run").out)
+    assert f"would post nothing on #{PR}" in verdict
+    verdict, body = dry_run_parts(comment(changed, "--dry-run").out)
+    assert f"would create the comment on #{PR}" in verdict
+    assert comments.items == [] and writes(github_api) == []
+
+    assert comment(changed).code == 0  # posted for real: the body is the one shown
+    (mine,) = comments.items
+    assert mine["body"].rstrip("\n") == body.rstrip("\n")
+    verdict, _ = dry_run_parts(comment(unchanged, "--dry-run").out)
+    assert f"would update comment {mine['id']} on #{PR}" in verdict
+    assert len(writes(github_api)) == 1  # the POST; the dry runs wrote nothing
+
+
+@pytest.mark.parametrize(
+    "version, words",
+    [(2, "format_version 2,"), ("1", 'format_version "1"'), (None, "format_version null"),
+     ([1], "not a number"), ("absent", "no format_version")],
+)  # fmt: skip
+def test_a_report_of_an_unknown_format_version_is_refused(github_api, history, tmp_path,
+                                                          version, words):  # fmt: skip
+    comments = Comments(github_api, SLUG, PR)
+    doc = json.loads(report_file(history, tmp_path, "#30835^", "#30835", "pr.json").read_text())
+    if version == "absent":
+        del doc["format_version"]
+    else:
+        doc["format_version"] = version
+    other = tmp_path / "other.json"
+    other.write_text(json.dumps(doc))
+    for extra in ((), ("--dry-run",)):
+        line = one_line_error(comment(other, *extra))
+        assert words in line and "this harness reads format_version 1" in line
+    assert comments.items == [] and github_api.seen == []

@@ -6,6 +6,8 @@ import argparse
 import os
 
 from harness.cli.options import add_command, nonnegative, slug_argument
+from harness.cli.progress import progress
+from harness.errors import HarnessError
 
 HELP = """\
 Create or update one comment on a pull request with the markdown report made
@@ -16,7 +18,14 @@ nothing is posted. It never evaluates code: run it in a job that holds the
 write token, on the report artifact of the job that evaluated the PR.
 
 The API is GITHUB_API_URL (default https://api.github.com) and the token
-GITHUB_TOKEN, which is never printed."""
+GITHUB_TOKEN, which is never printed; without GITHUB_TOKEN, nothing is sent
+(exit 2). --dry-run posts nothing: it prints what it would do and the comment's
+body. It needs no token: with none, it sends no request at all (so it cannot
+tell whether the PR has a comment to update); with one, it reads the PR's
+comments to say whether it would create, update or skip.
+
+Exit status: 0 posted, skipped or dry run; 2 error (a report of another
+format_version is refused: comment with the harness version that wrote it)."""
 
 
 def register(commands: argparse._SubParsersAction) -> None:
@@ -35,23 +44,75 @@ def register(commands: argparse._SubParsersAction) -> None:
                         "GITHUB_SERVER_URL, GITHUB_REPOSITORY and GITHUB_RUN_ID)")  # fmt: skip
     parser.add_argument("--sample", type=nonnegative, default=10, metavar="N",
                         help="changed cells in the collapsed sample (default 10)")  # fmt: skip
+    parser.add_argument("--dry-run", action="store_true",
+                        help="post nothing: print what would be done and the comment's body "
+                        "(no token needed)")  # fmt: skip
     parser.set_defaults(handler=run)
 
 
 def run(args: argparse.Namespace) -> int:
     from harness.github.client import GitHub
-    from harness.github.comment import check_head, load_report, post
+    from harness.github.comment import check_head, intend, load_report, post
 
     doc = load_report(args.report)
-    client = GitHub(args.repo_slug)
-    if args.head_sha:
-        check_head(client, args.pr, args.head_sha)
-    posted = post(client, args.pr, doc, args.sample, args.details_url or _run_url())
+    details = args.details_url or _run_url()
+    if not _has_token():
+        if args.dry_run:
+            return dry_run_offline(args, doc, details)
+        raise HarnessError(
+            "harness comment needs GITHUB_TOKEN (a token that may write the pull request's "
+            "comments) and it is not set: nothing was sent; set it, or pass --dry-run to "
+            "see the comment"
+        )
+    with progress(args, f"comment: asking the GitHub API about #{args.pr}"):
+        client = GitHub(args.repo_slug)
+        if args.head_sha:
+            check_head(client, args.pr, args.head_sha)
+        if args.dry_run:
+            intent = intend(client, args.pr, doc, args.sample, details)
+        else:
+            posted = post(client, args.pr, doc, args.sample, details)
+    if args.dry_run:
+        return dry_run_online(args, intent)
     if posted.action == "skipped":
         print(f"no cell changes and no earlier comment on #{args.pr}: nothing posted")
     else:
         print(f"{posted.action} the comment on #{args.pr}: {posted.url or '(no url returned)'}")
     return 0
+
+
+def dry_run_offline(args: argparse.Namespace, doc: dict, details: str | None) -> int:
+    """--dry-run without a token: the body, and what is known of the action without
+    reading the PR's comments (no request at all)."""
+    from harness.github.comment import body_for, worth_posting
+
+    body = body_for(doc, args.sample, details)
+    maybe = "create or update the comment" if worth_posting(doc) else (
+        "update an earlier comment, or post nothing if there is none"
+    )  # fmt: skip
+    _print_dry(f"would {maybe} on #{args.pr} (no GITHUB_TOKEN: the comments were not read)", body)
+    return 0
+
+
+def dry_run_online(args: argparse.Namespace, intent) -> int:
+    """--dry-run with a token: what the PR's comments (read, never written) say it would do."""
+    said = {
+        "create": f"would create the comment on #{args.pr}",
+        "update": f"would update comment {intent.number} on #{args.pr}",
+        "skip": f"would post nothing on #{args.pr} (no cell changes and no earlier comment)",
+    }[intent.action]
+    _print_dry(said, intent.body)
+    return 0
+
+
+def _print_dry(said: str, body: str) -> None:
+    print(f"dry run, nothing posted: {said}; the body:\n")
+    print(body, end="" if body.endswith("\n") else "\n")
+
+
+def _has_token() -> bool:
+    """Whether GITHUB_TOKEN holds anything (surrounding whitespace aside)."""
+    return bool(os.environ.get("GITHUB_TOKEN", "").strip())
 
 
 def _run_url() -> str | None:

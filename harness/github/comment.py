@@ -3,7 +3,8 @@
 The body is rendered from the JSON report (the artifact of a job that ran the
 PR's code), so this side never runs PR code. A second run edits the same
 comment; when outcomes no longer change, it says so instead of leaving a
-stale table; with no change and no comment yet, nothing is posted.
+stale table; with no change and no comment yet, nothing is posted. What would be
+done can be worked out without posting (`intend`), and the body without any request.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from typing import Any
 from harness.errors import HarnessError, first_line
 from harness.github.client import GitHub
 from harness.report.blind import spots_of
+from harness.report.jsonfmt import FORMAT_VERSION
 from harness.report.markdown import changed_count, render_document
 
 MAX_BODY = 65_536  # GitHub's limit on a comment body, in characters
@@ -42,6 +44,15 @@ REQUIRED = {  # key: the JSON type harness diff writes there
 class Posted:
     action: str  # "created", "updated", "skipped"
     url: str | None
+
+
+@dataclass(frozen=True)
+class Intent:
+    """What posting would do: "create", "update" (comment `number`) or "skip"."""
+
+    action: str
+    body: str
+    number: int | None = None
 
 
 def marker(matrix: str) -> str:
@@ -78,6 +89,7 @@ def load_report(path: str) -> dict[str, Any]:
 def _check_report(doc: Any, path: str) -> None:
     if not isinstance(doc, dict):
         raise HarnessError(f"--report {path}: not a harness diff report (not a JSON object)")
+    _check_version(doc, path)
     missing = [key for key in REQUIRED if key not in doc]
     if missing:
         raise HarnessError(
@@ -91,6 +103,32 @@ def _check_report(doc: Any, path: str) -> None:
         raise HarnessError(
             f"--report {path}: not a harness diff report ({', '.join(wrong)} of the wrong type)"
         )
+
+
+def _check_version(doc: dict[str, Any], path: str) -> None:
+    """A report of another format_version may mean other things by the same keys: refused
+    with what to do, before its shape is judged. One with none (and the keys of a diff
+    report) was written before reports carried it."""
+    version = doc.get("format_version")
+    if type(version) is int and version == FORMAT_VERSION:
+        return
+    if "format_version" not in doc and not all(key in doc for key in REQUIRED):
+        return  # not a diff report at all: the shape check says so
+    said = "no format_version" if "format_version" not in doc else _version_shown(version)
+    raise HarnessError(
+        f"--report {path}: {said}, and this harness reads format_version {FORMAT_VERSION} "
+        "only: write the report with the same harness version as the one commenting "
+        "(harness diff --output json-sample=FILE)"
+    )
+
+
+def _version_shown(version: Any) -> str:
+    """The report's format_version as a message shows it (the report is hostile: short)."""
+    if version is None or type(version) in (bool, int, float):
+        return f"format_version {json.dumps(version)[:20]}"
+    if type(version) is str:
+        return f"format_version {json.dumps(version[:20])}"
+    return "a format_version that is not a number"
 
 
 def body_for(doc: dict[str, Any], sample: int, details: str | None) -> str:
@@ -125,18 +163,32 @@ def cannot_tell(doc: dict[str, Any]) -> bool:
     return doc.get("status") == 4 or bool(spots_of(doc))
 
 
+def worth_posting(doc: dict[str, Any]) -> bool:
+    """Whether the report is worth a new comment (an earlier one is updated regardless)."""
+    return bool(changed_count(doc)) or cannot_tell(doc)
+
+
+def intend(
+    client: GitHub, pr: int, doc: dict[str, Any], sample: int, details: str | None
+) -> Intent:
+    """What posting the report on PR `pr` would do, found by reading its comments only."""
+    body = body_for(doc, sample, details)  # first: a malformed report reads nothing
+    existing = find_comment(client, pr, marker(doc["matrix"]), authors(client))
+    if existing is not None:
+        return Intent("update", body, existing["id"])
+    return Intent("create", body) if worth_posting(doc) else Intent("skip", body)
+
+
 def post(client: GitHub, pr: int, doc: dict[str, Any], sample: int, details: str | None) -> Posted:
     """Create or update the one comment for this matrix on PR `pr`."""
-    tag = marker(doc["matrix"])
-    body = body_for(doc, sample, details)  # first: a malformed report posts nothing
-    existing = find_comment(client, pr, tag, authors(client))
-    if existing is None and not changed_count(doc) and not cannot_tell(doc):
+    intent = intend(client, pr, doc, sample, details)
+    if intent.action == "skip":
         return Posted("skipped", None)
-    if existing is None:
+    if intent.number is None:
         path, what = client.repo_path(f"issues/{pr}/comments"), f"PR #{pr} of {client.slug}"
-        made = client.send("POST", path, what, {"body": body})
+        made = client.send("POST", path, what, {"body": intent.body})
         return Posted("created", _url(made))
-    number = existing["id"]
+    number, body = intent.number, intent.body
     path = client.repo_path(f"issues/comments/{number}")
     done = client.send("PATCH", path, f"comment {number} of {client.slug}", {"body": body})
     return Posted("updated", _url(done))
