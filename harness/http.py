@@ -6,21 +6,29 @@ off; the request runs in a thread that is abandoned at the deadline), and so
 is the size of an answer. Timeouts, connection errors and 5xx answers are
 retried with bounded backoff; what else an answer means is the caller's
 `judge`. Servers are not trusted: nothing they send is more than data.
+
+A server's certificate is checked against the CA source a `Trust` names (the
+package index's, chosen as pip chooses, see `harness.releases.tls`), else
+against requests' own. A certificate that does not verify is not retried: it is
+one whole line naming the source and how to point at another. No message shows
+the credentials a URL carries.
 """
 
 from __future__ import annotations
 
 import os
+import ssl
+import textwrap
 import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import urlsplit, urlunsplit
 from urllib.request import url2pathname
 
-from harness.errors import HarnessError, first_line
+from harness.errors import HarnessError
 
 ATTEMPTS = 4
 BACKOFF = 0.5  # seconds before the first retry; doubles each time
@@ -36,6 +44,22 @@ class Answer:
     content: bytes
 
 
+@dataclass(frozen=True)
+class Trust:
+    """What a server's certificate is checked against, and how messages name it."""
+
+    source: str  # "PIP_CERT=/etc/ca.pem", "the system's certificate store (through truststore)"
+    advice: str  # how to point at the right CA when a certificate does not verify
+    bundle: str | None = None  # a PEM file (or a directory) of the CA certificates to use
+    context: ssl.SSLContext | None = None  # else a context that verifies on its own (truststore)
+
+
+REQUESTS_TRUST = Trust(
+    "requests' CA bundle (certifi's, or REQUESTS_CA_BUNDLE)",
+    "set REQUESTS_CA_BUNDLE to a PEM file holding the CA that signs the server's certificate",
+)
+
+
 # judge(answer) -> None: take it; (problem, wait or None): retry; or raise HarnessError
 Judge = Callable[[Answer], "tuple[str, float | None] | None"]
 
@@ -46,9 +70,15 @@ def retry_5xx(answer: Answer) -> tuple[str, float | None] | None:
 
 
 class Http:
-    """A requests session with the bounds and retries above."""
+    """A requests session with the bounds and retries above. `trust` is called once, at the
+    first request over the network (a file: URL needs none): its errors are the caller's."""
 
-    def __init__(self, name: str, headers: dict[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        name: str,
+        headers: dict[str, str] | None = None,
+        trust: Callable[[], Trust] | None = None,
+    ) -> None:
         import requests  # deferred: most runs never touch the network, and it costs 0.15 s
 
         self.requests = requests
@@ -56,6 +86,8 @@ class Http:
         self.session.headers.update(headers or {})
         self.name = name  # how messages call the server: "GitHub API", "package index"
         self.timeout = timeout_from_environment()
+        self.choose_trust = trust
+        self.trust: Trust | None = None  # chosen at the first request over the network
 
     def request(
         self,
@@ -76,20 +108,50 @@ class Http:
             except (self.requests.Timeout, TimeoutError):
                 problem = f"no whole answer within {self.timeout:g} s"
                 continue
+            except self.requests.exceptions.SSLError as exc:  # retrying changes nothing
+                raise HarnessError(self._tls_failure(method, url, exc)) from None
             except self.requests.ConnectionError as exc:
-                problem = f"cannot connect ({first_line(exc)})"
+                problem = f"cannot connect ({hidden(reason(exc), url)})"
                 continue
             except self.requests.RequestException as exc:  # a URL it cannot fetch at all
-                raise HarnessError(f"{self.name} {method} {url}: {first_line(exc)}") from None
+                raise HarnessError(
+                    f"{self.name} {method} {shown(url)}: {hidden(reason(exc), url)}"
+                ) from None
             verdict = judge(answer)
             if verdict is None:
                 return answer
             problem, wait = verdict
             pause = pause if wait is None else wait
         raise HarnessError(
-            f"{self.name} {method} {url} failed after {ATTEMPTS} attempts: {problem}; "
+            f"{self.name} {method} {shown(url)} failed after {ATTEMPTS} attempts: {problem}; "
             "try again later"
         )
+
+    def _tls_failure(self, method: str, url: str, exc: BaseException) -> str:
+        """One whole line: what failed, against which CA source, and how to choose another."""
+        trust = self.trust or REQUESTS_TRUST
+        where = f"{self.name} {method} {shown(url)}"
+        if verification_failure(exc) is None:
+            return f"{where}: TLS failed ({hidden(reason(exc), url)}) with {trust.source}"
+        return (
+            f"{where}: the server's certificate does not verify against {trust.source} "
+            f"({hidden(reason(exc), url)}); {trust.advice}"
+        )
+
+    def _secure(self) -> None:
+        """Choose the CA source (once) and set the session up to verify with it."""
+        if self.trust is not None or self.choose_trust is None:
+            return
+        self.trust = self.choose_trust()
+        if self.trust.context is not None:
+            self.session.mount("https://", _context_adapter(self.requests, self.trust.context))
+
+    def _verify(self) -> bool | str | None:
+        """requests' `verify` for each request: given, so that no environment variable
+        overrides the source chosen (None, without a Trust: requests' own defaults)."""
+        if self.trust is None:
+            return None
+        return self.trust.bundle or True
 
     def exchange(
         self,
@@ -104,6 +166,7 @@ class Http:
         accepts) is read from the file system, ranges included."""
         if url.startswith("file:"):
             return _local(url, headers or {}, limit)
+        self._secure()
         outcome: list[Any] = []
 
         def run() -> None:
@@ -125,20 +188,89 @@ class Http:
     def _read(self, method: str, url: str, body: Any, headers: Any, limit: int) -> Answer:
         deadline = time.monotonic() + self.timeout
         with self.session.request(
-            method, url, json=body, headers=headers, timeout=self.timeout, stream=True
+            method,
+            url,
+            json=body,
+            headers=headers,
+            timeout=self.timeout,
+            stream=True,
+            verify=self._verify(),
         ) as answer:
             chunks, size = [], 0
             for chunk in answer.iter_content(CHUNK):
                 size += len(chunk)
                 if size > limit:
                     raise HarnessError(
-                        f"{method} {url}: the server sent more than {limit >> 20} MB where "
-                        "less was expected"
+                        f"{method} {shown(url)}: the server sent more than {limit >> 20} MB "
+                        "where less was expected"
                     )
                 chunks.append(chunk)
                 if time.monotonic() > deadline:
                     raise TimeoutError
             return Answer(answer.status_code, answer.headers, b"".join(chunks))
+
+
+def _context_adapter(requests: Any, context: ssl.SSLContext) -> Any:
+    """A transport adapter whose connections, direct or through a proxy, verify with
+    `context` (as pip hands truststore's context to its own)."""
+
+    class ContextAdapter(requests.adapters.HTTPAdapter):
+        def init_poolmanager(self, *args: Any, **kwargs: Any) -> None:
+            kwargs.setdefault("ssl_context", context)
+            super().init_poolmanager(*args, **kwargs)
+
+        def proxy_manager_for(self, proxy: str, **kwargs: Any) -> Any:
+            kwargs.setdefault("ssl_context", context)
+            return super().proxy_manager_for(proxy, **kwargs)
+
+    return ContextAdapter()
+
+
+def shown(url: str) -> str:
+    """`url` as messages show it: any user name or password it carries replaced by ***."""
+    parts = urlsplit(url)
+    if "@" not in parts.netloc:
+        return url
+    return urlunsplit(parts._replace(netloc="***@" + parts.netloc.rpartition("@")[2]))
+
+
+def hidden(text: str, url: str) -> str:
+    """`text` (an exception's message about `url`) without the credentials `url` carries."""
+    credentials = urlsplit(url).netloc.rpartition("@")[0]
+    return text.replace(credentials + "@", "***@") if credentials else text
+
+
+def causes(exc: BaseException) -> list[BaseException]:
+    """`exc` and what it wraps, outermost first: requests wraps urllib3's errors, which
+    wrap the socket's and the ssl module's (bounded: a chain is data, not a promise)."""
+    chain: list[BaseException] = []
+    current: BaseException | None = exc
+    while current is not None and current not in chain and len(chain) < 16:
+        chain.append(current)
+        inner = getattr(current, "reason", None)
+        if not isinstance(inner, BaseException):
+            inner = current.__cause__ or current.__context__
+        if inner is None and current.args and isinstance(current.args[0], BaseException):
+            inner = current.args[0]
+        current = inner
+    return chain
+
+
+def verification_failure(exc: BaseException) -> ssl.SSLCertVerificationError | None:
+    return next((e for e in causes(exc) if isinstance(e, ssl.SSLCertVerificationError)), None)
+
+
+def reason(exc: BaseException, width: int = 160) -> str:
+    """Why a request failed, in a few words: the innermost cause's own message (a
+    certificate's verify message, a socket's strerror), shortened at a word boundary."""
+    inner = causes(exc)[-1]
+    text = (
+        getattr(inner, "verify_message", None)
+        or getattr(inner, "strerror", None)
+        or str(inner)
+        or type(inner).__name__
+    )
+    return textwrap.shorten(str(text), width, placeholder=" ...")
 
 
 def _local(url: str, headers: dict[str, str], limit: int) -> Answer:

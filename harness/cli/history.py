@@ -62,7 +62,15 @@ def run(args: argparse.Namespace) -> int:
         cache, span = cache_directory(args), args.releases
         with Progress("history") as bar:
             found = release_history(
-                versions, project, span, args.pre, args.index_url, cache, setup.where, bar
+                versions,
+                project,
+                span,
+                args.pre,
+                args.index_url,
+                cache,
+                setup.where,
+                bar,
+                cert=args.cert,
             )
     else:
         if args.releases or args.pre:

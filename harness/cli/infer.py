@@ -23,7 +23,7 @@ def run_infer(args: argparse.Namespace) -> int:
     world = world_named(matrix.world, matrix.source)
     repo = None if is_release(args.infer) and not args.repo else gitio.open_repo(args.repo)
     online = online_prs(args, repo) if repo is not None else None
-    revision = revision_resolver(repo, online, args.index_url)(args.infer)
+    revision = revision_resolver(repo, online, args.index_url, cert=args.cert)(args.infer)
     versions = Versions(repo, matrix, limits=limits_of(args))
     files = versions.files_at(revision)
     try:

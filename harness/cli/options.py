@@ -130,6 +130,13 @@ def add_revision_options(parser: argparse.ArgumentParser) -> None:
         "default: PIP_INDEX_URL, else https://pypi.org/simple)",
     )
     parser.add_argument(
+        "--cert",
+        metavar="FILE",
+        help="a PEM file of the CA certificates the package index's certificate is checked "
+        "against, as pip's --cert (default, the first set: PIP_CERT, REQUESTS_CA_BUNDLE, "
+        "CURL_CA_BUNDLE, SSL_CERT_FILE, pip's configured cert; else the system's store)",
+    )
+    parser.add_argument(
         "--github",
         metavar="OWNER/REPO",
         type=slug_argument,
@@ -158,11 +165,15 @@ def online_prs(args: argparse.Namespace, repo) -> OnlinePRs | None:
 
 
 def revision_resolver(
-    repo, online: OnlinePRs | None, index: str | None = None, cache: Path | None = None
+    repo,
+    online: OnlinePRs | None,
+    index: str | None = None,
+    cache: Path | None = None,
+    cert: str | None = None,
 ) -> Callable[[str], gitio.Revision]:
-    """expr -> Revision: a release (pypi:, wheel:, sdist:), else a commit of `repo`; #N
-    falls back to the GitHub API when `online` is given."""
-    return revision_resolver_of(repo, index, cache, online.commit if online else None)
+    """expr -> Revision: a release (pypi:, wheel:, sdist:; `cert` is --cert), else a commit
+    of `repo`; #N falls back to the GitHub API when `online` is given."""
+    return revision_resolver_of(repo, index, cache, online.commit if online else None, cert)
 
 
 RELEASE_ARGUMENTS = ("revisions", "rev", "good", "bad", "range")  # where commands keep revisions
@@ -273,5 +284,5 @@ def set_up(args: argparse.Namespace) -> Setup:
     where = parse_where(matrix, getattr(args, "where", []))
     repo = None if only_releases(args) and not args.repo else gitio.open_repo(args.repo)
     online = online_prs(args, repo) if repo is not None else None
-    resolver = revision_resolver(repo, online, args.index_url, cache_directory(args))
+    resolver = revision_resolver(repo, online, args.index_url, cache_directory(args), args.cert)
     return Setup(matrix, where, repo, resolver, online, table_cache(args), limits_of(args))

@@ -21,7 +21,7 @@ import zlib
 from dataclasses import dataclass
 
 from harness.errors import HarnessError
-from harness.http import Http
+from harness.http import Http, shown
 
 TAIL = 64 << 10  # bytes read from a zip's end: the end record and, often, the directory
 MAX_MEMBER = 16 << 20  # bytes of one member, uncompressed
@@ -96,7 +96,8 @@ class RangeZip:
         answer = self.http.request("GET", self.url, headers=headers, limit=size)
         if answer.status_code not in (200, 206):
             raise HarnessError(
-                f"{self.label}: the package index answered HTTP {answer.status_code} for {self.url}"
+                f"{self.label}: the package index answered HTTP {answer.status_code} for "
+                f"{shown(self.url)}"
             )
         return answer
 

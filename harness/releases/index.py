@@ -24,7 +24,8 @@ from packaging.utils import (
 from packaging.version import Version
 
 from harness.errors import HarnessError
-from harness.http import Http
+from harness.http import Http, shown
+from harness.releases.tls import index_trust
 
 DEFAULT_INDEX = "https://pypi.org/simple"
 ACCEPT = "application/vnd.pypi.simple.v1+json, text/html;q=0.01"
@@ -51,16 +52,23 @@ def index_url(option: str | None) -> str:
     return (option or os.environ.get("PIP_INDEX_URL") or DEFAULT_INDEX).rstrip("/")
 
 
+def index_http(cert: str | None) -> Http:
+    """A client for the package index, checking its certificate against the CA source
+    `--cert` (`cert`, None when not given) and pip's settings choose (`tls.index_trust`),
+    chosen at its first request over the network."""
+    return Http("package index", trust=lambda: index_trust(cert))
+
+
 def project_files(http: Http, index: str, name: str) -> list[DistFile]:
     """Every wheel and sdist of project `name` the index lists."""
     url = f"{index}/{canonicalize_name(name)}/"
     answer = http.request("GET", url, headers={"Accept": ACCEPT}, limit=MAX_PAGE)
     if answer.status_code == 404:
-        raise HarnessError(f"{name}: no such project on the package index {index}")
+        raise HarnessError(f"{name}: no such project on the package index {shown(index)}")
     if answer.status_code >= 300:
-        raise HarnessError(f"the package index answered HTTP {answer.status_code} for {url}")
+        raise HarnessError(f"the package index answered HTTP {answer.status_code} for {shown(url)}")
     kind = answer.headers.get("Content-Type", "")
-    entries = _json_entries(answer.content, url) if "json" in kind else _html_entries(answer)
+    entries = _json_entries(answer.content, shown(url)) if "json" in kind else _html_entries(answer)
     files = [f for f in (_dist_file(e, url, name) for e in entries) if f is not None]
     return sorted(files, key=lambda f: (f.version, f.filename))
 

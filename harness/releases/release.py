@@ -29,7 +29,7 @@ from harness.files import write_atomically
 from harness.gitio import Revision, python_source, resolve
 from harness.http import Http
 from harness.releases.archive import MAX_ARCHIVE, MemoryZip, RangeZip, Tarball, checked
-from harness.releases.index import DistFile, choose, index_url, project_files
+from harness.releases.index import DistFile, choose, index_http, index_url, project_files
 from harness.releases.revisions import FORM, FORMS, is_release
 
 PIN = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)==(\S+)$")
@@ -157,11 +157,17 @@ def _layout(names: list[str], target: str, label: str) -> tuple[str, str]:
 
 
 def resolve_revision(
-    repo: Any, expr: str, index: str | None = None, cache: Path | None = None, lookup: Any = None
+    repo: Any,
+    expr: str,
+    index: str | None = None,
+    cache: Path | None = None,
+    lookup: Any = None,
+    cert: str | None = None,
 ) -> Revision:
-    """A release (pypi:, wheel:, sdist:), else a commit of `repo` (see gitio.resolve)."""
+    """A release (pypi:, wheel:, sdist:), else a commit of `repo` (see gitio.resolve);
+    `cert` is `--cert` (see `harness.releases.tls`)."""
     if is_release(expr):
-        return release_revision(expr, index, cache)
+        return release_revision(expr, index, cache, cert)
     if repo is None:
         raise HarnessError(
             f"revision {expr!r} is a commit, and there is no repository here: pass --repo "
@@ -170,24 +176,28 @@ def resolve_revision(
     return resolve(repo, expr, lookup)
 
 
-def release_revision(expr: str, index: str | None, cache: Path | None) -> Revision:
+def release_revision(
+    expr: str, index: str | None, cache: Path | None, cert: str | None = None
+) -> Revision:
     """A revision that is a release (no git): what `diff`, `history` and the rest accept."""
-    release = resolve_release(expr, index, cache)
+    release = resolve_release(expr, index, cache, cert)
     return Revision(expr, None, release.subject, release.date, release)
 
 
-def resolve_release(expr: str, index: str | None, cache: Path | None) -> Release:
+def resolve_release(
+    expr: str, index: str | None, cache: Path | None, cert: str | None = None
+) -> Release:
     """The release an expression names (see FORMS); one line when it names none."""
     match = FORM.match(expr)
     if match is None:
         raise HarnessError(f"revision {expr!r}: expected {FORMS}")
     kind, rest = match.groups()
     if kind == "pypi":
-        return _from_index(expr, rest, index_url(index), cache)
+        return _from_index(expr, rest, index_url(index), cache, cert)
     return _from_file(expr, kind, Path(rest), cache)
 
 
-def _from_index(expr: str, pin: str, index: str, cache: Path | None) -> Release:
+def _from_index(expr: str, pin: str, index: str, cache: Path | None, cert: str | None) -> Release:
     match = PIN.match(pin)
     if match is None:
         raise HarnessError(f"revision {expr!r}: expected pypi:NAME==VERSION, e.g. "
@@ -197,7 +207,7 @@ def _from_index(expr: str, pin: str, index: str, cache: Path | None) -> Release:
         version = Version(text)
     except InvalidVersion:
         raise HarnessError(f"revision {expr!r}: {text!r} is not a version (PEP 440)") from None
-    http = Http("package index")
+    http = index_http(cert)
     label = f"{canonicalize_name(name)} {version}"
     chosen = _pinned(cache, index, name, version)
     if chosen is None:

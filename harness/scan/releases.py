@@ -15,8 +15,7 @@ from packaging.version import InvalidVersion, Version
 
 from harness import gitio
 from harness.errors import HarnessError
-from harness.http import Http
-from harness.releases.index import DistFile, choose, index_url, project_files
+from harness.releases.index import DistFile, choose, index_http, index_url, project_files
 from harness.releases.release import release_for
 from harness.scan.compare import compare
 from harness.scan.history import HistoryReport, Skipped, because_of, record_change
@@ -32,9 +31,11 @@ def release_history(
     cache: Path | None,
     where: tuple[int, ...] | None = None,
     on_release: Callable[[int, int], None] | None = None,
+    cert: str | None = None,
 ) -> HistoryReport:
-    """Scan the releases of `name` (`releases`: "A..B", either side optional)."""
-    url, http = index_url(index), Http("package index")
+    """Scan the releases of `name` (`releases`: "A..B", either side optional; `cert`:
+    --cert, see `harness.releases.tls`)."""
+    url, http = index_url(index), index_http(cert)
     files = project_files(http, url, name)
     chosen, yanked = _releases(files, name, releases, pre)
     report = HistoryReport(versions.matrix, _shown(name, releases), len(chosen), None)
