@@ -8,9 +8,17 @@ evaluation, once per decision path where the code is pure; none when the
 on-disk cache holds it; `--override-exhaustive` runs every cell), and the
 matrix is split on its leading axes into slices (at least 32), one item each,
 comparing its slice with the baseline and failing with the rule summary of
-its mismatches. `-n auto` runs no workers when no test paths are given (the
-one evaluation cannot be shared). `--override-update` rewrites the baseline
-first (once, in the controlling process), so every item then passes.
+its mismatches. `--override-rev A...B` (or `A..B`) takes the range's base, as
+`harness diff` reads it, in place of a baseline file. `-n auto` runs no workers
+when no test paths are given (the one evaluation cannot be shared).
+`--override-update` rewrites the baseline first (once, in the controlling
+process), so every item then passes.
+
+With `--override-matrix` and no test paths on the command line, the run is the
+check alone: the project's own tests and conftests are left alone (see
+`pytest_load_initial_conftests`), so it passes in a tree whose tests cannot be
+imported here (SGLang's need torch). Test paths on the command line are
+collected as usual, beside the check.
 """
 
 from __future__ import annotations
@@ -33,7 +41,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--override-baseline", metavar="FILE",
                     help="the baseline file (harness snapshot REV -o FILE)")  # fmt: skip
     group.addoption("--override-rev", default="HEAD", metavar="REV",
-                    help="the revision to test (default HEAD)")  # fmt: skip
+                    help="the revision to test (default HEAD); or a range A...B (A..B), "
+                    "B against its base, in place of --override-baseline")  # fmt: skip
     group.addoption("--override-repo", metavar="PATH",
                     help="the repository (default: the current directory's)")  # fmt: skip
     group.addoption("--override-update", action="store_true",
@@ -43,12 +52,39 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     "decision path would do")  # fmt: skip
 
 
+def checks_only(config: pytest.Config) -> bool:
+    """Whether the run is the matrix check alone: `--override-matrix` and no test paths on
+    the command line (the project's `testpaths` do not count: they name its own tests)."""
+    known = config.known_args_namespace
+    return bool(getattr(known, "override_matrix", None)) and not known.file_or_dir
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_load_initial_conftests(early_config: pytest.Config) -> None:
+    """The check alone imports no conftest of the project, as `--noconftest` would.
+
+    This is the one hook that runs before pytest imports the first conftests (those of
+    the rootdir and its `test*` directories, even with nothing to collect there): a
+    project's conftests import what its tests need (torch, for SGLang), which a CPU-only
+    check does not have, and the check's items use none of them. Called for plugins
+    loaded from entry points, as this one is; `pytest_configure` then empties what the
+    session collects (see there)."""
+    if checks_only(early_config):
+        early_config.known_args_namespace.noconftest = True
+
+
 def pytest_configure(config: pytest.Config) -> None:
+    """Check the options and read the baseline (a usage error names the fix). For the check
+    alone, the session is given no paths to collect, so the project's test files are
+    never imported (rather than imported and dropped in `pytest_collection_modifyitems`,
+    which would report each import error, or walked and refused in
+    `pytest_ignore_collect`): the only items are the matrix's, added below."""
     config.addinivalue_line("markers", f"{MARKER}: a slice of an override matrix (harness)")
     if not config.getoption("override_matrix"):
         return
-    if not config.getoption("override_baseline"):
-        raise pytest.UsageError("--override-matrix needs --override-baseline FILE")
+    check_options(config)
+    if checks_only(config):
+        config.args = []
     # Deferred: only a run that asks for the matrix pays for git, yaml and the evaluator.
     from harness.errors import HarnessError
     from harness.report import baseline
@@ -57,21 +93,39 @@ def pytest_configure(config: pytest.Config) -> None:
         target = Target.from_config(config)
         if config.getoption("override_update") and not hasattr(config, "workerinput"):
             target.update_baseline()
-        target.expected = baseline.read(target.baseline_path, target.matrix)  # bad: one line
+        if target.baseline_path is not None:
+            target.expected = baseline.read(target.baseline_path, target.matrix)  # bad: 1 line
         config.stash[TARGET] = target
     except HarnessError as exc:
         raise pytest.UsageError(f"harness: {exc}") from None
 
 
+def check_options(config: pytest.Config) -> None:
+    """A baseline file, or a range whose base stands in for one; never both."""
+    from harness.releases.ranges import split_range
+
+    rev, path = config.getoption("override_rev"), config.getoption("override_baseline")
+    if split_range(rev) is None:
+        if not path:
+            raise pytest.UsageError(
+                "--override-matrix needs --override-baseline FILE (or a range "
+                "--override-rev A...B, whose base is the baseline)"
+            )
+        return
+    if path or config.getoption("override_update"):
+        given = "--override-baseline" if path else "--override-update"
+        raise pytest.UsageError(
+            f"--override-rev {rev} is a range, whose base is the baseline: drop {given}, "
+            "or give one revision"
+        )
+
+
 @pytest.hookimpl(tryfirst=True, optionalhook=True)  # optional: pytest-xdist may be absent
 def pytest_xdist_auto_num_workers(config: pytest.Config) -> int | None:
-    """`-n auto` with the matrix and no test paths (on the command line or as `testpaths`):
-    no workers. The check is one evaluation of the matrix, which workers cannot share,
-    only start up for; with test paths, pytest-xdist decides as usual."""
-    alone = config.args_source == pytest.Config.ArgsSource.INVOCATION_DIR
-    if config.getoption("override_matrix") and alone:
-        return 0
-    return None
+    """`-n auto` for the check alone (no test paths on the command line): no workers. The
+    check is one evaluation of the matrix, which workers cannot share, only start up
+    for; with test paths, pytest-xdist decides as usual."""
+    return 0 if checks_only(config) else None
 
 
 def pytest_collection_modifyitems(
@@ -140,7 +194,7 @@ class Target:
     matrix: Any  # harness.matrix.model.Matrix
     repo_path: str | None
     rev: str
-    baseline_path: str
+    baseline_path: str | None  # None: --override-rev is a range, whose base is the baseline
     exhaustive: bool
     expected: Any = None  # the baseline's OutcomeTable, read once
 
@@ -153,19 +207,37 @@ class Target:
             load_matrix(config.getoption("override_matrix"), documents=_documents()),
             config.getoption("override_repo"),
             config.getoption("override_rev"),
-            str(Path(path).resolve()),
+            str(Path(path).resolve()) if path else None,
             config.getoption("override_exhaustive"),
         )
 
     @cached_property
-    def resolved(self):
-        """(the repository, or None for a release; the revision --override-rev names)."""
+    def ends(self) -> tuple[Any, Any, Any]:
+        """(the repository, or None for a release; a range's base, or None with a baseline
+        file; the revision tested: --override-rev, or the range's head), as `harness diff`
+        reads a range (`harness.releases.ranges`)."""
         from harness import gitio
+        from harness.releases.ranges import resolve_range
         from harness.releases.resolver import revision_resolver
         from harness.releases.revisions import is_release
 
         repo = None if is_release(self.rev) else gitio.open_repo(self.repo_path)
-        return repo, revision_resolver(repo)(self.rev)
+        resolve = revision_resolver(repo)
+        ranged = resolve_range(repo, resolve, self.rev)
+        return (repo, *ranged) if ranged else (repo, None, resolve(self.rev))
+
+    @property
+    def resolved(self):
+        """(the repository, or None for a release; the revision tested)."""
+        repo, _, revision = self.ends
+        return repo, revision
+
+    @property
+    def against(self) -> str:
+        """What the revision is compared with, as messages name it."""
+        if self.baseline_path is not None:
+            return f"the baseline ({self.baseline_path})"
+        return self.ends[1].label
 
     @cached_property
     def versions(self):
@@ -177,15 +249,17 @@ class Target:
 
     @cached_property
     def base(self):
-        """The baseline's commit, when blind spots can be looked for from it (a commit of
-        the repository other than the revision), else why not (a str), else None (it
-        is the revision: nothing changed, nothing to look for)."""
+        """The baseline's commit (or the range's base), when blind spots can be looked for
+        from it (a commit of the repository other than the revision), else why not (a
+        str), else None (it is the revision: nothing changed, nothing to look for)."""
         from harness import gitio
         from harness.errors import HarnessError
         from harness.report import baseline
 
+        repo, ranged, revision = self.ends
+        if ranged is not None:
+            return None if ranged.sha == revision.sha else ranged
         sha = baseline.sha_of(self.baseline_path)
-        repo, revision = self.resolved
         if repo is None or sha is None or revision.sha is None:
             return "the baseline and the revision must both be commits of the repository"
         if sha == revision.sha:
@@ -211,10 +285,27 @@ class Target:
 
     @cached_property
     def baseline(self) -> Any:
-        """The baseline's OutcomeTable (with the coverage it records), read once."""
+        """The baseline's OutcomeTable (with the coverage it records), read once; for a
+        range, its base's, evaluated beside the revision: both must be evaluable, as
+        `harness diff` would compare them (else CannotTell, and every item fails)."""
         from harness.report import baseline
 
-        return self.expected or baseline.read(self.baseline_path, self.matrix)
+        if self.baseline_path is not None:
+            return self.expected or baseline.read(self.baseline_path, self.matrix)
+        return self.compared_ends()[0].table
+
+    def compared_ends(self) -> list:
+        """A range's states (its base's, then the revision's; one when they are the same
+        commit), when they can be compared as `harness diff` compares them: both evaluable,
+        or a base without the target. Else CannotTell, saying why."""
+        from harness.errors import CannotTell
+        from harness.scan.diff import comparable
+
+        base, head = self.states[0], self.states[-1]
+        if not comparable(base, head):
+            reasons = {state.reason for state in (base, head) if not state.evaluable}
+            raise CannotTell(f"{self.rev}: {'; '.join(sorted(reasons))}")
+        return self.states
 
     def recorded_base(self) -> Any:
         """The baseline commit's state without evaluating it, when the baseline records
@@ -223,6 +314,8 @@ class Target:
         from harness.engine.sandbox import load_order
         from harness.scan.versions import State
 
+        if self.baseline_path is None:  # a range: nothing recorded, its base is evaluated
+            return None
         table = self.baseline
         code = self.versions.code_at(self.base) if table.branches else None
         if code is None or len(sites_of(code.closure, load_order)) != len(table.branches):
@@ -248,9 +341,10 @@ class Target:
 
         if isinstance(self.base, str):
             return self.base
+        states = self.compared_ends() if self.baseline_path is None else self.states
         if self.base is None:
             return [], None
-        return blind_spots(self.versions, self.base, self.resolved[1], self.states)
+        return blind_spots(self.versions, self.base, self.resolved[1], states)
 
 
 @dataclass
@@ -293,7 +387,7 @@ class MatrixItem(pytest.Item):
         return super().repr_failure(excinfo, style)
 
     def reportinfo(self):
-        return self.config.stash[TARGET].baseline_path, None, self.name
+        return self.config.stash[TARGET].baseline_path or self.path, None, self.name
 
 
 class SliceItem(MatrixItem):
@@ -304,12 +398,14 @@ class SliceItem(MatrixItem):
         self.cube, self.block = cube, block
 
     def runtest(self) -> None:
-        from harness.errors import HarnessError
+        from harness.errors import CannotTell, HarnessError
         from harness.scan.compare import part
 
         target = self.config.stash[TARGET]
         try:
             loaded = target.loaded
+        except CannotTell as exc:
+            raise Mismatch(f"harness: cannot tell: {exc}") from None
         except HarnessError as exc:
             raise Mismatch(f"harness: {exc}") from None
         comparison = part(target.matrix, loaded.comparison, *self.block)
@@ -323,8 +419,8 @@ class SliceItem(MatrixItem):
         field = output_label(target.matrix.target)
         views = [rule_view(target.matrix, rule) for rule in comparison.rules]
         head = (
-            f"{comparison.changed:,} cells of this slice differ from the baseline "
-            f"({target.baseline_path}) at {loaded.label}; {field}, baseline -> now:"
+            f"{comparison.changed:,} cells of this slice differ from {target.against} "
+            f"at {loaded.label}; {field}, baseline -> now:"
         )
         return [head, *rule_lines(views)]
 

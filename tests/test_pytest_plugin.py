@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
+import os
 import re
 import subprocess
 import sys
 from importlib.metadata import entry_points
+from pathlib import Path
 
 import pytest
 import yaml
@@ -16,7 +19,7 @@ from harness.matrix.load import load_matrix, shipped_dir
 from harness.pytest_plugin import slices
 from harness.report.baseline import read
 from tests import oracle
-from tests.conftest import run_cli
+from tests.conftest import git_out, run_cli
 
 MATRIX = "sglang-fa4-page-size"
 
@@ -173,3 +176,133 @@ def test_n_auto_runs_no_workers_for_the_check_alone(pytester, history, tmp_path)
     with_paths = run_pytest(pytester, history, baseline, "#30835^", "-n", "auto", "test_other.py")
     with_paths.assert_outcomes(passed=83)
     assert "workers" in with_paths.stdout.str()  # test paths given: xdist decides
+
+
+# --- the check alone, at an SGLang root whose own tests cannot be imported here ------------
+
+DOCS = Path(__file__).resolve().parents[1] / "docs"
+NEEDS_TORCH = "import torch\n\n\ndef test_kernel():\n    assert torch.cuda.is_available()\n"
+PYTEST_CONFIGS = ("pyproject.toml", "pytest.ini", "tox.ini", "setup.cfg", "conftest.py")
+
+
+def ci_commands() -> str:
+    """docs/ci.md's pytest block as written (the snapshot, then the pytest command): the
+    test runs this very text, so the page and the test cannot drift apart."""
+    section = (DOCS / "ci.md").read_text().split("\n## pytest", 1)[1]
+    blocks = re.findall(r"```sh\n(.*?)```", section, re.S)
+    (block,) = [b for b in blocks if "pytest --override-matrix" in b]
+    return block
+
+
+def items_of(matrix_name: str) -> int:
+    """The items docs/ci.md promises: one slice per combination of the fewest leading axes
+    giving at least 32, plus the blind-spot item (read from the matrix file itself)."""
+    axes = yaml.safe_load((shipped_dir() / f"{matrix_name}.yaml").read_text())["axes"]
+    count = 1
+    for values in axes.values():
+        if count >= 32:
+            break
+        count *= len(values)
+    return count + 1
+
+
+def sglang_tree_whose_tests_need_torch(root: Path) -> None:
+    """SGLang's shape: test/ holds tests and a conftest that import torch, and so does
+    python/sglang/test/; none of them can be imported on this machine."""
+    files = {
+        "test/conftest.py": "import torch  # the fixtures SGLang's tests share need torch\n",
+        "test/srt/test_fa4_backend.py": NEEDS_TORCH,
+        "test/srt/conftest.py": "import torch\n",
+        "test/lang/test_srt_backend.py": NEEDS_TORCH,
+        "python/sglang/test/test_utils.py": NEEDS_TORCH,
+        "scripts/test_ok.py": "def test_ok():\n    assert True\n",
+    }
+    for path, text in files.items():
+        (root / path).parent.mkdir(parents=True, exist_ok=True)
+        (root / path).write_text(text)
+
+
+def run_at(root: Path, argv: list[str]) -> subprocess.CompletedProcess:
+    """A command at `root`, with this environment's `harness` and `pytest` first on PATH."""
+    path = f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"
+    env = {**os.environ, "PATH": path, "PYTHONDONTWRITEBYTECODE": "1"}
+    return subprocess.run(argv, cwd=root, env=env, capture_output=True, text=True)
+
+
+def summary_of(done: subprocess.CompletedProcess) -> dict[str, int]:
+    """pytest's last line, `82 passed in 3.1s`, as {"passed": 82}."""
+    last = done.stdout.strip().splitlines()[-1]
+    return {kind: int(n) for n, kind in re.findall(r"(\d+) (\w+)", last.split(" in ")[0])}
+
+
+def test_the_ci_command_passes_verbatim_at_an_sglang_root_whose_tests_need_torch(clone):
+    assert importlib.util.find_spec("torch") is None  # else the tree's tests could import
+    sglang_tree_whose_tests_need_torch(clone)
+    assert [name for name in PYTEST_CONFIGS if (clone / name).exists()] == []  # none added
+    own = run_at(clone, ["pytest", "-p", "no:cacheprovider"])
+    assert own.returncode != 0 and "No module named 'torch'" in own.stdout + own.stderr
+    done = run_at(clone, ["bash", "-ec", ci_commands()])
+    assert done.returncode == 0, done.stdout[-4000:] + done.stderr
+    assert summary_of(done) == {"passed": items_of(MATRIX)}
+    assert "torch" not in done.stdout + done.stderr and "[gw0]" not in done.stdout
+
+
+def test_paths_on_the_command_line_are_collected_beside_the_check(clone):
+    sglang_tree_whose_tests_need_torch(clone)
+    baseline = clone / "baseline.json"
+    assert run_cli("snapshot", "HEAD", "-o", str(baseline), "--repo", str(clone)).code == 0
+    check = ["pytest", "-p", "no:cacheprovider", "--override-matrix", MATRIX,
+             "--override-baseline", str(baseline)]  # fmt: skip
+    done = run_at(clone, [*check, "scripts/test_ok.py"])
+    assert done.returncode == 0, done.stdout[-4000:]
+    assert summary_of(done) == {"passed": items_of(MATRIX) + 1}
+    done = run_at(clone, [*check, "test/lang/test_srt_backend.py"])
+    assert done.returncode != 0 and "No module named 'torch'" in done.stdout + done.stderr
+
+
+# --- --override-rev A...B: the range's base stands in for a baseline ------------------------
+
+
+def test_a_range_compares_where_the_branch_left_with_its_head(pytester, clone, history):
+    """`HEAD...feature` (feature: #30835's clause on #30835^) fails exactly the slices the
+    predicate says #30835 changes: its base is `git merge-base HEAD feature`, not HEAD."""
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@t"]
+    subprocess.run([*git, "checkout", "-q", "-b", "feature", history.shas["comment"]],
+                   cwd=clone, check=True)  # fmt: skip
+    subprocess.run([*git, "cherry-pick", history.shas["pr30835"]], cwd=clone, check=True,
+                   capture_output=True)  # fmt: skip
+    subprocess.run([*git, "checkout", "-q", "-"], cwd=clone, check=True)
+    base = git_out(clone, "merge-base", "HEAD", "feature").strip()
+    assert base == history.shas["comment"] != git_out(clone, "rev-parse", "HEAD").strip()
+    result = pytester.runpytest_subprocess(
+        "-p", "no:cacheprovider", "--override-matrix", MATRIX, "--override-repo", str(clone),
+        "--override-rev", "HEAD...feature",
+    )  # fmt: skip
+    expected = slice_counts()
+    result.assert_outcomes(failed=len(expected), passed=items_of(MATRIX) - len(expected))
+    text = result.stdout.str()
+    found = dict(re.findall(r"_ sglang-fa4-page-size\[(.*?)\] _+\n([\d,]+) cells of this", text))
+    assert {k: int(v.replace(",", "")) for k, v in found.items()} == expected
+    assert f"differ from HEAD...feature ({base[:10]}) at feature" in text
+
+
+def test_a_range_names_its_own_base(pytester, history, tmp_path):
+    baseline = tmp_path / "baseline.json"
+    snapshot(history, "HEAD", baseline)
+    common = ["--override-matrix", MATRIX, "--override-repo", history.repo()]
+    for extra in (["--override-baseline", str(baseline)], ["--override-update"]):
+        result = pytester.runpytest_subprocess(*common, "--override-rev", "HEAD~2...HEAD", *extra)
+        assert result.ret == pytest.ExitCode.USAGE_ERROR
+        assert f"is a range, whose base is the baseline: drop {extra[0]}" in result.stderr.str()
+
+
+def test_a_range_with_an_unevaluable_end_fails_every_item(pytester, history):
+    """#30902 breaks the file's syntax: nothing can be compared, and no slice passes."""
+    result = pytester.runpytest_subprocess(
+        "-p", "no:cacheprovider", "--override-matrix", MATRIX, "--override-repo",
+        history.repo(), "--override-rev", "#30902^...#30902",
+    )  # fmt: skip
+    result.assert_outcomes(failed=items_of(MATRIX))  # the blind-spot item too
+    assert (
+        "harness: cannot tell: #30902^...#30902: unevaluable: syntax error" in result.stdout.str()
+    )
