@@ -6,7 +6,7 @@ from dataclasses import replace
 from typing import Any
 
 from harness.engine.events import Event
-from harness.scan.because import Difference
+from harness.scan.because import Difference, Reasons
 
 
 def because_text(difference: Difference) -> str:
@@ -33,11 +33,17 @@ def _event_json(event: Event | None) -> dict[str, Any] | None:
     return None if event is None else {"line": event.line, "value": json_value(event.value)}
 
 
-def with_because(views: list, reasons: list[list[Difference]]) -> list:
+def more_text(count: int) -> str:
+    """What a report says after the reasons it shows, when `count` more were cut."""
+    return f"and {count} more"
+
+
+def with_because(views: list, reasons: list[Reasons]) -> list:
     """Rule views with their reasons attached (`reasons` may be empty: none worked out)."""
     if not reasons:
         return views
-    return [replace(v, because=tuple(r)) for v, r in zip(views, reasons, strict=True)]
+    return [replace(v, because=r.shown, because_more=r.more, because_at=r.at)
+            for v, r in zip(views, reasons, strict=True)]  # fmt: skip
 
 
 def short(value: Any, width: int = 40) -> str:

@@ -127,6 +127,8 @@ def _rule_json(rule: RuleView) -> dict[str, Any]:
     out = {"where": rule.where, "cells": rule.cells, "transition": rule.transition}
     if rule.because:
         out["because"] = [because_json(d) for d in rule.because]
+    if rule.because_more:
+        out["because_more"] = rule.because_more
     return out
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from harness.matrix.model import format_value, same_value
-from harness.report.because import because_text
+from harness.report.because import because_text, more_text
 from harness.report.blind import SHOWN, blind_title, is_block, more_line, spots_of
 from harness.report.fields import OUTCOME, OUTCOME_TITLE, RULES_SHOWN
 from harness.report.jsonfmt import document
@@ -129,7 +129,8 @@ def rules_of(doc: dict[str, Any]) -> list[RuleView]:
 def _rule(rule: dict[str, Any], axes: dict[str, list[Any]]) -> RuleView:
     conditions = conditions_of(rule["where"], axes)
     because = tuple(b["text"] for b in rule.get("because", []))
-    return RuleView(rule["where"], conditions, rule["cells"], rule["transition"], because)
+    more = rule.get("because_more", 0)
+    return RuleView(rule["where"], conditions, rule["cells"], rule["transition"], because, more)
 
 
 def rule_table(rules: list[RuleView]) -> list[str]:
@@ -141,7 +142,8 @@ def rule_table(rules: list[RuleView]) -> list[str]:
         where = ", ".join(f"`{code(c.text())}`" for c in rule.conditions) or "every cell"
         row = f"| {n} | {rule.cells:,} | {escape(rule.transition)} | {where} |"
         if explained:
-            row += " " + "<br>".join(_because(b) for b in rule.because) + " |"
+            more = [escape(more_text(rule.because_more))] if rule.because_more else []
+            row += " " + "<br>".join([*map(_because, rule.because), *more]) + " |"
         lines.append(row)
     return lines
 

@@ -13,7 +13,7 @@ from harness.gitio import Revision
 from harness.matrix.cells import bits_of, first_cell
 from harness.matrix.model import Matrix, Target, format_value, same_value
 from harness.report.because import with_because
-from harness.scan.because import Difference
+from harness.scan.because import Difference, Place
 from harness.scan.compare import Comparison, Rule
 from harness.scan.spots import BlindSpot
 
@@ -56,6 +56,8 @@ class RuleView:
     cells: int
     transition: str
     because: tuple[Difference | str, ...] = ()  # when explained (text, read from JSON)
+    because_more: int = 0  # reasons found beyond those in `because`
+    because_at: Place | None = None  # the changed line its change is at (not read from JSON)
 
 
 @dataclass

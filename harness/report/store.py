@@ -25,14 +25,14 @@ from harness.engine.outcome import CODE_TYPE, Outcome
 from harness.gitio import Revision
 from harness.matrix.model import Matrix
 from harness.report.model import Condition, DiffReport, RuleView
-from harness.scan.because import Difference
+from harness.scan.because import Difference, Place
 from harness.scan.cache import DiskCache, engine_digest, plain, plain_load
 from harness.scan.compare import Comparison, Rule
 from harness.scan.coverage import PassCoverage
 from harness.scan.spots import BlindSpot
 
-MAGIC = b"harness-report-2\n"
-SHAPE = 2  # the stored shape's version: part of the key
+MAGIC = b"harness-report-3\n"
+SHAPE = 3  # the stored shape's version: part of the key
 
 
 def report_key(
@@ -152,17 +152,29 @@ def _view(view: RuleView) -> tuple:
         else ("difference", _event(item.base), _event(item.head))
         for item in view.because
     ]
-    return (view.where, conditions, view.cells, view.transition, because)
+    at = None if view.because_at is None else astuple(view.because_at)
+    return (view.where, conditions, view.cells, view.transition, because, view.because_more, at)
 
 
 def _view_from(item: tuple) -> RuleView:
-    where, conditions, cells, transition, because = item
+    where, conditions, cells, transition, because, more, at = item
     reasons = tuple(
         b[1] if b[0] == "text" else Difference(_event_from(b[1]), _event_from(b[2]))
         for b in because
     )
     shown = tuple(Condition(a, tuple(v), n) for a, v, n in conditions)
-    return RuleView(where, shown, cells, transition, reasons)
+    if type(more) is not int:
+        raise ValueError("not a count of reasons")
+    return RuleView(where, shown, cells, transition, reasons, more, _place_from(at))
+
+
+def _place_from(item: tuple | None) -> Place | None:
+    if item is None:
+        return None
+    side, path, line = item
+    if side not in ("base", "head") or type(path) is not str or type(line) is not int:
+        raise ValueError("not a place")
+    return Place(side, path, line)
 
 
 def _event(event: Event | None) -> tuple | None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from harness.gitio import Revision
 from harness.matrix.model import Matrix, format_value
-from harness.report.because import because_text
+from harness.report.because import because_text, more_text
 from harness.report.blind import SHOWN, blind_title, more_line, numbered, spot_json
 from harness.report.fields import OUTCOME, OUTCOME_TITLE, RULES_SHOWN, of_report
 from harness.report.model import (
@@ -136,6 +136,8 @@ def rule_lines(rules: list[RuleView], indent: str = "  ") -> list[str]:
         parts = [c.text() for c in rule.conditions] or ["every cell"]
         lines.extend(wrap_conditions(parts, indent + "   "))
         lines.extend(f"{indent}   because {because_text(d)}" for d in rule.because)
+        if rule.because_more:
+            lines.append(f"{indent}   {more_text(rule.because_more)}")
     return lines
 
 

@@ -55,14 +55,17 @@ class Side:
     label: str
 
 
+def changed_blocks(before: list[str], after: list[str]) -> list[tuple[range, range]]:
+    """(lines of `before`, lines of `after`), 0-based, of each stretch that differs: a
+    replacement, an insertion (`before`'s range empty) or a deletion (`after`'s empty)."""
+    matcher = difflib.SequenceMatcher(None, before, after, autojunk=False)
+    return [(range(a0, a1), range(b0, b1))
+            for op, a0, a1, b0, b1 in matcher.get_opcodes() if op != "equal"]  # fmt: skip
+
+
 def changed_lines(before: list[str], after: list[str]) -> set[int]:
     """The 0-based lines of `after` that are new or replacing, against `before`."""
-    came: set[int] = set()
-    matcher = difflib.SequenceMatcher(None, before, after, autojunk=False)
-    for op, _, _, b0, b1 in matcher.get_opcodes():
-        if op != "equal":
-            came.update(range(b0, b1))
-    return came
+    return {n for _, lines in changed_blocks(before, after) for n in lines}
 
 
 @dataclass(frozen=True)
@@ -75,18 +78,19 @@ class Definition:
     lines: tuple[str, ...]
 
 
-def definitions(side: Side) -> list[Definition]:
-    """The top-level functions and classes the side's code draws on, each once."""
+def definitions(target: Any, read: Callable[[str], str | None]) -> list[Definition]:
+    """The top-level functions and classes a closure or pipeline draws on, each once, with
+    their lines as `read` (a path's text at that revision) gives them."""
     texts: dict[str, list[str]] = {}
     found: dict[tuple[str, str], Definition] = {}
-    for closure in closures_of(side.target):
+    for closure in closures_of(target):
         for path in load_order(closure):
             for node in closure.nodes_of(path):
                 name = _defined(node)
                 if name is None:
                     continue
                 if path not in texts:
-                    texts[path] = source_lines(side.read(path) or "")
+                    texts[path] = source_lines(read(path) or "")
                 lines = tuple(texts[path][node.lineno - 1 : node.end_lineno])
                 found[(path, name)] = Definition(name, path, node.lineno, lines)
     return list(found.values())
@@ -113,7 +117,8 @@ def changed_by_side(base: Side, head: Side) -> dict[str, dict[str, set[int]]]:
     """{side: {path: changed lines}}: each definition against the other side's of the same
     name (in the same file if it is there), so moving a function changes nothing; one the
     other side does not have is all new (or all gone)."""
-    defs = {s.name: definitions(s) if s.target is not None else [] for s in (base, head)}
+    defs = {s.name: definitions(s.target, s.read) if s.target is not None else []
+            for s in (base, head)}  # fmt: skip
     out: dict[str, dict[str, set[int]]] = {"base": {}, "head": {}}
     for name, other in (("base", "head"), ("head", "base")):
         for definition in defs[name]:
@@ -130,6 +135,54 @@ def _twin(definition: Definition, others: list[Definition]) -> Definition | None
     named = [d for d in others if d.name == definition.name]
     same_file = [d for d in named if d.path == definition.path]
     return (same_file or named or [None])[0]
+
+
+@dataclass(frozen=True)
+class Hunk:
+    """A stretch of a definition that differs from its namesake at the other revision:
+    `base` lines of `base_path` replaced by `head` lines of `head_path` (1-based file
+    lines; one range is empty for an insertion or a deletion). A definition the other
+    side lacks is one hunk of all its lines."""
+
+    base_path: str
+    base: range
+    head_path: str
+    head: range
+
+    def lines(self, side: str) -> tuple[str, range]:
+        """(path, lines) at `side`, "base" or "head"."""
+        return (self.base_path, self.base) if side == "base" else (self.head_path, self.head)
+
+    def holds(self, side: str, path: str, line: int) -> bool:
+        """Whether `line` of `path` at `side` is one of the hunk's."""
+        where, lines = self.lines(side)
+        return where == path and line in lines
+
+
+def hunks(base: Any, head: Any) -> list[Hunk]:
+    """The hunks between two revisions' code, each given as anything with `.target` (a
+    closure or pipeline, None: nothing there) and `.read` (a path's text there): each head
+    definition against its namesake at base, as `changed_by_side` pairs them, then each
+    base definition the head does not have. Lines as `changed_by_side` finds them at head;
+    at base they are the ones this (forward) diff replaces."""
+    before, after = (definitions(s.target, s.read) if s.target is not None else []
+                     for s in (base, head))  # fmt: skip
+    found = []
+    for definition in after:
+        twin = _twin(definition, before)
+        old = twin or Definition(definition.name, definition.path, definition.line, ())
+        for a, b in changed_blocks(list(old.lines), list(definition.lines)):
+            found.append(Hunk(old.path, _shifted(a, old.line), definition.path,
+                              _shifted(b, definition.line)))  # fmt: skip
+    for definition in before:
+        if _twin(definition, after) is None:
+            lines = range(definition.line, definition.line + len(definition.lines))
+            found.append(Hunk(definition.path, lines, definition.path, range(0)))
+    return found
+
+
+def _shifted(lines: range, first: int) -> range:
+    return range(lines.start + first, lines.stop + first)
 
 
 @dataclass(frozen=True)
