@@ -9,8 +9,9 @@ between calls (`harness.engine.purity`); an impure closure, or
 
 All of it happens in a worker process (`harness.engine.worker`); what comes
 back is the table as plain data. Whatever the code raises, `SystemExit`
-included, is that cell's `error` outcome; a read nothing answers makes the
-revision unevaluable even when the code catches it.
+included, is that cell's `error` outcome; a read nothing answers, or a write
+to the view or another object of the world, makes the revision unevaluable
+even when the code catches it.
 """
 
 from __future__ import annotations

@@ -19,7 +19,7 @@ from typing import Any
 from harness.closure.extract import Closure, Pipeline
 from harness.engine.branches import Sites
 from harness.engine.policy import ALLOWED_BUILTINS, POLICY_FIX, check_closure, forbidden_attribute
-from harness.engine.world import Bound, Unbound
+from harness.engine.world import ASSIGNED, DELETED, Bound, Unbound, write_fix
 from harness.errors import Unevaluable
 
 Branches = tuple[Sites, dict[str, Any]]  # the sites, and the recorder's functions by name
@@ -82,7 +82,8 @@ class Overlay:
     """The view as a later pass sees it: declared fields first, then the view itself.
 
     Every attribute read goes through `__getattribute__`, so evaluated code cannot
-    reach the overlay's own state (the slots are read through their descriptors)."""
+    reach the overlay's own state (the slots are read through their descriptors). An
+    assignment or a deletion goes to the view, which refuses it."""
 
     __slots__ = ("_declared", "_view")
 
@@ -99,10 +100,10 @@ class Overlay:
         return type(self).otherwise(self, name)
 
     def __setattr__(self, name: str, value: Any) -> None:
-        raise AttributeError(f"cannot set {name}: read-only")
+        setattr(_VIEW.__get__(self), name, value)
 
     def __delattr__(self, name: str) -> None:
-        raise AttributeError(f"cannot delete {name}: read-only")
+        delattr(_VIEW.__get__(self), name)
 
     def answer(self, value: Any) -> Any:
         return value
@@ -238,6 +239,12 @@ class LoadedModule(Overlay):
     def otherwise(self, name: str) -> Any:
         raise AttributeError(f"module {_VIEW.__get__(self)} has no {name}")
 
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError(f"cannot set {name}: read-only")
+
+    def __delattr__(self, name: str) -> None:
+        raise AttributeError(f"cannot delete {name}: read-only")
+
 
 SPACE_PREFIX = "harness.closure:"  # a loaded file's `__name__`: this, then its path
 
@@ -325,12 +332,25 @@ class _WorldModule:
                 f"the world does not bind it: bind {name} under `bindings:` in the matrix",
             ) from None
 
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise _refused_write(self, name, ASSIGNED)
+
+    def __delattr__(self, name: str) -> None:
+        raise _refused_write(self, name, DELETED)
+
 
 _MODULE, _BOUND, _LOCAL = _WorldModule._module, _WorldModule._bound, _WorldModule._local
 
 
+def _refused_write(module: _WorldModule, name: str, done: str) -> Unbound:
+    """The refusal of an assignment to (or deletion of) an imported world module's name."""
+    label = _MODULE.__get__(module)
+    return _BOUND.__get__(module).probe.refuse(f"{label}.{name}", write_fix(label, name), done=done)
+
+
 def unbound_reason(exc: Unbound) -> str:
-    return f"{exc.what} is read at {line_in(exc.__traceback__)}: {exc.fix}"
+    """`WHAT is read at PATH:LINE: FIX` (or assigned, or deleted: as the code did)."""
+    return f"{exc.what} is {exc.done} at {line_in(exc.__traceback__)}: {exc.fix}"
 
 
 def line_in(tb: TracebackType | None) -> str:

@@ -9,7 +9,9 @@ on the axes it read (see `evaluate.explore`).
 
 Strictness: reading a view attribute or a stub attribute nobody declared
 raises `Unbound`, a `BaseException` so the evaluated code's own
-`except Exception` cannot swallow it.
+`except Exception` cannot swallow it. So does assigning to (or deleting) an
+attribute of the view or of any object of the world: the harness compares
+what a pass returns, so what it sets elsewhere would go unseen.
 """
 
 from __future__ import annotations
@@ -26,14 +28,19 @@ from harness.matrix.model import SCALAR_TYPES, Matrix
 Resolver = Callable[["Probe"], Any]
 
 
-class Unbound(BaseException):
-    """The evaluated code read something the matrix and the world do not define."""
+READ, ASSIGNED, DELETED = "read", "assigned", "deleted"  # what the code did to `what`
 
-    def __init__(self, what: str, fix: str, field: str | None = None) -> None:
+
+class Unbound(BaseException):
+    """The evaluated code read something the matrix and the world do not define (`done`
+    is READ), or assigned to or deleted an attribute of the world's (ASSIGNED, DELETED)."""
+
+    def __init__(self, what: str, fix: str, field: str | None = None, done: str = READ) -> None:
         super().__init__(what)
         self.what = what
         self.fix = fix
         self.field = field  # the matrix input that would answer it, if one would
+        self.done = done
 
 
 class Probe:
@@ -47,10 +54,11 @@ class Probe:
         self.read = 0
         self.unbound: Unbound | None = None  # the first refusal of this call
 
-    def refuse(self, what: str, fix: str, field: str | None = None) -> Unbound:
-        """The exception to raise for a read nothing answers, remembered here, out of the
-        evaluated code's reach: catching it does not hide it (the runner checks)."""
-        exc = Unbound(what, fix, field)
+    def refuse(self, what: str, fix: str, field: str | None = None, done: str = READ) -> Unbound:
+        """The exception to raise for a read nothing answers (or a write, `done`),
+        remembered here, out of the evaluated code's reach: catching it does not hide it
+        (the runner checks)."""
+        exc = Unbound(what, fix, field, done)
         if self.unbound is None:
             self.unbound = exc
         return exc
@@ -211,7 +219,8 @@ def strict_object(
     ctx: Context,
     fallback: Callable[[str], Spec] | None = None,
 ) -> Any:
-    """A read-only object answering only the attributes it declares.
+    """A read-only object answering only the attributes it declares; assigning to or
+    deleting any attribute is refused (on the probe, as a read nothing answers).
 
     Its state lives in this function's closure, not on the object, so evaluated
     code reading any attribute gets an answer or a refusal, never an internal."""
@@ -236,15 +245,29 @@ def strict_object(
             return resolve(probe)
 
         def __setattr__(self, name: str, value: Any) -> None:
-            raise AttributeError(f"{label} is read-only: cannot set {name}")
+            raise probe.refuse(f"{label}.{name}", write_fix(label, name), done=ASSIGNED)
 
         def __delattr__(self, name: str) -> None:
-            raise AttributeError(f"{label} is read-only: cannot delete {name}")
+            raise probe.refuse(f"{label}.{name}", write_fix(label, name), done=DELETED)
 
         def __repr__(self) -> str:
             return f"<{label}>"
 
     return StrictObject()
+
+
+def write_fix(label: str, name: str) -> str:
+    """The fix for code that assigns to (or deletes) `label.name`, an object of the world:
+    what it sets there is not what harness compares."""
+    if label == "view":
+        return (
+            f'harness compares what the function returns; return {{"{name}": ...}} instead '
+            "(see docs/your-project.md)"
+        )
+    return (
+        f"harness compares what the function returns, and {label} is the world's: return "
+        "the fields it sets as a dict instead (see docs/your-project.md)"
+    )
 
 
 # --- worlds --------------------------------------------------------------------
