@@ -17,7 +17,9 @@ function the page shows (as git holds it, or as the working tree held it when th
 command ran) is run here as plain Python on every cell of the page's matrix, with a
 read-only view; the cells whose resulting value differs are the ones `diff` must
 list, the commits whose version differs from their parent's the ones `history`
-must list, the first such commit the one `bisect` must find.
+must list, the first such commit the one `bisect` must find. A version that assigns
+to (or deletes) an attribute of the view on some cell, caught or not, cannot be
+compared: `diff` must exit 4 and name the line of such a write.
 """
 
 from __future__ import annotations
@@ -238,27 +240,48 @@ def help_statuses(command: str) -> set[int]:
 # --- the page against first principles -------------------------------------------------
 
 
-class View:
-    """A read-only configuration holding one cell's values, as the page describes it."""
+CODE = "page"  # the file name the page's versions are compiled under here
 
-    def __init__(self, values: dict[str, Any]) -> None:
+
+class View:
+    """A read-only configuration holding one cell's values, as the page describes it: an
+    assignment or a deletion raises, and is noted in `writes` as (line, name, done)."""
+
+    def __init__(self, values: dict[str, Any], writes: list) -> None:
         object.__setattr__(self, "values", values)
+        object.__setattr__(self, "writes", writes)
 
     def __getattr__(self, name: str) -> Any:
         return self.values[name]
 
     def __setattr__(self, name: str, value: Any) -> None:
+        self.note(name, "assigned")
+
+    def __delattr__(self, name: str) -> None:
+        self.note(name, "deleted")
+
+    def note(self, name: str, done: str) -> None:
+        frame = sys._getframe(1)
+        while frame.f_code.co_filename != CODE:  # the page's code, past this class
+            frame = frame.f_back
+        self.writes.append((frame.f_lineno, name, done))
         raise AttributeError(f"read-only: {name}")
 
 
 def outcome(source: str, function: str, output: str, cell: dict[str, Any]) -> tuple:
-    """('value', the field's resulting value) or ('error', exception type name)."""
+    """('value', the field's resulting value), ('error', exception type name), or
+    ('write', line, name, done) for the first write on the view, caught or not."""
     namespace: dict[str, Any] = {}
-    exec(compile(source, "page", "exec"), namespace)
+    exec(compile(source, CODE, "exec"), namespace)
+    writes: list = []
     try:
-        result = namespace[function](View(cell))
+        result = namespace[function](View(cell, writes))
     except Exception as exc:
-        return ("error", type(exc).__name__)
+        result = exc
+    if writes:
+        return ("write", *writes[0])
+    if isinstance(result, Exception):
+        return ("error", type(result).__name__)
     if type(result) is not dict:
         return ("error", "TypeError")
     return ("value", result.get(output, cell[output]))
@@ -335,16 +358,42 @@ def matrix_of(ran: Ran, opts: dict) -> dict:
     return yaml.safe_load(ran.files[opts["--matrix"]])
 
 
+def sides_of(followed: Followed, ran: Ran) -> tuple[dict, str | None, str | None]:
+    """A diff's matrix, and its target file at the base and at the head."""
+    revs, opts, _ = options(ran.command.argv)
+    matrix = matrix_of(ran, opts)
+    path = matrix["target"]["path"]
+    base = source_at(followed, ran, revs[0] if revs else "HEAD", path)
+    head = source_at(followed, ran, revs[1] if len(revs) > 1 else None, path)
+    return matrix, base, head
+
+
+def writes_of(matrix: dict, source: str | None) -> set[str]:
+    """Each write on the view the version makes on some cell, as a reason names it."""
+    target = matrix["target"]
+    found = set()
+    for cell in cells(matrix) if source else ():
+        kind, *write = outcome(source, target["function"], target["output"], cell)
+        if kind == "write":
+            line, name, done = write
+            found.add(f"view.{name} is {done} at {target['path']}:{line}: ")
+    return found
+
+
 def test_each_diff_lists_the_cells_the_two_versions_give_differently(followed):
     for ran in followed.harness("diff"):
-        revs, opts, where = options(ran.command.argv)
-        matrix = matrix_of(ran, opts)
+        _, _, where = options(ran.command.argv)
+        matrix, base, head = sides_of(followed, ran)
         if any(v not in matrix["axes"][a] for a, vs in where.items() for v in vs):
             assert ran.done.returncode == 2, ran.command.line  # a value the matrix lacks
             continue
-        path = matrix["target"]["path"]
-        base = source_at(followed, ran, revs[0] if revs else "HEAD", path)
-        head = source_at(followed, ran, revs[1] if len(revs) > 1 else None, path)
+        written = {side: writes_of(matrix, s) for side, s in (("base", base), ("head", head))}
+        if any(written.values()):  # a side that cannot be compared: nothing is
+            assert ran.done.returncode == 4 and ran.report["changed"] == [], ran.command.line
+            for side, reasons in written.items():
+                note = ran.report["notes"].get(side, "") if reasons else ""
+                assert not reasons or any(r in note for r in reasons), (ran.command.line, note)
+            continue
         expected = changes(matrix, base, head, where)
         assert reported(matrix, ran.report["changed"]) == expected, ran.command.line
         assert (ran.done.returncode == 1) == bool(expected), ran.command.line
@@ -418,13 +467,12 @@ def test_bisect_finds_the_first_commit_that_changes_a_selected_cell(followed):
     assert any(subject in line for line in ran.command.shown if "First bad commit" in line)
 
 
-def test_explain_shows_the_error_an_assignment_gets(followed):
-    (ran,) = followed.harness("explain")
-    revs, opts, where = options(ran.command.argv)
-    matrix = matrix_of(ran, opts)
-    cell = {**(matrix.get("fields") or {}), **{a: vs[0] for a, vs in where.items()}}
-    source = source_at(followed, ran, revs[0], matrix["target"]["path"])
-    kind, name = outcome(source, matrix["target"]["function"], matrix["target"]["output"], cell)
-    assert kind == "error" and name == "AttributeError"
-    assert ran.report["outcome"]["error"].startswith(f"{name}: ")
-    assert any(line.startswith(f"outcome: {name}: ") for line in ran.command.shown)
+def test_the_page_shows_a_diff_of_a_function_that_assigns(followed):
+    """Some diff on the page compares a version that assigns to the view on some cell
+    (each such diff is checked above: exit 4, the line named)."""
+    assigning = []
+    for ran in followed.harness("diff"):
+        matrix, base, head = sides_of(followed, ran)
+        if writes_of(matrix, base) or writes_of(matrix, head):
+            assigning.append(ran)
+    assert assigning and all(ran.done.returncode == 4 for ran in assigning)
