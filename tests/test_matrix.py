@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import json
 
+from hypothesis import given
+from hypothesis import strategies as st
+
 from tests import oracle
-from tests.conftest import run_cli
+from tests.conftest import one_line_error, run_cli
 
 
 def test_default_matrix_axes_values_and_count():
@@ -64,3 +67,57 @@ def test_a_matrix_file_by_path(tmp_path):
         "axes": {"page_size": [None, 1], "mode": ["a", "b", "c"]},
         "cells": 6,
     }
+
+
+# --- writing matrix files: what is written reads back as it was -----------------------
+
+SCALARS = st.one_of(
+    st.none(), st.booleans(), st.integers(), st.floats(allow_nan=False),
+    st.text(), st.sampled_from(["on", "No", "null", "~", "1.0", "1e3", "0x1F", "10:20",
+                                "a: b", "#c", "- d", "[e", "", " f", "\x85", "\u2028"]),
+)  # fmt: skip
+
+
+def same(a, b) -> bool:
+    return type(a) is type(b) and (a == b or (a != a and b != b))
+
+
+@given(SCALARS, SCALARS, st.text())
+def test_a_written_name_value_and_comment_read_back_as_they_were(name, value, note):
+    from harness.matrix.strict_yaml import load
+    from harness.matrix.write import comment, flow_list, scalar
+
+    if not isinstance(name, str):
+        name = str(name)
+    text = f"{scalar(name)}: {scalar(value)}  # {comment(note)}\nlist: {flow_list([value, 1])}\n"
+    assert "\n" not in comment(note)
+    document = load(text, "written.yaml")
+    assert list(document) == [name, "list"]
+    assert same(document[name], value)
+    assert same(document["list"][0], value) and document["list"][1] == 1
+
+
+@given(st.floats())
+def test_floats_read_back_even_nan_and_infinities(value):
+    from harness.matrix.strict_yaml import load
+    from harness.matrix.write import scalar
+
+    assert same(load(f"x: {scalar(value)}", "written.yaml")["x"], value)
+
+
+def test_axis_names_are_identifiers_or_dotted_ones(tmp_path):
+    path = tmp_path / "dotted.yaml"
+    path.write_text(
+        "name: dotted\ntarget: {path: a.py, function: f, output: page_size}\nworld: sglang\n"
+        "axes:\n  hf_config.model_type: [null, llama]\n  page_size: [null, 1]\n"
+    )
+    result = run_cli("matrix", "--matrix", str(path), "--format", "json")
+    assert result.code == 0, result.err
+    assert json.loads(result.out)["axes"] == {
+        "hf_config.model_type": [None, "llama"], "page_size": [None, 1]
+    }  # fmt: skip
+    for bad in ("hf_config..x", ".x", "x.", "a-b", "1x", "a.1b"):
+        path.write_text(path.read_text().replace("hf_config.model_type", bad))
+        line = one_line_error(run_cli("matrix", "--matrix", str(path)))
+        assert f"axes.{bad}: axis names must be identifiers" in line
+        path.write_text(path.read_text().replace(bad, "hf_config.model_type"))

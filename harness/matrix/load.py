@@ -20,6 +20,7 @@ from harness.matrix.model import (
     format_value,
     same_value,
 )
+from harness.matrix.write import is_axis_name
 
 TOP_KEYS = {"name", "description", "target", "world", "axes", "fields", "bindings"}
 
@@ -177,8 +178,11 @@ def _parse_axes(check: _Checker, raw: Any) -> tuple[Axis, ...]:
 
 def _parse_axis(check: _Checker, name: Any, spec: Any) -> Axis:
     key = f"axes.{name}"
-    if not isinstance(name, str) or not name.isidentifier():
-        check.fail(key, "axis names must be identifiers such as page_size")
+    if not is_axis_name(name):
+        check.fail(
+            key, "axis names must be identifiers such as page_size, or identifiers joined by "
+            "dots for an input the world reads by that name, such as hf_config.model_type",
+        )  # fmt: skip
     default = NO_DEFAULT
     if isinstance(spec, dict):
         spec = check.mapping(spec, key, {"values", "default"}, required={"values"})
