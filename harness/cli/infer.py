@@ -12,14 +12,18 @@ from harness.closure.survey import registered, survey_pass
 from harness.engine.worlds import world_named
 from harness.errors import Absent, HarnessError, Unevaluable
 from harness.files import write_atomically
-from harness.matrix.load import load_matrix
+from harness.matrix.load import MAX_CELLS, load_matrix, parse_matrix
+from harness.matrix.write import flow_list, scalar
 from harness.releases.revisions import is_release
-from harness.scan.infer import base_matrix, discover, render, yaml_value
+from harness.scan.infer import base_matrix, discover
+from harness.scan.infer_file import render
 from harness.scan.versions import Versions
 
 
 def run_infer(args: argparse.Namespace) -> int:
-    matrix = load_matrix(args.matrix, args.max_cells)  # its target file and world
+    if args.max_cells < 1:
+        raise HarnessError("--max-cells 0: a matrix has at least one cell; raise it")
+    matrix = load_matrix(args.matrix, max(args.max_cells, MAX_CELLS))  # its file and world
     world = world_named(matrix.world, matrix.source)
     repo = None if is_release(args.infer) and not args.repo else gitio.open_repo(args.repo)
     online = online_prs(args, repo) if repo is not None else None
@@ -36,7 +40,8 @@ def run_infer(args: argparse.Namespace) -> int:
         survey_pass(versions.sources, files, n, names_bound, hint, versions.view) for n in names
     ]
     blocked = {s.name: "; ".join(r for _, r in s.blocked_by) for s in surveys if s.closure is None}
-    outputs = tuple(dict.fromkeys(f for s in surveys for f in s.declares)) or matrix.target.outputs
+    declared = (f for s in surveys for f in s.declares if f)  # a field with no name: none
+    outputs = tuple(dict.fromkeys(declared)) or matrix.target.outputs
     closures = [(s.name, s.closure) for s in surveys if s.closure is not None]
     base = base_matrix(world, matrix.target.path, names, outputs)
     try:
@@ -46,9 +51,12 @@ def run_infer(args: argparse.Namespace) -> int:
             f"cannot infer a matrix at {revision.label}: {exc}; leave that pass out "
             "(--passes) or raise --time-limit"
         ) from None
-    shown = ", ".join(yaml_value(o) for o in outputs)
-    target.append(f"  output: [{shown}]" if len(outputs) > 1 else f"  output: {shown}")
-    text = render("inferred", target, world, seen, versions.defaults(files), outputs, blocked)
+    target.append(
+        f"  output: {flow_list(list(outputs)) if len(outputs) > 1 else scalar(outputs[0])}"
+    )
+    defaults = versions.defaults(files)
+    text = render("inferred", target, world, seen, defaults, outputs, blocked, args.max_cells)
+    _read_back(text, args.max_cells)
     if args.output:
         write_atomically(Path(args.output), text.encode())
     else:
@@ -56,9 +64,19 @@ def run_infer(args: argparse.Namespace) -> int:
     return 0
 
 
+def _read_back(text: str, max_cells: int) -> None:
+    """The written matrix loads as `diff --matrix` loads it; one that does not is a bug."""
+    try:
+        parse_matrix(text, "the inferred matrix", max_cells=max_cells)
+    except HarnessError as exc:
+        raise RuntimeError(
+            f"bug: matrix --infer wrote a matrix that does not load: {exc}"
+        ) from None
+
+
 def _chosen(passes: str | None, found: list[str], versions, files, path: str):
     """The pass names, and the target lines naming them."""
-    lines = [f"  path: {path}"]
+    lines = [f"  path: {scalar(path)}"]
     if passes in (None, "all"):
         if not found:
             raise HarnessError(f"no function in {path} is registered with @register_post_process")
@@ -74,6 +92,6 @@ def _chosen(passes: str | None, found: list[str], versions, files, path: str):
             f"(registered: {known})"
         )
     lines.append(
-        f"  function: {names[0]}" if len(names) == 1 else f"  passes: [{', '.join(names)}]"
+        f"  function: {scalar(names[0])}" if len(names) == 1 else f"  passes: {flow_list(names)}"
     )
     return names, lines

@@ -5,25 +5,27 @@ are *symbols*: values that are falsy, equal to nothing, and remember every
 plain value they are compared with (`view.attention_backend == "fa4"`,
 `in ("flashmla", ...)`, `page_size not in [32, 64]`, through helpers and
 `getattr` too). Each value found is then given to its attribute in a further
-run, so both sides of each comparison run (up to MAX_RUNS runs per pass).
-The world's own inputs (the GPU, MLA, the CUDA-graph modes) get the world's
-suggested values, and those the passes read become axes. An input read only
-through the world (`envs.X`, `model_config.X`) becomes a field.
+run, so both sides of each comparison run (up to MAX_RUNS runs per pass);
+an attribute read but neither compared nor tested gets a run at `None` once
+(`x is None` cannot be noted). The world's own inputs (the GPU, MLA, the
+CUDA-graph modes) get the world's suggested values, and those the passes
+read become axes. An input read only through the world (`envs.X`,
+`model_config.X`) is an axis when compared with literals, else a field.
 
-The matrix written: an axis for every attribute compared with literals
-(`null`, the literals, and one value none of them names), a field for every
-other input (the default the view's class declares, else `null`), and, as
-comments, the names no one binds. A user starts from it and trims.
+The layout: an axis for every input compared with literals (`null`, the
+literals, and one value none of them names), a field for every other input
+(the default the code declares for it, else `null`), and the names no one
+binds; `harness.scan.infer_file` writes it as a matrix file, a user starts
+from it and trims.
 """
 
 from __future__ import annotations
 
-import json
-import re
+import math
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from harness.closure.defaults import Defaults
+from harness.closure.defaults import Default, Defaults
 from harness.closure.extract import Closure
 from harness.engine.explore import run_cell
 from harness.engine.limits import Limits
@@ -32,7 +34,7 @@ from harness.engine.sandbox import load_function
 from harness.engine.worker import start
 from harness.engine.world import Bound, Spec, World, bind, with_view_fallback
 from harness.errors import Unevaluable
-from harness.matrix.model import SCALAR_TYPES, Axis, Matrix, Target, format_value
+from harness.matrix.model import SCALAR_TYPES, Axis, Matrix, Target
 
 MAX_RUNS = 40  # runs of one pass while following the values it compares inputs with
 MAX_VALUES = 12  # literals kept per attribute (an axis of more is rarely what one wants)
@@ -48,6 +50,7 @@ class Symbol:
 
     def _note(self, other: Any) -> None:
         if type(other) in SCALAR_TYPES:
+            _TOUCHED.add(self._name)
             values = _SEEN.setdefault(self._name, [])
             if not any(type(v) is type(other) and v == other for v in values):
                 values.append(other)
@@ -68,6 +71,7 @@ class Symbol:
 
     def __bool__(self) -> bool:
         _TESTED.add(self._name)
+        _TOUCHED.add(self._name)
         return False
 
     def __call__(self, *args: Any, **kwargs: Any) -> Symbol:
@@ -86,6 +90,8 @@ class Symbol:
 _SEEN: dict[str, list] = {}  # in the worker: attribute -> plain values compared with it
 _TESTED: set[str] = set()  # in the worker: attributes whose truth was tested
 _READ: list[str] = []  # in the worker: view attributes read, in order
+_UNKNOWN: set[str] = set()  # in the worker: view attributes this run read as symbols
+_TOUCHED: set[str] = set()  # in the worker: symbols this run compared with a value or tested
 _UNBOUND: list[str] = []  # in the worker: names imported inside a pass that nothing binds
 
 
@@ -108,6 +114,7 @@ class Found:
     axes: list[str] = field(default_factory=list)  # the world's suggested axes read
     problems: dict[str, str] = field(default_factory=dict)  # pass -> why it stopped
     unbound: dict[str, str] = field(default_factory=dict)  # probe nothing binds -> a pass
+    readers: dict[str, int] = field(default_factory=dict)  # input -> how many passes read it
 
 
 def discover(
@@ -129,7 +136,10 @@ def start_discovery(
         _SEEN.clear(), _TESTED.clear(), _READ.clear(), _UNBOUND.clear()
         found = Found()
         for name, closure in passes:
+            read, given = len(_READ), len(found.inputs)
             _explore(world, base, name, closure, found, runs)
+            for input_name in {*_READ[read:], *found.inputs[given:]}:
+                found.readers[input_name] = found.readers.get(input_name, 0) + 1
             for probe in _UNBOUND:
                 found.unbound.setdefault(probe, name)
         found.values = {k: v[:MAX_VALUES] for k, v in _SEEN.items()}
@@ -157,7 +167,11 @@ def _decoded(header: Any) -> Found:
         type(d) is dict and all(type(k) is str and type(v) is str for k, v in d.items())
         for d in (problems, unbound)
     )
-    if not (strings and plain and named):
+    readers = header["readers"]
+    counted = type(readers) is dict and all(
+        type(k) is str and type(v) is int for k, v in readers.items()
+    )
+    if not (strings and plain and named and counted):
         raise Malformed("the inference's answer is not plain names and values")
     return Found(**header)
 
@@ -169,11 +183,12 @@ def _explore(
     truth it tested, and each other value of a suggested axis it read (breadth first)."""
     inputs: dict[str, Any] = {}  # world inputs the pass read, as symbols
     start = (0,) * len(base.axes)
-    queue, seen, runs = [({}, start)], set(), 0
+    queue, seen, runs, nulled = [({}, start)], set(), 0, set()
     loaded = _Loaded(world, base, name, closure)
     while queue and runs < limit:
         assign, cell = queue.pop(0)
         runs += 1
+        _UNKNOWN.clear(), _TOUCHED.clear()
         try:
             matrix, bound, fn = loaded.for_run(inputs, assign)
             run_cell(fn, bound, matrix, cell)
@@ -185,16 +200,20 @@ def _explore(
                 continue
             found.problems[name] = str(exc)
             return
-        for step in _next_steps(matrix, bound.probe.read, assign, cell, found):
+        for step in _next_steps(matrix, bound.probe.read, assign, cell, found, nulled):
             key = (tuple(sorted((k, repr(v)) for k, v in step[0].items())), step[1])
             if key not in seen:
                 seen.add(key)
                 queue.append(step)
 
 
-def _next_steps(matrix: Matrix, read: int, assign: dict, cell: tuple, found: Found):
+def _next_steps(
+    matrix: Matrix, read: int, assign: dict, cell: tuple, found: Found, nulled: set[str]
+):
     """The runs a run calls for: each value an input was compared with, a true value for
-    each input tested for truth, each other value of a suggested axis it read."""
+    each input tested for truth, null for each it read unknown and did not compare or test
+    (`x is None` cannot be noted, and a symbol is never `None`; once per input, `nulled`),
+    each other value of a suggested axis it read."""
     for i, axis in enumerate(matrix.axes):
         if read >> i & 1:
             if axis.name not in found.axes:
@@ -207,6 +226,9 @@ def _next_steps(matrix: Matrix, read: int, assign: dict, cell: tuple, found: Fou
             yield {**assign, attribute: value}, cell
     for attribute in sorted(_TESTED & inputs):
         yield {**assign, attribute: True}, cell
+    for attribute in sorted(_UNKNOWN - _TOUCHED - nulled):  # `is None` cannot be noted
+        nulled.add(attribute)
+        yield {**assign, attribute: None}, cell
 
 
 class _Loaded:
@@ -243,7 +265,14 @@ class _Current(Spec):
 
     def compile(self, ctx) -> Any:
         symbol, current, name = Symbol(self.name), self.current, self.name
-        return lambda probe: current.get(name, symbol)
+
+        def resolve(probe) -> Any:
+            if name in current:
+                return current[name]
+            _UNKNOWN.add(name)
+            return symbol
+
+        return resolve
 
 
 def _with_symbols(bound: Bound, current: dict[str, Any]) -> Bound:
@@ -276,25 +305,28 @@ OTHER = "other"  # a value none of the code's literals names
 
 
 def axis_values(values: list) -> list:
-    """`null`, the literals, then one value none of them names."""
+    """`null`, the literals, then one value none of them names (a NaN or an infinity is no
+    literal a matrix holds: JSON reports could not show it)."""
+    values = [v for v in values if type(v) is not float or math.isfinite(v)]
     if values and all(type(v) is bool for v in values):
         return [False, True]
     numbers = [v for v in values if type(v) in (int, float)]
     if numbers and len(numbers) == len(values):
-        return [None, *values, max(numbers) + 1]
+        return [None, *values, _beyond(numbers)]
     other = OTHER
     while other in values:
         other += "_"
     return [None, *[v for v in values if v is not None], other]
 
 
-def render(
-    name: str, target_lines: list[str], world: World, found: Found, defaults: Defaults,
-    outputs: tuple[str, ...], blocked: dict[str, str],
-) -> str:  # fmt: skip
-    """The matrix file, with comments saying where each part came from."""
-    axes, fields = layout(world, found, defaults, outputs)
-    return "\n".join(_lines(name, target_lines, world, axes, fields, found, blocked)) + "\n"
+def _beyond(numbers: list) -> int | float:
+    """A finite number none of `numbers` equals: past the largest, else below the smallest
+    (`1e20 + 1` is `1e20`)."""
+    top, bottom = max(numbers), min(numbers)
+    for candidate in (top + 1, math.nextafter(top, math.inf), bottom - 1):
+        if math.isfinite(candidate) and candidate not in numbers:
+            return candidate
+    return math.nextafter(bottom, -math.inf)
 
 
 def layout(
@@ -303,7 +335,8 @@ def layout(
     """The axes ({name: values}) and fields ({name: (value, where it came from)}) of what
     the runs saw: an axis for each input compared with literals, each boolean tested, each
     of the world's suggested inputs read (`every`: with every value its probes tell apart);
-    a field, at its declared default, for the rest."""
+    a field, at its declared default, for the rest (none for a default no matrix value
+    can hold: the code's is read)."""
     inputs = list(dict.fromkeys([*found.read, *found.inputs]))  # view attributes, then others
     axes = {a: axis_values(found.values[a]) for a in inputs if found.values.get(a)}
     for attribute in found.read:
@@ -316,7 +349,7 @@ def layout(
     for attribute in [*found.read, *found.inputs, *outputs]:
         if attribute not in axes and attribute not in fields:
             fields[attribute] = _default(defaults, attribute)
-    return axes, fields
+    return axes, {k: v for k, v in fields.items() if v is not None}
 
 
 def merged(first: Found, second: Found) -> Found:
@@ -330,6 +363,8 @@ def merged(first: Found, second: Found) -> Found:
         _union(first.tested, second.tested), _union(first.read, second.read),
         _union(first.inputs, second.inputs), _union(first.axes, second.axes),
         {**second.problems, **first.problems}, {**second.unbound, **first.unbound},
+        {k: max(first.readers.get(k, 0), second.readers.get(k, 0))
+         for k in _union(list(first.readers), list(second.readers))},
     )  # fmt: skip
 
 
@@ -342,58 +377,19 @@ def _is_bool(defaults: Defaults, name: str) -> bool:
     return declared is not None and declared.literal and type(declared.value) is bool
 
 
-def _default(defaults: Defaults, name: str) -> tuple[Any, str]:
-    declared = defaults.fields.get(name)
-    if declared is not None and declared.literal and type(declared.value) in SCALAR_TYPES:
+def declared_default(defaults: Defaults, name: str) -> Default | None:
+    """The literal default the code declares for an input: a field of the view's class, else
+    one of the world's inputs (an environment variable); None when it declares none."""
+    declared = defaults.fields.get(name) or defaults.inputs.get(name)
+    return declared if declared is not None and declared.literal else None
+
+
+def _default(defaults: Defaults, name: str) -> tuple[Any, str] | None:
+    """A field's value and where it came from: the declared default, else null to set;
+    None for a declared default no matrix value can hold (a list): the code's is read."""
+    declared = declared_default(defaults, name)
+    if declared is None:
+        return None, "no literal default: set it"
+    if type(declared.value) in SCALAR_TYPES:
         return declared.value, f"the default at {declared.where}"
-    return None, "no literal default: set it"
-
-
-def _lines(name, target_lines, world, axes, fields, found, blocked) -> list[str]:
-    cells = 1
-    for values in axes.values():
-        cells *= len(values)
-    lines = [
-        "# Written by `harness matrix --infer` from the code: a start to trim.",
-        "# An axis for each input the code compares with literals (null, the literals,",
-        "# and a value none of them names); a field for each other input it reads.",
-        f"name: {name}",
-        "target:",
-        *target_lines,
-        f"world: {world.name}",
-        f"# {cells:,} cells",
-        "axes:" if axes else "axes: {}",
-        *(f"  {a}: [{', '.join(yaml_value(v) for v in values)}]" for a, values in axes.items()),
-    ]
-    if fields:
-        lines.append("fields:")
-        lines.extend(f"  {f}: {yaml_value(v)}  # {why}" for f, (v, why) in fields.items())
-    problems = {**blocked, **found.problems}
-    wanted: dict[str | None, list[str]] = {}  # a name to bind (None: other) -> passes
-    for probe, pass_name in found.unbound.items():
-        wanted.setdefault(probe, []).append(pass_name)
-    for pass_name, why in problems.items():
-        for name in BIND.findall(why) or [None]:
-            wanted.setdefault(name or None, []).append(pass_name)
-    if any(name is not None for name in wanted):
-        lines.append("# Probes the world does not answer: decide each answer, then uncomment.")
-        lines.append("# bindings:")
-        lines.extend(
-            f"#   {n}: {{call: null}}  # read by {', '.join(ps)}" for n, ps in wanted.items() if n
-        )
-    if wanted.get(None):
-        lines.append("# Passes that did not run (leave them out, or answer what they read):")
-        lines.extend(f"#   {p}: {' '.join(problems[p].split())[:300]}" for p in wanted[None])
-    return lines
-
-
-BIND = re.compile(r"\bbind (\w+) under `bindings:`")  # how refusals name what to bind
-PLAIN = re.compile(r"[A-Za-z_][A-Za-z0-9_.\-]*\Z")
-YAML_WORDS = {"null", "true", "false", "yes", "no", "on", "off", "y", "n", "~"}
-
-
-def yaml_value(value: Any) -> str:
-    """A scalar as a matrix file writes it, quoted where YAML would read it otherwise."""
-    if isinstance(value, str) and not (PLAIN.match(value) and value.lower() not in YAML_WORDS):
-        return json.dumps(value)
-    return format_value(value)
+    return None
