@@ -50,10 +50,12 @@ value none of them names) and every platform the world tells apart.
 Formats: text (rules, then a sample of cells), markdown (for a step summary
 or a PR comment), json (every changed cell), json-sample (the same document
 with --sample cells and their count: what harness comment reads), junit (one
-failed test case per rule), github (a ::warning annotation at the target
-function, for Actions). junit and github also carry one entry per blind spot
-(github: on the changed line). --output FORMAT=FILE writes more formats from
-the same evaluation, e.g. every report a CI job keeps, in one run.
+failed test case per rule), github (for Actions: a ::warning on each changed
+line the rules' reasons point at, a ::notice for a line only the base has; at
+the target function only when no line of its code changed). junit and github
+also carry one entry per blind spot (github: on the changed line). --output
+FORMAT=FILE writes more formats from the same evaluation, e.g. every report a
+CI job keeps, in one run.
 
 Where it looked: every condition of the code (target, helpers, other files)
 records which way it went on the matrix. A changed line whose condition was
