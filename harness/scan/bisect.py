@@ -20,7 +20,7 @@ from harness import gitio
 from harness.engine.outcome import ABSENT
 from harness.errors import CannotTell, HarnessError
 from harness.gitcmd import Repo
-from harness.scan.because import Difference, explain_rules
+from harness.scan.because import Reasons, explain_rules
 from harness.scan.compare import Comparison, any_change, compare
 from harness.scan.diff import comparable
 from harness.scan.versions import State, Versions, paths_of, settled_or_not
@@ -44,7 +44,7 @@ class BisectResult:
     culprit: gitio.Commit | None = None
     candidates: list[gitio.Commit] = field(default_factory=list)
     comparison: Comparison | None = None  # what the culprit (or the first bad) changed
-    because: list[list[Difference]] = field(default_factory=list)  # per rule
+    because: list[Reasons] = field(default_factory=list)  # per rule
 
     @property
     def found(self) -> bool:

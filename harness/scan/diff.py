@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from harness.engine.outcome import ABSENT, CODE_TYPE
 from harness.gitio import Revision
 from harness.matrix.model import Matrix
-from harness.scan.because import Difference, start_explaining
+from harness.scan.because import Reasons, start_explaining
 from harness.scan.blind import BlindSpot, Side, start_finding
 from harness.scan.compare import Comparison, compare
 from harness.scan.versions import State, Versions
@@ -23,7 +23,7 @@ class Diff:
     head: Revision
     states: dict[str, State]  # "base", "head"
     comparison: Comparison
-    because: list[list[Difference]]  # per rule of the comparison
+    because: list[Reasons]  # per rule of the comparison
     blind: list[BlindSpot] = field(default_factory=list)  # changed code the matrix missed
     unseen: str | None = None  # why coverage could not be read, when it could not
 

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from harness import gitio
 from harness.gitcmd import Repo
 from harness.matrix.model import Matrix
-from harness.scan.because import Difference, start_explaining
+from harness.scan.because import Reasons, start_explaining
 from harness.scan.compare import Comparison, compare, resolved_keys
 from harness.scan.versions import State, Versions, paths_of, settled_or_not
 
@@ -29,7 +29,7 @@ class Change:
     commit: gitio.Commit
     comparison: Comparison
     reverts: gitio.Commit | None = None
-    because: list[list[Difference]] = field(default_factory=list)  # per rule
+    because: list[Reasons] = field(default_factory=list)  # per rule
 
 
 @dataclass
