@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 from harness import gitio
 from harness.cli.options import Setup, add_command, add_evaluation_options, set_up
+from harness.cli.progress import Progress, progress
 from harness.errors import HarnessError
 from harness.releases.ranges import resolve_range
 from harness.report.model import EXIT_CANNOT_TELL, EXIT_CHANGED, EXIT_SAME
@@ -55,6 +56,13 @@ def register(commands: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    with progress(args, "bisect: reading the revisions") as bar:
+        return search(args, bar)
+
+
+def search(args: argparse.Namespace, bar: Progress) -> int:
+    """The search, its steps written as they are decided (text), then the answer; what is
+    written goes around the progress line."""
     from harness.report import bisect as report
     from harness.scan.bisect import bisect
 
@@ -62,6 +70,7 @@ def run(args: argparse.Namespace) -> int:
     matrix, repo, where = setup.matrix, setup.repo, setup.where
     good, bad = ends(setup, args.good, args.bad)
     versions = setup.versions()
+    bar.stage(f"bisect: searching between {good.label} and {bad.label}")
     live = args.format == "text"
     steps = 0
 
@@ -69,18 +78,18 @@ def run(args: argparse.Namespace) -> int:
         nonlocal steps
         steps += 1
         if steps == 1:
-            _write(report.header(matrix, good, bad) + "\n")
-        _write(report.step_line(steps, step) + "\n")
+            _write(bar, report.header(matrix, good, bad) + "\n")
+        _write(bar, report.step_line(steps, step) + "\n")
 
     result = bisect(repo, versions, good, bad, where, args.first_parent, show if live else None)
     args.status = status_of(result)  # the answer, even if the reader goes away
     if live:
         head = "\n" if steps else report.header(matrix, good, bad) + "\n"
-        _write(head + report.conclusion_text(matrix, result))
+        _write(bar, head + report.conclusion_text(matrix, result))
     elif args.format == "json":
-        _write(report.render_json(matrix, result))
+        _write(bar, report.render_json(matrix, result))
     else:
-        _write(report.render_markdown(matrix, result))
+        _write(bar, report.render_markdown(matrix, result))
     return args.status
 
 
@@ -105,6 +114,7 @@ def status_of(result: BisectResult) -> int:
     return EXIT_CANNOT_TELL if result.candidates else EXIT_CHANGED
 
 
-def _write(text: str) -> None:
-    sys.stdout.write(text)
-    sys.stdout.flush()
+def _write(bar: Progress, text: str) -> None:
+    with bar.paused():
+        sys.stdout.write(text)
+        sys.stdout.flush()

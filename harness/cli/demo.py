@@ -15,6 +15,7 @@ from pathlib import Path
 from harness import gitio
 from harness.cli.diff import write
 from harness.cli.options import add_command
+from harness.cli.progress import progress
 from harness.errors import HarnessError
 
 HELP = """\
@@ -42,29 +43,33 @@ def run(args: argparse.Namespace) -> int:
         root = Path(args.keep)
         if root.exists():
             raise HarnessError(f"--keep {args.keep}: already exists; name a new directory")
-        return show(root, args.format)
+        return show(root, args)
     scratch = tempfile.mkdtemp(prefix="harness-demo-")
     try:
-        return show(Path(scratch) / "sglang", args.format)
+        return show(Path(scratch) / "sglang", args)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
 
 
-def show(root: Path, fmt: str) -> int:
+def show(root: Path, args: argparse.Namespace) -> int:
     from harness.matrix.load import load_matrix
     from harness.report.model import build_report
     from harness.scan.diff import diff
     from harness.scan.versions import Versions
     from harness.testing.sglang_fixture import build_history
 
-    build_history(root)
-    repo = gitio.open_repo(str(root))
+    fmt = args.format
+    with progress(args, "demo: building the example history") as bar:
+        build_history(root)
+        repo = gitio.open_repo(str(root))
+        base, head = gitio.resolve(repo, "#30835^"), gitio.resolve(repo, "#30835")
+        bar.stage("demo: evaluating #30835^ and #30835")
+        report = build_report(diff(Versions(repo, load_matrix()), base, head))
     if fmt == "text":
         print(f"Example SGLang history in {root}:")
         print(repo.git.log("--format=  %h %s"))
         print(f"\n$ harness diff '#30835^' '#30835' --repo {root}\n")
-    base, head = gitio.resolve(repo, "#30835^"), gitio.resolve(repo, "#30835")
-    write(build_report(diff(Versions(repo, load_matrix()), base, head)), fmt, sample=5)
+    write(report, fmt, sample=5)
     if fmt == "text":
         print(
             "\nThe revert (#30871) flips exactly these cells back. To try more commands on "

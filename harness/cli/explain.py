@@ -8,6 +8,7 @@ import sys
 from typing import TYPE_CHECKING
 
 from harness.cli.options import add_command, add_evaluation_options, set_up
+from harness.cli.progress import progress
 from harness.engine.events import Trace
 from harness.engine.outcome import revision_wide
 from harness.errors import HarnessError, Unevaluable
@@ -52,13 +53,15 @@ def register(commands: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    setup = set_up(args)
-    matrix = setup.matrix
-    cell = one_cell(matrix, setup.where)
-    ranged = resolve_range(setup.repo, setup.resolve, args.rev)
-    revisions = ranged or (setup.resolve(args.rev),)
-    versions = setup.versions()
-    traces = [(revision, trace_at(versions, revision, cell)) for revision in revisions]
+    with progress(args, "explain: reading the revision") as bar:
+        setup = set_up(args)
+        matrix = setup.matrix
+        cell = one_cell(matrix, setup.where)
+        ranged = resolve_range(setup.repo, setup.resolve, args.rev)
+        revisions = ranged or (setup.resolve(args.rev),)
+        versions = setup.versions()
+        bar.stage(f"explain: running {' and '.join(r.label for r in revisions)}")
+        traces = [(revision, trace_at(versions, revision, cell)) for revision in revisions]
     sys.stdout.write(rendered(matrix, cell, traces, args.format))
     return 0
 

@@ -7,7 +7,7 @@ import re
 import sys
 
 from harness.cli.options import add_command, add_evaluation_options, cache_directory, set_up
-from harness.cli.progress import Progress
+from harness.cli.progress import progress
 from harness.errors import HarnessError
 
 HELP = """\
@@ -60,7 +60,7 @@ def run(args: argparse.Namespace) -> int:
         from harness.scan.releases import release_history  # only here: it loads an HTTP client
 
         cache, span = cache_directory(args), args.releases
-        with Progress("history") as bar:
+        with progress(args, "history") as bar:
             found = release_history(
                 versions,
                 project,
@@ -76,7 +76,7 @@ def run(args: argparse.Namespace) -> int:
         if args.releases or args.pre:
             raise HarnessError("--releases and --pre go with a pypi:NAME range")
         text, revisions = parse_range(args.range, setup.resolve)
-        with Progress("history") as bar:
+        with progress(args, "history") as bar:
             found = history(
                 setup.repo, versions, text, revisions, setup.where, args.first_parent, bar
             )

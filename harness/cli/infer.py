@@ -8,6 +8,7 @@ from pathlib import Path
 
 from harness import gitio
 from harness.cli.options import limits_of, online_prs, revision_resolver
+from harness.cli.progress import Progress, progress
 from harness.closure.survey import registered, survey_pass
 from harness.engine.worlds import world_named
 from harness.errors import Absent, HarnessError, Unevaluable
@@ -23,6 +24,17 @@ from harness.scan.versions import Versions
 def run_infer(args: argparse.Namespace) -> int:
     if args.max_cells < 1:
         raise HarnessError("--max-cells 0: a matrix has at least one cell; raise it")
+    with progress(args, "matrix --infer: reading the revision") as bar:
+        text = inferred_text(args, bar)
+    if args.output:
+        write_atomically(Path(args.output), text.encode())
+    else:
+        sys.stdout.write(text)
+    return 0
+
+
+def inferred_text(args: argparse.Namespace, bar: Progress) -> str:
+    """The matrix file inferred from the code at --infer's revision."""
     matrix = load_matrix(args.matrix, max(args.max_cells, MAX_CELLS))  # its file and world
     world = world_named(matrix.world, matrix.source)
     repo = None if is_release(args.infer) and not args.repo else gitio.open_repo(args.repo)
@@ -44,6 +56,7 @@ def run_infer(args: argparse.Namespace) -> int:
     outputs = tuple(dict.fromkeys(declared)) or matrix.target.outputs
     closures = [(s.name, s.closure) for s in surveys if s.closure is not None]
     base = base_matrix(world, matrix.target.path, names, outputs)
+    bar.stage(f"matrix --infer: running {len(closures)} pass(es) at {revision.label}")
     try:
         seen = discover(world, base, closures, versions.limits)
     except Unevaluable as exc:  # the worker ran past its limits, or answered nonsense
@@ -57,11 +70,7 @@ def run_infer(args: argparse.Namespace) -> int:
     defaults = versions.defaults(files)
     text = render("inferred", target, world, seen, defaults, outputs, blocked, args.max_cells)
     _read_back(text, args.max_cells)
-    if args.output:
-        write_atomically(Path(args.output), text.encode())
-    else:
-        sys.stdout.write(text)
-    return 0
+    return text
 
 
 def _read_back(text: str, max_cells: int) -> None:

@@ -26,7 +26,7 @@ from harness.cli import (
     passes,
     snapshot,
 )
-from harness.errors import CannotTell, HarnessError
+from harness.errors import CannotTell, HarnessError, quieted
 
 EXIT_USAGE = 2
 EXIT_BUG = 3
@@ -111,6 +111,12 @@ def fewer_collections() -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    with quieted(getattr(args, "quiet", False)):  # --quiet: informational lines say nothing
+        return _handled(args)
+
+
+def _handled(args: argparse.Namespace) -> int:
+    """The command's exit status; each kind of failure becomes its status here, once."""
     try:
         return args.handler(args)
     except CannotTell as exc:

@@ -26,12 +26,24 @@ FORMATS = ("text", "markdown", "json")
 
 
 def add_command(commands: argparse._SubParsersAction, name: str, summary: str, description: str):
-    """A subcommand whose --help keeps the description's own line breaks."""
-    return commands.add_parser(
+    """A subcommand whose --help keeps the description's own line breaks (and --quiet)."""
+    parser = commands.add_parser(
         name,
         help=summary,
         description=description,
         formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    add_quiet_option(parser)
+    return parser
+
+
+def add_quiet_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "-q",
+        "--quiet",
+        action="store_true",
+        help="no progress line and no informational lines on stderr (warnings that change "
+        "what the result means still print); the report itself is the same",
     )
 
 

@@ -6,6 +6,7 @@ import argparse
 import sys
 
 from harness.cli.options import add_command, add_evaluation_options, set_up
+from harness.cli.progress import progress
 
 PIPELINE_MATRIX = "sglang-page-size-pipeline"
 
@@ -41,9 +42,11 @@ def run(args: argparse.Namespace) -> int:
     from harness.report import passes as report
     from harness.scan.passes import passes_at
 
-    setup = set_up(args)
-    revision = setup.resolve(args.rev)
-    reports = passes_at(setup.versions(), revision)
+    with progress(args, "passes: reading the revision") as bar:
+        setup = set_up(args)
+        revision = setup.resolve(args.rev)
+        bar.stage(f"passes: surveying and running the passes at {revision.label}")
+        reports = passes_at(setup.versions(), revision)
     if args.format == "json":
         sys.stdout.write(report.render_json(revision, reports))
     else:

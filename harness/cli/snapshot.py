@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 
 from harness.cli.options import add_command, add_evaluation_options, set_up
+from harness.cli.progress import progress
 
 HELP = """\
 Write the outcome table of the matrix's target at REV (default HEAD; a
@@ -29,8 +30,10 @@ def register(commands: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     from harness.report import baseline
 
-    setup = set_up(args)
-    revision = setup.resolve(args.rev)
-    table = setup.versions().at(revision).table
+    with progress(args, "snapshot: reading the revision") as bar:
+        setup = set_up(args)
+        revision = setup.resolve(args.rev)
+        bar.stage(f"snapshot: evaluating {revision.label}")
+        table = setup.versions().at(revision).table
     baseline.snapshot(setup.matrix, revision, table, args.output)
     return 0

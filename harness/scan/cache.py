@@ -13,7 +13,6 @@ import hashlib
 import io
 import os
 import pickle
-import sys
 import zlib
 from array import array
 from functools import cache
@@ -21,6 +20,7 @@ from pathlib import Path
 
 from harness.engine.branches import check_flags, check_reached
 from harness.engine.outcome import CODE_TYPE, Outcome, OutcomeTable
+from harness.errors import inform
 from harness.files import write_atomically
 
 MAGIC = b"harness-outcomes-2\n"
@@ -96,7 +96,7 @@ class DiskCache:
     def damaged(self, key: str) -> None:
         """Say that the file for `key` is damaged (it is made again, and written over)."""
         path = self._path(key)
-        print(f"harness: warning: {path} is damaged; it will be replaced", file=sys.stderr)
+        inform(f"harness: warning: {path} is damaged; it will be replaced")
 
     def write(self, key: str, payload: bytes) -> None:
         if self.directory is None:
@@ -114,11 +114,10 @@ class DiskCache:
         return self.directory / self.kind / key[:2] / f"{key}.bin"
 
     def _give_up(self, why: str) -> None:
-        print(
+        inform(
             f"harness: warning: {why}; continuing without the cache (check that "
             f"{self.directory} is a directory you can write, or pass --cache-dir DIR or "
-            "--no-cache)",
-            file=sys.stderr,
+            "--no-cache)"
         )
         self.directory = None
         return None
