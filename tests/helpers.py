@@ -91,7 +91,7 @@ def resolved_outcomes(table, matrix: Matrix) -> list:
 
 REPORT_SCHEMA = Path(__file__).resolve().parents[1] / "docs" / "report.schema.json"
 REPORT_KINDS = {  # the schema's $defs a command's --format json writes, by command
-    "diff": ("diff", "nothing_inferred"),
+    "diff": ("diff", "nothing_inferred", "diff_parts"),
     "demo": ("diff",),
     "history": ("history", "release_history"),
     "bisect": ("bisect",),
@@ -127,6 +127,13 @@ def check_report(doc: Any, command: str) -> None:
         f"harness {command}'s JSON does not match docs/report.schema.json#/$defs/{kind} "
         f"at {where}: {error.message}"
     )
+
+
+def closed_kinds(doc: Any) -> list[str]:
+    """The kinds of report (the schema's anyOf) `doc` is, each closed to the keys it names:
+    a report is exactly one."""
+    kinds = [entry["$ref"].removeprefix("#/$defs/") for entry in _report_schema()["anyOf"]]
+    return [kind for kind in kinds if _closed_validator(kind).is_valid(doc)]
 
 
 def _likeness(doc: Any, kind: str) -> int:

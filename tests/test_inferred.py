@@ -6,7 +6,9 @@ conditions, never from the harness's own output.
 
 from __future__ import annotations
 
+import itertools
 import json
+import xml.etree.ElementTree as ET
 
 from tests.conftest import run_cli
 from tests.helpers import commit_versions, module
@@ -87,3 +89,106 @@ def test_where_is_refused_and_too_many_classes_cannot_tell(tmp_path):
                    "--max-cells", "10")  # fmt: skip
     assert done.code == 4 and done.err.startswith("harness: cannot tell: --matrix inferred:")
     assert len(done.err.splitlines()) == 1
+
+
+# --- too many cells for one matrix: one matrix per changed pass ---------------------
+
+TWO = """
+@register_post_process
+def _fa4_page_constraint(view):
+    if view.attention_backend == "fa4" and get_platform().is_sm100:
+        return {"page_size": 128}
+    return {}
+
+
+@register_post_process
+def _topk_sampling(view):
+    if view.speculative_eagle_topk == 2:
+        return {"sampling_backend": "pytorch"}
+    return {}
+"""
+TWO_HEAD = TWO.replace('== "fa4"', 'in ("fa4", "fa3")').replace("== 2:", "in (2, 4):")
+REGISTRY = (
+    "from sglang.srt.arg_groups.registry import register_post_process\n"
+    "from sglang.srt.platforms import get_platform\n"
+)
+
+
+def expected_changes(part: dict) -> int:
+    """Cells of the part's own axes on which the two versions above differ: the FA4 pass
+    now also forces fa3 on SM100 (from a page_size other than 128), the top-k pass now also
+    answers 4."""
+    axes = part["axes"]
+    names, domains = list(axes), list(axes.values())
+    count = 0
+    for values in itertools.product(*domains):
+        cell = dict(zip(names, values, strict=True))
+        if part["target"]["function"] == "_fa4_page_constraint":
+            count += (cell.get("attention_backend") == "fa3" and cell.get("platform") == "sm100"
+                      and cell.get("page_size") != 128)  # fmt: skip
+        else:
+            count += cell.get("speculative_eagle_topk") == 4
+    return count
+
+
+def test_too_many_cells_for_one_matrix_diffs_each_changed_pass_alone(tmp_path):
+    shas = commit_versions(tmp_path / "repo", [module(TWO, REGISTRY), module(TWO_HEAD, REGISTRY)])
+    repo = str(tmp_path / "repo")
+    code, whole, _ = inferred(repo, *shas)
+    assert code == 1 and "parts" not in whole
+    limit = whole["cells"] - 1  # one cell too many for one matrix
+    code, report, _ = inferred(repo, *shas, "--max-cells", str(limit))
+    assert code == 1 and report["status"] == 1 and report["cells"] == whole["cells"]
+    parts = {p["target"]["function"]: p for p in report["parts"]}
+    assert set(parts) == {"_fa4_page_constraint", "_topk_sampling"}
+    for name, part in parts.items():
+        assert part["matrix"] == f"inferred:{name}" and part["cells"] <= limit
+        assert len(part["changed"]) == expected_changes(part) > 0
+        assert part["notes"] == {}
+    text = run_cli("diff", *shas, "--matrix", "inferred", "--repo", repo, "--max-cells", str(limit))
+    assert text.code == 1
+    assert text.out.startswith("--matrix inferred: one matrix of every changed pass would have")
+    assert text.out.rstrip().endswith("2 parts: 2 changed, 0 cannot tell, 0 no change")
+
+
+def test_split_reports_render_as_one_document_in_every_format(tmp_path):
+    shas = commit_versions(tmp_path / "repo", [module(TWO, REGISTRY), module(TWO_HEAD, REGISTRY)])
+    repo = str(tmp_path / "repo")
+    args = ("diff", *shas, "--matrix", "inferred", "--repo", repo, "--max-cells", "40")
+    junit = run_cli(*args, "--format", "junit")
+    suites = ET.fromstring(junit.out)
+    assert junit.code == 1 and len(suites.findall("testsuite")) == 2
+    assert int(suites.get("failures")) == sum(int(s.get("failures")) for s in suites)
+    sample = json.loads(run_cli(*args, "--format", "json-sample").out)
+    assert [len(p["changed"]) <= 10 for p in sample["parts"]] == [True, True]
+    markdown = run_cli(*args, "--format", "markdown")
+    assert markdown.code == 1 and markdown.out.count("inferred:_") >= 2
+
+
+SWAPPED = """
+@register_post_process
+def _page_size_default(view):
+    if view.page_size is None:
+        return {"page_size": 1}
+    return {}
+
+
+@register_post_process
+def _fa4_page_constraint(view):
+    if view.attention_backend == "fa4" and view.page_size == 1:
+        return {"page_size": 128}
+    return {}
+"""
+SWAPPED_HEAD = SWAPPED.split("\n\n\n")[1] + "\n\n\n" + SWAPPED.split("\n\n\n")[0] + "\n"
+
+
+def test_two_passes_that_swap_places_on_a_field_both_touch_cannot_tell(tmp_path):
+    """Run in the head's order at both revisions, the swap would compare equal: it is named
+    as not evaluated instead."""
+    shas = commit_versions(tmp_path / "repo",
+                           [module(SWAPPED, REGISTRY), module(SWAPPED_HEAD, REGISTRY)])  # fmt: skip
+    code, report, _ = inferred(str(tmp_path / "repo"), *shas)
+    assert code == 4 and report["changed"] == []
+    (reason,) = [r for r in report["cannot_tell"] if "ran before" in r]
+    assert "_page_size_default" in reason and "_fa4_page_constraint" in reason
+    assert "page_size" in reason

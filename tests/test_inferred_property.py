@@ -76,3 +76,42 @@ def test_inferred_finds_a_difference_exactly_when_the_passes_differ(tmp_path_fac
     report = json.loads(done.out)
     assert report["notes"] == {}, report["notes"]
     assert bool(report["changed"]) == differ, textwrap.indent(base + "---\n" + head, "  ")
+
+
+def second(text: str) -> str:
+    """The pass as a second one in the same file: its own name, its own attributes b0..."""
+    return (text.replace("def target(view):", "def target_two(view):")
+            .replace("view.a", "view.b").replace('"a%d"', '"b%d"')
+            .replace("def _is(", "def _is_two(").replace("_is(view", "_is_two(view"))  # fmt: skip
+
+
+@settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow,
+          HealthCheck.function_scoped_fixture, HealthCheck.filter_too_much])  # fmt: skip
+@given(pass_pair(), pass_pair())
+def test_split_into_one_matrix_per_pass_each_part_finds_exactly_its_pass_s_change(
+    tmp_path_factory, one, two
+):
+    """Two passes in one file, one matrix too many cells for both: each changed pass is
+    diffed alone, and its part changes exactly when that pass differs on its own inputs."""
+    (sizes1, base1, head1), (sizes2, base2, head2) = one, two
+    changed = {n for n, b, h in (("target", base1, head1), ("target_two", base2, head2)) if b != h}
+    assume(changed)
+    root = tmp_path_factory.mktemp("pairs")
+    texts = [registered(a) + "\n\n" + second(registered(b))[len(TOP):]
+             for a, b in ((base1, base2), (head1, head2))]  # fmt: skip
+    shas = commit_versions(root, texts)
+    args = ("diff", *shas, "--matrix", "inferred", "--repo", str(root), "--format", "json")
+    whole = json.loads(run_cli(*args).out)
+    done = run_cli(*args, "--max-cells", str(whole["cells"] - 1))
+    assume(not done.err.startswith("harness: cannot tell: --matrix inferred: the pass"))
+    report = json.loads(done.out)
+    parts = {p["target"]["function"]: p for p in report["parts"]}
+    assert set(parts) == changed
+    differ = {"target": outcomes(base1, sizes1) != outcomes(head1, sizes1),
+              "target_two": outcomes(base2, sizes2) != outcomes(head2, sizes2)}  # fmt: skip
+    for name, part in parts.items():
+        assert part["notes"] == {}, part["notes"]
+        assert bool(part["changed"]) == differ[name], textwrap.indent(
+            f"{base1}---\n{head1}===\n{base2}---\n{head2}", "  "
+        )
+    assert done.code == report["status"] and (done.code == 1) == any(differ.values())

@@ -11,16 +11,19 @@ from pathlib import Path
 
 from harness import gitio
 from harness.cli.options import Setup, add_command, add_evaluation_options, nonnegative, set_up
+from harness.cli.progress import Progress, progress
 from harness.errors import HarnessError
 from harness.files import write_atomically
-from harness.matrix.load import DEFAULT_MATRIX, MAX_CELLS
+from harness.matrix.load import MAX_CELLS
 from harness.releases.ranges import resolve_range
-from harness.report import jsonfmt
+from harness.report import jsonfmt, parts
 from harness.report.model import DiffReport, build_report
+from harness.report.parts import Parts
 from harness.report.store import ReportCache, report_key
 
 DIFF_FORMATS = ("text", "markdown", "json", "json-sample", "junit", "github")
 INFERRED = "inferred"  # --matrix inferred: see harness.scan.inferred
+TEMPLATE = "sglang-resolution"  # its target file, world, bindings and model facts
 
 HELP = """\
 Compare the outcomes of the matrix's target function at two revisions.
@@ -115,18 +118,47 @@ def run(args: argparse.Namespace) -> int:
             "--where does not apply to --matrix inferred (its axes come from the code): "
             "write the inferred matrix to a file first (harness matrix --infer) and use that"
         )
-    setup = set_up(template(args) if inferred else args)
-    base, head = pick_revisions(setup, args)
-    if inferred:
-        setup = with_inferred_matrix(setup, base, head, args.max_cells)
-        if setup is None:
-            return nothing_inferred(args)
-    report = diff_report(setup, base, head, args.exhaustive)
+    with progress(args, "diff: reading the revisions") as bar:
+        report = evaluated(args, bar)
+    if report is None:
+        return nothing_inferred(args)
     args.status = report.status  # the answer, even if the reader goes away
     for fmt, path in args.output:
         write_file(path, "".join(chunks(report, fmt, args.sample)))
     write(report, args.format, args.sample)
     return args.status
+
+
+def evaluated(args: argparse.Namespace, bar: Progress) -> DiffReport | None:
+    """The report the options ask for (None: --matrix inferred found nothing to infer)."""
+    inferred = args.matrix == INFERRED
+    setup = set_up(template(args) if inferred else args)
+    base, head = pick_revisions(setup, args)
+    if inferred:
+        bar.stage(f"diff: inferring the matrix from {base.label} and {head.label}")
+        return inferred_report(setup, base, head, args, bar)
+    bar.stage(f"diff: evaluating {base.label} and {head.label}")
+    return diff_report(setup, base, head, args.exhaustive)
+
+
+def inferred_report(setup: Setup, base, head, args: argparse.Namespace, bar: Progress):
+    """The report on the matrix (or, split, the matrices) inferred from both revisions'
+    code; None when no pass's code, place in the run order or read default differs."""
+    from harness.scan.inferred import inferred_matrix
+
+    inferred = inferred_matrix(setup.versions(), base, head, args.max_cells)
+    if inferred is None:
+        return None
+    reports = []
+    for n, matrix in enumerate(inferred.matrices, 1):
+        bar.stage(f"diff: evaluating {matrix.name} ({n}/{len(inferred.matrices)})")
+        part = dataclass_replace(setup, matrix=matrix, where=None)
+        reports.append(diff_report(part, base, head, args.exhaustive))
+    if not inferred.whole:
+        (report,) = reports
+        report.unseen = "; ".join(filter(None, [report.unseen, *inferred.unseen])) or None
+        return report
+    return Parts(reports, inferred.whole, args.max_cells, inferred.unseen)
 
 
 UNCHANGED = (
@@ -146,25 +178,14 @@ def nothing_inferred(args: argparse.Namespace) -> int:
 
 def _unchanged(fmt: str) -> str:
     if fmt in ("json", "json-sample"):
-        doc = {"matrix": INFERRED, "status": 0, "cannot_tell": [], "blind_spots": [],
-               "changed_count": 0, "changed": [], "summary": [], "message": UNCHANGED}  # fmt: skip
-        return json.dumps(doc) + "\n"
+        return json.dumps(jsonfmt.nothing_inferred(INFERRED, UNCHANGED)) + "\n"
     return "" if fmt in ("junit", "github") else UNCHANGED + "\n"
 
 
 def template(args: argparse.Namespace) -> argparse.Namespace:
-    """The options as `set_up` reads them for --matrix inferred: the default matrix, for its
-    target file and world only (its cells are never made, so no cell limit applies)."""
-    return argparse.Namespace(**{**vars(args), "matrix": DEFAULT_MATRIX, "max_cells": MAX_CELLS})
-
-
-def with_inferred_matrix(setup: Setup, base, head, max_cells: int) -> Setup | None:
-    """The setup with the matrix inferred from both revisions' code (None: no pass's code,
-    place in the run order or read default differs)."""
-    from harness.scan.inferred import inferred_matrix
-
-    matrix = inferred_matrix(setup.versions(), base, head, max_cells)
-    return None if matrix is None else dataclass_replace(setup, matrix=matrix, where=None)
+    """The options as `set_up` reads them for --matrix inferred: the whole-resolution matrix,
+    for its target file, world and model facts only (its cells are never made)."""
+    return argparse.Namespace(**{**vars(args), "matrix": TEMPLATE, "max_cells": MAX_CELLS})
 
 
 def diff_report(
@@ -223,8 +244,11 @@ def write(report: DiffReport, fmt: str, sample: int) -> None:
     sys.stdout.flush()
 
 
-def chunks(report: DiffReport, fmt: str, sample: int) -> Iterator[str]:
+def chunks(report: DiffReport | Parts, fmt: str, sample: int) -> Iterator[str]:
     """The report in `fmt`, in pieces (a large json report streams)."""
+    if isinstance(report, Parts):
+        yield parts.render(report, fmt, lambda one: "".join(chunks(one, fmt, sample)), sample)
+        return
     if fmt == "json":
         yield from jsonfmt.render_chunks(report)
     elif fmt == "json-sample":

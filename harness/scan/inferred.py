@@ -1,27 +1,39 @@
-"""`--matrix inferred`: the matrix a diff of two revisions needs, built from their code.
+"""`--matrix inferred`: the matrices a diff of two revisions needs, built from their code.
 
-No matrix file is read but the default one (for the target file and the
-world). The target is every registered pass whose closure differs between the
-two revisions (a pass at one side only counts), plus each pass after one of
-them in run order that reads a field it declares. The axes are every input
-those passes compare with literals at either revision (null, every literal and
-its neighbours, and one value none of them names), each boolean they test, and
-the world's suggested values for its own inputs they read (the GPU, MLA, the
-CUDA-graph modes); every other input they read is a field at the default the
-view's class declares at the head (`harness.scan.infer` finds them, running
-each pass on symbols in a worker, at both revisions). A pass that reads
-nothing the other passes declare is still run in run order with the chosen
-ones: its inputs are the axes, which stand in for whatever runs before it.
+No matrix file is read but the shipped whole-resolution one, for the target
+file, the world, and the model its cells stand for (its bindings, and its
+fields no axis names). The target is every registered pass whose closure
+differs between the two revisions (a pass at one side only counts), plus each
+pass after one of them in run order that reads a field it declares. The axes
+are every input those passes compare with literals at either revision (null,
+every literal and its neighbours, and one value none of them names), each
+boolean they test, and the world's suggested values for its own inputs they
+read (the GPU, MLA, the CUDA-graph modes); every other input they read is a
+field at the default the view's class declares at the head
+(`harness.scan.infer` finds them, running each pass on symbols in a worker, at
+both revisions). A pass that reads nothing the other passes declare is still
+run in run order with the chosen ones: its inputs are the axes, which stand in
+for whatever runs before it.
+
+When that one matrix has more cells than --max-cells (a refactor touches most
+passes, and the product of their inputs' classes is astronomical), each pass
+whose code or read default changed is diffed alone, on a matrix of the inputs
+it reads: a field another pass declares is then an input like any other, so a
+change of the pass on any input is found, reachable through the passes before
+it or not. Each matrix runs its passes in the head's order at both revisions:
+two passes that swapped places, one declaring what the other reads or
+declares, are named as not evaluated (`unseen`), never passed over.
 """
 
 from __future__ import annotations
 
 import hashlib
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 from harness import gitio
 from harness.closure.modules import RevisionFiles
 from harness.closure.survey import PassSurvey, registered, survey_pass
+from harness.engine.world import World
 from harness.errors import Absent, CannotTell, Unevaluable
 from harness.matrix.model import Axis, Matrix
 from harness.scan.infer import Found, base_matrix, layout, merged, start_discovery
@@ -31,32 +43,57 @@ INFERRED = "inferred"
 RUNS = 60  # runs on symbols per pass: every platform the world tells apart is tried
 
 
+@dataclass(frozen=True)
+class Inferred:
+    """The matrices a diff of two revisions needs: one over every chosen pass when it fits
+    under --max-cells, else one per pass whose code or read default changed (`whole`: the
+    cells the one matrix would have had); and the run-order changes no matrix evaluates."""
+
+    matrices: tuple[Matrix, ...]
+    whole: int = 0  # > 0: split, one matrix per changed pass
+    unseen: tuple[str, ...] = ()
+
+
 def inferred_matrix(
     versions: Versions, base: gitio.Revision, head: gitio.Revision, max_cells: int
-) -> Matrix | None:
-    """The matrix for BASE against HEAD; None when no pass's code, place in the run order
+) -> Inferred | None:
+    """The matrices for BASE against HEAD; None when no pass's code, place in the run order
     or read default differs between them."""
     sides = [versions.files_at(revision) for revision in (base, head)]
     surveys = [_surveys(versions, files) for files in sides]
     orders = [_in_order(versions, f, own, surveys) for f, own in zip(sides, surveys, strict=True)]
     moved = _moved(*orders)
     defaults = _changed_defaults(versions.defaults(sides[0]), versions.defaults(sides[1]))
-    changed = [
+    differ = [
         n for n in _names(*surveys)
-        if _digest(surveys[0], n) != _digest(surveys[1], n) or n in moved
+        if _digest(surveys[0], n) != _digest(surveys[1], n)
         or defaults & {r for s in surveys if n in s for r in s[n].reads}
     ]  # fmt: skip
+    changed = [n for n in _names(*surveys) if n in differ or n in moved]
     if not changed:
         return None
+    unseen = _swaps(orders, surveys)
     chosen = _with_readers(orders[1], changed, surveys)
+    whole = _inferred(versions, sides, surveys, chosen)
+    if whole.size <= max_cells:
+        return Inferred((whole,), unseen=unseen)
+    parts = tuple(_inferred(versions, sides, surveys, [n], f"{INFERRED}:{n}") for n in differ)
+    for part in parts:
+        _check_size(part, part.target.passes, max_cells)
+    return Inferred(parts, whole.size, unseen)
+
+
+def _inferred(versions: Versions, sides: list, surveys: list, chosen: list[str],
+              name: str = INFERRED) -> Matrix:  # fmt: skip
+    """The matrix of the chosen passes, run in that order: their inputs' classes as axes."""
     outputs = tuple(dict.fromkeys(f for s in surveys for n in chosen if n in s
                                   for f in s[n].declares))  # fmt: skip
     outputs = outputs or versions.matrix.target.outputs
     running = [_discovering(versions, s, chosen, outputs) for s in surveys]  # side by side
     found = merged(*(_discovered(closures, run) for closures, run in running))
     axes, fields = layout(versions.world, found, versions.defaults(sides[1]), outputs, every=True)
-    return _matrix(versions.matrix, chosen, outputs, axes, {k: v for k, (v, _) in fields.items()},
-                   max_cells)  # fmt: skip
+    return _matrix(versions.matrix, versions.world, name, chosen, outputs, axes,
+                   {k: v for k, (v, _) in fields.items()})  # fmt: skip
 
 
 def _surveys(versions: Versions, files: RevisionFiles) -> dict[str, PassSurvey]:
@@ -140,27 +177,58 @@ def _discovered(closures: list, running) -> Found:
         return Found(problems={closures[0][0]: str(exc)})
 
 
-def _matrix(template: Matrix, chosen: list[str], outputs, axes: dict, fields: dict,
-            max_cells: int) -> Matrix:  # fmt: skip
+def _matrix(template: Matrix, world: World, name: str, chosen: list[str], outputs, axes: dict,
+            fields: dict) -> Matrix:  # fmt: skip
+    """The matrix: the template's bindings and its fields (the model the cells stand for)
+    where no axis or inferred field names them, and each of the world's own inputs that the
+    runs on symbols did not reach at its first suggested value (code they did not reach
+    may read it: so it runs, and a condition on it not taken both ways is a blind spot)."""
     target = replace(template.target, passes=tuple(chosen), outputs=tuple(outputs), guards=())
+    given = {**{n: v[0] for n, v in world.suggested.items()}, **template.fields}
+    kept = {k: v for k, v in given.items() if k not in axes and k not in fields}
     matrix = Matrix(
-        INFERRED, "a matrix file (--matrix inferred has none: harness matrix --infer writes "
+        name, "a matrix file (--matrix inferred has none: harness matrix --infer writes "
         "one to edit)", target, template.world,
-        tuple(Axis(n, tuple(v)) for n, v in axes.items()), fields,
-        description="inferred from the code of both revisions",
+        tuple(Axis(n, tuple(v)) for n, v in axes.items()), {**kept, **fields},
+        dict(template.bindings), description="inferred from the code of both revisions",
     )  # fmt: skip
-    if matrix.size > max_cells:
-        sizes = ", ".join(f"{a.name} {len(a.values)}" for a in matrix.axes)
-        raise CannotTell(
-            f"--matrix inferred: the {len(chosen)} passes that changed or read what changed "
-            f"({_listed(chosen)}) read inputs whose classes make {matrix.size:,} cells, more "
-            f"than --max-cells {max_cells:,} ({sizes}); diff them with a matrix file (harness "
-            "matrix --infer writes a start), or raise --max-cells"
-        )
-    text = repr((target, [(a.name, a.values) for a in matrix.axes], sorted(fields.items())))
+    if matrix.size > 10**15:  # no digest of a matrix that is only ever refused
+        return matrix
+    text = repr((name, target, [(a.name, a.values) for a in matrix.axes],
+                 sorted(matrix.fields.items()), sorted(matrix.bindings.items())))  # fmt: skip
     return replace(matrix, digest=hashlib.sha256(text.encode()).hexdigest())
 
 
-def _listed(names: list[str], shown: int = 6) -> str:
-    more = f", ... {len(names) - shown} more" if len(names) > shown else ""
-    return ", ".join(names[:shown]) + more
+def _check_size(matrix: Matrix, chosen: tuple[str, ...], max_cells: int) -> None:
+    if matrix.size > max_cells:
+        sizes = ", ".join(f"{a.name} {len(a.values)}" for a in matrix.axes)
+        raise CannotTell(
+            f"--matrix inferred: the pass {chosen[0]} reads inputs whose classes make "
+            f"{matrix.size:,} cells, more than --max-cells {max_cells:,} ({sizes}); diff it "
+            "with a matrix file (harness matrix --infer writes a start), or raise --max-cells"
+        )
+
+
+def _swaps(orders: list[list[str]], surveys: list) -> tuple[str, ...]:
+    """The pairs of passes present at both revisions that run in the other order at the
+    head, one declaring a field the other reads or declares: what the order changes is not
+    evaluated (each matrix runs its passes in the head's order at both revisions)."""
+    base = {n: i for i, n in enumerate(orders[0])}
+    common = [n for n in orders[1] if n in base and all(n in s for s in surveys)]
+    found = []
+    for i, first in enumerate(common):
+        for second in common[i + 1 :]:
+            shared = _conflict(first, second, surveys)
+            if base[first] > base[second] and shared:
+                found.append(
+                    f"{second} ran before {first} at the base and after it at the head; both "
+                    f"touch {', '.join(shared)}: the effect of their order is not evaluated"
+                )
+    return tuple(found)
+
+
+def _conflict(first: str, second: str, surveys: list) -> list[str]:
+    """The fields one of the two passes declares and the other reads or declares."""
+    reads = [{r for s in surveys for r in s[n].reads} for n in (first, second)]
+    declares = [{d for s in surveys for d in s[n].declares} for n in (first, second)]
+    return sorted(declares[0] & (reads[1] | declares[1]) | declares[1] & reads[0])
