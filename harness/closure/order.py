@@ -57,7 +57,7 @@ def pass_order(
     first of `entries` ((module, function or Class.method)) the files define."""
     for module, name in entries:
         path = files.module_file(module, files.target)
-        walk = _Walk(FileIndexes(cache, files), frozenset(registered), {path})
+        walk = _Walk(FileIndexes(cache, files), frozenset(registered), {path}, cache.walked)
         found = _function(walk.indexes, path, name) if path else None
         if found is not None:
             walk.enter(path, *found, depth=0, guard=None)
@@ -84,8 +84,10 @@ def _function(indexes: FileIndexes, path: str, name: str) -> Found | None:
 
 
 class _Walk:
-    def __init__(self, indexes: FileIndexes, passes: frozenset[str], entry_files) -> None:
+    def __init__(self, indexes: FileIndexes, passes: frozenset[str], entry_files,
+                 walked: dict) -> None:  # fmt: skip
         self.indexes, self.files, self.passes = indexes, indexes.files, passes
+        self.walked = walked  # function node -> (its imports, its calls): the run's memo
         self.package = posixpath.dirname(self.files.target)
         self.entry_files = set(entry_files)
         self.order: list[str] = []
@@ -97,8 +99,8 @@ class _Walk:
         if key in self.entered or depth > MAX_DEPTH:
             return
         self.entered.add(key)
-        local = _local_imports(function)
-        for name, is_method, test in _called_names(function):
+        local, calls = self._read(function)
+        for name, is_method, test in calls:
             inner = [f"{path}:{line + offset}: if {text}" for line, text in test]
             where = "; ".join([guard] * bool(guard) + inner) or None
             if is_method:
@@ -107,6 +109,15 @@ class _Walk:
                     self.enter(path, found, cls, offset, depth + 1, where)
                 continue
             self._reach(path, name, local, depth, where)
+
+    def _read(self, function: ast.FunctionDef) -> tuple[dict, tuple]:
+        """The function's own imports and its calls, read once per run: a function whose
+        text is the same at two revisions is one parsed node (`SourceCache`), walked once."""
+        found = self.walked.get(function)
+        if found is None:
+            found = self.walked[function] = (_local_imports(function),
+                                             tuple(_called_names(function)))  # fmt: skip
+        return found
 
     def _reach(self, path: str, name: str, local: dict, depth: int, guard: str | None) -> None:
         imported = local.get(name)

@@ -147,6 +147,7 @@ class SourceCache:
         self.pieces: dict[str, Piece] = {}
         self.last: dict[str, Layout] = {}  # per path: the next revision is cut against it
         self.closures: dict[Any, Any] = {}  # see harness.closure.extract
+        self.walked: dict[Any, Any] = {}  # see harness.closure.order: per parsed function
         self.max_pieces = max_pieces
 
     def layout(self, source: str, path: str) -> Layout:
