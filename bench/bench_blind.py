@@ -14,7 +14,8 @@ overrides.py) and, given REPO (a repository of SGLang's released trees, as
     change, no blind spot), in-process, cache off;
   - the same diff with `--matrix inferred` against the FA4 diff, on the fixture
     and, given REPO, on #30835's clause committed on top of v0.5.23 (in a
-    temporary clone; nothing of REPO is changed).
+    temporary clone; nothing of REPO is changed), and v0.5.18 against v0.5.23
+    (once each: the inferred matrix is split into one per changed pass).
 """
 
 from __future__ import annotations
@@ -123,11 +124,12 @@ def main_bench() -> None:
             shape = pr_shape(args.repo, Path(tmp) / "shape")
             missing = "#30835 on v0.5.23: v0.5.23's FA4 pass is not written as expected"
             print(inferred_line("#30835 on v0.5.23", args.repeat, shape) if shape else missing)
+        print(inferred_line("v0.5.18 -> v0.5.23", 1, args.repo, ("v0.5.18", "v0.5.23")))
     sys.stdout.flush()
 
 
-def inferred_line(label: str, repeat: int, repo: str) -> str:
-    common = ("diff", "#30835^", "#30835", "--repo", repo, "--no-cache")
+def inferred_line(label: str, repeat: int, repo: str, revs=("#30835^", "#30835")) -> str:
+    common = ("diff", *revs, "--repo", repo, "--no-cache")
     inferred = best(repeat, quiet_diff(*common, "--matrix", "inferred"))
     fa4 = best(repeat, quiet_diff(*common))
     return (
