@@ -10,6 +10,7 @@ import itertools
 import json
 import xml.etree.ElementTree as ET
 
+from harness.testing.gitrepo import FixtureRepo
 from tests.conftest import run_cli
 from tests.helpers import commit_versions, module
 
@@ -87,8 +88,10 @@ def test_where_is_refused_and_too_many_classes_cannot_tell(tmp_path):
     assert done.code == 2 and "--where does not apply to --matrix inferred" in done.err
     done = run_cli("diff", *shas, "--matrix", "inferred", "--repo", str(tmp_path / "repo"),
                    "--max-cells", "10")  # fmt: skip
-    assert done.code == 4 and done.err.startswith("harness: cannot tell: --matrix inferred:")
-    assert len(done.err.splitlines()) == 1
+    assert done.code == 4 and "Not evaluated: the pass _fa4_page_constraint reads" in done.out
+    assert "--max-cells 10" in done.out and done.out.rstrip().endswith(
+        "0 parts: 0 changed, 0 cannot tell, 0 no change"
+    )
 
 
 # --- too many cells for one matrix: one matrix per changed pass ---------------------
@@ -192,3 +195,42 @@ def test_two_passes_that_swap_places_on_a_field_both_touch_cannot_tell(tmp_path)
     (reason,) = [r for r in report["cannot_tell"] if "ran before" in r]
     assert "_page_size_default" in reason and "_fa4_page_constraint" in reason
     assert "page_size" in reason
+
+
+BLOCKED = """
+@register_post_process
+def _fa4_page_constraint(view):
+    if view.attention_backend == "fa4" and get_platform().is_sm100:
+        return {"page_size": 128}
+    return {}
+
+
+@register_post_process
+def _other(view):
+    mystery_helper()
+    if view.speculative_eagle_topk == 2:
+        return {"page_size": 2}
+    return {}
+"""
+
+
+def test_a_changed_pass_that_cannot_be_read_at_either_side_cannot_tell(tmp_path):
+    """A name nothing binds blocks the pass at both revisions; the clause after it changes:
+    never "nothing changed"."""
+    head = BLOCKED.replace("== 2:", "== 3:")
+    shas = commit_versions(tmp_path / "repo", [module(BLOCKED, REGISTRY), module(head, REGISTRY)])
+    code, report, text = inferred(str(tmp_path / "repo"), *shas)
+    assert code == 4, text
+    assert "mystery_helper" in json.dumps(report["notes"])
+
+
+def test_no_target_or_no_parse_at_either_side_cannot_tell(tmp_path):
+    missing = FixtureRepo(tmp_path / "missing")
+    shas = [missing.commit(f"c{n}", {"README.md": f"v{n}\n"}) for n in range(2)]
+    done = run_cli("diff", *shas, "--matrix", "inferred", "--repo", str(tmp_path / "missing"))
+    assert done.code == 4 and "no registered pass to compare" in done.err
+    assert "does not exist" in done.err and len(done.err.splitlines()) == 1
+    broken = module(TWO, REGISTRY) + "\ndef (:\n"
+    shas = commit_versions(tmp_path / "broken", [broken, broken + "\n# again\n"])
+    done = run_cli("diff", *shas, "--matrix", "inferred", "--repo", str(tmp_path / "broken"))
+    assert done.code == 4 and "no registered pass to compare" in done.err

@@ -9,6 +9,7 @@ extraction collects here instead of stopping at the first.
 from __future__ import annotations
 
 import ast
+import hashlib
 from collections.abc import Collection
 from dataclasses import dataclass
 
@@ -38,6 +39,7 @@ class PassSurvey:
     world: tuple[str, ...]  # names the world supplies
     blocked_by: tuple[tuple[str, str], ...]  # (name, reason): nothing can supply them
     closure: Closure | None  # None: something blocks it
+    digest: str = ""  # of the code as far as it could be read: blocked code changes too
 
 
 def registered(cache: SourceCache, files: RevisionFiles, decorator: str = REGISTER) -> list[str]:
@@ -82,14 +84,15 @@ def survey_pass(cache, files, function, bound, matrix_file, view) -> PassSurvey:
         resolver.add(path, target, TARGET)
     except (Unevaluable, RecursionError) as exc:  # a file it draws on does not parse, say
         reason = str(exc) if isinstance(exc, Unevaluable) else "definitions nested too deeply"
-        return PassSurvey(function, target.lineno, (), (), (), ((function, reason),), None)
+        text = hashlib.sha256(ast.dump(target.node).encode()).hexdigest()
+        return PassSurvey(function, target.lineno, (), (), (), ((function, reason),), None, text)
     closure = build_closure(path, function, target, resolver)
     blocked = tuple(dict.fromkeys(resolver.blocked))
     world = tuple(sorted({need.world for need in closure.needs}))
     return PassSurvey(
         function, target.lineno, declared_fields(target),
         view_reads(closure, view.identities if view else frozenset()), world, blocked,
-        None if blocked else closure,
+        None if blocked else closure, closure.digest,
     )  # fmt: skip
 
 

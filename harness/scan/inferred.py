@@ -61,6 +61,11 @@ def inferred_matrix(
     or read default differs between them."""
     sides = [versions.files_at(revision) for revision in (base, head)]
     surveys = [_surveys(versions, files) for files in sides]
+    if not any(surveys):
+        raise CannotTell(
+            f"--matrix inferred: no registered pass to compare in {versions.matrix.target.path} "
+            f"at either revision ({_why_none(versions, sides[0])}; {_why_none(versions, sides[1])})"
+        )
     orders = [_in_order(versions, f, own, surveys) for f, own in zip(sides, surveys, strict=True)]
     moved = _moved(*orders)
     defaults = _changed_defaults(versions.defaults(sides[0]), versions.defaults(sides[1]))
@@ -77,10 +82,10 @@ def inferred_matrix(
     whole = _inferred(versions, sides, surveys, chosen)
     if whole.size <= max_cells:
         return Inferred((whole,), unseen=unseen)
-    parts = tuple(_inferred(versions, sides, surveys, [n], f"{INFERRED}:{n}") for n in differ)
-    for part in parts:
-        _check_size(part, part.target.passes, max_cells)
-    return Inferred(parts, whole.size, unseen)
+    parts = [_inferred(versions, sides, surveys, [n], f"{INFERRED}:{n}") for n in differ]
+    too_large = tuple(_too_large(p, max_cells) for p in parts if p.size > max_cells)
+    kept = tuple(p for p in parts if p.size <= max_cells)
+    return Inferred(kept, whole.size, unseen + too_large)
 
 
 def _inferred(versions: Versions, sides: list, surveys: list, chosen: list[str],
@@ -111,12 +116,24 @@ def _names(*surveys: dict[str, PassSurvey]) -> list[str]:
 
 
 def _digest(surveys: dict[str, PassSurvey], name: str) -> str | None:
+    """The pass's code as far as it could be read (a blocked pass whose code changed
+    differs too: it is diffed, and says what blocks it)."""
     found = surveys.get(name)
     if found is None:
         return None
     if found.closure is None:
-        return "blocked:" + "; ".join(reason for _, reason in found.blocked_by)
+        return "blocked:" + "; ".join(reason for _, reason in found.blocked_by) + found.digest
     return found.closure.digest
+
+
+def _why_none(versions: Versions, files: RevisionFiles) -> str:
+    """Why one revision has no registered pass: the file is absent, does not parse, or
+    registers none."""
+    try:
+        registered(versions.sources, files)
+    except (Absent, Unevaluable) as exc:
+        return str(exc)
+    return f"no function is registered in {files.target}"
 
 
 def _in_order(versions: Versions, files: RevisionFiles, own: dict, surveys: list) -> list[str]:
@@ -199,14 +216,15 @@ def _matrix(template: Matrix, world: World, name: str, chosen: list[str], output
     return replace(matrix, digest=hashlib.sha256(text.encode()).hexdigest())
 
 
-def _check_size(matrix: Matrix, chosen: tuple[str, ...], max_cells: int) -> None:
-    if matrix.size > max_cells:
-        sizes = ", ".join(f"{a.name} {len(a.values)}" for a in matrix.axes)
-        raise CannotTell(
-            f"--matrix inferred: the pass {chosen[0]} reads inputs whose classes make "
-            f"{matrix.size:,} cells, more than --max-cells {max_cells:,} ({sizes}); diff it "
-            "with a matrix file (harness matrix --infer writes a start), or raise --max-cells"
-        )
+def _too_large(matrix: Matrix, max_cells: int) -> str:
+    """Why a part is not diffed: its own inputs make too many cells."""
+    sizes = ", ".join(f"{a.name} {len(a.values)}" for a in matrix.axes)
+    (name,) = matrix.target.passes
+    return (
+        f"the pass {name} reads inputs whose classes make {matrix.size:,} cells, more than "
+        f"--max-cells {max_cells:,} ({sizes}): diff it with a matrix file (harness matrix "
+        f"--infer REV --passes {name} writes one), or raise --max-cells"
+    )
 
 
 def _swaps(orders: list[list[str]], surveys: list) -> tuple[str, ...]:
