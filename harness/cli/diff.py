@@ -129,7 +129,7 @@ def run(args: argparse.Namespace) -> int:
     return args.status
 
 
-def evaluated(args: argparse.Namespace, bar: Progress) -> DiffReport | None:
+def evaluated(args: argparse.Namespace, bar: Progress) -> DiffReport | Parts | None:
     """The report the options ask for (None: --matrix inferred found nothing to infer)."""
     inferred = args.matrix == INFERRED
     setup = set_up(template(args) if inferred else args)
@@ -141,7 +141,13 @@ def evaluated(args: argparse.Namespace, bar: Progress) -> DiffReport | None:
     return diff_report(setup, base, head, args.exhaustive)
 
 
-def inferred_report(setup: Setup, base, head, args: argparse.Namespace, bar: Progress):
+def inferred_report(
+    setup: Setup,
+    base: gitio.Revision,
+    head: gitio.Revision,
+    args: argparse.Namespace,
+    bar: Progress,
+) -> DiffReport | Parts | None:
     """The report on the matrix (or, split, the matrices) inferred from both revisions'
     code; None when no pass's code, place in the run order or read default differs."""
     from harness.scan.inferred import inferred_matrix
@@ -156,8 +162,8 @@ def inferred_report(setup: Setup, base, head, args: argparse.Namespace, bar: Pro
         reports.append(diff_report(part, base, head, args.exhaustive))
     if not inferred.whole:
         (report,) = reports
-        report.unseen = "; ".join(filter(None, [report.unseen, *inferred.unseen])) or None
-        return report
+        unseen = "; ".join(filter(None, [report.unseen, *inferred.unseen])) or None
+        return dataclass_replace(report, unseen=unseen)
     return Parts(reports, inferred.whole, args.max_cells, inferred.unseen)
 
 

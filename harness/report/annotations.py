@@ -116,12 +116,13 @@ def _title(report: DiffReport) -> str:
 
 def _command(command: str, props: dict[str, str], message: str) -> str:
     shown = ",".join(f"{k}={_property(v)}" for k, v in props.items())
-    return f"::{command} {shown}::{_data(message)}\n"
+    return f"::{command} {shown}::{workflow_data(message)}\n"
 
 
-def _data(text: str) -> str:
+def workflow_data(text: str) -> str:
+    """Text safe as a workflow command's message (GitHub's escapes for %, CR and LF)."""
     return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
 
 
 def _property(text: str) -> str:
-    return _data(text).replace(":", "%3A").replace(",", "%2C")
+    return workflow_data(text).replace(":", "%3A").replace(",", "%2C")

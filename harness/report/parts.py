@@ -59,7 +59,9 @@ def render(parts: Parts, fmt: str, one: Callable[[DiffReport], str], sample: int
     if fmt == "junit":
         return _junit(parts, one)
     if fmt == "github":
-        lines = [f"::warning::{_one_line(reason)}" for reason in parts.unseen]
+        from harness.report.annotations import workflow_data
+
+        lines = [f"::warning::{workflow_data(reason)}" for reason in parts.unseen]
         return "".join(one(report) for report in parts.reports) + "".join(f"{x}\n" for x in lines)
     rule = "\n" + "-" * 72 + "\n\n"
     unseen = [f"Not evaluated: {reason}" for reason in parts.unseen]
@@ -102,8 +104,3 @@ def _junit(parts: Parts, one: Callable[[DiffReport], str]) -> str:
     root.set("tests", str(sum(int(s.get("tests", "0")) for s in suites)))
     root.set("failures", str(sum(int(s.get("failures", "0")) for s in suites)))
     return '<?xml version="1.0" encoding="utf-8"?>\n' + ET.tostring(root, "unicode") + "\n"
-
-
-def _one_line(text: str) -> str:
-    """Text safe for one workflow command (GitHub's escapes for %, CR and LF)."""
-    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
