@@ -69,6 +69,12 @@ def register(commands: argparse._SubParsersAction) -> None:
     add_revision_options(parser)
     add_limit_options(parser)
     parser.set_defaults(handler=run, max_cells=None)  # None: the default for what is asked
+    for action in parser._actions:  # the shared option's help, with this command's defaults
+        if action.dest == "max_cells":
+            action.help = (
+                f"refuse a matrix of more cells than this (default: {INFER_CELLS:,} with "
+                f"--infer, which writes at most this many; else {MAX_CELLS:,})"
+            )
 
 
 def _max_cells(args: argparse.Namespace) -> int:
