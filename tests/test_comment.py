@@ -246,3 +246,20 @@ def test_a_report_of_an_unknown_format_version_is_refused(github_api, history, t
         line = one_line_error(comment(other, *extra))
         assert words in line and "this harness reads format_version 1" in line
     assert comments.items == [] and github_api.seen == []
+
+
+def test_an_inferred_report_in_parts_or_with_nothing_to_infer_is_refused_in_one_line(tmp_path):
+    """Neither is a diff of one matrix: one line naming what it is, exit 2, nothing sent."""
+    for doc in (
+        {"format_version": 1, "matrix": "inferred", "status": 1, "message": "split",
+         "cells": 9, "unseen": [], "parts": []},
+        {"format_version": 1, "matrix": "inferred", "status": 0, "cannot_tell": [],
+         "blind_spots": [], "changed_count": 0, "changed": [], "summary": [],
+         "message": "nothing changed"},
+    ):  # fmt: skip
+        path = tmp_path / "report.json"
+        path.write_text(json.dumps(doc))
+        done = run_cli("comment", "--repo-slug", "o/r", "--pr", "1", "--report", str(path),
+                       "--dry-run")  # fmt: skip
+        assert done.code == 2 and len(done.err.splitlines()) == 1
+        assert "--matrix inferred report" in done.err and "does not post" in done.err

@@ -90,6 +90,13 @@ def _check_report(doc: Any, path: str) -> None:
     if not isinstance(doc, dict):
         raise HarnessError(f"--report {path}: not a harness diff report (not a JSON object)")
     _check_version(doc, path)
+    if doc.get("matrix") == "inferred" and ("parts" in doc or "message" in doc):
+        kind = "in parts" if "parts" in doc else "nothing to infer"
+        raise HarnessError(
+            f"--report {path}: a --matrix inferred report ({kind}), which harness comment does "
+            "not post: comment the report of a matrix (harness diff --matrix NAME --format "
+            "json), as the action does"
+        )
     missing = [key for key in REQUIRED if key not in doc]
     if missing:
         raise HarnessError(
