@@ -98,3 +98,33 @@ def roots_for(target: str, module: str) -> list[str]:
     """Directories of the target path that hold `module`'s top-level package, deepest last."""
     top, parts = module.split(".")[0], target.split("/")[:-1]
     return ["/".join(parts[:i]) for i, part in enumerate(parts) if part == top]
+
+
+SOURCE_DIRS = ("src", "python", "lib")  # a leading directory that holds packages, by convention
+
+
+def module_name(path: str, roots: tuple[str, ...] = (), tops: tuple[str, ...] = ()) -> str:
+    """The dotted name Python imports the file `path` under, as the project imports it:
+    relative to the first of `roots` that holds it, else to the directory above the
+    shallowest component named one of `tops` (top-level packages the world knows), else
+    to a leading `src`, `python` or `lib` directory, else to the repository root. A
+    package's `__init__.py` is the package (`python/sglang/srt/utils.py` with root
+    `python` or top `sglang` is `sglang.srt.utils`)."""
+    parts = path.split("/")
+    names = parts[_package_root(parts, roots, tops) :]
+    names[-1] = names[-1].removesuffix(".py")
+    if names[-1] == "__init__" and len(names) > 1:
+        names.pop()
+    return ".".join(names)
+
+
+def _package_root(parts: list[str], roots: tuple[str, ...], tops: tuple[str, ...]) -> int:
+    """How many leading components of the path `parts` are the source root's."""
+    for root in roots:
+        root_parts = [p for p in root.split("/") if p not in ("", ".")]
+        if parts[: len(root_parts)] == root_parts and len(parts) > len(root_parts):
+            return len(root_parts)
+    found = next((i for i, part in enumerate(parts[:-1]) if part in tops), None)
+    if found is not None:
+        return found
+    return 1 if len(parts) > 1 and parts[0] in SOURCE_DIRS else 0

@@ -14,10 +14,15 @@ close the known ways out of a Python namespace:
   `__name__` and a class's `__slots__`;
 - in classes, no metaclass and no special method other than the ordinary
   data-model ones (no `__getattr__`, `__init_subclass__`, `__del__`, ...);
-- `type` with one argument only; builtins from a short allow-list.
+- `type` with one argument only; builtins from a short allow-list;
+- `super` only as `super()`, with no arguments: `super(X, obj)` (or `super`
+  passed, stored or called any other way) reaches the methods of any class
+  `obj` is an instance of, the harness's own included.
 
 At run time `getattr` and `hasattr` refuse the same names whatever string
-they are given (see `harness.engine.sandbox`), and `import` binds only what
+they are given, `type` refuses a `super` object (see `harness.engine.sandbox`),
+and a loaded file's `__name__` is its dotted module name, as the project
+imports it (`harness.closure.modules.module_name`); `import` binds only what
 the world supplies: no module is ever imported. A violation makes the
 revision unevaluable, and the reason names the file, the line and the
 construct. Single-underscore names are SGLang's own (`_fa4_page_constraint`)
@@ -191,12 +196,14 @@ def check_closure(closure: Closure) -> None:
 
 def violations(tree: ast.AST) -> Iterator[tuple[int, int, str]]:
     """(line, column, construct) for each thing the policy forbids in `tree`."""
-    literal_formats = {
-        id(n.func) for n in ast.walk(tree) if isinstance(n, ast.Call) and _literal_format(n)
-    }
+    calls = [n for n in ast.walk(tree) if isinstance(n, ast.Call)]
+    literal_formats = {id(n.func) for n in calls if _literal_format(n)}
+    super_calls = {id(n.func) for n in calls if _is_name(n.func, "super")}
     for node in ast.walk(tree):
         found = _call(node) if isinstance(node, ast.Call) else None
         found = found or _node(node, literal_formats)
+        if not found and _is_name(node, "super") and id(node) not in super_calls:
+            found = "super other than called as super()"
         if found:
             yield getattr(node, "lineno", 0), _start(node), found
 
@@ -262,7 +269,14 @@ def _call(node: ast.Call) -> str | None:
         return f"{func.id}(..., {name.value!r})"
     if func.id == "type" and (len(node.args) != 1 or node.keywords):
         return "type() with other than one argument"
+    if func.id == "super" and (node.args or node.keywords):
+        return "super() with arguments"
     return None
+
+
+def _is_name(node: ast.AST, name: str) -> bool:
+    """Whether `node` reads the name `name`."""
+    return isinstance(node, ast.Name) and node.id == name and isinstance(node.ctx, ast.Load)
 
 
 def _literal_format(node: ast.Call) -> bool:

@@ -2,9 +2,10 @@
 
 The namespace holds only the world's bindings for the closure's imported
 names and the builtins the policy allows (`harness.engine.policy`, checked
-before anything is compiled); `import` inside the code answers from the
-world too. A pipeline's passes are loaded one by one and chained over an
-overlaid view.
+before anything is compiled), and `__name__`: the file's dotted module name
+as the project imports it (`sglang.srt.server_args`), never the harness's;
+`import` inside the code answers from the world too. A pipeline's passes
+are loaded one by one and chained over an overlaid view.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from types import TracebackType
 from typing import Any
 
 from harness.closure.extract import Closure, Pipeline
+from harness.closure.modules import module_name
 from harness.engine.branches import Sites
 from harness.engine.policy import ALLOWED_BUILTINS, POLICY_FIX, check_closure, forbidden_attribute
 from harness.engine.world import ASSIGNED, DELETED, Bound, Unbound, write_fix
@@ -130,10 +132,13 @@ def load_function(
     check_closure(closure)
     bound.probe.unbound = None
     spaces: dict[str, dict[str, Any]] = {}
-    table = safe_builtins(bound, _repository_imports(closure, spaces))
+    importers: dict[str, dict[str, Any]] = {}  # every file's namespace, from before it runs
+    table = safe_builtins(bound, _repository_imports(closure, spaces), importers)
     pending = list(closure.links)
+    roots, tops = package_roots(bound)
     for path in load_order(closure):
-        space = {"__builtins__": table, "__name__": f"{SPACE_PREFIX}{path}"}
+        space = {"__builtins__": table, "__name__": module_name(path, roots, tops)}
+        importers[path] = space
         space.update({n.name: bound.names[n.world] for n in closure.needs if n.path == path})
         pending = _bind_links(pending, spaces, {path: space})
         if path == closure.path or rewrite is not None:
@@ -246,7 +251,16 @@ class LoadedModule(Overlay):
         raise AttributeError(f"cannot delete {name}: read-only")
 
 
-SPACE_PREFIX = "harness.closure:"  # a loaded file's `__name__`: this, then its path
+def package_roots(bound: Bound) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The matrix's source roots, and the top-level packages the world names (`sglang`):
+    what gives a loaded file's `__name__` as the project imports it (`module_name`)."""
+    if bound.ctx is None:
+        return (), ()
+    world = bound.ctx.world
+    named = [world.view_class, world.input_defaults, *world.run_entries]
+    modules = [pair[0] for pair in named if pair is not None]
+    tops = tuple(dict.fromkeys(m.split(".")[0] for m in modules))
+    return bound.ctx.matrix.target.roots, tops
 
 
 def _repository_imports(closure: Closure, spaces: dict[str, dict]) -> dict[tuple, dict]:
@@ -266,9 +280,12 @@ def _loaded(spaces: dict[str, dict], path: str, name: str) -> Any:
         raise Unevaluable(f"{name} from {path} is imported before it is defined") from None
 
 
-def safe_builtins(bound: Bound, repository: dict[tuple, dict] | None = None) -> dict[str, Any]:
+def safe_builtins(
+    bound: Bound, repository: dict[tuple, dict] | None = None, spaces: dict | None = None
+) -> dict[str, Any]:
     """The allowed builtins; `getattr`, `hasattr` and `type` guarded, `print` silent,
-    `import` answered by the world."""
+    `import` answered by the world (and the repository's definitions, for the files whose
+    namespaces `spaces` holds by path)."""
     table = {name: getattr(builtins, name) for name in ALLOWED_BUILTINS if hasattr(builtins, name)}
     probe = bound.probe
 
@@ -285,22 +302,25 @@ def safe_builtins(bound: Bound, repository: dict[tuple, dict] | None = None) -> 
         return hasattr(obj, checked(name, "hasattr"))
 
     def type_of(obj: Any, /) -> type:
+        if type(obj) is super:  # `type(super())(X, obj)`: super with arguments
+            raise probe.refuse("the type of a super object (through type)", POLICY_FIX)
         return type(obj)
 
     table.update(getattr=guarded_getattr, hasattr=guarded_hasattr, type=type_of)
     table["print"] = lambda *args, **kwargs: None
-    table["__import__"] = _import_from(bound, repository or {})
+    table["__import__"] = _import_from(bound, repository or {}, spaces or {})
     return table
 
 
-def _import_from(bound: Bound, repository: dict[tuple, dict]) -> Callable[..., Any]:
+def _import_from(bound: Bound, repository: dict[tuple, dict], spaces: dict) -> Callable[..., Any]:
     """`import` inside evaluated code: a module whose attributes are the definitions the
-    closure read from the repository for that import, else the world's names."""
+    closure read from the repository for that import, else the world's names. The
+    importing file is the one whose namespace (in `spaces`, by path) is the importer's
+    globals: found by identity, whatever the code set `__name__` to."""
 
     def world_import(name: Any, globals: Any = None, locals: Any = None, fromlist: Any = (),
                      level: Any = 0) -> Any:  # fmt: skip
-        importer = globals.get("__name__") if type(globals) is dict else None
-        path = importer[len(SPACE_PREFIX) :] if type(importer) is str else None
+        path = next((p for p, space in spaces.items() if space is globals), None)
         local = repository.get((path, str(name), level if type(level) is int else 0), {})
         return _WorldModule(str(name), bound, local)
 

@@ -1,0 +1,180 @@
+"""Hostile targets that ask who runs them: `__name__`, a class's module, `super` with arguments.
+
+A pass that branches on `__name__` (or on what a class's `repr` says its module
+is) must take the branch it takes when SGLang imports it: the expected outcome
+is computed by importing the fixture as SGLang's package layout does, in a
+plain Python process. `super(X, obj)` reaches the methods of whatever class
+`obj` is an instance of (the harness's own), so every form of it is refused and
+the revision is unevaluable, naming the line.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from harness.closure.modules import module_name
+from tests.conftest import run_cli
+from tests.helpers import commit_versions
+
+PATH = "python/sglang/srt/arg_groups/overrides.py"
+MATRIX = f"""\
+name: names
+target:
+  path: {PATH}
+  function: target
+  output: page_size
+world: plain
+axes:
+  backend: [fa3, fa4, flashinfer]
+  page_size: [null, 1, 64]
+"""
+BASE = """\
+def target(view):
+    return {}
+"""
+
+# Each gives one page size when it believes SGLang imported it, another otherwise.
+ASKS = {
+    "name-equals": """
+        def target(view):
+            if __name__ == "sglang.srt.arg_groups.overrides":
+                return {"page_size": 256}
+            return {"page_size": 1}
+    """,
+    "name-startswith": """
+        IMPORTED = __name__.startswith("sglang.")
+
+        def target(view):
+            return {"page_size": 32 if IMPORTED else 2}
+    """,
+    "class-repr": """
+        class Marker:
+            pass
+
+        def target(view):
+            if repr(Marker) == "<class 'sglang.srt.arg_groups.overrides.Marker'>":
+                return {"page_size": 16}
+            return {"page_size": 3}
+    """,
+}
+
+
+def diff(tmp_path: Path, head: str, matrix: str = MATRIX):
+    (tmp_path / "names.yaml").write_text(matrix)
+    root = tmp_path / "repo"
+    shas = commit_versions(root, [BASE, textwrap.dedent(head)])
+    done = run_cli(
+        "diff", shas[0], shas[1], "--matrix", str(tmp_path / "names.yaml"), "--repo", str(root),
+        "--format", "json", "--no-cache",
+    )  # fmt: skip
+    return done, json.loads(done.out)
+
+
+def as_sglang_imports_it(tmp_path: Path, source: str) -> dict:
+    """What `target` returns when the file is imported as SGLang's package layout makes it
+    (`python/` on the path, a package at every level), run in a plain Python process."""
+    tree = tmp_path / "plain"
+    package = tree / "python/sglang/srt/arg_groups"
+    package.mkdir(parents=True)
+    for level in (package, package.parent, package.parent.parent):
+        (level / "__init__.py").write_text("")
+    (tree / PATH).write_text(textwrap.dedent(source))
+    script = (
+        "import json, sys; sys.path.insert(0, 'python')\n"
+        "from sglang.srt.arg_groups.overrides import target\n"
+        "print(json.dumps(target(None)))\n"
+    )
+    run = subprocess.run(
+        [sys.executable, "-c", script], cwd=tree, capture_output=True, text=True, check=True
+    )
+    return json.loads(run.stdout)
+
+
+@pytest.mark.parametrize("name", sorted(ASKS))
+def test_a_pass_that_asks_who_imports_it_takes_sglangs_branch(name: str, tmp_path: Path):
+    expected = as_sglang_imports_it(tmp_path, ASKS[name])
+    done, report = diff(tmp_path, ASKS[name])
+    assert done.code == 1, done.err  # every cell changes from {} to the branch's page size
+    assert "head" not in report["notes"], report["notes"]
+    heads = [item["head"] for item in report["changed"]]
+    assert len(heads) == 9 and all(head == expected for head in heads), (expected, heads)
+
+
+def line_of(source: str, text: str) -> int:
+    """The 1-based line of the first line of `source` holding `text`."""
+    return next(n for n, line in enumerate(source.splitlines(), 1) if text in line)
+
+
+SUPERS = {
+    "two-arguments": ("return {'page_size': super(Base, view).size()}", "super() with arguments"),
+    "one-argument": ("return {'page_size': len(str(super(Base)))}", "super() with arguments"),
+    "keyword": ("return {'page_size': super(*[Base], **{}).size()}", "super() with arguments"),
+    "alias": ("s = super\n    return {'page_size': s(Base, view).size()}", "super other than"),
+    "passed": ("return {'page_size': list(map(super, [Base]))}", "super other than"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(SUPERS))
+def test_super_with_arguments_is_refused_naming_the_line(name: str, tmp_path: Path):
+    body, says = SUPERS[name]
+    head = (
+        f"class Base:\n    def size(self):\n        return 1\n\n\ndef target(view):\n    {body}\n"
+    )
+    line = line_of(head, "super")
+    done, report = diff(tmp_path, head)
+    assert done.code == 4 and report["changed"] == [], done.err
+    note = report["notes"]["head"]
+    assert note.startswith("unevaluable") and says in note, note
+    assert f"(at {PATH}:{line})" in note, note
+
+
+def test_the_type_of_a_super_object_is_refused_at_run_time(tmp_path: Path):
+    head = (
+        "class Holder:\n    def leak(self):\n        return type(super())\n\n\n"
+        "def target(view):\n    S = Holder().leak()\n"
+        "    return {'page_size': S(Holder, view).leak()}\n"
+    )
+    done, report = diff(tmp_path, head)
+    assert done.code == 4 and report["changed"] == [], done.err
+    note = report["notes"]["head"]
+    assert "the type of a super object" in note, note
+    assert f"{PATH}:{line_of(head, 'type(super())')}" in note, note
+
+
+def test_super_without_arguments_in_a_method_still_evaluates(tmp_path: Path):
+    head = """
+        class Base:
+            def size(self):
+                return 8
+
+        class Paged(Base):
+            def size(self):
+                return super().size() * 4
+
+        def target(view):
+            return {"page_size": Paged().size()}
+    """
+    expected = as_sglang_imports_it(tmp_path, head)
+    done, report = diff(tmp_path, head)
+    assert done.code == 1, done.err
+    assert [item["head"] for item in report["changed"]] == [expected] * 9
+
+
+@pytest.mark.parametrize(
+    ("path", "roots", "tops", "expected"),
+    [
+        (PATH, (), (), "sglang.srt.arg_groups.overrides"),  # a leading python/: the convention
+        ("python/sglang/srt/arg_groups/__init__.py", (), (), "sglang.srt.arg_groups"),
+        ("lib/python/sglang/srt/utils.py", ("lib/python",), (), "sglang.srt.utils"),
+        ("lib/python/sglang/srt/utils.py", (), ("sglang",), "sglang.srt.utils"),
+        ("code/pkg/mod.py", (), (), "code.pkg.mod"),  # no root known: the repository's
+    ],
+)
+def test_a_files_module_name_is_the_one_python_imports_it_under(path, roots, tops, expected):
+    assert module_name(path, roots, tops) == expected
