@@ -65,10 +65,10 @@ ASKS = {
 }
 
 
-def diff(tmp_path: Path, head: str, matrix: str = MATRIX):
-    (tmp_path / "names.yaml").write_text(matrix)
+def diff(tmp_path: Path, head: str, extra: dict[str, str] | None = None):
+    (tmp_path / "names.yaml").write_text(MATRIX)
     root = tmp_path / "repo"
-    shas = commit_versions(root, [BASE, textwrap.dedent(head)])
+    shas = commit_versions(root, [BASE, textwrap.dedent(head)], extra)
     done = run_cli(
         "diff", shas[0], shas[1], "--matrix", str(tmp_path / "names.yaml"), "--repo", str(root),
         "--format", "json", "--no-cache",
@@ -76,15 +76,17 @@ def diff(tmp_path: Path, head: str, matrix: str = MATRIX):
     return done, json.loads(done.out)
 
 
-def as_sglang_imports_it(tmp_path: Path, source: str) -> dict:
-    """What `target` returns when the file is imported as SGLang's package layout makes it
-    (`python/` on the path, a package at every level), run in a plain Python process."""
+def as_sglang_imports_it(tmp_path: Path, source: str, extra: dict[str, str] | None = None) -> dict:
+    """What `target` returns when the file (and `extra`, by path) is imported as SGLang's
+    package layout makes it (`python/` on the path, a package at every level), run in a
+    plain Python process."""
     tree = tmp_path / "plain"
     package = tree / "python/sglang/srt/arg_groups"
     package.mkdir(parents=True)
     for level in (package, package.parent, package.parent.parent):
         (level / "__init__.py").write_text("")
-    (tree / PATH).write_text(textwrap.dedent(source))
+    for path, text in {**(extra or {}), PATH: textwrap.dedent(source)}.items():
+        (tree / path).write_text(text)
     script = (
         "import json, sys; sys.path.insert(0, 'python')\n"
         "from sglang.srt.arg_groups.overrides import target\n"
@@ -104,6 +106,25 @@ def test_a_pass_that_asks_who_imports_it_takes_sglangs_branch(name: str, tmp_pat
     assert "head" not in report["notes"], report["notes"]
     heads = [item["head"] for item in report["changed"]]
     assert len(heads) == 9 and all(head == expected for head in heads), (expected, heads)
+
+
+def test_a_pass_importing_from_the_repository_inside_a_function_still_finds_it(tmp_path: Path):
+    """The importing file is found by its namespace, not by `__name__`, which the code may
+    rebind: the repository's definition answers, as in SGLang."""
+    helper = {"python/sglang/srt/arg_groups/sizes.py": "def size():\n    return 48\n"}
+    head = """
+        __name__ = "elsewhere"
+
+        def target(view):
+            from sglang.srt.arg_groups.sizes import size
+
+            return {"page_size": size() + (1 if __name__ == "elsewhere" else 2)}
+    """
+    expected = as_sglang_imports_it(tmp_path, head, helper)
+    done, report = diff(tmp_path, head, helper)
+    assert done.code == 1, done.err
+    assert "head" not in report["notes"], report["notes"]
+    assert [item["head"] for item in report["changed"]] == [expected] * 9
 
 
 def line_of(source: str, text: str) -> int:

@@ -308,7 +308,7 @@ def safe_builtins(
 
     table.update(getattr=guarded_getattr, hasattr=guarded_hasattr, type=type_of)
     table["print"] = lambda *args, **kwargs: None
-    table["__import__"] = _import_from(bound, repository or {}, spaces or {})
+    table["__import__"] = _import_from(bound, repository or {}, {} if spaces is None else spaces)
     return table
 
 
