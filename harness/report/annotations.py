@@ -14,6 +14,7 @@ more annotation on its own changed line.
 from __future__ import annotations
 
 from harness.report.because import because_text
+from harness.report.escape import workflow_data, workflow_property
 from harness.report.model import DiffReport, RuleView, function_label, output_label
 from harness.scan.because import Place
 from harness.scan.spots import BlindSpot
@@ -115,14 +116,5 @@ def _title(report: DiffReport) -> str:
 
 
 def _command(command: str, props: dict[str, str], message: str) -> str:
-    shown = ",".join(f"{k}={_property(v)}" for k, v in props.items())
+    shown = ",".join(f"{k}={workflow_property(v)}" for k, v in props.items())
     return f"::{command} {shown}::{workflow_data(message)}\n"
-
-
-def workflow_data(text: str) -> str:
-    """Text safe as a workflow command's message (GitHub's escapes for %, CR and LF)."""
-    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
-
-
-def _property(text: str) -> str:
-    return workflow_data(text).replace(":", "%3A").replace(",", "%2C")

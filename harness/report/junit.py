@@ -1,13 +1,16 @@
 """The diff report as JUnit XML: one test case per summary rule, failed (the rule is a change).
 
 With no change, one passing case says so, so test-report tools show the
-matrix ran. Text goes through ElementTree, which escapes it.
+matrix ran. Text goes through ElementTree, which escapes markup, then through
+`escape.xml_text`, which removes what XML 1.0 forbids (control characters, lone
+surrogates from evaluated code) and any `::` that would start a line.
 """
 
 from __future__ import annotations
 
 import xml.etree.ElementTree as ET
 
+from harness.report.escape import xml_text
 from harness.report.model import DiffReport, function_label, output_label
 from harness.report.text import revision_line
 
@@ -52,7 +55,9 @@ def render(report: DiffReport) -> str:
             f"head: {revision_line(report.head)}"
         )
     ET.indent(suites)
-    return '<?xml version="1.0" encoding="utf-8"?>\n' + ET.tostring(suites, "unicode") + "\n"
+    return xml_text(
+        '<?xml version="1.0" encoding="utf-8"?>\n' + ET.tostring(suites, "unicode") + "\n"
+    )
 
 
 def _unseen_cases(report: DiffReport) -> list[tuple[str, str, str]]:

@@ -13,6 +13,7 @@ from typing import Any
 from harness.matrix.model import format_value, same_value
 from harness.report.because import because_text, more_text
 from harness.report.blind import SHOWN, blind_title, is_block, more_line, spots_of
+from harness.report.escape import code_span, markdown_text
 from harness.report.fields import OUTCOME, OUTCOME_TITLE, RULES_SHOWN
 from harness.report.jsonfmt import document
 from harness.report.model import (
@@ -53,13 +54,13 @@ def render_document(doc: dict[str, Any], sample: int = 10, details: str | None =
         lines.append("Nothing was compared (the reasons are above).")
     elif not changed:
         but = ", but:" if reasons or spots else "."
-        lines.append(f"No cell changes `{code(field)}` ({cells:,} cells compared){but}")
+        lines.append(f"No cell changes {code(field)} ({cells:,} cells compared){but}")
     elif isinstance(doc.get("fields"), dict):
         count = len(doc["target"]["outputs"])
         lines += [f"**{changed:,} of {cells:,} cells change at least one of {count} fields:**"]
         lines.extend(_by_field(doc))
     else:
-        lines += [f"**{changed:,} of {cells:,} cells change `{code(field)}`:**", ""]
+        lines += [f"**{changed:,} of {cells:,} cells change {code(field)}:**", ""]
         lines.extend(rule_table(rules_of(doc)))
         if sample > 0:
             lines.extend(_sample(doc, sample))
@@ -72,7 +73,7 @@ def render_document(doc: dict[str, Any], sample: int = 10, details: str | None =
 def _spot(item: dict[str, Any]) -> str:
     """One blind spot: where (escaped), the condition as code, what it did, the hint."""
     where = escape(f"{item['side']} {item['path']}:{item['line']}, in {item['function']}")
-    shown = escape(item["condition"]) if is_block(item) else f"`{code(item['condition'])}`"
+    shown = escape(item["condition"]) if is_block(item) else code(item["condition"])
     hint = f"<br>{escape(item['hint'])}" if item["hint"] else ""
     return f"{where}: {shown}: {escape(item['seen'])}{hint}"
 
@@ -106,7 +107,7 @@ def _by_field(doc: dict[str, Any]) -> list[str]:
     for name, group in doc["fields"].items():
         rules = [_rule(r, doc["axes"]) for r in group["summary"]]
         title = OUTCOME_TITLE if name == OUTCOME else name
-        lines += ["", f"`{code(title)}`: {int(group['cells']):,} cells", ""]
+        lines += ["", f"{code(title)}: {int(group['cells']):,} cells", ""]
         lines.extend(rule_table(rules[:RULES_SHOWN]))
         if len(rules) > RULES_SHOWN:
             lines.append(f"\n... and {len(rules) - RULES_SHOWN} more rules (JSON report)")
@@ -115,7 +116,7 @@ def _by_field(doc: dict[str, Any]) -> list[str]:
 
 def heading(matrix: str, function: str, path: str) -> str:
     """The first line of every markdown report: the matrix and what it targets."""
-    return f"### {escape(matrix)}: `{code(function)}` in `{code(path)}`"
+    return f"### {escape(matrix)}: {code(function)} in {code(path)}"
 
 
 def changed_count(doc: dict[str, Any]) -> int:
@@ -128,7 +129,9 @@ def rules_of(doc: dict[str, Any]) -> list[RuleView]:
 
 def _rule(rule: dict[str, Any], axes: dict[str, list[Any]]) -> RuleView:
     conditions = conditions_of(rule["where"], axes)
-    because = tuple(b["text"] for b in rule.get("because", []))
+    because = tuple(
+        b if isinstance(b.get("source"), str) else b["text"] for b in rule.get("because", [])
+    )
     more = rule.get("because_more", 0)
     return RuleView(rule["where"], conditions, rule["cells"], rule["transition"], because, more)
 
@@ -139,7 +142,7 @@ def rule_table(rules: list[RuleView]) -> list[str]:
     lines = ["| # | cells | transition | where |" + (" because |" if explained else ""),
              "|---|---:|---|---|" + ("---|" if explained else "")]  # fmt: skip
     for n, rule in enumerate(rules, 1):
-        where = ", ".join(f"`{code(c.text())}`" for c in rule.conditions) or "every cell"
+        where = ", ".join(code(c.text(), table=True) for c in rule.conditions) or "every cell"
         row = f"| {n} | {rule.cells:,} | {escape(rule.transition)} | {where} |"
         if explained:
             more = [escape(more_text(rule.because_more))] if rule.because_more else []
@@ -149,10 +152,16 @@ def rule_table(rules: list[RuleView]) -> list[str]:
 
 
 def _because(reason: Any) -> str:
-    """A because text: its `code` kept as code, the rest escaped."""
+    """A because text: its `code` kept as code, the rest escaped. A reason from a document
+    names its code (`source`), which may itself hold backticks."""
+    if isinstance(reason, dict):
+        text, source = str(reason["text"]), reason["source"]
+        if text.startswith(f"`{source}`"):
+            return code(source, table=True) + escape(text[len(source) + 2 :])
+        reason = text
     text = reason if isinstance(reason, str) else because_text(reason)
     parts = text.split("`")
-    return "".join(f"`{code(p)}`" if n % 2 else escape(p) for n, p in enumerate(parts))
+    return "".join(code(p, table=True) if n % 2 else escape(p) for n, p in enumerate(parts))
 
 
 SCANNED = 10_000  # changed cells searched for the rules' first cells, at most
@@ -202,17 +211,10 @@ def _revision(rev: dict[str, Any]) -> str:
 
 
 def escape(text: str) -> str:
-    """Safe in a table cell and inert as markup: no pipes, tags or @mentions."""
-    return (
-        str(text)
-        .replace("&", "&amp;")
-        .replace("|", "\\|")
-        .replace("<", "&lt;")
-        .replace("@", "&#64;")
-        .replace("\n", " ")
-    )
+    """Hostile text as inert markdown, safe in a table cell (`escape.markdown_text`)."""
+    return markdown_text(text)
 
 
-def code(text: str) -> str:
-    """Text for inside a `code span`: no backtick can end it early, no newline breaks it."""
-    return str(text).replace("`", "'").replace("\n", " ")
+def code(text: str, table: bool = False) -> str:
+    """Hostile text as a code span, backticks included (`escape.code_span`)."""
+    return code_span(text, table)

@@ -15,6 +15,7 @@ import xml.etree.ElementTree as ET
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from harness.report.escape import workflow_data, xml_text
 from harness.report.model import EXIT_CANNOT_TELL, EXIT_CHANGED, EXIT_SAME, DiffReport
 
 
@@ -59,8 +60,6 @@ def render(parts: Parts, fmt: str, one: Callable[[DiffReport], str], sample: int
     if fmt == "junit":
         return _junit(parts, one)
     if fmt == "github":
-        from harness.report.annotations import workflow_data
-
         lines = [f"::warning::{workflow_data(reason)}" for reason in parts.unseen]
         return "".join(one(report) for report in parts.reports) + "".join(f"{x}\n" for x in lines)
     rule = "\n" + "-" * 72 + "\n\n"
@@ -103,4 +102,6 @@ def _junit(parts: Parts, one: Callable[[DiffReport], str]) -> str:
     suites = list(root)
     root.set("tests", str(sum(int(s.get("tests", "0")) for s in suites)))
     root.set("failures", str(sum(int(s.get("failures", "0")) for s in suites)))
-    return '<?xml version="1.0" encoding="utf-8"?>\n' + ET.tostring(root, "unicode") + "\n"
+    return xml_text(
+        '<?xml version="1.0" encoding="utf-8"?>\n' + ET.tostring(root, "unicode") + "\n"
+    )
