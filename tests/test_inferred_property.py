@@ -103,10 +103,10 @@ def test_split_into_one_matrix_per_pass_each_part_finds_exactly_its_pass_s_chang
     args = ("diff", *shas, "--matrix", "inferred", "--repo", str(root), "--format", "json")
     whole = json.loads(run_cli(*args).out)
     done = run_cli(*args, "--max-cells", str(whole["cells"] - 1))
-    assume(not done.err.startswith("harness: cannot tell: --matrix inferred: the pass"))
     report = json.loads(done.out)
     parts = {p["target"]["function"]: p for p in report["parts"]}
-    assert set(parts) == changed
+    too_large = {n for n in changed for r in report["unseen"] if r.startswith(f"the pass {n} ")}
+    assert set(parts) | too_large == changed and not set(parts) & too_large
     differ = {"target": outcomes(base1, sizes1) != outcomes(head1, sizes1),
               "target_two": outcomes(base2, sizes2) != outcomes(head2, sizes2)}  # fmt: skip
     for name, part in parts.items():
@@ -114,4 +114,6 @@ def test_split_into_one_matrix_per_pass_each_part_finds_exactly_its_pass_s_chang
         assert bool(part["changed"]) == differ[name], textwrap.indent(
             f"{base1}---\n{head1}===\n{base2}---\n{head2}", "  "
         )
-    assert done.code == report["status"] and (done.code == 1) == any(differ.values())
+    assert done.code == report["status"]
+    assert (done.code == 1) == any(differ[n] for n in parts)
+    assert done.code != 0 or not too_large  # a part not diffed is never "no change"
