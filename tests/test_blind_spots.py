@@ -205,7 +205,7 @@ def test_a_hostile_report_artifact_cannot_inject_markup_or_flood_the_comment():
                             "seen": "only true", "hint": "<script>"}] * 50 + ["junk", {}]}  # fmt: skip
     text = render_document(doc)
     assert "<img" not in text and "<script>" not in text
-    assert "`'x' @team y" in text  # a mention inside a code span is inert
+    assert "`` `x` @team y" in text  # the backticks kept, in a longer fence: a code span
     assert len(text) < 10_000  # ten shown, each field cut
     assert "... and 40 more" in text
 
