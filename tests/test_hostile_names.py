@@ -21,19 +21,10 @@ import pytest
 from harness.closure.modules import module_name
 from tests.conftest import run_cli
 from tests.helpers import commit_versions
+from tests.test_hostile import MATRIX as HOSTILE_MATRIX
 
 PATH = "python/sglang/srt/arg_groups/overrides.py"
-MATRIX = f"""\
-name: names
-target:
-  path: {PATH}
-  function: target
-  output: page_size
-world: plain
-axes:
-  backend: [fa3, fa4, flashinfer]
-  page_size: [null, 1, 64]
-"""
+MATRIX = HOSTILE_MATRIX.replace("name: hostile", "name: names")  # the same cells
 BASE = """\
 def target(view):
     return {}

@@ -96,13 +96,16 @@ def test_where_is_refused_and_too_many_classes_cannot_tell(tmp_path):
 
 # --- too many cells for one matrix: one matrix per changed pass ---------------------
 
-TWO = """
+FA4_PASS = """
 @register_post_process
 def _fa4_page_constraint(view):
     if view.attention_backend == "fa4" and get_platform().is_sm100:
         return {"page_size": 128}
     return {}
-
+"""
+TWO = (
+    FA4_PASS
+    + """
 
 @register_post_process
 def _topk_sampling(view):
@@ -110,6 +113,7 @@ def _topk_sampling(view):
         return {"sampling_backend": "pytorch"}
     return {}
 """
+)
 TWO_HEAD = TWO.replace('== "fa4"', 'in ("fa4", "fa3")').replace("== 2:", "in (2, 4):")
 REGISTRY = (
     "from sglang.srt.arg_groups.registry import register_post_process\n"
@@ -197,13 +201,9 @@ def test_two_passes_that_swap_places_on_a_field_both_touch_cannot_tell(tmp_path)
     assert "page_size" in reason
 
 
-BLOCKED = """
-@register_post_process
-def _fa4_page_constraint(view):
-    if view.attention_backend == "fa4" and get_platform().is_sm100:
-        return {"page_size": 128}
-    return {}
-
+BLOCKED = (
+    FA4_PASS
+    + """
 
 @register_post_process
 def _other(view):
@@ -212,6 +212,7 @@ def _other(view):
         return {"page_size": 2}
     return {}
 """
+)
 
 
 def test_a_changed_pass_that_cannot_be_read_at_either_side_cannot_tell(tmp_path):
