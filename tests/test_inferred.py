@@ -96,13 +96,7 @@ def test_where_is_refused_and_too_many_classes_cannot_tell(tmp_path):
 
 # --- too many cells for one matrix: one matrix per changed pass ---------------------
 
-FA4_PASS = """
-@register_post_process
-def _fa4_page_constraint(view):
-    if view.attention_backend == "fa4" and get_platform().is_sm100:
-        return {"page_size": 128}
-    return {}
-"""
+FA4_PASS = BASE  # the FA4 pass alone, registered
 TWO = (
     FA4_PASS
     + """
