@@ -1,29 +1,143 @@
-"""Writing a file whole or not at all: a temporary file beside it, then a rename.
+"""Writing files: whole or not at all, and to where the user pointed.
 
-A reader never sees half a file, and a write that fails (a full disk) leaves
-the old file as it was.
+`write_atomically` writes a temporary file beside the target, then renames it
+over: a reader never sees half a file, and a write that fails (a full disk)
+leaves the old file as it was. `write_output` is what `--output` and
+`snapshot -o` use: a regular file (new, or reached through symlinks) is written
+that way, keeping an existing file's mode; anything else (`-`, a FIFO, a device
+node, a terminal, `/dev/stdout`) is written in place, since renaming over it
+would replace it with a regular file.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
+import stat
+import sys
 from pathlib import Path
 
+TEMPORARY = ".tmp-"  # temporary files are named `.NAME.tmp-XXXXXXXX` (see `temporaries`)
 
-def write_atomically(path: Path, data: bytes) -> None:
-    """Replace `path` with `data` in one rename; on any failure `path` is untouched."""
-    import tempfile  # here: a run that writes nothing (a diff read back) need not load it
 
-    fd, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.tmp-")
+def write_atomically(
+    path: Path, data: bytes, mode: int | None = None, kept: os.stat_result | None = None
+) -> None:
+    """Replace `path` with `data` in one rename; on any failure `path` is untouched.
+    `mode`: the new file's permissions (None: readable by its owner only); `kept`: the
+    file it replaces, whose mode (and owner, where this process may give it) it keeps."""
+    temporary = _create_beside(path)
     try:
+        fd = os.open(temporary, os.O_WRONLY)
         with os.fdopen(fd, "wb") as out:
+            os.fchmod(out.fileno(), 0o600 if mode is None else mode)
+            if kept is not None:
+                _keep(out.fileno(), kept)
             out.write(data)
             out.flush()
             os.fsync(out.fileno())
         os.replace(temporary, path)
     except BaseException:
-        Path(temporary).unlink(missing_ok=True)
+        temporary.unlink(missing_ok=True)
         raise
+
+
+def _create_beside(path: Path) -> Path:
+    """A new empty file next to `path`, named so that `temporaries` finds it."""
+    import secrets  # here: a run that writes nothing need not load it
+
+    for _ in range(100):
+        candidate = path.parent / f".{path.name}{TEMPORARY}{secrets.token_hex(4)}"
+        try:
+            os.close(os.open(candidate, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+        except FileExistsError:
+            continue
+        return candidate
+    raise FileExistsError(f"no free temporary name beside {path}")
+
+
+def temporaries(directory: Path, older_than: float, now: float) -> list[Path]:
+    """The temporary files `write_atomically` left in `directory` (a process killed
+    mid-write) last modified more than `older_than` seconds before `now`."""
+    found = []
+    for entry in os.scandir(directory):
+        if entry.name.startswith(".") and TEMPORARY in entry.name:
+            try:
+                info = entry.stat(follow_symlinks=False)
+            except OSError:
+                continue
+            if stat.S_ISREG(info.st_mode) and now - info.st_mtime > older_than:
+                found.append(Path(entry.path))
+    return found
+
+
+def write_output(path: str, text: str) -> None:
+    """Write `text` (UTF-8) where `path` points: `-` or the file standard output already
+    is (`/dev/stdout`): standard output; a regular file, or a new one: atomically, through
+    any symlinks (the link stays, its target is written), keeping an existing file's mode;
+    anything else (a FIFO, a device node): opened and written in place. Raises OSError."""
+    if path == "-" or _is_stdout(path):
+        sys.stdout.write(text)
+        sys.stdout.flush()
+        return
+    data = text.encode("utf-8")
+    target = Path(os.path.realpath(path))
+    try:
+        info = os.stat(path)
+    except FileNotFoundError:
+        info = None
+    if info is not None and not (stat.S_ISREG(info.st_mode) and _same(target, info)):
+        _write_in_place(path, data)  # also a regular file with no name (`/proc/PID/fd/N`)
+    elif info is None:
+        write_atomically(target, data, 0o666 & ~_umask())
+    else:
+        write_atomically(target, data, kept=info)
+
+
+def _is_stdout(path: str) -> bool:
+    """Whether `path` is (through links) the very file standard output writes to."""
+    try:
+        there, out = os.stat(path), os.fstat(sys.stdout.fileno())
+    except (OSError, ValueError, AttributeError):  # no such path; a stdout with no fd
+        return False
+    return (there.st_dev, there.st_ino) == (out.st_dev, out.st_ino)
+
+
+def _same(path: Path, info: os.stat_result) -> bool:
+    """Whether `path` names the file `info` describes."""
+    try:
+        found = os.stat(path)
+    except OSError:
+        return False
+    return (found.st_dev, found.st_ino) == (info.st_dev, info.st_ino)
+
+
+def _write_in_place(path: str, data: bytes) -> None:
+    fd = os.open(path, os.O_WRONLY | os.O_NOCTTY)  # a FIFO waits here for its reader
+    with os.fdopen(fd, "wb") as out:
+        out.write(data)
+
+
+def _keep(fd: int, info: os.stat_result) -> None:
+    """The replaced file's owner and group (when this process may give them: root), then
+    its mode (after: a change of owner may clear set-id bits)."""
+    if (info.st_uid, info.st_gid) != (os.geteuid(), os.getegid()):
+        with contextlib.suppress(OSError):  # not ours to give: the writer's, like a new file
+            os.fchown(fd, info.st_uid, info.st_gid)
+    os.fchmod(fd, stat.S_IMODE(info.st_mode))
+
+
+def _umask() -> int:
+    """The process's umask, read without changing it (Linux), else set and restored."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("Umask:"):
+                return int(line.split()[1], 8)
+    except (OSError, ValueError):
+        pass
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
 
 
 def undecodable(data: bytes, exc: UnicodeDecodeError) -> tuple[int, str]:

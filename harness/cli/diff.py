@@ -7,13 +7,12 @@ import json
 import sys
 from collections.abc import Iterator
 from dataclasses import replace as dataclass_replace
-from pathlib import Path
 
 from harness import gitio
 from harness.cli.options import Setup, add_command, add_evaluation_options, nonnegative, set_up
 from harness.cli.progress import Progress, progress
 from harness.errors import HarnessError
-from harness.files import write_atomically
+from harness.files import write_output
 from harness.matrix.load import MAX_CELLS
 from harness.releases.ranges import resolve_range
 from harness.report import jsonfmt, parts
@@ -279,7 +278,7 @@ def chunks(report: DiffReport | Parts, fmt: str, sample: int) -> Iterator[str]:
 
 def write_file(path: str, text_: str) -> None:
     try:
-        write_atomically(Path(path), text_.encode("utf-8"))
+        write_output(path, text_)  # "-": standard output
     except OSError as exc:
         raise HarnessError(f"--output {path}: cannot write it ({exc.strerror or exc})") from None
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 
 from harness import gitio
 from harness.cli.options import limits_of, online_prs, revision_resolver
@@ -12,7 +11,7 @@ from harness.cli.progress import Progress, progress
 from harness.closure.survey import registered, survey_pass
 from harness.engine.worlds import world_named
 from harness.errors import Absent, HarnessError, Unevaluable
-from harness.files import write_atomically
+from harness.files import write_output
 from harness.matrix.load import MAX_CELLS, load_matrix, parse_matrix
 from harness.matrix.write import flow_list, scalar
 from harness.releases.revisions import is_release
@@ -27,7 +26,7 @@ def run_infer(args: argparse.Namespace) -> int:
     with progress(args, "matrix --infer: reading the revision") as bar:
         text = inferred_text(args, bar)
     if args.output:
-        write_atomically(Path(args.output), text.encode())
+        write_output(args.output, text)
     else:
         sys.stdout.write(text)
     return 0

@@ -28,7 +28,7 @@ from harness.engine.outcome import (
     OutcomeTable,
 )
 from harness.errors import HarnessError
-from harness.files import write_atomically
+from harness.files import write_output
 from harness.gitio import Revision
 from harness.matrix.cells import Cube, bits_of, cube_size
 from harness.matrix.model import Matrix, same_value
@@ -137,11 +137,8 @@ def snapshot(matrix: Matrix, revision: Revision, table: OutcomeTable, path: str)
 
 
 def write(path: str, text: str) -> None:
-    if path == "-":
-        print(text, end="")
-        return
     try:
-        write_atomically(Path(path), text.encode("utf-8"))
+        write_output(path, text)  # "-": standard output
     except OSError as exc:
         raise HarnessError(
             f"cannot write the baseline {path}: {exc.strerror or exc} (it is left as it was)"
