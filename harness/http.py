@@ -11,17 +11,23 @@ A server's certificate is checked against the CA source a `Trust` names (the
 package index's, chosen as pip chooses, see `harness.releases.tls`), else
 against requests' own. A certificate that does not verify is not retried: it is
 one whole line naming the source and how to point at another. No message shows
-the credentials a URL carries.
+the credentials a URL carries, and nothing stores them (`stripped`).
+
+A `file:` URL is read from disk as pip reads an index on disk: regular files
+only (a FIFO, a device or a socket is refused before it is read: the type is
+checked before opening, and the open does not block), and never more than the
+caller's limit.
 """
 
 from __future__ import annotations
 
 import os
 import ssl
+import stat
 import textwrap
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -42,6 +48,12 @@ class Answer:
     status_code: int
     headers: Any  # a case-insensitive mapping
     content: bytes
+    parsed: Any = None  # what a `sink` made of a 2xx answer's body (then `content` is empty)
+
+
+# sink(chunks) -> a value: reads a 2xx answer's body as it arrives (the chunks bounded by the
+# request's limit and deadline), so that only what it keeps is held
+Sink = Callable[["Iterator[bytes]"], Any]
 
 
 @dataclass(frozen=True)
@@ -97,14 +109,16 @@ class Http:
         body: Any = None,
         headers: dict[str, str] | None = None,
         limit: int = MAX_ANSWER,
+        sink: Sink | None = None,
     ) -> Answer:
-        """The first answer `judge` takes, retried as the module docstring says."""
+        """The first answer `judge` takes, retried as the module docstring says; with a
+        `sink`, a 2xx answer's body is handed to it as it arrives (see `Sink`)."""
         problem, pause = "", 0.0
         for attempt in range(ATTEMPTS):
             time.sleep(pause)
             pause = BACKOFF * 2**attempt
             try:
-                answer = self.exchange(method, url, body, headers, limit)
+                answer = self.exchange(method, url, body, headers, limit, sink)
             except (self.requests.Timeout, TimeoutError):
                 problem = f"no whole answer within {self.timeout:g} s"
                 continue
@@ -160,18 +174,22 @@ class Http:
         body: Any = None,
         headers: dict[str, str] | None = None,
         limit: int = MAX_ANSWER,
+        sink: Sink | None = None,
     ) -> Answer:
         """One request, whole within `timeout` seconds and at most `limit` bytes; raises
         TimeoutError past the deadline. A file: URL (a package index on disk, as pip
         accepts) is read from the file system, ranges included."""
         if url.startswith("file:"):
-            return _local(url, headers or {}, limit)
+            answer = _local(url, headers or {}, limit)
+            if sink is None or answer.status_code >= 300:
+                return answer
+            return Answer(answer.status_code, answer.headers, b"", sink(iter([answer.content])))
         self._secure()
         outcome: list[Any] = []
 
         def run() -> None:
             try:
-                outcome.append((True, self._read(method, url, body, headers, limit)))
+                outcome.append((True, self._read(method, url, body, headers, limit, sink)))
             except BaseException as exc:  # handed to the caller's thread
                 outcome.append((False, exc))
 
@@ -185,7 +203,9 @@ class Http:
             raise value
         return value
 
-    def _read(self, method: str, url: str, body: Any, headers: Any, limit: int) -> Answer:
+    def _read(
+        self, method: str, url: str, body: Any, headers: Any, limit: int, sink: Sink | None
+    ) -> Answer:
         deadline = time.monotonic() + self.timeout
         with self.session.request(
             method,
@@ -196,18 +216,26 @@ class Http:
             stream=True,
             verify=self._verify(),
         ) as answer:
-            chunks, size = [], 0
-            for chunk in answer.iter_content(CHUNK):
-                size += len(chunk)
-                if size > limit:
-                    raise HarnessError(
-                        f"{method} {shown(url)}: the server sent more than {limit >> 20} MB "
-                        "where less was expected"
-                    )
-                chunks.append(chunk)
-                if time.monotonic() > deadline:
-                    raise TimeoutError
+            chunks = _bounded(answer.iter_content(CHUNK), limit, deadline, f"{method} {url}")
+            if sink is not None and answer.status_code < 300:
+                return Answer(answer.status_code, answer.headers, b"", sink(chunks))
             return Answer(answer.status_code, answer.headers, b"".join(chunks))
+
+
+def _bounded(chunks: Iterator[bytes], limit: int, deadline: float, what: str) -> Iterator[bytes]:
+    """`chunks`, cut off (one line) past `limit` bytes, and (TimeoutError) past `deadline`."""
+    size = 0
+    for chunk in chunks:
+        size += len(chunk)
+        if size > limit:
+            method, _, url = what.partition(" ")
+            raise HarnessError(
+                f"{method} {shown(url)}: the server sent more than {limit >> 20} MB "
+                "where less was expected"
+            )
+        yield chunk
+        if time.monotonic() > deadline:
+            raise TimeoutError
 
 
 def _context_adapter(requests: Any, context: ssl.SSLContext) -> Any:
@@ -232,6 +260,26 @@ def shown(url: str) -> str:
     if "@" not in parts.netloc:
         return url
     return urlunsplit(parts._replace(netloc="***@" + parts.netloc.rpartition("@")[2]))
+
+
+def stripped(url: str) -> str:
+    """`url` without the user name and password it carries: what may be stored or keyed."""
+    parts = urlsplit(url)
+    if "@" not in parts.netloc:
+        return url
+    return urlunsplit(parts._replace(netloc=parts.netloc.rpartition("@")[2]))
+
+
+def lent(url: str, owner: str) -> str:
+    """`url` with the credentials `owner` (an index URL) carries, when it is on the same
+    host and port and carries none itself (as pip lends an index's credentials to the
+    files it lists); else `url` as it is."""
+    mine, theirs = urlsplit(url), urlsplit(owner)
+    credentials = theirs.netloc.rpartition("@")[0]
+    same = mine.scheme == theirs.scheme and mine.netloc == theirs.netloc.rpartition("@")[2]
+    if not credentials or not same:
+        return url
+    return urlunsplit(mine._replace(netloc=f"{credentials}@{mine.netloc}"))
 
 
 def hidden(text: str, url: str) -> str:
@@ -279,20 +327,55 @@ def _local(url: str, headers: dict[str, str], limit: int) -> Answer:
     if path.is_dir():
         path = path / "index.html"
     try:
-        data = path.read_bytes()
-    except OSError:
+        with _open_regular(path, url) as handle:
+            size = os.fstat(handle.fileno()).st_size
+            kind = "text/html" if path.suffix == ".html" else "application/octet-stream"
+            wanted = headers.get("Range", "")
+            if wanted.startswith("bytes="):
+                return _local_range(handle, wanted, size, limit, kind)
+            data = handle.read(limit + 1)
+    except FileNotFoundError:
         return Answer(404, {}, b"")
-    kind = {"Content-Type": "text/html" if path.suffix == ".html" else "application/octet-stream"}
-    wanted = headers.get("Range", "")
-    if wanted.startswith("bytes="):
-        first, _, last = wanted.removeprefix("bytes=").partition("-")
-        start = max(0, len(data) - int(last)) if not first else int(first)
-        end = len(data) - 1 if not first or not last else min(int(last), len(data) - 1)
-        part = data[start : end + 1]
-        return Answer(206, {**kind, "Content-Range": f"bytes {start}-{end}/{len(data)}"}, part)
+    except OSError as exc:
+        raise HarnessError(f"{shown(url)}: cannot be read ({exc.strerror})") from None
     if len(data) > limit:
-        raise HarnessError(f"{url}: more than {limit >> 20} MB where less was expected")
-    return Answer(200, kind, data)
+        raise HarnessError(f"{shown(url)}: more than {limit >> 20} MB where less was expected")
+    return Answer(200, {"Content-Type": kind}, data)
+
+
+def _open_regular(path: Path, url: str) -> Any:
+    """`path` opened for reading, when it is a regular file: its type is checked before it
+    is opened (a FIFO would block the open), and again after (it may have been swapped)."""
+    if not stat.S_ISREG(os.stat(path).st_mode):
+        raise HarnessError(_not_regular(url))
+    handle = open(os.open(path, os.O_RDONLY | os.O_NONBLOCK), "rb")  # noqa: SIM115
+    if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+        handle.close()
+        raise HarnessError(_not_regular(url))
+    return handle
+
+
+def _not_regular(url: str) -> str:
+    return (
+        f"{shown(url)}: not a regular file (a FIFO, device or socket): an index on disk "
+        "holds regular files only"
+    )
+
+
+def _local_range(handle: Any, wanted: str, size: int, limit: int, kind: str) -> Answer:
+    """The bytes `wanted` (`bytes=FIRST-LAST` or `bytes=-SUFFIX`) of a file of `size`."""
+    first, _, last = wanted.removeprefix("bytes=").partition("-")
+    try:
+        start = max(0, size - int(last)) if not first else int(first)
+        end = size - 1 if not first or not last else min(int(last), size - 1)
+    except ValueError:
+        return Answer(416, {}, b"")
+    if end - start + 1 > limit:
+        raise HarnessError(f"a range of {end - start + 1} bytes where {limit} were asked for")
+    handle.seek(start)
+    part = handle.read(max(0, end - start + 1))
+    return Answer(206, {"Content-Type": kind, "Content-Range": f"bytes {start}-{end}/{size}"},
+                  part)  # fmt: skip
 
 
 def timeout_from_environment() -> float:

@@ -80,12 +80,28 @@ def test_reading_a_release_costs_a_few_percent_of_its_wheel(index, archives):
     assert index.sent <= 0.05 * wheel, (index.sent, wheel)
 
 
-def test_a_second_run_reads_nothing_from_the_network(index, tmp_path):
+def test_a_second_run_reads_only_the_end_of_each_wheel(index, tmp_path):
+    """With ranges, a wheel's directory is read afresh each run (the index's sha256 never
+    covered it); the members come from the cache, checked against it."""
     cache = tmp_path / "cache"
     first = diff("pypi:sglang==0.2.0", "pypi:sglang==0.3.0", "--index-url", index.url,
                  "--cache-dir", str(cache))  # fmt: skip
-    requests_before = len(index.requests)
+    requests_before, sent_before = len(index.requests), index.sent
     again = diff("pypi:sglang==0.2.0", "pypi:sglang==0.3.0", "--index-url", index.url,
+                 "--cache-dir", str(cache))  # fmt: skip
+    assert again[1] == first[1]
+    assert sorted(index.requests[requests_before:]) == [f"/files/{WHEEL.format(v)}"
+                                                        for v in ("0.2.0", "0.3.0")]  # fmt: skip
+    assert index.sent - sent_before <= 2 * (64 << 10)
+
+
+def test_a_second_run_of_checked_whole_downloads_reads_nothing(index, tmp_path):
+    index.ranges = False
+    cache = tmp_path / "cache"
+    first = diff("pypi:sglang==0.1.0", "pypi:sglang==0.3.0", "--index-url", index.url,
+                 "--cache-dir", str(cache))  # fmt: skip
+    requests_before = len(index.requests)
+    again = diff("pypi:sglang==0.1.0", "pypi:sglang==0.3.0", "--index-url", index.url,
                  "--cache-dir", str(cache))  # fmt: skip
     assert again[1] == first[1] and len(index.requests) == requests_before
 

@@ -3,6 +3,9 @@
 The JSON form is asked for first, the HTML form understood as the fallback.
 Every answer is data from a server we do not control: a name, a URL, a
 sha256, a yanked flag, each checked for its type; anything else is ignored.
+As pip has it, a remote page may only link to http(s) files: a link from an
+http(s) page to `file:` (or any other scheme) is left out. A `file:` page (an
+index on disk the user named) may link to files on disk too.
 """
 
 from __future__ import annotations
@@ -12,7 +15,7 @@ import os
 import re
 from dataclasses import dataclass
 from html.parser import HTMLParser
-from urllib.parse import urldefrag, urljoin
+from urllib.parse import urldefrag, urljoin, urlsplit
 
 from packaging.utils import (
     InvalidSdistFilename,
@@ -25,6 +28,7 @@ from packaging.version import Version
 
 from harness.errors import HarnessError
 from harness.http import Http, shown
+from harness.releases.pipconfig import setting
 from harness.releases.tls import index_trust
 
 DEFAULT_INDEX = "https://pypi.org/simple"
@@ -47,9 +51,17 @@ class DistFile:
     uploaded: str = ""  # PEP 700's upload-time, when the index gives it
 
 
+REMOTE = ("http", "https")
+
+
 def index_url(option: str | None) -> str:
-    """--index-url, else PIP_INDEX_URL, else the public index."""
-    return (option or os.environ.get("PIP_INDEX_URL") or DEFAULT_INDEX).rstrip("/")
+    """--index-url, else PIP_INDEX_URL, else pip's configured index-url, else the public
+    index (as pip chooses; its credentials are never shown nor stored)."""
+    chosen = option or os.environ.get("PIP_INDEX_URL")
+    if not chosen:
+        configured = setting("index-url", os.environ)
+        chosen = configured.value if configured is not None else DEFAULT_INDEX
+    return chosen.rstrip("/")
 
 
 def index_http(cert: str | None) -> Http:
@@ -155,7 +167,17 @@ def _dist_file(entry: dict, page: str, project: str) -> DistFile | None:
     if parsed is None:
         return None
     version, wheel, pure = parsed
-    return DistFile(filename, urljoin(page, url), sha, version, wheel, pure, reason, uploaded)
+    found = urljoin(page, url)
+    if not _may_link(page, found):
+        return None
+    return DistFile(filename, found, sha, version, wheel, pure, reason, uploaded)
+
+
+def _may_link(page: str, url: str) -> bool:
+    """Whether a file the page at `page` lists may be read at `url`: http(s) from anywhere,
+    a file on disk from a page on disk only."""
+    scheme = urlsplit(url).scheme.lower()
+    return scheme in REMOTE or (scheme == "file" and urlsplit(page).scheme.lower() == "file")
 
 
 def _parse(filename: str, project: str) -> tuple[Version, bool, bool] | None:

@@ -4,9 +4,16 @@ A release's files are its archive's members, mapped to repository paths by the
 package's layout: the wheel's `sglang/srt/...` is the repository's
 `python/sglang/srt/...` (the prefix is found by matching the matrix's target
 path against the members), so a matrix written for the repository works
-unchanged. Members read are kept under the cache directory, keyed by the
-file's sha256, with the pin's resolution: a second run reads nothing from the
-network.
+unchanged.
+
+The cache keeps only bytes whose digest was checked. A member read is kept
+under its CRC-32 and size as the archive's directory gives them (read afresh
+from the server on each run with range reads), and checked against both when
+read back: a damaged or poisoned entry is read again from the archive. An
+archive's directory is kept, under the file's sha256, only when the whole file
+was checked against that sha256 (a whole download, a local file): a sha256 an
+index lists never vouches for bytes it did not cover. A pin's resolution is
+kept too, without the credentials of the index URL (and keyed without them).
 """
 
 from __future__ import annotations
@@ -16,8 +23,9 @@ import hashlib
 import json
 import re
 import sys
+import zlib
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -27,8 +35,8 @@ from packaging.version import InvalidVersion, Version
 from harness.errors import Absent, HarnessError
 from harness.files import write_atomically
 from harness.gitio import Revision, python_source, resolve
-from harness.http import Http
-from harness.releases.archive import MAX_ARCHIVE, MemoryZip, RangeZip, Tarball, checked
+from harness.http import Http, lent, stripped
+from harness.releases.archive import MAX_ARCHIVE, MemoryZip, RangeZip, checked, open_sdist
 from harness.releases.index import DistFile, choose, index_http, index_url, project_files
 from harness.releases.revisions import FORM, FORMS, is_release
 
@@ -41,7 +49,7 @@ class Release:
 
     label: str  # "sglang 0.5.23"
     subject: str  # what reports show: the release and the file read
-    key: str  # the archive's sha256: what its members are cached under
+    key: str  # the file's sha256 (listed, or computed for a local file), else "url-" + a hash
     open_archive: Callable[[], Any]  # -> RangeZip | MemoryZip | Tarball
     cache: Path | None
     date: str = ""
@@ -49,7 +57,7 @@ class Release:
     siblings: Callable[[], list[DistFile]] | None = None  # the project's files on its index
     http: Http | None = None
     _archive: Any = field(default=None, repr=False)
-    _names: list[str] | None = field(default=None, repr=False)
+    _names: dict[str, str] | None = field(default=None, repr=False)  # name -> fingerprint
     _layout: dict[str, tuple[str, str]] = field(default_factory=dict, repr=False)
 
     def reader(self, target: str) -> Callable[[str], str | None]:
@@ -67,15 +75,21 @@ class Release:
 
         return read
 
-    def names(self) -> list[str]:
+    def names(self) -> dict[str, str]:
+        """Member name -> fingerprint (CRC-32 and size): from the cache when a checked
+        whole file gave them, else from the archive."""
         if self._names is None:
-            listed = _names_from(self._cached("members.json"))
-            if listed is not None:
-                self._names = listed
-            else:
-                self._names = sorted(self.archive().names())
-                self._store("members.json", json.dumps(self._names).encode())
+            self._names = _directory_from(self._cached("directory.json"))
+            if self._names is None:
+                self._names = self._directory()
         return self._names
+
+    def _directory(self) -> dict[str, str]:
+        archive = self.archive()
+        found = {name: archive.fingerprint(name) for name in sorted(archive.names())}
+        if archive.verified is not None and archive.verified == self.key:
+            self._store("directory.json", json.dumps(found).encode())
+        return found
 
     def archive(self) -> Any:
         if self._archive is None:
@@ -85,15 +99,23 @@ class Release:
     def _layout_for(self, target: str) -> tuple[str, str]:
         """(the archive's own top directory, the repository prefix its files live under)."""
         if target not in self._layout:
-            self._layout[target] = _layout(self.names(), target, self.label)
+            self._layout[target] = _layout(list(self.names()), target, self.label)
         return self._layout[target]
 
     def _member(self, name: str) -> bytes:
-        cached = self._cached(f"members/{name}")
-        if cached is not None:
+        """The member's bytes, from the cache when they match its fingerprint there."""
+        fingerprint = self.names()[name]
+        entry = f"members/{fingerprint}/{name}"
+        cached = self._cached(entry)
+        if cached is not None and _fingerprint(cached) == fingerprint:
             return cached
         data = self.archive().read(name)
-        self._store(f"members/{name}", data)
+        if self.archive().fingerprint(name) != fingerprint or _fingerprint(data) != fingerprint:
+            raise HarnessError(
+                f"{self.label}: the server's {name} is not the one of the file whose sha256 the "
+                "index lists (checked on an earlier download): refusing it"
+            )
+        self._store(entry, data)
         return data
 
     def _cached(self, name: str) -> bytes | None:
@@ -106,6 +128,11 @@ class Release:
         if self.cache is None or ".." in name.split("/") or name.startswith("/"):
             return None
         return self.cache / "releases" / self.key / name
+
+
+def _fingerprint(data: bytes) -> str:
+    """As `archive.Member.fingerprint`: CRC-32 and size."""
+    return f"{zlib.crc32(data):08x}-{len(data)}"
 
 
 def _read_cached(path: Path | None) -> bytes | None:
@@ -127,14 +154,14 @@ def _write_cached(path: Path | None, data: bytes) -> None:
         pass
 
 
-def _names_from(data: bytes | None) -> list[str] | None:
-    """A cached member list, if it is one (a damaged file is read again from the archive)."""
+def _directory_from(data: bytes | None) -> dict[str, str] | None:
+    """A cached directory, if it is one (a damaged file is read again from the archive)."""
     try:
-        names = json.loads(data) if data is not None else None
+        found = json.loads(data) if data is not None else None
     except ValueError:
         return None
-    ok = isinstance(names, list) and all(isinstance(n, str) for n in names)
-    return names if ok else None
+    ok = isinstance(found, dict) and all(isinstance(v, str) for v in found.values())
+    return found if ok else None
 
 
 def _layout(names: list[str], target: str, label: str) -> tuple[str, str]:
@@ -223,7 +250,7 @@ def _from_index(expr: str, pin: str, index: str, cache: Path | None, cert: str |
 def release_for(chosen: DistFile, http: Http, cache: Path | None, siblings: Any = None) -> Release:
     """The release a file of the index holds (the wheel or sdist `choose` picked)."""
     label = f"{chosen.filename.split('-', 1)[0]} {chosen.version}"
-    key = chosen.sha256 or _sha(chosen.url.encode())
+    key = chosen.sha256 or "url-" + _sha(stripped(chosen.url).encode())
     return Release(label, f"{label} ({chosen.filename})", key,
                    lambda: _open_remote(http, chosen, label), cache, chosen.uploaded,
                    chosen.version, siblings, http)  # fmt: skip
@@ -265,7 +292,7 @@ def _open_remote(http: Http, chosen: DistFile, label: str) -> Any:
     answer = http.request("GET", chosen.url, limit=MAX_ARCHIVE)
     if answer.status_code != 200:
         raise HarnessError(f"{label}: the package index answered HTTP {answer.status_code}")
-    return Tarball(checked(answer.content, chosen.sha256, label), label)
+    return open_sdist(checked(answer.content, chosen.sha256, label), label, chosen.sha256)
 
 
 def _from_file(expr: str, kind: str, path: Path, cache: Path | None) -> Release:
@@ -273,15 +300,16 @@ def _from_file(expr: str, kind: str, path: Path, cache: Path | None) -> Release:
         data = path.read_bytes()
     except OSError as exc:
         raise HarnessError(f"revision {expr!r}: cannot read {path} ({exc.strerror})") from None
-    label = path.name
-    opener = (lambda: MemoryZip(data, label)) if kind == "wheel" else (lambda: Tarball(data, label))
-    return Release(label, f"{label} (a local {kind})", _sha(data), opener, cache)
+    label, key = path.name, _sha(data)
+    opener = (lambda: MemoryZip(data, label, key)) if kind == "wheel" else (
+        lambda: open_sdist(data, label, key))  # fmt: skip
+    return Release(label, f"{label} (a local {kind})", key, opener, cache)
 
 
 def _pin_path(cache: Path | None, index: str, name: str, version: Version) -> Path | None:
     if cache is None:
         return None
-    where = _sha(index.encode())[:16]
+    where = _sha(stripped(index).encode())[:16]
     return cache / "releases" / "pins" / where / f"{canonicalize_name(name)}-{version}.json"
 
 
@@ -289,13 +317,15 @@ def _pinned(cache: Path | None, index: str, name: str, version: Version) -> Dist
     data = _read_cached(_pin_path(cache, index, name, version))
     try:
         doc = json.loads(data) if data is not None else None
-        return DistFile(**{**doc, "version": version}) if isinstance(doc, dict) else None
-    except (ValueError, TypeError):
+        found = DistFile(**{**doc, "version": version}) if isinstance(doc, dict) else None
+        return replace(found, url=lent(found.url, index)) if found is not None else None
+    except (ValueError, TypeError, AttributeError):
         return None
 
 
 def _remember_pin(cache, index: str, name: str, version: Version, chosen: DistFile) -> None:
     doc = {k: v for k, v in chosen.__dict__.items() if k != "version"}
+    doc["url"] = stripped(chosen.url)  # credentials are never stored
     _write_cached(_pin_path(cache, index, name, version), json.dumps(doc).encode())
 
 
