@@ -50,14 +50,17 @@ SECRETS = ("GITHUB_TOKEN",)  # environment variables whose values never reach th
 
 
 def redacted(text: str) -> str:
-    """`text` with every secret's value (and its stripped form) replaced: a bug report's
-    traceback must be safe to paste, whatever an exception message quoted."""
+    """`text` with every secret's value (and its stripped form) replaced, and the
+    credentials of any URL (`redact_credentials`): a bug report's traceback must be safe to
+    paste, whatever an exception message quoted; so must an error line."""
+    from harness.http import redact_credentials  # here: only a failure pays for its import
+
     for name in SECRETS:
         value = os.environ.get(name, "")
         for form in {value, value.strip()}:
             if len(form) >= 4:
                 text = text.replace(form, f"<{name}>")
-    return text
+    return redact_credentials(text)
 
 
 def _stdout_gone() -> None:
@@ -120,10 +123,10 @@ def _handled(args: argparse.Namespace) -> int:
     try:
         return args.handler(args)
     except CannotTell as exc:
-        print(f"harness: cannot tell: {exc}", file=sys.stderr)
+        print(f"harness: cannot tell: {redacted(str(exc))}", file=sys.stderr)
         return EXIT_CANNOT_TELL
     except HarnessError as exc:
-        print(f"harness: error: {exc}", file=sys.stderr)
+        print(f"harness: error: {redacted(str(exc))}", file=sys.stderr)
         return EXIT_USAGE
     except BrokenPipeError:
         _stdout_gone()  # the reader went away (| head): the answer stands
