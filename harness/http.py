@@ -22,6 +22,7 @@ caller's limit.
 from __future__ import annotations
 
 import os
+import re
 import ssl
 import stat
 import textwrap
@@ -254,20 +255,31 @@ def _context_adapter(requests: Any, context: ssl.SSLContext) -> Any:
     return ContextAdapter()
 
 
+USERINFO = re.compile(r"^((?:[A-Za-z][A-Za-z0-9+.-]*:)?//)([^/?#]*)@")
+IN_TEXT = re.compile(r"(\b[A-Za-z][A-Za-z0-9+.-]*://)[^/?#\s]*@")
+
+
 def shown(url: str) -> str:
-    """`url` as messages show it: any user name or password it carries replaced by ***."""
-    parts = urlsplit(url)
-    if "@" not in parts.netloc:
-        return url
-    return urlunsplit(parts._replace(netloc="***@" + parts.netloc.rpartition("@")[2]))
+    """`url` as messages show it: any user name or password it carries replaced by ***
+    (read without parsing the URL: a malformed one is shown safely too)."""
+    return USERINFO.sub(r"\1***@", url, count=1)
 
 
 def stripped(url: str) -> str:
     """`url` without the user name and password it carries: what may be stored or keyed."""
-    parts = urlsplit(url)
-    if "@" not in parts.netloc:
-        return url
-    return urlunsplit(parts._replace(netloc=parts.netloc.rpartition("@")[2]))
+    return USERINFO.sub(r"\1", url, count=1)
+
+
+def redact_credentials(text: str) -> str:
+    """`text` (a message, a traceback) with the credentials of every URL in it replaced by
+    ***, and those of PIP_INDEX_URL wherever they appear: the last guard before output."""
+    text = IN_TEXT.sub(r"\1***@", text)
+    found = USERINFO.match(os.environ.get("PIP_INDEX_URL", ""))
+    secret = found.group(2) if found else ""
+    for part in {secret, *secret.split(":", 1)}:
+        if len(part) >= 4:
+            text = text.replace(part, "***")
+    return text
 
 
 def lent(url: str, owner: str) -> str:
@@ -284,8 +296,11 @@ def lent(url: str, owner: str) -> str:
 
 def hidden(text: str, url: str) -> str:
     """`text` (an exception's message about `url`) without the credentials `url` carries."""
-    credentials = urlsplit(url).netloc.rpartition("@")[0]
-    return text.replace(credentials + "@", "***@") if credentials else text
+    found = USERINFO.match(url)
+    credentials = found.group(2) if found else ""
+    return (
+        text.replace(credentials + "@", "***@").replace(credentials, "***") if credentials else text
+    )
 
 
 def causes(exc: BaseException) -> list[BaseException]:

@@ -56,12 +56,34 @@ REMOTE = ("http", "https")
 
 def index_url(option: str | None) -> str:
     """--index-url, else PIP_INDEX_URL, else pip's configured index-url, else the public
-    index (as pip chooses; its credentials are never shown nor stored)."""
-    chosen = option or os.environ.get("PIP_INDEX_URL")
-    if not chosen:
-        configured = setting("index-url", os.environ)
-        chosen = configured.value if configured is not None else DEFAULT_INDEX
-    return chosen.rstrip("/")
+    index (as pip chooses; its credentials are never shown nor stored); one line when it
+    is not an http(s) or file: URL."""
+    if option:
+        return _checked_index(option, "--index-url")
+    if os.environ.get("PIP_INDEX_URL"):
+        return _checked_index(os.environ["PIP_INDEX_URL"], "PIP_INDEX_URL")
+    configured = setting("index-url", os.environ)
+    if configured is None:
+        return DEFAULT_INDEX
+    return _checked_index(configured.value, f"index-url in [{configured.section}] of "
+                          f"{configured.path}")  # fmt: skip
+
+
+def _checked_index(url: str, where: str) -> str:
+    url = url.strip().rstrip("/")
+    try:
+        parts = urlsplit(url)
+        _ = parts.port  # a port that is not a number raises here
+    except ValueError:
+        parts = None
+    if parts is None or not (
+        parts.scheme == "file" or (parts.scheme in REMOTE and bool(parts.hostname))
+    ):
+        raise HarnessError(
+            f"{where} {shown(url)!r}: not a package index URL; expected https://HOST/PATH "
+            "(e.g. https://pypi.org/simple), or file:///PATH for an index on disk"
+        )
+    return url
 
 
 def index_http(cert: str | None) -> Http:
