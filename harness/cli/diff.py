@@ -7,6 +7,7 @@ import json
 import sys
 from collections.abc import Iterator
 from dataclasses import replace as dataclass_replace
+from typing import TYPE_CHECKING
 
 from harness import gitio
 from harness.cli.options import Setup, add_command, add_evaluation_options, nonnegative, set_up
@@ -19,6 +20,9 @@ from harness.report import jsonfmt, parts
 from harness.report.model import DiffReport, build_report
 from harness.report.parts import Parts
 from harness.report.store import ReportCache, report_key
+
+if TYPE_CHECKING:  # imported when a diff runs: a report read back needs none of it
+    from harness.scan.versions import Versions
 
 DIFF_FORMATS = ("text", "markdown", "json", "json-sample", "junit", "github")
 INFERRED = "inferred"  # --matrix inferred: see harness.scan.inferred
@@ -151,14 +155,15 @@ def inferred_report(
     code; None when no pass's code, place in the run order or read default differs."""
     from harness.scan.inferred import inferred_matrix
 
-    inferred = inferred_matrix(setup.versions(), base, head, args.max_cells)
+    versions = setup.versions()
+    inferred = inferred_matrix(versions, base, head, args.max_cells)
     if inferred is None:
         return None
     reports = []
     for n, matrix in enumerate(inferred.matrices, 1):
         bar.stage(f"diff: evaluating {matrix.name} ({n}/{len(inferred.matrices)})")
         part = dataclass_replace(setup, matrix=matrix, where=None)
-        reports.append(diff_report(part, base, head, args.exhaustive))
+        reports.append(diff_report(part, base, head, args.exhaustive, versions))
     if not inferred.whole:
         (report,) = reports
         unseen = "; ".join(filter(None, [report.unseen, *inferred.unseen])) or None
@@ -194,10 +199,16 @@ def template(args: argparse.Namespace) -> argparse.Namespace:
 
 
 def diff_report(
-    setup: Setup, base: gitio.Revision, head: gitio.Revision, exhaustive: bool
+    setup: Setup,
+    base: gitio.Revision,
+    head: gitio.Revision,
+    exhaustive: bool,
+    shared: Versions | None = None,
 ) -> DiffReport:
     """The report of BASE against HEAD: read back when the same two commits were compared
-    the same way before (see `harness.report.store`), else evaluated and kept."""
+    the same way before (see `harness.report.store`), else evaluated and kept. `shared`:
+    a run that already read these revisions' files (--matrix inferred), whose parsed
+    files the evaluation reuses."""
     reports = ReportCache(setup.cache)  # beside the tables
     key = report_key(setup.matrix, base, head, setup.where, (exhaustive, setup.limits))
     found = reports.get(key, setup.matrix, base, head) if key else None
@@ -205,7 +216,8 @@ def diff_report(
         return found
     from harness.scan.diff import diff  # only now: a report read back needs none of it
 
-    report = build_report(diff(setup.versions(exhaustive), base, head, setup.where))
+    versions = shared.sharing(setup.matrix, exhaustive) if shared else setup.versions(exhaustive)
+    report = build_report(diff(versions, base, head, setup.where))
     if key:
         reports.put(key, report)
     return report

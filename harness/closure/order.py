@@ -60,7 +60,7 @@ def pass_order(
         walk = _Walk(FileIndexes(cache, files), frozenset(registered), {path}, cache.walked)
         found = _function(walk.indexes, path, name) if path else None
         if found is not None:
-            walk.enter(path, *found, depth=0, guard=None)
+            walk.enter(path, *found, depth=0, guard=())
             rest = tuple(p for p in registered if p not in walk.order)
             guarded = tuple((p, walk.guards[p]) for p in walk.order if walk.guards.get(p))
             return PassOrder(f"{path}:{name}", tuple(walk.order), rest, guarded)
@@ -83,6 +83,9 @@ def _function(indexes: FileIndexes, path: str, name: str) -> Found | None:
     return (node, None, offset) if isinstance(node, ast.FunctionDef) else None
 
 
+Guard = tuple  # ((path, line offset, Tests), ...): the `if`s a call is under, outer first
+
+
 class _Walk:
     def __init__(self, indexes: FileIndexes, passes: frozenset[str], entry_files,
                  walked: dict) -> None:  # fmt: skip
@@ -93,16 +96,16 @@ class _Walk:
         self.order: list[str] = []
         self.guards: dict[str, str | None] = {}  # pass -> the `if`s its first call is under
         self.entered: set[tuple[str, int]] = set()
+        self.resolved: dict[tuple, tuple[str, str] | None] = {}  # see `_where`
 
-    def enter(self, path: str, function, cls, offset: int, depth: int, guard: str | None):
+    def enter(self, path: str, function, cls, offset: int, depth: int, guard: Guard):
         key = (path, id(function))  # node linenos are relative to their piece
         if key in self.entered or depth > MAX_DEPTH:
             return
         self.entered.add(key)
         local, calls = self._read(function)
         for name, is_method, test in calls:
-            inner = [f"{path}:{line + offset}: if {text}" for line, text in test]
-            where = "; ".join([guard] * bool(guard) + inner) or None
+            where = (*guard, (path, offset, test)) if test else guard
             if is_method:
                 found = _method(cls, name)
                 if found is not None:
@@ -119,20 +122,15 @@ class _Walk:
                                              tuple(_called_names(function)))  # fmt: skip
         return found
 
-    def _reach(self, path: str, name: str, local: dict, depth: int, guard: str | None) -> None:
-        imported = local.get(name)
-        where = (
-            self.indexes.imported(path, *imported)
-            if imported
-            else self.indexes.defined_at(path, name)
-        )
+    def _reach(self, path: str, name: str, local: dict, depth: int, guard: Guard) -> None:
+        where = self._where(path, name, local.get(name))
         if where is None:
             return
         source, original = where
         if source == self.files.target and original in self.passes:
             if original not in self.order:
                 self.order.append(original)
-                self.guards[original] = guard
+                self.guards[original] = _guard_text(guard)
             return
         if not (posixpath.dirname(source) == self.package or source in self.entry_files):
             return
@@ -140,15 +138,51 @@ class _Walk:
         if found is not None:
             self.enter(source, *found, depth=depth + 1, guard=guard)
 
+    def _where(self, path: str, name: str, imported: tuple | None) -> tuple[str, str] | None:
+        """(file, name there) of a name called in `path` (`imported` by the function
+        itself, else as the module binds it), looked up once per walk."""
+        key = (path, name, imported)
+        if key not in self.resolved:
+            self.resolved[key] = (
+                self.indexes.imported(path, *imported)
+                if imported
+                else self.indexes.defined_at(path, name)
+            )
+        return self.resolved[key]
+
+
+def _guard_text(guard: Guard) -> str | None:
+    """`path:line: if test; ...` for each `if` around a pass's first call, outer first
+    (None: none); made only for the passes placed, not for every call."""
+    shown = [f"{path}:{line + offset}: if {_test_text(node, negated)}"
+             for path, offset, tests in guard for line, node, negated in tests]  # fmt: skip
+    return "; ".join(shown) or None
+
+
+def _test_text(node: ast.If, negated: bool) -> str:
+    text = _short(node.test)
+    return f"not ({text})" if negated else text
+
 
 def _local_imports(function: ast.FunctionDef) -> dict[str, tuple[str, int, str]]:
-    """Names the function imports in its own body: name -> (module, level, original)."""
-    out = {}
-    for node in ast.walk(function):
-        if isinstance(node, ast.ImportFrom):
-            for alias in node.names:
-                out[alias.asname or alias.name] = (node.module or "", node.level, alias.name)
+    """Names the function imports in its own body: name -> (module, level, original); the
+    last one met breadth first wins, as `ast.walk` meets them. An import is a statement,
+    so only statements (and the handlers and cases holding them) are visited."""
+    out, level = {}, [function]
+    while level:
+        below = []
+        for node in level:
+            if isinstance(node, ast.ImportFrom):
+                for alias in node.names:
+                    out[alias.asname or alias.name] = (node.module or "", node.level, alias.name)
+            for field in node._fields:
+                if field in _BLOCKS:
+                    below.extend(getattr(node, field, ()))
+        level = below
     return out
+
+
+_BLOCKS = frozenset(("body", "orelse", "finalbody", "handlers", "cases"))  # statement lists
 
 
 def _method(cls: ast.ClassDef | None, name: str) -> ast.FunctionDef | None:
@@ -158,14 +192,17 @@ def _method(cls: ast.ClassDef | None, name: str) -> ast.FunctionDef | None:
     return found[-1] if found else None
 
 
-Tests = tuple[tuple[int, str], ...]  # (line, condition) of each `if` around a call, outer first
+Tests = tuple[tuple[int, ast.If, bool], ...]  # (line, `if`, in its else) around a call, outer first
 
 
 def _called_names(function: ast.FunctionDef) -> Iterator[tuple[str, bool, Tests]]:
     """In source order, the names each call uses: the called name (or `self.m`, as a
     method), then each name handed to it as an argument; each with the `if`s the call
     is under (none: it runs whenever the function does)."""
-    for call, test in _calls(function.body, ()):
+    calls: list[tuple[ast.Call, Tests]] = []
+    for node in function.body:
+        _calls(node, (), calls)
+    for call, test in calls:
         func = call.func
         if isinstance(func, ast.Name):
             yield func.id, False, test
@@ -180,19 +217,26 @@ def _called_names(function: ast.FunctionDef) -> Iterator[tuple[str, bool, Tests]
                 yield arg.id, False, test
 
 
-def _calls(nodes: list, tests: Tests) -> Iterator[tuple[ast.Call, Tests]]:
-    """Every call under `nodes`, in source order (an outer call before its arguments'),
-    with the `if`s it is under (an `else` branch as the test negated)."""
-    for node in nodes:
-        if isinstance(node, ast.Call):
-            yield node, tests
-        if isinstance(node, ast.If):
-            text = _short(node.test)
-            yield from _calls([node.test], tests)
-            yield from _calls(node.body, (*tests, (node.lineno, text)))
-            yield from _calls(node.orelse, (*tests, (node.lineno, f"not ({text})")))
-        else:
-            yield from _calls(list(ast.iter_child_nodes(node)), tests)
+def _calls(node: ast.AST, tests: Tests, out: list[tuple[ast.Call, Tests]]) -> None:
+    """Every call in `node`, appended to `out` in source order (an outer call before its
+    arguments'), with the `if`s it is under (an `else` branch as the test negated)."""
+    if isinstance(node, ast.Call):
+        out.append((node, tests))
+    if isinstance(node, ast.If):
+        _calls(node.test, tests, out)
+        for branch, negated in ((node.body, False), (node.orelse, True)):
+            inner = (*tests, (node.lineno, node, negated))
+            for child in branch:
+                _calls(child, inner, out)
+        return
+    for field in node._fields:
+        value = getattr(node, field, None)
+        if isinstance(value, ast.AST):
+            _calls(value, tests, out)
+        elif isinstance(value, list):
+            for item in value:
+                if isinstance(item, ast.AST):
+                    _calls(item, tests, out)
 
 
 def _short(test: ast.expr, limit: int = 80) -> str:

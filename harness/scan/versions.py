@@ -145,8 +145,22 @@ class Versions:
         self.guards_hold: dict[str, int] = {}  # guarded pass -> cells its guard holds on
         self.read_defaults: dict[str, tuple] = {}  # closure digest -> defaults it reads
         self.stream: PatchStream | None = None  # git's patches for a scan's commits
-        self.memos: dict[str, tuple[tuple, Any]] = {}  # see `texts_memo`
+        self.memos: dict[str, tuple[tuple[tuple, Any], ...]] = {}  # see `texts_memo`
+        self.kept = 1  # memos kept per name: a scan's last commit's (a diff's two: `sharing`)
         self.made: tuple | None = None  # (last closure, its defaults, the two as one)
+
+    def sharing(self, matrix: Matrix, exhaustive: bool = False) -> Versions:
+        """Versions of another matrix of the same world, under this run's cache and limits,
+        reusing what this one read of the files: their parsed pieces, the memos of what the
+        files alone decide (the registered passes, the view class's defaults) and the
+        purity judged of each closure. A diff split into several matrices (`--matrix
+        inferred`) parses each file once, not once per matrix."""
+        if matrix.world != self.matrix.world:
+            raise ValueError(f"a {matrix.world} matrix cannot share a {self.matrix.world} run")
+        other = Versions(self.repo, matrix, self.cache, exhaustive, self.limits)
+        other.sources, other.memos, other.pure = self.sources, self.memos, self.pure
+        other.kept = 2  # its base and head
+        return other
 
     @contextmanager
     def reading_ahead(self, commits: list[gitio.Commit]) -> Iterator[None]:
@@ -199,10 +213,12 @@ class Versions:
         self, name: str, files: RevisionFiles, compute: Callable[[RevisionFiles], T]
     ) -> T:
         """`compute(files)`, made again only when a file it read (or found missing) differs
-        from the last time: a scan's commits mostly leave those files alone."""
-        memo = self.memos.get(name)
-        if memo is not None and all(files.ident(path) == seen for path, seen in memo[0]):
-            return memo[1]
+        from each of the last `kept` times: a scan's commits mostly leave those files
+        alone, and a diff of several matrices goes back and forth between two revisions."""
+        memos = self.memos.get(name, ())
+        for seen, found in memos:
+            if all(files.ident(path) == ident for path, ident in seen):
+                return found
         read: list[str] = []
 
         def record(path: str) -> str | None:
@@ -219,7 +235,7 @@ class Versions:
 
         found = compute(RevisionFiles(record, files.target, files.roots, ident, edit))
         seen = tuple((path, files.ident(path)) for path in dict.fromkeys(read))
-        self.memos[name] = (seen, found)
+        self.memos[name] = ((seen, found), *memos[: self.kept - 1])
         return found
 
     def _registered(self, files: RevisionFiles) -> tuple[str, ...]:

@@ -3,9 +3,16 @@ runs passes in (both entry points), on files held in memory."""
 
 from __future__ import annotations
 
+import argparse
+import ast
+import dataclasses
+import inspect
+import typing
+from pathlib import Path
+
 from harness.closure.defaults import class_defaults
 from harness.closure.modules import RevisionFiles
-from harness.closure.order import pass_order
+from harness.closure.order import _calls, _local_imports, pass_order
 from harness.closure.pieces import SourceCache
 from harness.closure.resolve import ViewClass
 
@@ -197,3 +204,62 @@ def test_every_if_on_the_way_to_a_pass_is_recorded_an_else_negated():
         "_a": f"{where}:5: if args.x; {where}:12: if args.y",
         "_b": f"{where}:5: if not (args.x)",
     }
+
+
+def test_a_function_import_met_later_breadth_first_wins():
+    # ast.walk meets `from b` (one level down) before `from a` (two levels down, in the if)
+    function = ast.parse(
+        "def f():\n    if x:\n        from a import n\n    from b import n\n"
+        "    try:\n        pass\n    except E:\n        from c import m as k\n"
+    ).body[0]
+    assert _local_imports(function) == {"n": ("a", 0, "n"), "k": ("c", 0, "m")}
+
+
+class _EveryCall(ast.NodeVisitor):
+    """The reference: each call in source order with the `if`s around it, by NodeVisitor."""
+
+    def __init__(self) -> None:
+        self.around: list[tuple[int, ast.If, bool]] = []
+        self.calls: list[tuple[ast.Call, tuple]] = []
+
+    def visit_Call(self, node: ast.Call) -> None:
+        self.calls.append((node, tuple(self.around)))
+        self.generic_visit(node)
+
+    def visit_If(self, node: ast.If) -> None:
+        self.visit(node.test)
+        for branch, negated in ((node.body, False), (node.orelse, True)):
+            self.around.append((node.lineno, node, negated))
+            for child in branch:
+                self.visit(child)
+            self.around.pop()
+
+
+def _walked_imports(function: ast.FunctionDef) -> dict:
+    out = {}
+    for node in ast.walk(function):
+        if isinstance(node, ast.ImportFrom):
+            for alias in node.names:
+                out[alias.asname or alias.name] = (node.module or "", node.level, alias.name)
+    return out
+
+
+def test_calls_and_imports_match_a_full_walk_on_the_standard_library():
+    """The walk reads only what it needs of a function; on every function of a few large
+    standard-library modules it finds what a visit of every node finds."""
+    functions = [
+        node
+        for module in (argparse, dataclasses, inspect, typing, ast)
+        for node in ast.walk(ast.parse(Path(module.__file__).read_text()))
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
+    ]
+    assert len(functions) > 500
+    for function in functions:
+        reference = _EveryCall()
+        for statement in function.body:
+            reference.visit(statement)
+        found: list = []
+        for statement in function.body:
+            _calls(statement, (), found)
+        assert [(id(c), t) for c, t in found] == [(id(c), t) for c, t in reference.calls]
+        assert _local_imports(function) == _walked_imports(function)

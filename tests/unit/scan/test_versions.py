@@ -63,3 +63,37 @@ def test_the_cache_key_includes_how_the_table_was_made(tmp_path):
     states = [run.at(revisions[0]) for run in runs]
     assert [run.evaluations for run in runs] == [1, 1, 0, 0]
     assert states[0].key != states[1].key and states[0].table.codes == states[1].table.codes
+
+
+def test_a_matrix_sharing_a_run_reuses_its_reading_and_gets_the_same_states(tmp_path):
+    texts = [PASS.format(limit=1, comment=""), PASS.format(limit=2, comment="")]
+    versions, revisions = versions_of(tmp_path, texts)
+    for revision in revisions:
+        versions.at(revision)
+    other = small_matrix([3, 2])
+    shared = versions.sharing(other)
+    assert shared.sources is versions.sources and shared.matrix is other
+    fresh = Versions(versions.repo, other)
+    for revision in revisions:
+        mine, theirs = shared.at(revision), fresh.at(revision)
+        assert mine.key == theirs.key
+        assert list(mine.table.codes) == list(theirs.table.codes)
+        assert mine.table.outcomes == theirs.table.outcomes
+
+
+def test_a_diff_of_several_matrices_computes_a_revisions_memo_once(tmp_path):
+    texts = [PASS.format(limit=1, comment=""), PASS.format(limit=2, comment="")]
+    versions, revisions = versions_of(tmp_path, texts)
+    computed: list[str | None] = []
+
+    def compute(files):
+        computed.append(files.read("m.py"))
+        return computed[-1]
+
+    shared = versions.sharing(small_matrix([3, 2]))
+    found = [shared.texts_memo("text", versions.files_at(r), compute) for r in revisions * 3]
+    assert found == texts * 3
+    assert computed == texts  # base and head kept: each made once
+    computed.clear()
+    found = [versions.texts_memo("scan", versions.files_at(r), compute) for r in revisions * 2]
+    assert found == texts * 2 and computed == texts * 2  # a scan's run keeps the last one
