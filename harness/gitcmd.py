@@ -21,6 +21,14 @@ from pathlib import Path
 from typing import BinaryIO
 
 LOCATING = ("GIT_DIR", "GIT_WORK_TREE", "GIT_COMMON_DIR")  # would override discovery
+# Settings of the user's that would change what harness reads: a signature check printed
+# into `git log`, `--follow` on a one-path log, a root commit's changes left out.
+SETTLED = ("log.showSignature=false", "log.follow=false", "log.showRoot=true")
+
+
+def git(git_dir: str) -> list[str]:
+    """The start of every git command line: the repository named, settings fixed."""
+    return ["git", "--git-dir", git_dir, *(part for s in SETTLED for part in ("-c", s))]
 
 
 class GitError(Exception):
@@ -64,7 +72,7 @@ class Repo:
         printed (what `run` returns). Pipes, not files: a full disk must not stop harness
         reading; the output's pipe is enlarged, so git seldom waits for the reader."""
         process = subprocess.Popen(
-            ["git", "--git-dir", self.git_dir, *args],
+            [*git(self.git_dir), *args],
             cwd=self.working_tree_dir or self.git_dir,
             env=_environment(),
             stdin=subprocess.DEVNULL,
@@ -92,7 +100,7 @@ class Repo:
     def _ask(self, spec: str) -> tuple[str, str, bytes] | None:
         if self._cat is None:
             self._cat = subprocess.Popen(
-                ["git", "--git-dir", self.git_dir, "cat-file", "--batch"],
+                [*git(self.git_dir), "cat-file", "--batch"],
                 env=_environment(),
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
@@ -120,11 +128,16 @@ class Started:
         self.args, self.process = args, process
 
     def output(self) -> str:
-        """What git printed, once it is done; raises GitError as `Repo.run` does."""
+        """What git printed, once it is done, without the last newline (undecodable bytes
+        replaced); raises GitError as `Repo.run` does."""
+        return self.data().decode(errors="replace").removesuffix("\n")
+
+    def data(self) -> bytes:
+        """What git printed, as bytes (for `-z` output: paths and subjects are any bytes)."""
         stdout, stderr = self.process.communicate()
         if self.process.returncode != 0:
             raise GitError(self.args, self.process.returncode, stderr.decode(errors="replace"))
-        return stdout.decode(errors="replace").removesuffix("\n")
+        return stdout
 
     def close(self) -> None:
         """Stop it if it still runs (its answer is not wanted)."""
@@ -183,11 +196,15 @@ def _rev_parse(where: str, *args: str) -> str:
     if done.returncode != 0:
         said = done.stderr.decode(errors="replace").strip().splitlines()
         raise NotARepository(said[-1] if said else f"git exited with {done.returncode}")
-    return done.stdout.decode(errors="surrogateescape").strip()
+    return done.stdout.decode(errors="surrogateescape").removesuffix("\n")  # a path may end in " "
 
 
 def _environment() -> dict[str, str]:
-    return {k: v for k, v in os.environ.items() if k not in LOCATING}
+    """The environment git runs in: no variable that locates another repository, and
+    paths after `--` taken literally (a target named `a*.py` is that file, not a glob)."""
+    found = {k: v for k, v in os.environ.items() if k not in LOCATING}
+    found["GIT_LITERAL_PATHSPECS"] = "1"
+    return found
 
 
 def read_object(out: BinaryIO) -> tuple[str, str, bytes] | None:
@@ -218,7 +235,7 @@ def start_reading(
     writes (`--stdin`); its output on a pipe git may fill up to PIPE_SIZE ahead of the
     reader (stderr dropped: a broken stream is read around)."""
     process = subprocess.Popen(
-        ["git", "--git-dir", git_dir, *args],
+        [*git(git_dir), *args],
         cwd=cwd,
         env=_environment(),
         stdin=subprocess.PIPE,

@@ -8,10 +8,12 @@ in the working tree. Nothing here checks out, writes the index, or moves a ref.
 from __future__ import annotations
 
 import io
+import os
 import re
+import stat
 import tokenize
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -85,8 +87,8 @@ def resolve(repo: Repo, expr: str, lookup: PRLookup | None = None) -> Revision:
         sha = repo.git.rev_parse("--verify", "--quiet", "--end-of-options", f"{spelled}^{{commit}}")
     except GitError:
         raise HarnessError(_unknown(repo, expr, spelled)) from None
-    subject, date = repo.git.log("-1", "--format=%s%x00%cI", sha).split("\0")
-    return Revision(expr, sha, subject, date)
+    date, _, subject = repo.git.log("-1", "--format=%cI%x00%s", sha).partition("\0")
+    return Revision(expr, sha, subject, date)  # the subject last: any bytes but NUL
 
 
 def _unknown(repo: Repo, expr: str, spelled: str) -> str:
@@ -204,15 +206,12 @@ def _commits_ending_with(repo: Repo, number: int, scope: list[str]) -> list[str]
 
 def _search_subjects(repo: Repo, number: int, scope: list[str]) -> list[str]:
     try:
-        out = repo.git.log("--format=%H %s", "-E", f"--grep=\\(#{number}\\)", *scope)
+        out = repo.git.log("-z", "--format=%H%x00%s", "-E", f"--grep=\\(#{number}\\)", *scope)
     except GitError:
         return []  # e.g. HEAD is unborn
-    found = []
-    for line in out.splitlines():
-        sha, _, subject = line.partition(" ")
-        if pr_number(subject) == number:
-            found.append(sha)
-    return found
+    fields = out.split("\0")  # sha, subject, sha, subject, ...: a subject is any bytes but NUL
+    pairs = zip(fields[::2], fields[1::2], strict=False)  # (the last field: empty)
+    return [sha for sha, subject in pairs if pr_number(subject) == number]
 
 
 def pr_number(subject: str) -> int | None:
@@ -232,22 +231,110 @@ def read_file(repo: Repo, revision: Revision, path: str) -> str | None:
 def blob_of(repo: Repo, commit: str, path: str) -> str | None:
     """The blob id of `path` at `commit` (None: no such file), read from the trees.
 
-    The commit's root tree is asked once, each directory's listing once per tree id
-    (a scan of 1,000 commits reads mostly the same trees); a tree git cannot read is
-    an error naming it, and a blob that turns out unreadable is `read_blob`'s."""
-    tree = _root_tree(repo, commit)
-    *directories, name = path.split("/")
-    for directory in directories:
-        entry = _listing(repo, tree).get(directory)
-        if entry is None or entry[0] != TREE_MODE:
-            return None
-        tree = entry[1]
-    entry = _listing(repo, tree).get(name)
-    return entry[1] if entry is not None and entry[0] in BLOB_MODES else None
+    Symbolic links are followed as the working tree follows them, within the
+    repository (`followed`); a link out of it, or a path inside a submodule, has as
+    its id the reason after `UNREADABLE`, and reading it raises Unevaluable (one line,
+    when the revision is evaluated). The commit's root tree is
+    asked once, each directory's listing once per tree id (a scan of 1,000 commits
+    reads mostly the same trees); a tree git cannot read is an error naming it, and
+    a blob that turns out unreadable is `read_blob`'s."""
+    trees = [_root_tree(repo, commit)]
+    try:
+        found = followed(path, lambda parents, name: _tree_entry(repo, trees, parents, name),
+                         f"at {commit[:10]}")  # fmt: skip
+    except Unevaluable as exc:
+        return f"{UNREADABLE}{exc}"
+    if found is None:
+        return None
+    if found[0] != path:
+        repo.answers.setdefault(LINKS, {}).setdefault(path, set()).add(found[0])
+    return found[1]
 
 
-TREE_MODE = "40000"
-BLOB_MODES = frozenset({"100644", "100755", "100664", "120000"})  # files and symlinks
+UNREADABLE = "!"  # starts the "blob id" of a path harness does not read: then the reason
+LINKS = "links"  # repo.answers[LINKS]: {a path read through a link: the paths it led to}
+MAX_LINKS = 40  # as Linux: more links on one path is a loop
+
+
+def followed(path: str, entry: Callable, where: str) -> tuple[str, str] | None:
+    """(the path a file is at once every symbolic link on `path` is followed, its id),
+    or None (no such file). `entry(parents, name)` says what `name` is in the directory
+    `parents` (a tuple of names): ("dir" | "file" | "link" | "submodule", id or link
+    text), or None. Raises Unevaluable for a link out of the repository (absolute, or
+    `..` past its top), a loop, or a path inside a submodule."""
+    pending, parents, hops = path.split("/"), [], 0
+    while pending:
+        name = pending.pop(0)
+        if name in ("", "."):
+            continue
+        if name == "..":
+            if not parents:
+                raise Unevaluable(_outside(path, where))
+            parents.pop()
+            continue
+        kind, ident = entry(tuple(parents), name) or (None, None)
+        if kind == "link":
+            hops += 1
+            pending = _link_parts(path, ident, hops, where) + pending
+        elif kind == "submodule":
+            raise Unevaluable(_in_submodule(path, "/".join([*parents, name]), where))
+        elif kind == "dir" and pending:
+            parents.append(name)
+        else:  # the last name: a file, else there is none
+            return ("/".join([*parents, name]), ident) if kind == "file" and not pending else None
+    return None
+
+
+def _link_parts(path: str, text: str, hops: int, where: str) -> list[str]:
+    """The names a link's text leads through, relative to the link's directory."""
+    if hops > MAX_LINKS:
+        raise Unevaluable(f"{path} ({where}): too many levels of symbolic links (a loop)")
+    if text.startswith("/"):
+        raise Unevaluable(_outside(path, where))
+    return text.split("/")
+
+
+def _outside(path: str, where: str) -> str:
+    return (
+        f"{path} ({where}) is a symbolic link that leads out of the repository: harness "
+        "reads the repository's own files; point the matrix's target.path at the file"
+    )
+
+
+def _in_submodule(path: str, module: str, where: str) -> str:
+    return (
+        f"{path} ({where}) is inside the submodule {module}: harness reads one repository "
+        f"at a time; run it in the submodule's clone, with the path inside it"
+    )
+
+
+def _tree_entry(repo: Repo, trees: list[str], parents: tuple, name: str) -> tuple | None:
+    """`followed`'s `entry` at a commit; `trees`: the root tree, then the trees of
+    `parents` as far as they were walked (kept in step with `parents`)."""
+    del trees[len(parents) + 1 :]
+    entry = _listing(repo, trees[-1]).get(name)
+    if entry is None:
+        return None
+    mode, ident = entry
+    if mode == TREE_MODE:
+        trees.append(ident)
+        return ("dir", ident)
+    if mode == LINK_MODE:
+        return ("link", _link_text(repo, ident))
+    if mode == SUBMODULE_MODE:
+        return ("submodule", ident)
+    return ("file", ident) if mode in BLOB_MODES else None
+
+
+def _link_text(repo: Repo, blob: str) -> str:
+    found = _object(repo, blob, "blob")
+    if found is None:
+        raise HarnessError(_unreadable(repo, blob, "a symbolic link"))
+    return found[2].decode("utf-8", "surrogateescape")
+
+
+TREE_MODE, LINK_MODE, SUBMODULE_MODE = "40000", "120000", "160000"
+BLOB_MODES = frozenset({"100644", "100755", "100664"})  # files
 _ROOTS: dict[str, str] = {}  # commit id -> its root tree id
 _LISTINGS: dict[str, dict[str, tuple[str, str]]] = {}  # tree id -> {name: (mode, id)}
 MAX_REMEMBERED = 100_000  # ids never change: the dicts are only ever cleared, for memory
@@ -304,6 +391,8 @@ def read_blob(repo: Repo, blob: str, path: str = "") -> str:
     """The blob as Python source text (see `python_source`); a blob git cannot read is the
     repository's fault, said in one line. The texts used last are kept by id: a scan
     reads the files a commit left alone again and again."""
+    if blob.startswith(UNREADABLE):
+        raise Unevaluable(blob.removeprefix(UNREADABLE))
     text = _TEXTS.pop((repo.git_dir, blob), None)
     if text is None:
         found = _object(repo, blob, "blob")
@@ -437,30 +526,62 @@ class Listing:
     def __init__(self, repo: Repo, revisions: list[str], paths: list[str], first_parent: bool):
         options = ["--first-parent"] if first_parent else []
         self.revisions, self.paths, self.first_parent = revisions, tuple(paths), first_parent
+        links = repo.answers.get(LINKS, {})  # paths read through links, and where they led
+        self.linked = any(path in links for path in paths)
+        led = sorted({p for path in paths for p in links.get(path, ())} - set(paths))
         self.started = repo.start(
-            "log", "--reverse", "--topo-order", "--raw", "--no-abbrev", "--no-renames",
-            "--format=%x01%H%x00%P%x00%cI%x00%s", *options, *revisions, "--", *paths,
+            "log", "-z", "--reverse", "--topo-order", "--raw", "--no-abbrev", "--no-renames",
+            "--format=%x01%H%x00%P%x00%cI%x00%s", *options, *revisions, "--", *paths, *led,
         )  # fmt: skip
 
     def commits(self) -> list[Commit]:
-        out = self.started.output()
-        return [_commit_from(record, self.paths) for record in out.split("\x01")[1:]]
+        """The commits, oldest first; when a path is read through a link, none carries
+        blob ids (a link's blob is its text: the file's blob is asked of git)."""
+        found = commits_from(self.started.data(), self.paths)
+        if self.linked:
+            return [replace(c, blobs=None, changes=None) for c in found]
+        return list(found)
 
     def close(self) -> None:
         self.started.close()
 
 
-def _commit_from(record: str, paths: tuple[str, ...]) -> Commit:
-    header, _, rest = record.partition("\n")
-    sha, parents, date, subject = header.split("\0", 3)
-    changes: dict[str, tuple[str | None, str | None]] = {}
-    for line in rest.splitlines():
-        if line.startswith(":"):  # :oldmode newmode oldblob newblob status<TAB>path
-            fields, _, path = line.partition("\t")
-            parts = fields.split()
+def commits_from(out: bytes, paths: tuple[str, ...]) -> Iterator[Commit]:
+    """The commits of `git log -z --raw --format=%x01%H%x00%P%x00%cI%x00%s`: NUL ends every
+    field, so a subject is any bytes but NUL and a path is the path (never quoted).
+    Raises GitError on output that is not git's."""
+    fields = out.split(b"\0")
+    at = 0
+    while at < len(fields):
+        token = fields[at].lstrip(b"\n")
+        if not token:
+            at += 1
+        elif token.startswith(b"\x01") and at + 3 < len(fields):
+            head = (token[1:], *fields[at + 1 : at + 4])
+            changes, at = _raw_changes(fields, at + 4)
+            yield _commit_from(head, changes, paths)
+        else:
+            raise GitError(("log", "-z", "--raw"), 0, f"unexpected output {token[:40]!r}")
+
+
+def _raw_changes(fields: list[bytes], at: int) -> tuple[dict, int]:
+    """The `:oldmode newmode oldblob newblob status` NUL path NUL pairs from `at` on."""
+    changes: dict[str, tuple[str | None, str | None]] | None = {}
+    while at + 1 < len(fields) and fields[at].lstrip(b"\n").startswith(b":"):
+        parts = fields[at].decode().split()
+        path = fields[at + 1].decode("utf-8", "surrogateescape")
+        if changes is not None and {parts[0][1:], parts[1]} & {LINK_MODE, SUBMODULE_MODE}:
+            changes = None  # a link's blob is its text, not the file it leads to
+        elif changes is not None:
             changes[path] = (_blob_or_none(parts[2]), _blob_or_none(parts[3]))
-    blobs = changes.get(paths[0])
-    single = len(parents.split()) == 1  # a merge's raw lines are not its changes
+        at += 2
+    return changes, at
+
+
+def _commit_from(head: tuple[bytes, ...], changes: dict | None, paths: tuple[str, ...]) -> Commit:
+    sha, parents, date, subject = (field.decode("utf-8", "replace") for field in head)
+    blobs = None if changes is None else changes.get(paths[0])
+    single = changes is not None and len(parents.split()) == 1  # a merge's: not its changes
     return Commit(sha, parents.split(" ")[0] or None, date, subject, blobs,
                   changes if single else None, paths)  # fmt: skip
 
@@ -493,10 +614,32 @@ def start_is_ancestor(repo: Repo, older: str, newer: str) -> Callable[[], bool]:
 
 
 def _read_worktree(repo: Repo, path: str) -> str | None:
-    target = Path(repo.working_tree_dir) / path
-    if not target.is_file():
+    """The file's text in the working tree, its links followed as at a commit (`followed`:
+    never out of the repository, never into a submodule)."""
+    top = Path(repo.working_tree_dir)
+    found = followed(path, lambda parents, name: _disk_entry(top, parents, name),
+                     "in the working tree")  # fmt: skip
+    if found is None:
         return None
-    return python_source(target.read_bytes(), path)
+    try:
+        data = (top / found[0]).read_bytes()
+    except OSError:
+        return None  # gone, or not readable: as if absent, as it was
+    return python_source(data, path)
+
+
+def _disk_entry(top: Path, parents: tuple, name: str) -> tuple[str, str] | None:
+    """`followed`'s `entry` in the working tree `top`."""
+    where = top.joinpath(*parents, name)
+    try:
+        mode = where.lstat().st_mode
+    except OSError:
+        return None
+    if stat.S_ISLNK(mode):
+        return ("link", os.readlink(where))
+    if stat.S_ISDIR(mode):
+        return ("submodule" if os.path.lexists(where / ".git") else "dir", "")
+    return ("file", "") if stat.S_ISREG(mode) else None
 
 
 def has_commit(repo: Repo, sha: str) -> bool:
