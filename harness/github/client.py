@@ -8,7 +8,9 @@ at a time is cut off), and so is the size of an answer. Timeouts, 5xx
 answers and rate limits (403/429 with `Retry-After` or `X-RateLimit-Reset`)
 are retried with bounded backoff; 401, 403 and 404 become one line naming
 what to check, and so does an answer that is not the JSON asked for: the
-server is not trusted either.
+server is not trusted either. A listing that may be long (a PR's comments) is
+read as a stream (`stream_list`): only what the caller picks of each item is
+held, and a page may be up to MAX_PAGE bytes.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import json
 import os
 import re
 import time
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from harness.errors import HarnessError
@@ -26,6 +29,8 @@ PUBLIC_API = "https://api.github.com"
 SLUG = re.compile(r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$")
 MAX_WAIT = 60.0  # a rate limit that lifts later than this is an error, not a wait
 MAX_ANSWER = 16 << 20  # bytes of one API answer, at most
+MAX_PAGE = 64 << 20  # bytes of one page of a streamed listing: 100 comments of 65,536
+# characters each, every one escaped as \uXXXX, fit
 
 
 def check_slug(text: str) -> str:
@@ -70,6 +75,39 @@ class GitHub:
         """A GET whose answer must be a JSON list of objects."""
         found = _of_type(self.get(path, what), list, "a list", what, self.base)
         return [_of_type(item, dict, "a list of objects", what, self.base) for item in found]
+
+    def stream_list(self, path: str, what: str, pick: Callable[[dict[str, Any]], Any]) -> list:
+        """A GET whose answer must be a JSON list of objects, read as it arrives (at most
+        MAX_PAGE bytes): `pick(item)` for each, only its result held."""
+        url = self.base + path
+        judge = lambda answer: self._judge(answer, what)  # noqa: E731
+        sink = lambda chunks: self._picked(chunks, pick, what, url)  # noqa: E731
+        return self.http.request("GET", url, judge, limit=MAX_PAGE, sink=sink).parsed
+
+    def _picked(self, chunks: Iterator[bytes], pick: Callable, what: str, url: str) -> list:
+        import ijson  # deferred: only a comment's search reads a stream
+
+        items, picked, first = ijson.sendable_list(), [], b""
+        parser = ijson.items_coro(items, "item", use_float=True)
+        try:
+            for chunk in chunks:
+                first = first or chunk.lstrip()[:1]
+                if first and first != b"[":
+                    break
+                parser.send(chunk)
+                picked += [pick(_of_type(i, dict, "a list of objects", what, self.base))
+                           for i in items]  # fmt: skip
+                del items[:]
+            else:
+                parser.close()
+        except (ijson.JSONError, RecursionError, UnicodeDecodeError):
+            raise _not_json("GET", url) from None
+        if first != b"[":
+            raise HarnessError(
+                f"the GitHub API at {self.base} answered for {what} with something that is "
+                "not a list: check GITHUB_API_URL"
+            )
+        return picked
 
     def send(self, method: str, path: str, what: str, body: Any = None) -> Any:
         """The JSON answer to one request, retried as the module docstring says."""
@@ -132,10 +170,14 @@ def _json(content: bytes, method: str, url: str) -> Any:
     try:
         return json.loads(content)
     except (ValueError, RecursionError):
-        raise HarnessError(
-            f"the GitHub API answered {method} {url} with something that is not JSON: "
-            "check GITHUB_API_URL"
-        ) from None
+        raise _not_json(method, url) from None
+
+
+def _not_json(method: str, url: str) -> HarnessError:
+    return HarnessError(
+        f"the GitHub API answered {method} {url} with something that is not JSON: "
+        "check GITHUB_API_URL"
+    )
 
 
 def _of_type(value: Any, kind: type, name: str, what: str, base: str) -> Any:
@@ -149,12 +191,14 @@ def _of_type(value: Any, kind: type, name: str, what: str, base: str) -> Any:
 
 def _checked_token(token: str | None) -> str | None:
     """The token without surrounding whitespace (a secret pasted with its newline); one
-    with whitespace or control characters inside is refused without showing it."""
+    with any other character than printable ASCII inside (a space, a newline, a control
+    or a non-ASCII character, which no HTTP header can carry) is refused, in one line
+    that does not show it."""
     token = (token or "").strip()
-    if any(c.isspace() or not c.isprintable() for c in token):
+    if any(not (c.isascii() and c.isprintable()) or c.isspace() for c in token):
         raise HarnessError(
-            "GITHUB_TOKEN has a space, newline or control character inside it: "
-            "check how the secret is set"
+            "GITHUB_TOKEN has a space, newline or control character inside it, or one that "
+            "is not ASCII (no HTTP header can carry it): check how the secret is set"
         )
     return token or None
 

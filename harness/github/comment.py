@@ -217,15 +217,17 @@ def authors(client: GitHub) -> set[str]:
 def find_comment(
     client: GitHub, pr: int, tag: str, by: set[str] | frozenset[str] = frozenset({ACTIONS_BOT})
 ) -> dict[str, Any] | None:
-    """The first comment on the PR written by one of `by` whose body starts with the marker,
-    through at most MAX_PAGES pages and MAX_SEARCH seconds."""
+    """The first comment on the PR written by one of `by` whose body starts with the marker
+    (as {"id": N}), through at most MAX_PAGES pages and MAX_SEARCH seconds; each page is
+    read as a stream, holding only whether each comment is ours."""
     deadline = time.monotonic() + MAX_SEARCH
+    pick = lambda comment: {"id": comment["id"]} if _ours(comment, tag, by) else None  # noqa: E731
     for page in range(1, MAX_PAGES + 1):
         path = client.repo_path(f"issues/{pr}/comments?per_page={PER_PAGE}&page={page}")
-        found = client.get_list(path, f"the comments of PR #{pr} of {client.slug}")
-        for comment in found:
-            if _ours(comment, tag, by):
-                return comment
+        found = client.stream_list(path, f"the comments of PR #{pr} of {client.slug}", pick)
+        ours = next((c for c in found if c is not None), None)
+        if ours is not None:
+            return ours
         if len(found) < PER_PAGE:
             return None
         if time.monotonic() > deadline:
