@@ -10,6 +10,7 @@ import argparse
 import errno
 import gc
 import os
+import signal
 import sys
 import traceback
 from collections.abc import Sequence
@@ -42,7 +43,8 @@ exit status: 0 no change (or success), 1 outcomes changed (also when the
 reader of the output went away, as `| head` does), 2 bad input, a repository
 error or output that cannot be written (one line on stderr), 3 a bug in harness
 (with a traceback), 4 cannot tell (a side could not be evaluated, or the code
-changed where the matrix does not reach: blind spots), 130 interrupted.
+changed where the matrix does not reach: blind spots), 130 interrupted (Ctrl-C,
+SIGTERM or SIGHUP).
 """
 
 
@@ -100,7 +102,25 @@ OUTPUT_ERRORS = (errno.ENOSPC, errno.EDQUOT, errno.EIO, errno.EFBIG)
 def console_main() -> int:
     """The `harness` command (and `python -m harness`): `main`, in a process of its own."""
     fewer_collections()
+    stop_on_termination()
     return main()
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM or SIGHUP: handled as Ctrl-C is (files being written are removed, workers
+    stopped, exit 130), since a CI runner's cancel or a closed terminal is an interrupt."""
+
+
+def stop_on_termination() -> None:
+    """Turn SIGTERM and SIGHUP into `Terminated` in the main thread: only in a process of
+    harness's own. A second one is not caught: it ends the process at once."""
+
+    def terminate(signum: int, _frame) -> None:
+        signal.signal(signum, signal.SIG_DFL)
+        raise Terminated(signal.Signals(signum).name)
+
+    for signum in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(signum, terminate)
 
 
 def fewer_collections() -> None:
@@ -137,8 +157,9 @@ def _handled(args: argparse.Namespace) -> int:
         _stdout_gone()
         print(f"harness: error: cannot write the output: {exc.strerror}", file=sys.stderr)
         return EXIT_USAGE
-    except KeyboardInterrupt:
-        print("harness: interrupted", file=sys.stderr)
+    except KeyboardInterrupt as exc:
+        why = f" ({exc})" if isinstance(exc, Terminated) else ""
+        print(f"harness: interrupted{why}", file=sys.stderr)
         return EXIT_INTERRUPTED
     except Exception:
         print(redacted(traceback.format_exc()), end="", file=sys.stderr)

@@ -5,14 +5,18 @@ and the world, plus harness's own code; the key hashes all four, so a stale
 entry cannot be found. Each file carries a checksum of its payload and the
 key it was written for, and unpickling admits no classes: a damaged or
 foreign file is detected, reported once, and the run carries on uncached.
+Temporary files a killed run left behind (older than an hour) are removed at a
+run's first write to the cache.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import io
 import os
 import pickle
+import time
 import zlib
 from array import array
 from functools import cache
@@ -21,7 +25,7 @@ from pathlib import Path
 from harness.engine.branches import check_flags, check_reached
 from harness.engine.outcome import CODE_TYPE, Outcome, OutcomeTable
 from harness.errors import inform
-from harness.files import write_atomically
+from harness.files import temporaries, write_atomically
 
 MAGIC = b"harness-outcomes-2\n"
 PLAIN = (type(None), bool, int, float, complex, str, bytes)
@@ -102,6 +106,7 @@ class DiskCache:
         if self.directory is None:
             return
         path = self._path(key)
+        sweep_once(self.directory)
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
             write_atomically(path, self.magic + hashlib.sha256(payload).digest() + payload)
@@ -121,6 +126,24 @@ class DiskCache:
         )
         self.directory = None
         return None
+
+
+STALE_AFTER = 3600  # seconds: a temporary file this old was left by a process that died
+_SWEPT: set[Path] = set()  # cache directories this process has swept
+
+
+def sweep_once(directory: Path) -> None:
+    """Remove the temporary files a killed harness left anywhere in the cache `directory`
+    (older than STALE_AFTER: a live writer's is seconds old), once per process, at its
+    first write: a run that only reads the cache pays nothing."""
+    if directory in _SWEPT:
+        return
+    _SWEPT.add(directory)
+    now = time.time()
+    for folder, _, _ in os.walk(directory):  # symbolic links are not followed
+        with contextlib.suppress(OSError):
+            for stale in temporaries(Path(folder), STALE_AFTER, now):
+                stale.unlink(missing_ok=True)
 
 
 class TableCache(DiskCache):
