@@ -26,8 +26,9 @@ def write_atomically(
     """Replace `path` with `data` in one rename; on any failure `path` is untouched.
     `mode`: the new file's permissions (None: readable by its owner only); `kept`: the
     file it replaces, whose mode (and owner, where this process may give it) it keeps."""
-    temporary = _create_beside(path)
-    try:
+    made: list[Path] = []  # the temporary file, named before it exists: an interrupt
+    try:  # (Ctrl-C, SIGTERM) at any point finds it here, and removes it
+        temporary = _create_beside(path, made)
         fd = os.open(temporary, os.O_WRONLY)
         with os.fdopen(fd, "wb") as out:
             os.fchmod(out.fileno(), 0o600 if mode is None else mode)
@@ -38,19 +39,23 @@ def write_atomically(
             os.fsync(out.fileno())
         os.replace(temporary, path)
     except BaseException:
-        temporary.unlink(missing_ok=True)
+        for temporary in made:
+            temporary.unlink(missing_ok=True)
         raise
 
 
-def _create_beside(path: Path) -> Path:
-    """A new empty file next to `path`, named so that `temporaries` finds it."""
+def _create_beside(path: Path, made: list[Path]) -> Path:
+    """A new empty file next to `path`, named so that `temporaries` finds it; `made` holds
+    its name from before it is created (a name some other process took is let go)."""
     import secrets  # here: a run that writes nothing need not load it
 
     for _ in range(100):
         candidate = path.parent / f".{path.name}{TEMPORARY}{secrets.token_hex(4)}"
+        made.append(candidate)
         try:
             os.close(os.open(candidate, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
         except FileExistsError:
+            made.remove(candidate)
             continue
         return candidate
     raise FileExistsError(f"no free temporary name beside {path}")
