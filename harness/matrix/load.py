@@ -11,6 +11,7 @@ from harness.files import undecodable
 from harness.matrix.documents import read_document
 from harness.matrix.model import (
     ALL_PASSES,
+    MAX_VALUES,
     NO_DEFAULT,
     RUN_ORDER,
     SCALAR_TYPES,
@@ -43,6 +44,7 @@ def shipped_names() -> list[str]:
 
 DEFAULT_MATRIX = "sglang-fa4-page-size"
 MAX_CELLS = 50_000_000  # above this a matrix is refused before anything is allocated
+MAX_BYTES = 1 << 20  # bytes of a matrix file, read before it is parsed
 
 
 def load_matrix(
@@ -68,10 +70,17 @@ def load_matrix(
 
 
 def _read_text(path: Path, spec: str) -> str:
+    """The file's text, refused past MAX_BYTES before it is parsed."""
     try:
-        data = path.read_bytes()
+        with path.open("rb") as handle:
+            data = handle.read(MAX_BYTES + 1)
     except OSError as exc:
         raise HarnessError(f"--matrix {spec}: cannot read it ({exc.strerror})") from None
+    if len(data) > MAX_BYTES:
+        raise HarnessError(
+            f"--matrix {spec}: more than {MAX_BYTES >> 20} MB, past the limit of a matrix file "
+            "(a shipped one is a few KB): make it smaller"
+        )
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -243,8 +252,8 @@ class _Checker:
         seen = [(type(v), v) for v in raw]
         if len(set(seen)) != len(seen):
             self.fail(key, "a value is listed twice")
-        if len(raw) > 62:
-            self.fail(key, "at most 62 values per axis")
+        if len(raw) > MAX_VALUES:
+            self.fail(key, f"at most {MAX_VALUES} values per axis")
         return tuple(raw)
 
 

@@ -15,6 +15,7 @@ from typing import Any
 from harness.errors import HarnessError
 
 SCALAR_TYPES = (type(None), bool, int, float, str)
+MAX_VALUES = 62  # values of one axis, at most (checked while the YAML is parsed, and after)
 
 
 NO_DEFAULT = object()

@@ -1,4 +1,15 @@
-"""YAML as matrix files are read: safe (no tags that run code), a repeated key refused."""
+"""YAML as matrix files are read: safe (no tags that run code), a repeated key refused,
+and bounded while it is parsed, before anything walks the document.
+
+Aliases let a 1 KB file stand for a tree of 10^10 nodes (10 levels of 10 aliases
+each); the parser itself shares the nodes, but whatever walks the document later
+(a JSON copy, the checks) would not. So every node is counted as it is composed,
+an alias as the whole subtree it repeats: past MAX_NODES the file is refused,
+and so is an alias inside the node it names. A sequence or a mapping is refused
+at its item past MAX_ITEMS, and an axis's list at its value past MAX_VALUES,
+when the parser reaches it: a file of 150,000 values costs no more than its
+first 63.
+"""
 
 from __future__ import annotations
 
@@ -7,10 +18,86 @@ from typing import Any
 import yaml
 
 from harness.errors import HarnessError, first_line
+from harness.matrix.model import MAX_VALUES
+
+MAX_NODES = 100_000  # nodes of a document, aliases expanded
+MAX_ITEMS = 10_000  # items of one list or mapping
+
+
+LIMITS = "see Limits in docs/matrix-files.md"
+
+
+class _Refused(yaml.YAMLError):
+    """A bound of the module docstring, reached at `mark`; `problem` names it and the fix."""
+
+    def __init__(self, problem: str, mark: Any) -> None:
+        super().__init__(problem)
+        self.problem_mark = mark
+
+
+def _past(what: str, fix: str) -> str:
+    return f"{what}: {fix}; {LIMITS}"
 
 
 class _StrictLoader(yaml.SafeLoader):
-    """safe_load, refusing a key written twice in one mapping (YAML keeps the last)."""
+    """safe_load, refusing a key written twice in one mapping (YAML keeps the last), and
+    bounded as the module docstring says."""
+
+    def __init__(self, stream: str) -> None:
+        super().__init__(stream)
+        self._sizes: dict[int, int] = {}  # id(node) -> nodes it stands for, aliases expanded
+        self._path: list[Any] = []  # the keys (and indices) from the root to the node composed
+
+    def compose_node(self, parent: yaml.Node | None, index: Any) -> yaml.Node:
+        self._check_room(parent, index)
+        alias = self.check_event(yaml.AliasEvent)
+        self._path.append(index.value if isinstance(index, yaml.ScalarNode) else index)
+        try:
+            node = super().compose_node(parent, index)
+        finally:
+            self._path.pop()
+        if alias and id(node) not in self._sizes:
+            raise _Refused(
+                "an alias inside the node it names (a loop): write the value out instead",
+                node.start_mark,
+            )
+        if not alias:
+            self._count(node)
+        return node
+
+    def _check_room(self, parent: yaml.Node | None, index: Any) -> None:
+        """Refuse the item about to be composed when its list or mapping is full."""
+        if isinstance(parent, yaml.SequenceNode):
+            cap, what = self._sequence_cap()
+            full = index >= cap
+        elif isinstance(parent, yaml.MappingNode) and index is None:
+            what = _past(f"a mapping of more than {MAX_ITEMS:,} keys", "make it smaller")
+            full = len(parent.value) >= MAX_ITEMS
+        else:
+            return
+        if full:
+            raise _Refused(what, self.peek_event().start_mark)
+
+    def _sequence_cap(self) -> tuple[int, str]:
+        """How many items the list being composed may hold: an axis's values, or any list."""
+        keys = self._path[1:]  # the document's root is composed with no key
+        if len(keys) in (2, 3) and keys[0] == "axes" and keys[2:] in ([], ["values"]):
+            what = f"axes.{keys[1]}: more than {MAX_VALUES} values"
+            return MAX_VALUES, _past(what, "drop values, or split the axis in two")
+        return MAX_ITEMS, _past(f"a list of more than {MAX_ITEMS:,} items", "make it smaller")
+
+    def _count(self, node: yaml.Node) -> None:
+        """Record how many nodes `node` (just composed) stands for; refuse past MAX_NODES."""
+        if isinstance(node, yaml.ScalarNode):
+            size = 1
+        else:
+            children = node.value if isinstance(node, yaml.SequenceNode) else [
+                part for pair in node.value for part in pair]  # fmt: skip
+            size = 1 + sum(self._sizes[id(child)] for child in children)
+        if size > MAX_NODES:
+            what = f"more than {MAX_NODES:,} nodes once its aliases are expanded"
+            raise _Refused(_past(what, "make it smaller"), node.start_mark)
+        self._sizes[id(node)] = size
 
     def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict:
         seen: dict[Any, int] = {}
@@ -31,6 +118,8 @@ class _StrictLoader(yaml.SafeLoader):
 def load(text: str, source: str) -> Any:
     try:
         return yaml.load(text, Loader=_StrictLoader)  # a SafeLoader: no tags run code
+    except _Refused as exc:
+        raise HarnessError(f"{source}:{exc.problem_mark.line + 1}: {exc}") from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f":{mark.line + 1}" if mark else ""
