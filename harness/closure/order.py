@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import ast
 import posixpath
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -57,7 +58,7 @@ def pass_order(
     first of `entries` ((module, function or Class.method)) the files define."""
     for module, name in entries:
         path = files.module_file(module, files.target)
-        walk = _Walk(FileIndexes(cache, files), frozenset(registered), {path}, cache.walked)
+        walk = _Walk(cache, files, frozenset(registered), {path})
         found = _function(walk.indexes, path, name) if path else None
         if found is not None:
             walk.enter(path, *found, depth=0, guard=())
@@ -87,10 +88,10 @@ Guard = tuple  # ((path, line offset, Tests), ...): the `if`s a call is under, o
 
 
 class _Walk:
-    def __init__(self, indexes: FileIndexes, passes: frozenset[str], entry_files,
-                 walked: dict) -> None:  # fmt: skip
-        self.indexes, self.files, self.passes = indexes, indexes.files, passes
-        self.walked = walked  # function node -> (its imports, its calls): the run's memo
+    def __init__(self, cache: SourceCache, files: RevisionFiles, passes: frozenset[str],
+                 entry_files) -> None:  # fmt: skip
+        self.indexes, self.files, self.passes = _Indexes(cache, files, self.enters), files, passes
+        self.walked = cache.walked  # function node -> (its imports, its calls): the run's memo
         self.package = posixpath.dirname(self.files.target)
         self.entry_files = set(entry_files)
         self.order: list[str] = []
@@ -132,11 +133,15 @@ class _Walk:
                 self.order.append(original)
                 self.guards[original] = _guard_text(guard)
             return
-        if not (posixpath.dirname(source) == self.package or source in self.entry_files):
+        if not self.enters(source):
             return
         found = _function(self.indexes, source, original)
         if found is not None:
             self.enter(source, *found, depth=depth + 1, guard=guard)
+
+    def enters(self, path: str) -> bool:
+        """Whether the walk enters the functions of the file at `path`."""
+        return posixpath.dirname(path) == self.package or path in self.entry_files
 
     def _where(self, path: str, name: str, imported: tuple | None) -> tuple[str, str] | None:
         """(file, name there) of a name called in `path` (`imported` by the function
@@ -149,6 +154,75 @@ class _Walk:
                 else self.indexes.defined_at(path, name)
             )
         return self.resolved[key]
+
+
+class _Indexes(FileIndexes):
+    """The files' bindings as the walk needs them: a module it never enters is read only
+    when one of its import statements may name what is looked up there (it may re-export
+    a function of the package); otherwise the name is defined there or nowhere, and the
+    walk stops at it either way, without parsing the module."""
+
+    def __init__(self, cache: SourceCache, files: RevisionFiles, enters) -> None:
+        super().__init__(cache, files)
+        self.enters = enters
+        self.import_texts: dict[str, list[str] | None] = {}  # path -> see `_import_texts`
+
+    def imported(
+        self, path: str, module: str, level: int, name: str, hops: int = 0
+    ) -> tuple[str, str] | None:
+        source = self.files.module_file(module, path, level)
+        if source is None:
+            return None
+        if not self.enters(source) and not self._may_import(source, name):
+            return source, name
+        return self.defined_at(source, name, hops + 1)
+
+    def _may_import(self, path: str, name: str) -> bool:
+        if path not in self.import_texts:
+            self.import_texts[path] = _import_texts(self.files.read(path))
+        texts = self.import_texts[path]
+        if texts is None:
+            return True
+        word = re.compile(rf"(?<!\w){re.escape(name)}(?!\w)")
+        return any(word.search(text) for text in texts)
+
+
+_IMPORT = re.compile(r"(?<!\w)import(?!\w)")
+MAX_IMPORT = 20_000  # characters an import statement may span before the file is parsed
+
+
+def _import_texts(text: str | None) -> list[str] | None:
+    """What follows each `import` keyword of a file, to the end of its logical line
+    (brackets and backslash continuations followed): every name an import statement binds
+    is written there. Comments and strings that say `import` only add text. None when the
+    file is not plain ASCII (an identifier may be spelled otherwise) or a statement seems
+    to run on: then the file is parsed."""
+    if text is None or not text.isascii():
+        return None
+    texts = []
+    for match in _IMPORT.finditer(text):
+        end = _logical_end(text, match.end())
+        if end is None:
+            return None
+        texts.append(text[match.end() : end])
+    return texts
+
+
+def _logical_end(text: str, start: int) -> int | None:
+    """Where the logical line running at `start` ends (None: not within MAX_IMPORT)."""
+    depth, at, stop = 0, start, min(len(text), start + MAX_IMPORT)
+    while at < stop:
+        char = text[at]
+        if char == "\n" and depth == 0:
+            return at
+        if char in "([{":
+            depth += 1
+        elif char in ")]}":
+            depth = max(depth - 1, 0)
+        elif char == "\\":
+            at += 1  # the character it escapes (a newline: the line goes on)
+        at += 1
+    return at if at == len(text) else None
 
 
 def _guard_text(guard: Guard) -> str | None:

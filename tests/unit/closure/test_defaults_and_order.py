@@ -263,3 +263,50 @@ def test_calls_and_imports_match_a_full_walk_on_the_standard_library():
             _calls(statement, (), found)
         assert [(id(c), t) for c, t in found] == [(id(c), t) for c, t in reference.calls]
         assert _local_imports(function) == _walked_imports(function)
+
+
+REEXPORTS = {
+    "one line": "from sglang.srt.arg_groups.hooks import late as handle\n",
+    "in brackets": "from sglang.srt.arg_groups.hooks import (\n    early,\n    late as handle,\n)\n",
+    "continued": "from sglang.srt.arg_groups.hooks import early, \\\n    late as handle\n",
+}
+
+
+def test_a_function_re_exported_by_a_module_the_walk_does_not_enter_is_followed():
+    pipeline = "from sglang.srt.other import handle\n\ndef run(args):\n    handle(args)\n"
+    hooks = "from .overrides import _c\n\ndef early(args):\n    pass\n\ndef late(args):\n"
+    hooks += "    apply(args, _c)\n"
+    for how, other in REEXPORTS.items():
+        files = {
+            "python/sglang/srt/arg_groups/pipeline.py": pipeline,
+            "python/sglang/srt/arg_groups/hooks.py": hooks,
+            "python/sglang/srt/other.py": '"""Elsewhere."""\n' + other + "X = 1\n",
+            TARGET: PASSES,
+        }
+        order = order_of(files, (("sglang.srt.arg_groups.pipeline", "run"),))
+        assert order.reached == ("_c",), how
+
+
+def test_a_module_the_walk_does_not_enter_is_not_parsed_for_what_it_defines():
+    outside = (
+        "def helper(args):\n    apply(args, _a)\n\n\n# import helper? no: it is defined here\n"
+    )
+    pipeline = (
+        "from sglang.srt.other import helper, unbound\nfrom .overrides import _b\n\n"
+        "def run(args):\n    helper(args)\n    unbound(args)\n    apply(args, _b)\n"
+    )
+    files = {
+        "python/sglang/srt/arg_groups/pipeline.py": pipeline,
+        "python/sglang/srt/other.py": outside.replace("# import helper? no", "# no"),
+        TARGET: PASSES,
+    }
+    cache = SourceCache()
+    entries = (("sglang.srt.arg_groups.pipeline", "run"),)
+    order = pass_order(cache, RevisionFiles.of(files, TARGET), ["_a", "_b"], entries)
+    assert order.reached == ("_b",)
+    assert not any("def helper" in text for text in cache.pieces)
+    files["python/sglang/srt/other.py"] = outside  # an import keyword naming it: read
+    cache = SourceCache()
+    order = pass_order(cache, RevisionFiles.of(files, TARGET), ["_a", "_b"], entries)
+    assert order.reached == ("_b",)
+    assert any("def helper" in text for text in cache.pieces)
