@@ -24,6 +24,7 @@ from harness.engine.explore import run_cell
 from harness.engine.limits import DEFAULT_LIMITS, Limits
 from harness.engine.outcome import decode_outcome, encode_outcome
 from harness.engine.plain import Malformed, decode, encode, shown
+from harness.engine.purity import impurity
 from harness.engine.sandbox import chain, guarded, load_function
 from harness.engine.worker import start
 from harness.engine.world import Bound, with_defaults
@@ -167,7 +168,7 @@ def start_tracing(jobs: list[Job], matrix: Matrix, bound: Bound, limits: Limits 
     """`trace_cells`, started: `.result()` waits for the traces (or raises Unevaluable)."""
 
     def work() -> list[Trace]:
-        return [_traced(j.target, j.source, matrix, bound, j.label, j.cell) for j in jobs]
+        return _traced_all(jobs, matrix, bound)
 
     def encode_all(traces: list[Trace]) -> tuple[Any, bytes]:
         return [_encode(trace) for trace in traces], b""
@@ -209,39 +210,57 @@ def _decode(header: Any) -> Trace:
     return Trace(decode_outcome(header["outcome"]), tuple(events), tuple(passes))
 
 
-def _traced(
-    target: Closure | Pipeline,
-    source: str,
-    matrix: Matrix,
-    bound: Bound,
-    label: str,
-    cell: tuple[int, ...],
-) -> Trace:
-    sites, events, log = _Sites(source), [], []
-    bound = with_defaults(bound, target.defaults)
+def _traced_all(jobs: list[Job], matrix: Matrix, bound: Bound) -> list[Trace]:
+    """In the worker: each job traced. Code that keeps no state between calls (see
+    `harness.engine.purity`) is instrumented and loaded once for all its cells, as
+    evaluation does; other code afresh for each cell."""
+    tracers: dict[tuple, _Tracer] = {}
+    traces = []
+    for job in jobs:
+        key = (id(job.target), job.source, job.label)
+        tracer = tracers.get(key)
+        if tracer is None:
+            tracer = _Tracer(job.target, job.source, bound, job.label)
+            if impurity(job.target) is None:
+                tracers[key] = tracer
+        traces.append(tracer.run(matrix, job.cell))
+    return traces
 
-    def record(site: int, value: Any) -> Any:
-        kind, line, written, normalized = sites.sites[site]
-        events.append(Event(kind, line, written, normalized, value))
-        return value
 
-    def load(closure: Closure):
-        nodes = _instrumented(closure, sites)
-        return load_function(closure, bound, label, extra={RECORD: record}, nodes=nodes)
+class _Tracer:
+    """One revision's code, instrumented and loaded: each run records its own events."""
 
-    if isinstance(target, Pipeline):
-        fns = []
-        for name, closure in target.passes:
-            if closure is None:
-                fns.append(_absent(name, log))
-            else:
-                start = Event(PASS, closure.lineno, name, name)
-                fn = guarded(load(closure), bound.guards.get(name))
-                fns.append(_logged(name, fn, log, events, start))
-        fn = chain(fns)
-    else:
-        fn = load(target)
-    return Trace(run_cell(fn, bound, matrix, cell), tuple(events), tuple(log))
+    def __init__(self, target: Closure | Pipeline, source: str, bound: Bound, label: str):
+        sites, events, log = _Sites(source), [], []
+        self.events, self.log = events, log
+        self.bound = bound = with_defaults(bound, target.defaults)
+
+        def record(site: int, value: Any) -> Any:
+            kind, line, written, normalized = sites.sites[site]
+            events.append(Event(kind, line, written, normalized, value))
+            return value
+
+        def load(closure: Closure):
+            nodes = _instrumented(closure, sites)
+            return load_function(closure, bound, label, extra={RECORD: record}, nodes=nodes)
+
+        if isinstance(target, Pipeline):
+            fns = []
+            for name, closure in target.passes:
+                if closure is None:
+                    fns.append(_absent(name, log))
+                else:
+                    start = Event(PASS, closure.lineno, name, name)
+                    fn = guarded(load(closure), bound.guards.get(name))
+                    fns.append(_logged(name, fn, log, events, start))
+            self.fn = chain(fns)
+        else:
+            self.fn = load(target)
+
+    def run(self, matrix: Matrix, cell: tuple[int, ...]) -> Trace:
+        self.events.clear(), self.log.clear()
+        outcome = run_cell(self.fn, self.bound, matrix, cell)
+        return Trace(outcome, tuple(self.events), tuple(self.log))
 
 
 def _absent(name: str, log: list[dict[str, Any]]):
