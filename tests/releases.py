@@ -82,6 +82,7 @@ class Index:
     html: bool = False
     sent: int = 0  # bytes of archive data sent
     requests: list[str] = field(default_factory=list)  # every path asked for
+    login: tuple[str, str] | None = None  # (user, password) every request must carry
 
     def __post_init__(self) -> None:
         self.lock = threading.Lock()
@@ -122,6 +123,8 @@ def _handler(index: Index):
         def do_GET(self) -> None:
             with index.lock:
                 index.requests.append(self.path)
+            if index.login is not None and self.headers.get("Authorization") != _basic(index):
+                return self._send(401, b"login required", {"WWW-Authenticate": "Basic"})
             if self.path.rstrip("/") == f"/simple/{index.name}":
                 body, kind = index.listing()
                 return self._send(200, body, {"Content-Type": kind})
@@ -154,6 +157,11 @@ def _handler(index: Index):
             pass
 
     return Handler
+
+
+def _basic(index: Index) -> str:
+    user, password = index.login
+    return "Basic " + base64.b64encode(f"{user}:{password}".encode()).decode()
 
 
 def _span(header: str, size: int) -> tuple[int, int]:
