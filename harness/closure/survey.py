@@ -12,6 +12,7 @@ import ast
 import hashlib
 from collections.abc import Collection
 from dataclasses import dataclass
+from functools import partial
 
 from harness.closure.extract import (
     REGISTER,
@@ -136,12 +137,21 @@ def view_reads(closure: Closure, identities: frozenset[str]) -> tuple[str, ...]:
     code, not reads."""
     reads: set[str] = set()
     for part in closure.parts:
-        node = part.statement.node
-        if isinstance(node, ast.FunctionDef) and node.args.args:
-            first = node.args.args[0].arg
-            if part.role != "helper" or first in VIEW_NAMES:
-                reads |= _reads_off(node, {first, *_view_locals(node, identities)})
+        helper = part.role == "helper"
+        compute = partial(_function_reads, helper=helper, identities=identities)
+        reads |= part.statement.memo(("view reads", helper, identities), compute)
     return tuple(sorted(reads - {name for name, _ in closure.methods}))
+
+
+def _function_reads(node: ast.stmt, helper: bool, identities: frozenset[str]) -> frozenset[str]:
+    """The view attributes one statement of a closure reads (see `view_reads`): a fact of
+    its text, kept on its parsed piece (helpers recur in most passes' closures)."""
+    if not (isinstance(node, ast.FunctionDef) and node.args.args):
+        return frozenset()
+    first = node.args.args[0].arg
+    if helper and first not in VIEW_NAMES:
+        return frozenset()
+    return frozenset(_reads_off(node, {first, *_view_locals(node, identities)}))
 
 
 def _view_locals(function: ast.FunctionDef, identities: frozenset[str]) -> set[str]:
