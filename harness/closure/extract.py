@@ -22,7 +22,8 @@ from functools import cached_property
 from harness.closure.defaults import NO_DEFAULTS, Defaults
 from harness.closure.index import DEFINITION, Binding, names_bound
 from harness.closure.modules import RevisionFiles
-from harness.closure.pieces import Layout, SourceCache, Statement
+from harness.closure.mutations import effects
+from harness.closure.pieces import Layout, Piece, SourceCache, Statement
 from harness.closure.resolve import (
     HELPER,
     METHOD_PREFIX,
@@ -110,9 +111,12 @@ def extract_closure(
     bound: Collection[str],
     matrix_file: str = "the matrix",
     view: ViewClass | None = None,
+    chosen: Collection[str] = (),
 ) -> Closure:
     """The closure of `function` in the file `files.target`; names in `bound` come from
-    the world; methods the view's class defines (`view`) come along when called.
+    the world (those in `chosen`, from the matrix's `bindings:`, even where the file
+    defines them); methods the view's class defines (`view`) come along when called.
+    Top-level statements that may change what the closure reads come along too.
 
     Cheap when the files differ from the last ones `cache` saw in a few
     statements: only those are parsed, and when none of them binds a name the
@@ -122,23 +126,38 @@ def extract_closure(
     path = files.target
     if cache.layout_of(files, path) is None:
         raise Absent(f"{path} does not exist")
-    key, names = (path, function, matrix_file, view), frozenset(bound)
+    chosen = frozenset(chosen)
+    key, names = (path, function, matrix_file, view, chosen), frozenset(bound)
     closure = _reuse(cache, files, key, names)
     if closure is not None:
         return closure
-    resolver = Resolver(cache, files, names, matrix_file, view)
+    resolver = Resolver(cache, files, names, matrix_file, view, chosen)
     target = find_target(resolver.index(path), path, function)
     resolver.seen.add((path, function))
     try:
         resolver.add(path, target, TARGET)
+        resolver.mark(path, function)
     except RecursionError:
         raise Unevaluable(
             f"{function} in {path} draws on definitions nested too deeply to follow "
             f"(more than {sys.getrecursionlimit() // 4} levels of helpers)"
         ) from None
+    check_registries(resolver)
     closure = build_closure(path, function, target, resolver)
     _remember(cache, _Last(dict(resolver.layouts), names, key, closure, resolver.watched()))
     return closure
+
+
+def check_registries(resolver: Resolver) -> None:
+    """The world's `register_post_process` registers nothing: a closure that reads the
+    registry SGLang's own decorator fills would read it empty."""
+    for path, registry in sorted(resolver.registries):
+        if registry in resolver.data.get(path, ()):
+            raise Unevaluable(
+                f"the closure reads {registry} ({path}), which {path}'s own "
+                f"@{REGISTER} fills when SGLang imports it; the harness calls each pass "
+                "itself and fills no registry: read the passes another way"
+            )
 
 
 def build_closure(path: str, function: str, target: Statement, resolver: Resolver) -> Closure:
@@ -183,6 +202,7 @@ def extract_pipeline(
     bound: Collection[str],
     matrix_file: str,
     view: ViewClass | None = None,
+    chosen: Collection[str] = (),
 ) -> Pipeline:
     """Each pass's closure; a pass missing at this revision is skipped, not an error."""
     path = files.target
@@ -191,7 +211,7 @@ def extract_pipeline(
     passes = []
     for name in names:
         try:
-            closure = extract_closure(cache, files, name, bound, matrix_file, view)
+            closure = extract_closure(cache, files, name, bound, matrix_file, view, chosen)
             passes.append((name, closure))
         except Absent:
             passes.append((name, None))
@@ -217,7 +237,7 @@ class _Last:
 
     layouts: dict[str, Layout]
     bound: frozenset[str]
-    key: tuple  # (target path, function, matrix file, view class)
+    key: tuple  # (target path, function, matrix file, view class, names chosen)
     closure: Closure
     watched: dict[str, frozenset[str]]
 
@@ -239,7 +259,8 @@ def _reuse(
         layout = cache.layout_of(files, path)
         if layout is None:
             return None
-        if layout is not old and not _harmless(layout, old, last.watched.get(path, frozenset())):
+        watched = last.watched.get(path, frozenset())
+        if layout is not old and not _harmless(layout, old, watched, bound):
             return None
         layouts[path] = layout
     if all(layouts[p] is last.layouts[p] for p in layouts):
@@ -255,13 +276,21 @@ def _reuse(
     return closure
 
 
-def _harmless(layout: Layout, old: Layout, watched: frozenset[str]) -> bool:
-    """Whether `layout` is `old` edited in pieces that bind none of the `watched` names."""
+def _harmless(layout: Layout, old: Layout, watched: frozenset[str], bound: frozenset[str]) -> bool:
+    """Whether `layout` is `old` edited in pieces that bind none of the `watched` names
+    and change no data at module level (other than through names the world binds)."""
     edit = layout.edit
     if edit is None or edit.base is not old:
         return False
     replaced = edit.removed_pieces() + layout.pieces[edit.first : edit.first + edit.added]
-    return not any(names_bound(piece) & watched for piece in replaced)
+    return not any(
+        names_bound(piece) & watched or _changes_data(piece, bound) for piece in replaced
+    )
+
+
+def _changes_data(piece: Piece, bound: frozenset[str]) -> bool:
+    found = piece.memo("effects", lambda nodes: [effects(node) for node in nodes])
+    return any((e.names | e.calls) - bound for e in found)
 
 
 def _moved(part: Part, layout: Layout, old: Layout) -> Part:

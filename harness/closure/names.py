@@ -8,12 +8,25 @@ import symtable
 
 
 def free_names(stmt: ast.stmt) -> set[str]:
-    """Names `stmt` reads (or declares `global`) that it does not bind itself."""
+    """Names `stmt` reads (or declares `global`) that it does not bind itself; a name
+    it changes in place at module level (`ALIAS |= {...}`) is read first."""
     table = symtable.symtable(ast.unparse(stmt), "<closure>", "exec")
     own = {s.get_name() for s in table.get_symbols() if s.is_assigned() or s.is_imported()}
     names = {s.get_name() for s in table.get_symbols() if s.is_referenced()}
     _collect_globals(table, names)
-    return names - own
+    return (names - own) | _changed_in_place(stmt)
+
+
+def _changed_in_place(stmt: ast.stmt) -> set[str]:
+    """Names a statement's module-level code applies an augmented assignment to."""
+    out, stack = set(), [stmt]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Name):
+            out.add(node.target.id)
+        if not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef | ast.Lambda):
+            stack.extend(ast.iter_child_nodes(node))
+    return out
 
 
 def _collect_globals(table: symtable.SymbolTable, names: set[str]) -> None:

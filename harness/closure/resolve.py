@@ -22,8 +22,10 @@ from typing import NamedTuple
 
 from harness.closure.index import DEFINITION, IMPORT, Binding, index_module
 from harness.closure.modules import RevisionFiles
+from harness.closure.mutations import NO_EFFECTS, Reach, effects
 from harness.closure.names import free_names, strip_annotations
 from harness.closure.pieces import SourceCache, Statement
+from harness.closure.shadows import REGISTER, own_definition, registry_of, stands_for
 from harness.errors import Unevaluable
 
 TARGET, HELPER, METHOD = "target", "helper", "method"  # how a statement enters a closure
@@ -106,9 +108,16 @@ class Resolver:
         bound: Collection[str],
         matrix_file: str,
         view_class: ViewClass | None = None,
+        chosen: Collection[str] = (),
     ) -> None:
         self.cache, self.files, self.bound, self.matrix_file = cache, files, bound, matrix_file
         self.view_class = view_class
+        self.chosen = frozenset(chosen)  # names the matrix binds on purpose (`bindings:`)
+        self.data: dict[str, set[str]] = {}  # per file: names the closure reads there
+        self.watchers: dict[tuple[str, str], list[tuple[str, Statement]]] = {}
+        self.reaches: dict[str, Reach] = {}
+        self.registries: set[tuple[str, str]] = set()  # (file, registry) a stand-in fills
+        self.deferred: dict[str, list[tuple]] = {}  # file -> watches waiting for its index
         self.methods: dict[str, str] = {}  # view method -> the file defining it
         self.methods_missing: set[str] = set()  # looked up, not (yet) found
         self.blocked: list[tuple[str, str]] | None = None  # set: collect, do not raise
@@ -126,6 +135,7 @@ class Resolver:
             layout = self.cache.layout_of(self.files, path) or self.cache.layout("", path)
             self.layouts[path] = layout
             self.indexes[path] = index_module(layout)
+            self._scan(path)
         return self.indexes[path]
 
     def add(self, path: str, statement: Statement, role: str) -> None:
@@ -148,7 +158,9 @@ class Resolver:
             return
         self.seen.add(key)
         if name in self.bound:
+            self._shadowed(name, use)
             self.needs[key] = name
+            self.mark(use.path, name)
             return
         bindings = self.index(use.path).get(name)
         if bindings and bindings[-1].kind == IMPORT:
@@ -177,12 +189,14 @@ class Resolver:
             statement = binding.statement
             if binding.kind == DEFINITION and (use.path, statement.lineno, -1) not in self.included:
                 self.add(use.path, statement, HELPER)
+        self.mark(use.path, name)
 
     def _imported(self, name: str, binding: Binding, use: Use) -> None:
         node, key = binding.statement.node, (use.path, name)
         imported = _imported_name(node, name)
         if imported is not None and imported in self.bound:
             self.needs[key] = imported
+            self.mark(use.path, name)
             return
         found = self._source_of(node, name, use.path)
         if found is None:
@@ -190,6 +204,7 @@ class Resolver:
             return
         source, source_name = found
         link = self.links[key] = Link(use.path, name, source, source_name)
+        self.mark(use.path, name)
         if source_name is not None:
             at = f"{use.path}:{binding.statement.lineno}"
             self.resolve(source_name, Use(source, binding.statement, at))
@@ -301,6 +316,129 @@ class Resolver:
             if isinstance(node, ast.FunctionDef) and node.name == name
         ]  # fmt: skip
         return (path, cls._replace(member=members[-1])) if members else None
+
+    # --- module-level changes of data the closure reads ------------------------------
+
+    def mark(self, path: str, name: str) -> None:
+        """`name` in `path` is read by the closure: every top-level statement that may
+        change it comes in too, and runs in file order with the definitions."""
+        names = self.data.setdefault(path, set())
+        if name in names:
+            return
+        names.add(name)
+        for where, statement in self.watchers.pop((path, name), []):
+            self._mutation(where, statement, path, name)
+
+    def _scan(self, path: str) -> None:
+        """Watch, for each top-level statement of `path` that may change data, the names
+        (here, or in the repository file they are imported from) it may change."""
+        for statement, data, foreign in self._changers(path):
+            for name in sorted(data):
+                self._watch((path, name), path, statement)
+                self._through_import(path, name, statement, call=False)
+            for name in sorted(foreign):
+                self._through_import(path, name, statement, call=True)
+        for job in self.deferred.pop(path, []):
+            self._watch_in(path, *job)
+
+    def _watch(self, key: tuple[str, str], path: str, statement: Statement) -> None:
+        if key[1] in self.data.get(key[0], ()):
+            self._mutation(path, statement, *key)
+        else:
+            self.watchers.setdefault(key, []).append((path, statement))
+
+    def _through_import(self, path: str, name: str, statement: Statement, call: bool) -> None:
+        """Watch, in the repository file `path` imports `name` from, that name (or, for a
+        function called, what it may change there: one file deep). Done when that file is
+        indexed anyway: looking never brings a file into the closure."""
+        bindings = self.index(path).get(name)
+        node = bindings[-1].statement.node if bindings and bindings[-1].kind == IMPORT else None
+        if not isinstance(node, ast.ImportFrom):
+            return
+        module = self.files.module_file(node.module or "", path, node.level)
+        alias = next((a for a in node.names if (a.asname or a.name) == name), None)
+        if module is None or alias is None:
+            return
+        job = (path, statement, alias.name, call)
+        if module in self.indexes:
+            self._watch_in(module, *job)
+        else:
+            self.deferred.setdefault(module, []).append(job)
+
+    def _watch_in(self, module: str, path: str, statement: Statement, name: str, call: bool):
+        names = {name}
+        if call:
+            names = set(self._reach(module).of(NO_EFFECTS._replace(calls=frozenset({name})))[0])
+        for each in sorted(names):
+            self._watch((module, each), path, statement)
+
+    def _changers(self, path: str) -> list[tuple[Statement, frozenset[str], frozenset[str]]]:
+        """The statements of `path` that may change data, with what they may change (per
+        layout: the same file text is read once per run)."""
+        layout, memo_key = self.layouts[path], ("mutations", path)
+        last = self.cache.closures.get(memo_key)
+        if last is not None and last[0] is layout:
+            return last[1]
+        reach, found = self._reach(path), []
+        for slot, piece in enumerate(layout.pieces):
+            for position in range(len(piece.nodes)):
+                statement = layout.statement(slot, position)
+                changes = statement.memo("effects", effects)
+                if changes != NO_EFFECTS:
+                    found.append((statement, *reach.of(changes)))
+        self.cache.closures[memo_key] = (layout, found)
+        return found
+
+    def _reach(self, path: str) -> Reach:
+        if path not in self.reaches:
+            index = self.index(path)
+
+            def definitions(name: str) -> list[ast.stmt]:
+                bindings = index.get(name, [])
+                return [b.statement.node for b in bindings if b.kind == DEFINITION]
+
+            self.reaches[path] = Reach(definitions)
+        return self.reaches[path]
+
+    def _mutation(self, path: str, statement: Statement, where: str, name: str) -> None:
+        if (path, statement.lineno, -1) in self.included:
+            return
+        try:
+            self.add(path, statement, HELPER)
+        except Unevaluable as exc:
+            raise Unevaluable(
+                f"{path}:{statement.lineno} may change {name} (of {where}) when SGLang imports "
+                f"it, and the closure reads {name}, but the statement cannot be evaluated: {exc}"
+            ) from None
+
+    # --- names the world supplies and the file defines --------------------------------
+
+    def _shadowed(self, name: str, use: Use, hops: int = 0) -> None:
+        """Report the file's own definition of a world name the closure reads (see
+        `harness.closure.shadows`), unless the matrix binds the name on purpose."""
+        if name in self.chosen or hops > 8:
+            return
+        for binding in self.index(use.path).get(name, []):
+            statement = binding.statement
+            node = own_definition(statement.node, name)
+            if node is None:
+                if name == REGISTER and binding.kind == IMPORT:  # follow it to its definition
+                    found = self._source_of(statement.node, name, use.path)
+                    if found is not None and found[1] is not None:
+                        self._shadowed(found[1], Use(found[0], statement), hops + 1)
+                continue
+            if stands_for(name, node, use.path):
+                if name == REGISTER:
+                    self.registries |= {(use.path, r) for r in registry_of(node) or ()}
+                continue
+            line = getattr(node, "lineno", 1) + statement.offset
+            self._fail(
+                name,
+                f"{use.path}:{line} defines {name}, which the world supplies in its place "
+                f"(SGLang would run the file's own): remove the definition, or bind {name} "
+                f"under `bindings:` in {self.matrix_file} to replace it on purpose",
+            )
+            return
 
     # --- messages ------------------------------------------------------------------
 

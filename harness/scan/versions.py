@@ -195,19 +195,22 @@ class Versions:
 
     def _extract(self, files: RevisionFiles) -> Closure | Pipeline:
         target, names, hint = self.matrix.target, self.bound.names, self.matrix.edit_hint
+        pipeline = partial(extract_pipeline, chosen=self.matrix.bindings)  # bound on purpose
         if target.passes in (ALL_PASSES, RUN_ORDER):
             passes = self.texts_memo("registered", files, self._registered)
             if not passes:
                 raise Absent(f"no function is registered with @{REGISTER} in {target.path}")
             if target.passes == RUN_ORDER:
                 order = self.texts_memo("order", files, partial(self.run_order, passes=passes))
-                found = extract_pipeline(self.sources, files, order.passes, names, hint, self.view)
+                found = pipeline(self.sources, files, order.passes, names, hint, self.view)
                 return replace(found, guarded=order.guarded)
-            return extract_pipeline(self.sources, files, passes, names, hint, self.view)
+            return pipeline(self.sources, files, passes, names, hint, self.view)
         if target.pipeline:
-            return extract_pipeline(self.sources, files, target.passes, names, hint, self.view)
+            return pipeline(self.sources, files, target.passes, names, hint, self.view)
         (function,) = target.passes
-        return extract_closure(self.sources, files, function, names, hint, self.view)
+        return extract_closure(
+            self.sources, files, function, names, hint, self.view, self.matrix.bindings
+        )
 
     def texts_memo(
         self, name: str, files: RevisionFiles, compute: Callable[[RevisionFiles], T]

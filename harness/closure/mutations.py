@@ -1,0 +1,283 @@
+"""Module-level statements that may change data: what runs at import besides definitions.
+
+SGLang imports a module whole, so `TABLE["x"] = 1`, `TABLE.update(...)`,
+`del TABLE[k]`, `ALIAS += [...]`, a loop filling a dict, a call of a function
+that does it, or a decorator that does it, all run before any pass does. A
+closure that leaves such a statement out computes with data SGLang never sees.
+This module tells, with `ast` only, which names of its own file a top-level
+statement may change (`effects`), and which of them it reaches through the
+file's own aliases and functions (`reaches`): the resolver then takes every
+statement that reaches data the closure reads into the closure, in file order.
+
+The reading is conservative: a method call may change its object, a call of a
+function other than a pure builtin may change its arguments and whatever that
+function (when the same file defines it) changes. Reading more costs only a
+statement evaluated as SGLang evaluates it.
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+from collections.abc import Callable, Iterable
+from typing import NamedTuple
+
+# Builtins that change none of their arguments (what a module-level call of one reads
+# is not changed by it); setattr and delattr change their first.
+PURE_BUILTINS = frozenset(
+    {
+        "abs", "all", "any", "ascii", "bin", "bool", "bytes", "callable", "chr", "dict",
+        "divmod", "enumerate", "filter", "float", "format", "frozenset", "getattr",
+        "hasattr", "hash", "hex", "id", "int", "isinstance", "issubclass", "iter", "len",
+        "list", "map", "max", "min", "oct", "ord", "pow", "print", "range", "repr",
+        "reversed", "round", "set", "slice", "sorted", "str", "sum", "tuple", "type", "zip",
+    }
+)  # fmt: skip
+SETTERS = frozenset({"setattr", "delattr"})
+Function = ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda
+DEFINES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+
+
+class Effects(NamedTuple):
+    """What a statement may change: `names` it writes through (roots of the objects it
+    changes, aliases it passes on), `calls`, the functions it calls by name, and
+    `results`, those whose returned object it changes (`table()["x"] = 1`)."""
+
+    names: frozenset[str]
+    calls: frozenset[str]
+    results: frozenset[str] = frozenset()
+
+    @property
+    def empty(self) -> bool:
+        return not self.names and not self.calls
+
+
+NO_EFFECTS = Effects(frozenset(), frozenset(), frozenset())
+
+
+def effects(node: ast.stmt) -> Effects:
+    """What the top-level statement `node` may change when its module is imported: only
+    the code that runs then (decorators and defaults of a function, a class's body)."""
+    names: set[str] = set()
+    calls: set[str] = set()
+    results: set[str] = set()
+    for part in _load_time(node):
+        _collect(part, names, calls, results)
+    for decorator in _decorators(node):  # each is called with what it decorates
+        if isinstance(decorator, ast.Name):
+            calls.add(decorator.id)
+        else:
+            _root_into(decorator, names, calls, results)
+    if isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Name):
+        names.add(node.target.id)  # `ALIAS += [...]` changes a list in place
+    return Effects(frozenset(names), frozenset(calls), frozenset(results))
+
+
+def function_effects(node: ast.FunctionDef | ast.AsyncFunctionDef) -> Effects:
+    """What calling the top-level function `node` may change among the module's names:
+    names it declares `global` and module names it writes through (not its locals)."""
+    names: set[str] = set()
+    calls: set[str] = set()
+    results: set[str] = set()
+    local = _locals(node)
+    for child in ast.walk(node):
+        if isinstance(child, ast.Global):
+            names.update(child.names)
+    for statement in node.body:
+        _collect(statement, names, calls, results, inside=True)
+    return Effects(frozenset(names - local), frozenset(calls - local), frozenset(results - local))
+
+
+def is_mutation(node: ast.stmt, bound: Iterable[str] = ()) -> bool:
+    """Whether the statement may change something besides the names it binds: an
+    edit of such a statement may change a closure that reads none of its names."""
+    found = effects(node)
+    skip = set(bound)
+    return bool(found.names - skip or found.calls - skip)
+
+
+class Reach:
+    """The names of one file a statement may change, through the file's own aliases
+    (`ALIAS = TABLE`) and functions (`fill()` where `def fill(): TABLE[...] = ...`);
+    calls of functions the file does not define are handed back as such (`foreign`):
+    the resolver follows them when the file imports them from the repository."""
+
+    def __init__(self, definitions: Callable[[str], list[ast.stmt]]) -> None:
+        self.definitions = definitions  # name -> the top-level statements binding it
+        self.memo: dict[tuple[str, str], tuple[frozenset[str], frozenset[str]]] = {}
+
+    def of(self, found: Effects) -> tuple[frozenset[str], frozenset[str]]:
+        """(names of the file it may change, functions it calls that the file lacks)."""
+        data: set[str] = set()
+        foreign: set[str] = set()
+        keys = [
+            *(("alias", n) for n in found.names),
+            *(("call", n) for n in found.calls),
+            *(("returned", n) for n in found.results),
+        ]
+        for key in keys:
+            more, calls = self._memo(key)
+            data |= more
+            foreign |= calls
+        return frozenset(data), frozenset(foreign)
+
+    def _memo(self, key: tuple[str, str]) -> tuple[frozenset[str], frozenset[str]]:
+        if key not in self.memo:
+            self.memo[key] = (frozenset(), frozenset())  # a cycle stops here
+            kind, name = key
+            compute = {"alias": self._alias, "call": self._called, "returned": self._returned}
+            data, foreign = compute[kind](name)
+            self.memo[key] = (frozenset(data), frozenset(foreign))
+        return self.memo[key]
+
+    def _alias(self, name: str) -> tuple[set[str], set[str]]:
+        """`name` and the names whose objects it may hold (its assigned values' names, and
+        what the file's functions called there read)."""
+        data, foreign = {name}, set()
+        for node in self.definitions(name):
+            value = getattr(node, "value", None)
+            if not isinstance(node, ast.Assign | ast.AnnAssign) or value is None:
+                continue
+            called = _called_names(value)
+            for read in _names_read(value):
+                more, calls = self._memo(("returned" if read in called else "alias", read))
+                data |= more
+                foreign |= calls
+        return data, foreign
+
+    def _returned(self, name: str) -> tuple[set[str], set[str]]:
+        """Names a function of the file may hand back when called (what it reads)."""
+        data: set[str] = set()
+        foreign: set[str] = set()
+        for node in self.definitions(name):
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                for read in _names_read(node) - _locals(node):
+                    more, calls = self._memo(("alias", read))
+                    data |= more
+                    foreign |= calls
+        return data, foreign
+
+    def _called(self, name: str) -> tuple[set[str], set[str]]:
+        nodes = self.definitions(name)
+        if not any(
+            isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef) for n in nodes
+        ):
+            return set(), {name}
+        data: set[str] = set()
+        foreign: set[str] = set()
+        for node in nodes:
+            methods = node.body if isinstance(node, ast.ClassDef) else [node]
+            for item in methods:  # constructing a class runs its methods
+                if isinstance(item, ast.FunctionDef | ast.AsyncFunctionDef):
+                    more, calls = self.of(function_effects(item))
+                    data |= more
+                    foreign |= calls
+        return data, foreign
+
+
+def _decorators(node: ast.stmt) -> list[ast.expr]:
+    """The decorators a top-level statement applies at import (a class's methods' too)."""
+    if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+        return list(node.decorator_list)
+    if isinstance(node, ast.ClassDef):
+        return [*node.decorator_list, *(d for item in node.body for d in _decorators(item))]
+    return []
+
+
+def _load_time(node: ast.stmt) -> list[ast.AST]:
+    """The parts of a top-level statement that run when the module is imported."""
+    if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+        defaults = [*node.args.defaults, *(d for d in node.args.kw_defaults if d)]
+        return [*node.decorator_list, *defaults]
+    if isinstance(node, ast.ClassDef):
+        parts: list[ast.AST] = [*node.decorator_list, *node.bases, *node.keywords]
+        for item in node.body:
+            parts.extend(_load_time(item))
+        return parts
+    if isinstance(node, ast.Import | ast.ImportFrom):
+        return []
+    return [node]
+
+
+def _collect(
+    node: ast.AST, names: set[str], calls: set[str], results: set[str], inside: bool = False
+) -> None:
+    """Add what `node` may change. At module level a nested function's body does not
+    run; inside a function it may (it is judged as part of its function)."""
+    for child in _walk(node, inside):
+        if isinstance(child, ast.Attribute | ast.Subscript) and isinstance(
+            child.ctx, ast.Store | ast.Del
+        ):
+            _root_into(child, names, calls, results)
+        elif isinstance(child, ast.AugAssign) and not isinstance(child.target, ast.Name):
+            _root_into(child.target, names, calls, results)
+        elif isinstance(child, ast.Call):
+            _call_into(child, names, calls, results)
+
+
+def _walk(node: ast.AST, inside: bool) -> list[ast.AST]:
+    out, stack = [], [node]
+    while stack:
+        child = stack.pop()
+        out.append(child)
+        if inside or not isinstance(child, Function) or child is node:
+            stack.extend(ast.iter_child_nodes(child))
+    return out
+
+
+def _call_into(call: ast.Call, names: set[str], calls: set[str], results: set[str]) -> None:
+    func = call.func
+    arguments = [*call.args, *(k.value for k in call.keywords)]
+    if isinstance(func, ast.Name) and func.id in SETTERS and hasattr(builtins, func.id):
+        arguments = arguments[:1]
+    elif isinstance(func, ast.Name) and func.id in PURE_BUILTINS:
+        arguments = []
+    elif isinstance(func, ast.Name):
+        calls.add(func.id)
+    else:
+        _root_into(func, names, calls, results)  # `X.update(...)` may change X
+    for argument in arguments:
+        names.update(_names_read(argument))
+
+
+def _root_into(node: ast.expr, names: set[str], calls: set[str], results: set[str]) -> None:
+    """The name a chain `a.b[c].d` starts from; through a call `f().x`, the function (what
+    it returns is changed)."""
+    while isinstance(node, ast.Attribute | ast.Subscript | ast.Starred):
+        node = node.value
+    if isinstance(node, ast.Call):
+        func = node.func
+        if isinstance(func, ast.Name):
+            calls.add(func.id)
+            results.add(func.id)
+        else:
+            _root_into(func, names, calls, results)
+    elif isinstance(node, ast.Name):
+        names.add(node.id)
+
+
+def _names_read(node: ast.AST) -> set[str]:
+    return {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+
+
+def _called_names(node: ast.AST) -> set[str]:
+    return {
+        n.func.id
+        for n in ast.walk(node)
+        if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)
+    }
+
+
+def _locals(node: ast.FunctionDef | ast.AsyncFunctionDef) -> set[str]:
+    """Parameters and names the function binds (not declared global)."""
+    declared = {n for g in ast.walk(node) if isinstance(g, ast.Global) for n in g.names}
+    params = {a.arg for a in ast.walk(node.args) if isinstance(a, ast.arg)}
+    stored = {
+        n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)
+    }
+    nested = {
+        n.name
+        for n in ast.walk(node)
+        if isinstance(n, ast.FunctionDef | ast.ClassDef) and n is not node
+    }
+    return (params | stored | nested) - declared

@@ -1,0 +1,140 @@
+"""A file's own definition of a name the world supplies: no silent substitution.
+
+The world answers names such as `get_platform` or `register_post_process`
+wherever the code reads them. When the file itself defines the name (a def, a
+class, an assignment, `from m import other as name`), SGLang runs that
+definition and the harness would not: the substitution is reported, unless
+the definition is one the world stands for by design, in the shape SGLang's
+released files give it:
+
+- `logger = logging.getLogger(...)`: the world's logger drops what it is told;
+- `register_post_process` that adds its argument to a registry and returns it
+  unchanged: the harness calls each pass itself, so registering is moot;
+- the view functions and model probes SGLang keeps in `model_override_base.py`
+  (`resolved_view` also in `overrides.py`, up to 0.5.18), which the world
+  answers from the cell (`HOMES`).
+
+A name the matrix binds under `bindings:` is replaced on purpose and never
+reported.
+"""
+
+from __future__ import annotations
+
+import ast
+import posixpath
+
+REGISTER = "register_post_process"
+LOGGER = "logger"
+# SGLang's own definitions the sglang world answers in their place, by the file that
+# holds them in the released trees (0.5.16, 0.5.18-0.5.23).
+BASE = "model_override_base.py"
+HOMES = {
+    "resolved_view": ("overrides.py", BASE),  # overrides.py up to 0.5.18
+    "resolving_view": (BASE,),
+    "record_of": (BASE,),
+    "use_mla_backend": (BASE,),
+    "model_config_of": (BASE,),
+}
+
+
+def own_definition(node: ast.stmt, name: str) -> ast.AST | None:
+    """The part of the top-level statement `node` that binds `name` as the file's own:
+    anything but an import of the same name (`import name`, `from m import name`)."""
+    if isinstance(node, ast.Import | ast.ImportFrom):
+        return next((a for a in node.names if _renames(a, name, node)), None)
+    if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+        return node if node.name == name else None
+    targets: list[ast.expr] = list(getattr(node, "targets", []))
+    if isinstance(node, ast.AugAssign | ast.For | ast.AsyncFor | ast.AnnAssign):
+        targets = [node.target] if getattr(node, "value", True) is not None else []
+    if any(isinstance(n, ast.Name) and n.id == name for t in targets for n in ast.walk(t)):
+        return node
+    for child in _children(node):
+        found = own_definition(child, name)
+        if found is not None:
+            return found
+    return None
+
+
+def stands_for(name: str, node: ast.AST, path: str) -> bool:
+    """Whether the world's answer for `name` stands for this definition by design."""
+    if name == LOGGER:
+        return _get_logger(node)
+    if name == REGISTER:
+        return registry_of(node) is not None
+    return posixpath.basename(path) in HOMES.get(name, ())
+
+
+def registry_of(node: ast.AST) -> tuple[str, ...] | None:
+    """The registries a registering decorator adds its argument to, when it returns the
+    argument unchanged and does nothing else (a docstring, `R.append(fn)`, `R.add(fn)`,
+    `R[key] = fn`, `return fn`); None for any other definition."""
+    if not isinstance(node, ast.FunctionDef) or node.decorator_list or not node.args.args:
+        return None
+    param = node.args.args[0].arg
+    body = list(node.body)
+    if body and _docstring(body[0]):
+        body = body[1:]
+    if not body or not _returns(body[-1], param):
+        return None
+    found = [_registers(statement, param) for statement in body[:-1]]
+    return None if None in found else tuple(found)
+
+
+def _renames(alias: ast.alias, name: str, node: ast.stmt) -> bool:
+    if (alias.asname or alias.name.split(".")[0]) != name or alias.asname is None:
+        return False
+    original = alias.name if isinstance(node, ast.ImportFrom) else alias.name.split(".")[-1]
+    return original != name
+
+
+def _children(node: ast.stmt) -> list[ast.stmt]:
+    out: list[ast.stmt] = []
+    for field in ("body", "orelse", "finalbody"):
+        out.extend(getattr(node, field, []) or [])
+    for handler in getattr(node, "handlers", []) or []:
+        out.extend(handler.body)
+    for case in getattr(node, "cases", []) or []:
+        out.extend(case.body)
+    return out if not isinstance(node, ast.FunctionDef | ast.ClassDef) else []
+
+
+def _get_logger(node: ast.AST) -> bool:
+    value = node.value if isinstance(node, ast.Assign) and len(node.targets) == 1 else None
+    func = value.func if isinstance(value, ast.Call) else None
+    return (
+        isinstance(func, ast.Attribute)
+        and func.attr == "getLogger"
+        and isinstance(func.value, ast.Name)
+        and func.value.id == "logging"
+    )
+
+
+def _docstring(node: ast.stmt) -> bool:
+    return isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant)
+
+
+def _returns(node: ast.stmt, param: str) -> bool:
+    return isinstance(node, ast.Return) and _is(node.value, param)
+
+
+def _registers(node: ast.stmt, param: str) -> str | None:
+    """The registry `node` adds `param` to (`R.append(p)`, `R.add(p)`, `R[k] = p`)."""
+    if isinstance(node, ast.Expr) and isinstance(node.value, ast.Call):
+        call = node.value
+        func = call.func
+        method = isinstance(func, ast.Attribute) and func.attr in ("append", "add")
+        if method and isinstance(func.value, ast.Name) and len(call.args) == 1:
+            plain = not call.keywords and _is(call.args[0], param)
+            return func.value.id if plain else None
+    if isinstance(node, ast.Assign) and len(node.targets) == 1 and _is(node.value, param):
+        target = node.targets[0]
+        if isinstance(target, ast.Subscript) and isinstance(target.value, ast.Name):
+            key = target.slice
+            if not any(isinstance(n, ast.Call | ast.NamedExpr) for n in ast.walk(key)):
+                return target.value.id
+    return None
+
+
+def _is(node: ast.AST | None, name: str) -> bool:
+    return isinstance(node, ast.Name) and node.id == name
