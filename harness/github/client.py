@@ -31,6 +31,8 @@ MAX_WAIT = 60.0  # a rate limit that lifts later than this is an error, not a wa
 MAX_ANSWER = 16 << 20  # bytes of one API answer, at most
 MAX_PAGE = 64 << 20  # bytes of one page of a streamed listing: 100 comments of 65,536
 # characters each, every one escaped as \uXXXX, fit
+SEND = 4 << 20  # bytes handed to the JSON parser at once: its C backend copies a value split
+# across sends once per send, so a long comment in 64 KB pieces would cost its square
 
 
 def check_slug(text: str) -> str:
@@ -90,7 +92,7 @@ class GitHub:
         items, picked, first = ijson.sendable_list(), [], b""
         parser = ijson.items_coro(items, "item", use_float=True)
         try:
-            for chunk in chunks:
+            for chunk in _regrouped(chunks, SEND):
                 first = first or chunk.lstrip()[:1]
                 if first and first != b"[":
                     break
@@ -162,6 +164,20 @@ class _Refused(HarnessError):
     def __init__(self, message: str, status: int) -> None:
         super().__init__(message)
         self.status = status
+
+
+def _regrouped(chunks: Iterator[bytes], size: int) -> Iterator[bytes]:
+    """`chunks` joined into pieces of at least `size` bytes (the last one may be shorter)."""
+    held: list[bytes] = []
+    count = 0
+    for chunk in chunks:
+        held.append(chunk)
+        count += len(chunk)
+        if count >= size:
+            yield b"".join(held)
+            held, count = [], 0
+    if held:
+        yield b"".join(held)
 
 
 def _json(content: bytes, method: str, url: str) -> Any:
