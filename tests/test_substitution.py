@@ -313,3 +313,109 @@ def test_reading_the_registry_the_files_decorator_fills_is_unevaluable(tmp_path:
     done, report = diff(tmp_path, PASSES + "\n" + SIZE, head, matrix=SGLANG_MATRIX)
     assert done.code == 4, done.err
     assert "POST_PROCESS_PASSES" in report["notes"]["head"], report["notes"]
+
+
+# --- state kept between calls -----------------------------------------------------------
+
+# Each counts the calls in state exploration does not see: it calls once per decision path
+# (five here), and only the sixth call on changes the flashinfer cells. Run on every cell,
+# in matrix order, as plain Python runs them, it reaches them. No condition reads the
+# count, so no condition is left untaken (which would already be a blind spot).
+STATEFUL = {
+    "iterator": "_CALLS = iter(range(1000))\n",
+    "generator-expression": "_CALLS = (n for n in range(1000))\n",
+    "generator-function": "def _counter():\n    yield from range(1000)\n\n\n_CALLS = _counter()\n",
+    "in-place-on-alias": "SEEN = []\n\n\ndef _count():\n    seen = SEEN\n    n = len(seen)\n"
+    "    seen += [1]\n    return n\n",
+    "bound-method": "SEEN = []\n_note = SEEN.append\n\n\ndef _count():\n    n = len(SEEN)\n"
+    "    _note(1)\n    return n\n",
+    "bound-method-in-function": "SEEN = []\n\n\ndef _count():\n    push = SEEN.append\n"
+    "    n = len(SEEN)\n    push(1)\n    return n\n",
+}
+
+
+def stateful(name: str) -> str:
+    top = STATEFUL[name]
+    count = "_count()" if "def _count()" in top else "next(_CALLS)"
+    return (
+        top + "\n\ndef target(view):\n"
+        f"    n = {count}\n"
+        '    if view.backend == "fa4":\n'
+        '        return {"page_size": 128}\n'
+        '    if view.backend == "flashinfer":\n'
+        '        return {"page_size": ((view.page_size,) * 5 + (16,) * 1000)[n]}\n'
+        "    return {}\n"
+    )
+
+
+def in_matrix_order(source: str) -> list:
+    """Per cell, what `target` returns when plain Python runs every cell in matrix order
+    in one loaded module (the harness's meaning of code that keeps state)."""
+    space: dict = {}
+    exec(compile(source, "fixture", "exec"), space)
+    views = [type("View", (), cell)() for cell in cells()]
+    return [space["target"](view) for view in views]
+
+
+STATE_BASE = '''\
+"""Post-process passes (a contributor's version)."""
+
+
+def target(view):
+    if view.backend == "fa4":
+        return {"page_size": 128}
+    return {}
+'''
+
+
+@pytest.mark.parametrize("name", sorted(STATEFUL))
+def test_state_kept_between_calls_makes_every_cell_run(name: str, tmp_path: Path):
+    head = stateful(name)
+    before, after = in_matrix_order(STATE_BASE), in_matrix_order(head)
+    expected = {
+        tuple(cell.values()): new.get("page_size", cell["page_size"])
+        for cell, old, new in zip(cells(), before, after, strict=True)
+        if new != old
+    }
+    assert expected, "the fixture must change what every cell computes"
+    done, report = diff(tmp_path, STATE_BASE, head)
+    assert done.code == 1, done.err
+    assert changed_cells(report) == expected
+    assert "every_cell" in report["head"], report["head"]
+
+
+NEW_VALUES = '''\
+"""Post-process passes (a contributor's version)."""
+
+NAMES = ("fa3", "fa4")
+SIZES = dict(zip(NAMES, (64, 128)))
+ORDER = sorted(x for x in NAMES)
+
+
+def target(view):
+    total = 0
+    names = list(NAMES)
+    names += ["flashinfer"]
+    for name in names:
+        total += len(name)
+    label = f"{view.backend}"
+    label += "!"
+    if view.backend in SIZES and total > 0 and label:
+        return {"page_size": SIZES[view.backend]}
+    return {}
+'''
+
+
+def test_new_values_changed_in_place_and_used_up_iterators_keep_no_state(tmp_path: Path):
+    """Accumulators, copies and iterators used up where they are made change nothing
+    shared: the closure is still explored (once per decision path)."""
+    done, report = diff(tmp_path, STATE_BASE, NEW_VALUES)
+    assert done.code == 1, done.err
+    assert "every_cell" not in report["head"], report["head"]
+    sizes = {"fa3": 64, "fa4": 128}
+    expected = {
+        (b, p): sizes[b]
+        for b, p in product(*AXES.values())
+        if b == "fa3" and p != 64  # fa4 gives 128 on both sides
+    }
+    assert changed_cells(report) == expected

@@ -7,20 +7,29 @@ function in it (the target, helpers, methods, lambdas) writes anything but
 its own fresh objects:
 
 - `global` and `nonlocal` are writes to shared state;
-- assigning or deleting an attribute or item, and calling a mutating method
-  (`append`, `update`, `setdefault`, ...), are writes unless the object is a
-  local the function itself made fresh (a list, dict or set display or
-  comprehension, or `list()`/`dict()`/`set()`), and was never given anything
-  else.
+- assigning or deleting an attribute or item, calling a mutating method
+  (`append`, `update`, `setdefault`, ...) or `setattr`/`delattr`, and taking
+  a mutating method as a value (`push = TABLE.append`), are writes unless the
+  object is a local the function itself made fresh (a list, dict or set
+  display or comprehension, or `list()`/`dict()`/`set()`), and was never
+  given anything else;
+- an in-place operator that changes a list, set or dict (`+=`, `*=`, `|=`,
+  `&=`, `-=`, `^=`) on a local name is a write unless every value the name is
+  given is new (a literal, arithmetic, a fresh container, a builtin's result):
+  `x = TABLE; x += [1]` changes TABLE.
 
-The check is conservative: an alias it cannot follow counts as a write. Code
-at module level runs once per load, before any cell, and is not judged. An
-impure closure is run on every cell, and the report says why.
+Code at module level runs once per load, before any cell; it is judged for
+state it leaves for the calls: an iterator or generator kept there (`iter()`,
+`map()`, a generator expression, `itertools.count()`, a call of a generator
+function), or a mutating method taken as a value. The check is conservative:
+an alias it cannot follow counts as a write. An impure closure is run on every
+cell, and the report says why.
 """
 
 from __future__ import annotations
 
 import ast
+from collections.abc import Collection
 
 from harness.closure.extract import Closure, Pipeline
 
@@ -47,19 +56,111 @@ MUTATORS = frozenset(
 FRESH_CALLS = frozenset(("list", "dict", "set", "sorted"))
 FRESH_NODES = (ast.List, ast.Dict, ast.Set, ast.ListComp, ast.DictComp, ast.SetComp)
 Function = ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda
+SETTERS = frozenset(("setattr", "delattr"))
+# In-place operators that change a list, set or dict rather than make a new value.
+IN_PLACE = (ast.Add, ast.Mult, ast.BitOr, ast.BitAnd, ast.Sub, ast.BitXor)
+# Builtins whose result is a new value (never one of their arguments).
+NEW_VALUES = frozenset(
+    {"len", "int", "float", "str", "bool", "sum", "abs", "round", "list", "dict", "set",
+     "tuple", "frozenset", "sorted", "range", "repr", "format", "hash", "ord", "chr"}
+)  # fmt: skip
+PASS_THROUGH = frozenset(("min", "max"))  # one of their arguments: new if all of them are
+ITERATORS = frozenset(("iter", "map", "filter", "zip", "enumerate", "reversed"))
+# Calls that use an iterator up at once (it is not kept).
+CONSUMERS = frozenset(
+    {"list", "tuple", "dict", "set", "frozenset", "sorted", "sum", "min", "max", "any",
+     "all", "len", "enumerate", "zip", "map", "filter", "reversed", "iter", "next"}
+)  # fmt: skip
 
 
 def impurity(target: Closure | Pipeline) -> str | None:
     """Why the code may keep state between calls (`path:line: what`), or None if pure."""
     closures = [c for _, c in target.passes if c] if isinstance(target, Pipeline) else [target]
     for closure in closures:
+        generators = _generator_functions(closure)
         for path in closure.files:
             for node in closure.nodes_of(path):
+                found = _module_state(node, generators)
                 for function in _functions(node):
-                    found = _writes(function)
-                    if found:
-                        return f"{path}:{found[0]}: {found[1]}"
+                    found = found or _writes(function)
+                if found:
+                    return f"{path}:{found[0]}: {found[1]}"
     return None
+
+
+def _generator_functions(closure: Closure) -> frozenset[str]:
+    """Names of the closure's functions whose calls make generators."""
+    return frozenset(
+        node.name
+        for path in closure.files
+        for node in closure.nodes_of(path)
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
+        and any(isinstance(n, ast.Yield | ast.YieldFrom) for n in _own_nodes(node))
+    )
+
+
+def _module_state(node: ast.stmt, generators: frozenset[str]) -> tuple[int, str] | None:
+    """State a module-level statement leaves for the calls: an iterator kept (not used up
+    where it is made), or a mutating method taken as a value."""
+    parents = {id(c): p for p in _load_time_nodes(node) for c in ast.iter_child_nodes(p)}
+    for child in _load_time_nodes(node):
+        if _makes_iterator(child, generators) and not _used_up(child, parents):
+            return child.lineno, f"keeps an iterator at module level ({ast.unparse(child)})"
+        if _mutator_taken(child, parents):
+            return child.lineno, f"keeps the bound method {ast.unparse(child)}"
+    return None
+
+
+def _load_time_nodes(node: ast.AST) -> list[ast.AST]:
+    """The nodes of a top-level statement that run when its module loads (a function's
+    decorators and defaults, a class's body; not a function's body)."""
+    out, stack = [], [node]
+    while stack:
+        child = stack.pop()
+        out.append(child)
+        if isinstance(child, Function):
+            stack.extend([*getattr(child, "decorator_list", []), child.args])
+        else:
+            stack.extend(ast.iter_child_nodes(child))
+    return out
+
+
+def _makes_iterator(node: ast.AST, generators: frozenset[str]) -> bool:
+    if isinstance(node, ast.GeneratorExp):
+        return True
+    if not isinstance(node, ast.Call):
+        return False
+    func = node.func
+    if isinstance(func, ast.Name):
+        return func.id in ITERATORS or func.id in generators or func.id == "count"
+    return isinstance(func, ast.Attribute) and _root(func) == "itertools"
+
+
+def _used_up(node: ast.AST, parents: dict[int, ast.AST]) -> bool:
+    """Whether the iterator made by `node` is consumed where it is made."""
+    parent = parents.get(id(node))
+    if isinstance(parent, ast.comprehension | ast.For) and parent.iter is node:
+        return True
+    if isinstance(parent, ast.Call) and node in parent.args:
+        func = parent.func
+        if isinstance(func, ast.Name) and func.id in CONSUMERS:
+            return func.id not in ITERATORS or _used_up(parent, parents)
+        return isinstance(func, ast.Attribute) and func.attr == "join"
+    return False
+
+
+def _mutator_taken(
+    node: ast.AST, parents: dict[int, ast.AST], fresh: Collection[str] = frozenset()
+) -> bool:
+    """`X.append` read as a value (not called there), X not a fresh local."""
+    if not isinstance(node, ast.Attribute) or node.attr not in MUTATORS:
+        return False
+    if not isinstance(node.ctx, ast.Load):
+        return False
+    parent = parents.get(id(node))
+    if isinstance(parent, ast.Call) and parent.func is node:
+        return False
+    return _root(node.value) not in fresh
 
 
 def _functions(node: ast.AST) -> list[Function]:
@@ -68,17 +169,89 @@ def _functions(node: ast.AST) -> list[Function]:
 
 def _writes(function: Function) -> tuple[int, str] | None:
     fresh = _fresh_locals(function)
-    for node in _own_nodes(function):
+    nodes = _own_nodes(function)
+    parents = {id(c): p for p in nodes for c in ast.iter_child_nodes(p)}
+    new = _new_locals(function, nodes)
+    for node in nodes:
         if isinstance(node, ast.Global | ast.Nonlocal):
             kind = "global" if isinstance(node, ast.Global) else "nonlocal"
             return node.lineno, f"{kind} {', '.join(node.names)}"
         for target in _stored(node):
             if isinstance(target, ast.Attribute | ast.Subscript) and _root(target) not in fresh:
                 return node.lineno, f"writes to {ast.unparse(target)}"
-        method = isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
-        if method and node.func.attr in MUTATORS and _root(node.func.value) not in fresh:
-            return node.lineno, f"calls {ast.unparse(node.func)}()"
+        found = _call_write(node, fresh) or _in_place(node, new)
+        if found:
+            return node.lineno, found
+        if _mutator_taken(node, parents, fresh):
+            return node.lineno, f"takes the bound method {ast.unparse(node)}"
     return None
+
+
+def _call_write(node: ast.AST, fresh: set[str]) -> str | None:
+    if not isinstance(node, ast.Call):
+        return None
+    func = node.func
+    if isinstance(func, ast.Attribute) and func.attr in MUTATORS and _root(func.value) not in fresh:
+        return f"calls {ast.unparse(func)}()"
+    setter = isinstance(func, ast.Name) and func.id in SETTERS and node.args
+    if setter and _root(node.args[0]) not in fresh:
+        return f"calls {func.id}() on {ast.unparse(node.args[0])}"
+    return None
+
+
+def _in_place(node: ast.AST, new: set[str]) -> str | None:
+    """`x += ...` (or another in-place operator that changes containers) on a local that
+    may hold shared data."""
+    if not isinstance(node, ast.AugAssign) or not isinstance(node.op, IN_PLACE):
+        return None
+    target = node.target
+    if isinstance(target, ast.Name) and target.id not in new:
+        return f"changes {target.id} in place ({ast.unparse(node).splitlines()[0]})"
+    return None
+
+
+def _new_locals(function: Function, nodes: list[ast.AST]) -> set[str]:
+    """Local names only ever given new values (see the module docstring), never a
+    parameter: an in-place operator on them changes nothing shared."""
+    params = {a.arg for a in ast.walk(function.args) if isinstance(a, ast.arg)}
+    values: dict[str, list[ast.expr | None]] = {}
+    for node in nodes:
+        value = node.value if isinstance(node, ast.Assign | ast.AnnAssign) else None
+        if isinstance(node, ast.AugAssign):
+            continue  # `x += v` keeps what x is
+        for target in _stored(node):
+            if isinstance(target, ast.Name):
+                values.setdefault(target.id, []).append(value)
+    new: set[str] = set()
+    changed = True
+    while changed:  # a name given another new local is new: grow to the fixpoint
+        changed = False
+        for name, given in values.items():
+            if name in new or name in params:
+                continue
+            if all(v is not None and _new_value(v, new) for v in given):
+                new.add(name)
+                changed = True
+    return new
+
+
+def _new_value(value: ast.expr, new: set[str]) -> bool:
+    if isinstance(value, ast.Constant | ast.JoinedStr | ast.BinOp | ast.UnaryOp | ast.Compare):
+        return True
+    if isinstance(value, (*FRESH_NODES, ast.GeneratorExp, ast.Tuple)):
+        return True
+    if isinstance(value, ast.Name):
+        return value.id in new
+    if isinstance(value, ast.BoolOp):
+        return all(_new_value(v, new) for v in value.values)
+    if isinstance(value, ast.IfExp):
+        return _new_value(value.body, new) and _new_value(value.orelse, new)
+    if isinstance(value, ast.Call) and isinstance(value.func, ast.Name):
+        if value.func.id in NEW_VALUES:
+            return True
+        if value.func.id in PASS_THROUGH:
+            return all(_new_value(a, new) for a in value.args) and not value.keywords
+    return False
 
 
 def _own_nodes(function: Function) -> list[ast.AST]:
