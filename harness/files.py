@@ -7,6 +7,10 @@ leaves the old file as it was. `write_output` is what `--output` and
 that way, keeping an existing file's mode; anything else (`-`, a FIFO, a device
 node, a terminal, `/dev/stdout`) is written in place, since renaming over it
 would replace it with a regular file.
+
+A Python file harness parses (the target, and every file its closure draws on)
+is at most MAX_SOURCE_CHARS characters (`check_source_size`): a pull request can
+bloat a file, and parsing is the parent's work, outside the worker's limits.
 """
 
 from __future__ import annotations
@@ -16,6 +20,13 @@ import os
 import stat
 import sys
 from pathlib import Path
+
+from harness.errors import Unevaluable
+
+# 3.7x SGLang's largest file (scheduler.py, 282 KB in 0.5.23), 13x overrides.py (76 KB);
+# CPython parses about 1 MB a second into some 100 MB of tree. Characters, not bytes: a
+# patched file's size is known from its pieces' texts without encoding them.
+MAX_SOURCE_CHARS = 1 << 20
 
 TEMPORARY = ".tmp-"  # temporary files are named `.NAME.tmp-XXXXXXXX` (see `temporaries`)
 
@@ -148,3 +159,13 @@ def _umask() -> int:
 def undecodable(data: bytes, exc: UnicodeDecodeError) -> tuple[int, str]:
     """Where text that failed to decode went wrong: its line, and the byte (as 0xNN)."""
     return data[: exc.start].count(b"\n") + 1, f"0x{data[exc.start]:02x}"
+
+
+def check_source_size(path: str, text: str, limit: int = MAX_SOURCE_CHARS) -> None:
+    """Raise Unevaluable (one line: the file, its size, the cap) when `text` is longer
+    than `limit` characters."""
+    if len(text) > limit:
+        raise Unevaluable(
+            f"{path} is {len(text):,} characters, over the {limit:,}-character cap on a "
+            "file harness parses (docs/security.md, Bounds)"
+        )

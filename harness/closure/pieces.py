@@ -10,6 +10,13 @@ unparseable; any piece that fails sends the whole file through one
 Parsed pieces are shared between revisions and never mutated: a piece's
 statements carry line numbers relative to the piece, and `Statement.offset`
 turns them into file lines.
+
+The text is a pull request's, and parsing it is the parent's work, so it is
+bounded (docs/security.md, Bounds): a file over `MAX_SOURCE_CHARS` is refused
+before it is cut, and a tree nested more than `MAX_NESTING` deep (which
+CPython's recursive walkers, `ast.unparse` and `compile` among them, cannot
+follow) is refused after its parse; either is one line naming the file,
+raised as Unevaluable.
 """
 
 from __future__ import annotations
@@ -23,6 +30,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from harness.errors import Unevaluable
+from harness.files import MAX_SOURCE_CHARS, check_source_size
 from harness.patches import Hunk, encoding_kept, lines_in, splice
 
 if TYPE_CHECKING:
@@ -35,6 +43,9 @@ _TRIPLE = re.compile(r'"""|\'\'\'')
 # Lines at column 0 that continue the statement before them.
 _CONTINUATION = re.compile(r"(?:else|elif|except|finally)\b")
 MAX_PIECES = 50_000
+# Nodes below a top-level statement: SGLang's deepest file nests 16; ast.unparse needs
+# about three frames a level, and the recursion limit is 1,000 frames.
+MAX_NESTING = 200
 
 
 @dataclass(eq=False)
@@ -153,6 +164,7 @@ class SourceCache:
     def layout(self, source: str, path: str) -> Layout:
         """`source` in parsed pieces, re-cutting only what differs from the last text of
         the same path."""
+        check_source_size(path, source)
         previous = self.last.get(path)
         made = (
             _relayout(self, previous, source) if previous else _cut(self, source, 0, len(source), 0)
@@ -189,13 +201,16 @@ class SourceCache:
         return made
 
     def piece(self, text: str) -> Piece | None:
-        """The parsed piece of `text` (None: it does not parse on its own)."""
+        """The parsed piece of `text` (None: it does not parse on its own, or its tree
+        is nested too deeply: the whole file's parse then says where)."""
         piece = self.pieces.get(text)
         if piece is not None:
             return piece
         try:
             tree = quiet_parse(text)
-        except (SyntaxError, ValueError):
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            return None
+        if too_deep(tree.body):
             return None
         if len(self.pieces) >= self.max_pieces:
             self.pieces.clear()
@@ -246,6 +261,9 @@ def _patched(cache: SourceCache, old: Layout, hunks: tuple[Hunk, ...]) -> Layout
     after = bisect.bisect_right(old.lines, last.before + lines_in(last.removed)) + 1
     after = min(after, len(old.pieces))
     made = splice("".join(p.text for p in old.pieces[first:after]), hunks, old.lines[first])
+    kept = _chars(old.pieces[:first]) + _chars(old.pieces[after:])
+    if made and kept + len(made) > MAX_SOURCE_CHARS:
+        return None  # the text's route refuses it, naming the file
     middle = made and _cut(cache, made, 0, len(made), old.lines[first])
     if not middle:
         return None
@@ -261,6 +279,10 @@ def _patched(cache: SourceCache, old: Layout, hunks: tuple[Hunk, ...]) -> Layout
         old.lines[:first] + middle.lines + ([n + moved for n in lines] if moved else lines),
         Edit(old, first, after, len(middle.pieces)),
     )
+
+
+def _chars(pieces: list[Piece]) -> int:
+    return sum(len(piece.text) for piece in pieces)
 
 
 def _head(layout: Layout) -> str:
@@ -384,7 +406,35 @@ def _whole(source: str, path: str) -> Layout:
         raise Unevaluable(f"{path} cannot be parsed: {exc}") from None
     except (RecursionError, MemoryError):
         raise Unevaluable(f"{path} is nested too deeply for Python to parse") from None
+    deep = next((node for node in tree.body if too_deep([node])), None)
+    if deep is not None:
+        raise Unevaluable(
+            f"{path} line {deep.lineno}: a statement nested more than {MAX_NESTING} levels "
+            "deep, past harness's cap (docs/security.md, Bounds)"
+        )
     return Layout(source, [Piece(source, tree.body)], [0], [0])
+
+
+def too_deep(nodes: list[ast.stmt], limit: int = MAX_NESTING) -> bool:
+    """Whether a node lies more than `limit` levels below `nodes` (operators and contexts,
+    which have no children, are not counted). Iterative: the tree may be deeper than the
+    recursion limit."""
+    stack, node_type = [(node, 1) for node in nodes], ast.AST
+    push, pop = stack.append, stack.pop
+    while stack:
+        node, depth = pop()
+        if depth > limit:
+            return True
+        depth += 1
+        for name in node._fields:
+            value = getattr(node, name, None)
+            if type(value) is list:
+                for item in value:
+                    if isinstance(item, node_type):
+                        push((item, depth))
+            elif isinstance(value, node_type) and value._fields:
+                push((value, depth))
+    return False
 
 
 def _line_of(exc: SyntaxError, source: str) -> int:
