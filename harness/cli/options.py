@@ -139,7 +139,8 @@ def add_revision_options(parser: argparse.ArgumentParser) -> None:
         "--index-url",
         metavar="URL",
         help="the package index pypi:NAME==VERSION revisions are read from (its simple API; "
-        "default: PIP_INDEX_URL, else https://pypi.org/simple)",
+        "default: PIP_INDEX_URL, else pip's configured index-url, else "
+        "https://pypi.org/simple)",
     )
     parser.add_argument(
         "--cert",
