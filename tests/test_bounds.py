@@ -15,8 +15,11 @@ from pathlib import Path
 
 import pytest
 
+from harness.testing.gitrepo import FixtureRepo
 from tests.conftest import run_cli
 from tests.helpers import PATH, commit_versions
+from tests.test_resolution import MATRIX as RESOLUTION
+from tests.test_resolution import VERSIONS, files
 
 MATRIX = """\
 name: bounds
@@ -116,8 +119,6 @@ def test_a_closure_file_over_the_cap_is_unevaluable_naming_it(tmp_path):
     repo = tmp_path / "repo"
     (tmp_path / "bounds.yaml").write_text(MATRIX)
     shas = commit_versions(repo, [USES_HELPER], {HELPER: HELPER_SOURCE})
-    from harness.testing.gitrepo import FixtureRepo
-
     head = FixtureRepo(repo).commit("bloat the helper", {HELPER: helper})
     done = run_cli(
         "diff", shas[0], head, "--matrix", str(tmp_path / "bounds.yaml"), "--repo", str(repo),
@@ -144,3 +145,46 @@ def test_nesting_at_the_cap_is_read(tmp_path):
     nested = BASE.replace("return {}", "return {}\n\n\nUNUSED = " + "-" * (NESTING_CAP - 2) + "1")
     done = diff(tmp_path, [BASE, nested])
     assert done.code == 0, (done.err, done.out[-500:])
+
+
+# --- literal magnitude (a declared default, read with ast in the parent) -------------
+
+
+def resolution_diff(tmp_path: Path, tokens: str):
+    """The resolution test's repository, its head declaring `max_prefill_tokens = TOKENS`
+    (a pass reads the field, so its default is evaluated)."""
+    repo = FixtureRepo(tmp_path / "repo")
+    base = repo.commit("base", files(VERSIONS["initial"]))
+    head = repo.commit("head", files({**VERSIONS["initial"], "tokens": tokens}))
+    (tmp_path / "m.yaml").write_text(RESOLUTION)
+    return run_cli(
+        "diff", base, head, "--repo", str(tmp_path / "repo"), "--matrix", str(tmp_path / "m.yaml"),
+        "--format", "json", "--no-cache",
+    )  # fmt: skip
+
+
+HEX_DIGITS = 5_000  # an int of 20,000 bits, past CPython's 4,300-digit repr limit
+BIG_TERMS = 150  # products of 4,000-digit numbers: minutes of arithmetic if evaluated
+LITERALS = {
+    "hex": ("0x" + "f" * HEX_DIGITS, f"an int of {4 * HEX_DIGITS:,} bits"),
+    "hex-times-float": ("0x" + "f" * 300 + " * 1.5", f"an int of {4 * 300:,} bits"),
+    "products": (" * ".join(["9" * 4_000] * BIG_TERMS), "bits (more than 64)"),
+    "string": ('"' + "A" * 20_000 + '"', "a str of 20,000 characters"),
+    "many-nodes": ("(" + ", ".join(["1"] * 2_000) + ")", "more than 1,000 nodes"),
+    "overflowing-sum": (" + ".join(["1e308"] * 3), "computed"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(LITERALS))
+def test_a_default_past_the_literal_bounds_is_refused_by_name(tmp_path, name):
+    tokens, says = LITERALS[name]
+    done = resolution_diff(tmp_path, tokens)
+    server_args = "python/sglang/srt/server_args.py:20"  # max_prefill_tokens' line
+    cannot_tell(done, "max_prefill_tokens", server_args, says)
+
+
+def test_a_default_within_the_bounds_is_still_computed(tmp_path):
+    done = resolution_diff(tmp_path, "1024 * 1024 * 1024 * 16")
+    assert done.code == 1, done.err
+    changed = json.loads(done.out)["changed_defaults"]
+    assert changed == [{"field": "max_prefill_tokens", "base": "4096", "head": str(16 << 30)}]

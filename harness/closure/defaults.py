@@ -13,6 +13,12 @@ and arithmetic on number literals such as `10 * 1024`); anything else
 (`default_factory`, a computed value, no default at all) is kept as a
 refusal naming its line, so reading it is an error unless the matrix declares
 the field. Nothing here depends on the matrix: `Defaults` belong to the files.
+
+The literals are a pull request's, read in the parent, so they are bounded
+before anything is evaluated, shown or digested (docs/security.md, Bounds): at
+most MAX_LITERAL_NODES nodes, no str or bytes longer than MAX_LITERAL_CHARS, no
+int past MAX_NUMBER, and arithmetic only on operands within MAX_NUMBER. A
+default past them is a refusal that says which bound, like any other.
 """
 
 from __future__ import annotations
@@ -154,6 +160,9 @@ def _default(value: ast.expr | None, where: str) -> Default:
         if "default" in keywords:
             return _default(keywords["default"], where)
         return Default(None, where, f"its default is made by a factory at {where}")
+    past = _past_bounds(value)
+    if past:
+        return Default(None, where, f"its default at {where} is {past} (past harness's bounds)")
     try:
         return Default(_literal(value), where)
     except ValueError:
@@ -172,20 +181,43 @@ ARITHMETIC = {
     ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
     ast.FloorDiv: operator.floordiv, ast.Div: operator.truediv,
 }  # fmt: skip
-MAX_NUMBER = 1 << 64  # arithmetic beyond this is not a default anyone writes
+MAX_NUMBER = 1 << 64  # a number beyond this is not a default anyone writes
+MAX_LITERAL_NODES = 1_000  # nodes of one default's expression
+MAX_LITERAL_CHARS = 10_000  # of one str or bytes in a default (a plain value's cap)
+
+
+def _past_bounds(node: ast.expr) -> str | None:
+    """Which bound the default's expression is past (None: within them all). Iterative,
+    and it stops at the first node past MAX_LITERAL_NODES."""
+    for count, child in enumerate(ast.walk(node), 1):
+        if count > MAX_LITERAL_NODES:
+            return f"an expression of more than {MAX_LITERAL_NODES:,} nodes"
+        value = getattr(child, "value", None) if isinstance(child, ast.Constant) else None
+        if type(value) is int and abs(value) > MAX_NUMBER:
+            return f"an int of {value.bit_length():,} bits (more than 64)"
+        if type(value) in (str, bytes) and len(value) > MAX_LITERAL_CHARS:
+            kind, most = type(value).__name__, MAX_LITERAL_CHARS
+            return f"a {kind} of {len(value):,} characters (more than {most:,})"
+    return None
 
 
 def _literal(node: ast.expr) -> Any:
-    """A literal's value, also arithmetic on number literals; ValueError otherwise."""
+    """A literal's value, also arithmetic on number literals within MAX_NUMBER (each
+    operand checked before the operation, the result after); ValueError otherwise."""
     if isinstance(node, ast.BinOp) and type(node.op) in ARITHMETIC:
         left, right = _literal(node.left), _literal(node.right)
-        numbers = (int, float)
-        if not all(isinstance(v, numbers) and not isinstance(v, bool) for v in (left, right)):
-            raise ValueError("not arithmetic on numbers")
-        if isinstance(node.op, ast.FloorDiv | ast.Div) and right == 0:
-            raise ValueError("division by zero")
-        result = ARITHMETIC[type(node.op)](left, right)
-        if abs(result) > MAX_NUMBER:
+        if not all(_small_number(v) for v in (left, right)):
+            raise ValueError("not arithmetic on numbers within bounds")
+        try:
+            result = ARITHMETIC[type(node.op)](left, right)
+        except (ArithmeticError, ValueError):  # division by zero, a float overflow
+            raise ValueError("no number") from None
+        if not _small_number(result):
             raise ValueError("too large")
         return result
     return ast.literal_eval(node)
+
+
+def _small_number(value: Any) -> bool:
+    """An int or float (not a bool) of magnitude at most MAX_NUMBER (not inf or nan)."""
+    return type(value) in (int, float) and abs(value) <= MAX_NUMBER
