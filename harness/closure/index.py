@@ -9,6 +9,7 @@ indexed once per run.
 from __future__ import annotations
 
 import ast
+import weakref
 from typing import NamedTuple
 
 from harness.closure.pieces import Layout, Piece, Statement
@@ -40,12 +41,19 @@ def names_bound(piece: Piece) -> frozenset[str]:
 
 
 def index_module(module: Layout) -> dict[str, list[Binding]]:
-    """Every top-level binding statement, by the names it binds, in file order."""
-    index: dict[str, list[Binding]] = {}
-    for i, piece in enumerate(module.pieces):
-        for name, kind, position in piece.memo("binds", _piece_bindings):
-            index.setdefault(name, []).append(Binding(kind, module, i, position))
+    """Every top-level binding statement, by the names it binds, in file order: made once
+    per layout (every resolver of a revision reads the file's; readers never change it)."""
+    index = _INDEXES.get(module)
+    if index is None:
+        index = _INDEXES[module] = {}
+        for i, piece in enumerate(module.pieces):
+            for name, kind, position in piece.memo("binds", _piece_bindings):
+                index.setdefault(name, []).append(Binding(kind, module, i, position))
     return index
+
+
+# layout -> its index, for as long as the layout lives (its run's SourceCache holds it)
+_INDEXES: weakref.WeakKeyDictionary[Layout, dict[str, list[Binding]]] = weakref.WeakKeyDictionary()
 
 
 def _piece_bindings(nodes: list[ast.stmt]) -> list[tuple[str, str, int]]:

@@ -111,9 +111,14 @@ def defaults_read(code: Closure | Pipeline, view: ViewClass | None) -> tuple[tup
 
 
 def declared_fields(target: Statement) -> tuple[str, ...]:
-    """Keys of the dict literals the function returns (its own returns, not nested ones)."""
+    """Keys of the dict literals the function returns (its own returns, not nested ones):
+    a fact of its text, kept on its parsed piece."""
+    return target.memo("declared fields", _returned_keys)
+
+
+def _returned_keys(function: ast.FunctionDef) -> tuple[str, ...]:
     keys: dict[str, None] = {}
-    for node in _own_nodes(target.node):
+    for node in _own_nodes(function):
         if isinstance(node, ast.Return) and isinstance(node.value, ast.Dict):
             for key in node.value.keys:
                 if isinstance(key, ast.Constant) and isinstance(key.value, str):

@@ -233,11 +233,14 @@ def _swaps(orders: list[list[str]], surveys: list) -> tuple[str, ...]:
     evaluated (each matrix runs its passes in the head's order at both revisions)."""
     base = {n: i for i, n in enumerate(orders[0])}
     common = [n for n in orders[1] if n in base and all(n in s for s in surveys)]
+    touched = {n: _touched(n, surveys) for n in common}
     found = []
     for i, first in enumerate(common):
         for second in common[i + 1 :]:
-            shared = _conflict(first, second, surveys)
-            if base[first] > base[second] and shared:
+            if base[first] < base[second]:
+                continue  # the same order at both revisions
+            shared = _conflict(touched[first], touched[second])
+            if shared:
                 found.append(
                     f"{second} ran before {first} at the base and after it at the head; both "
                     f"touch {', '.join(shared)}: the effect of their order is not evaluated"
@@ -245,8 +248,14 @@ def _swaps(orders: list[list[str]], surveys: list) -> tuple[str, ...]:
     return tuple(found)
 
 
-def _conflict(first: str, second: str, surveys: list) -> list[str]:
-    """The fields one of the two passes declares and the other reads or declares."""
-    reads = [{r for s in surveys for r in s[n].reads} for n in (first, second)]
-    declares = [{d for s in surveys for d in s[n].declares} for n in (first, second)]
-    return sorted(declares[0] & (reads[1] | declares[1]) | declares[1] & reads[0])
+def _touched(name: str, surveys: list) -> tuple[set[str], set[str]]:
+    """(the fields a pass reads, those it declares) at either revision."""
+    reads = {r for s in surveys for r in s[name].reads}
+    return reads, {d for s in surveys for d in s[name].declares}
+
+
+def _conflict(first: tuple[set[str], set[str]], second: tuple[set[str], set[str]]) -> list[str]:
+    """The fields one of two passes ((reads, declares) each) declares and the other reads
+    or declares."""
+    (reads, declares), (other_reads, other_declares) = first, second
+    return sorted(declares & (other_reads | other_declares) | other_declares & reads)
