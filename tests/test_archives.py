@@ -225,6 +225,17 @@ def test_an_index_on_disk_cannot_have_dev_zero_read(tmp_path, what):
     assert len(done.stderr.strip().splitlines()) == 1
 
 
+@pytest.mark.parametrize("kind", ["wheel", "sdist"])
+def test_a_local_archive_that_is_a_device_or_a_fifo_is_one_line(tmp_path, kind):
+    fifo = tmp_path / "sglang-0.1.0.tar.gz"
+    os.mkfifo(fifo)
+    for path in ("/dev/zero", str(fifo)):
+        done = cli_with_deadline("diff", f"{kind}:{path}", f"{kind}:{path}", "--no-cache",
+                                 seconds=30)  # fmt: skip
+        assert done.returncode == 2 and "not a regular file" in done.stderr, done.stderr
+        assert len(done.stderr.strip().splitlines()) == 1
+
+
 def test_a_remote_index_cannot_send_harness_to_local_files(files, tmp_path):
     """A JSON page listing 0.2.0 at file: URLs (a planted wheel of other code, /dev/zero):
     neither is read; with no http(s) file left for 0.2.0, the release is not found."""

@@ -21,7 +21,9 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
+import os
 import re
+import stat
 import sys
 import zlib
 from collections.abc import Callable
@@ -296,14 +298,26 @@ def _open_remote(http: Http, chosen: DistFile, label: str) -> Any:
 
 
 def _from_file(expr: str, kind: str, path: Path, cache: Path | None) -> Release:
-    try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise HarnessError(f"revision {expr!r}: cannot read {path} ({exc.strerror})") from None
+    data = _read_archive(expr, path)
     label, key = path.name, _sha(data)
     opener = (lambda: MemoryZip(data, label, key)) if kind == "wheel" else (
         lambda: open_sdist(data, label, key))  # fmt: skip
     return Release(label, f"{label} (a local {kind})", key, opener, cache)
+
+
+def _read_archive(expr: str, path: Path) -> bytes:
+    """A local archive's bytes: a regular file (a FIFO or a device is refused before it is
+    opened) of at most MAX_ARCHIVE bytes."""
+    try:
+        if not stat.S_ISREG(os.stat(path).st_mode):
+            raise HarnessError(f"revision {expr!r}: {path} is not a regular file")
+        with path.open("rb") as handle:
+            data = handle.read(MAX_ARCHIVE + 1)
+    except OSError as exc:
+        raise HarnessError(f"revision {expr!r}: cannot read {path} ({exc.strerror})") from None
+    if len(data) > MAX_ARCHIVE:
+        raise HarnessError(f"revision {expr!r}: {path} is larger than {MAX_ARCHIVE >> 20} MB")
+    return data
 
 
 def _pin_path(cache: Path | None, index: str, name: str, version: Version) -> Path | None:
