@@ -20,7 +20,8 @@ close the known ways out of a Python namespace:
   `obj` is an instance of, the harness's own included.
 
 At run time `getattr` and `hasattr` refuse the same names whatever string
-they are given, `type` refuses a `super` object (see `harness.engine.sandbox`),
+they are given, `type` refuses a `super` object and the world's stand-ins
+(`harness.engine.world.is_stand_in`; see `harness.engine.sandbox`),
 and a loaded file's `__name__` is its dotted module name, as the project
 imports it (`harness.closure.modules.module_name`); `import` binds only what
 the world supplies: no module is ever imported. A violation makes the

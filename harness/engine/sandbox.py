@@ -14,14 +14,26 @@ import ast
 import builtins
 import functools
 from collections.abc import Callable
-from types import TracebackType
+from types import MethodType, TracebackType
 from typing import Any
 
 from harness.closure.extract import Closure, Pipeline
 from harness.closure.modules import module_name
 from harness.engine.branches import Sites
 from harness.engine.policy import ALLOWED_BUILTINS, POLICY_FIX, check_closure, forbidden_attribute
-from harness.engine.world import ASSIGNED, DELETED, Bound, Unbound, write_fix
+from harness.engine.world import (
+    ASSIGNED,
+    DELETED,
+    TYPE_FIX,
+    Bound,
+    Probe,
+    Unbound,
+    is_stand_in,
+    refusal,
+    stand_in_class,
+    world_function,
+    write_fix,
+)
 from harness.errors import Unevaluable
 
 Branches = tuple[Sites, dict[str, Any]]  # the sites, and the recorder's functions by name
@@ -46,7 +58,7 @@ def load_target(
         passes = [
             guarded(load(c), bound.guards.get(name)) for name, c in closure.passes if c is not None
         ]
-        return chain(passes)
+        return chain(passes, bound.probe)
     return load(closure)
 
 
@@ -63,14 +75,16 @@ def guarded(fn: Callable[..., Any], guard: Callable[[], Any] | None) -> Callable
     return run
 
 
-def chain(passes: list[Callable[..., Any]]) -> Callable[..., Any]:
-    """Run passes in order, each seeing the view with the earlier declarations overlaid."""
+def chain(passes: list[Callable[..., Any]], probe: Probe | None = None) -> Callable[..., Any]:
+    """Run passes in order, each seeing the view with the earlier declarations overlaid
+    (an overlay: see `overlay_maker`; what it refuses is refused on `probe`)."""
+    overlay = overlay_maker("view", probe)
 
     def pipeline(view: Any) -> dict[str, Any]:
         declared: dict[str, Any] = {}
-        overlay = Overlay(view, declared)  # reads `declared` as it grows: one for every pass
+        seen = overlay(view, declared)  # reads `declared` as it grows: one for every pass
         for fn in passes:
-            result = fn(overlay)
+            result = fn(seen)
             if type(result) is not dict:
                 kind = type(result).__name__
                 raise TypeError(f"{fn.__name__} returned {kind}, not a dict of declared fields")
@@ -80,41 +94,57 @@ def chain(passes: list[Callable[..., Any]]) -> Callable[..., Any]:
     return pipeline
 
 
-class Overlay:
-    """The view as a later pass sees it: declared fields first, then the view itself.
+Reader = Callable[[Any, str], Any]
 
-    Every attribute read goes through `__getattribute__`, so evaluated code cannot
-    reach the overlay's own state (the slots are read through their descriptors). An
-    assignment or a deletion goes to the view, which refuses it."""
 
-    __slots__ = ("_declared", "_view")
+def overlay_maker(
+    label: str,
+    probe: Probe | None,
+    answer: Callable[[Any, Any], Any] | None = None,
+    otherwise: Reader | None = None,
+    write: Callable[[Any, str, str], BaseException] | None = None,
+) -> Callable[[Any, dict[str, Any]], Any]:
+    """`make(inner, declared)`: an object answering a name `declared` holds (through
+    `answer(obj, value)`, if given; never one starting with `__`), else `otherwise(inner,
+    name)` (by default, the inner object's attribute). A write goes to `inner`, or raises
+    `write(inner, name, done)`.
 
-    def __init__(self, view: Any, declared: dict[str, Any]) -> None:
-        _VIEW.__set__(self, view)
-        _DECLARED.__set__(self, declared)
+    Its class is a stand-in (`harness.engine.world.stand_in_class`), made once per
+    maker: only special methods, state in slots read through their descriptors kept
+    here, so evaluated code can neither read the state nor call a method with a name
+    of its choosing."""
+    read = getattr if otherwise is None else otherwise
 
-    def __getattribute__(self, name: str) -> Any:
-        declared = _DECLARED.__get__(self)
+    def __getattribute__(self: Any, name: str) -> Any:
+        declared = get_declared(self)
         if name in declared and not name.startswith("__"):
-            return type(self).answer(self, declared[name])
-        if type(self) is Overlay:  # the common case, without a method call
-            return getattr(_VIEW.__get__(self), name)
-        return type(self).otherwise(self, name)
+            value = declared[name]
+            return value if answer is None else answer(self, value)
+        return read(get_inner(self), name)
 
-    def __setattr__(self, name: str, value: Any) -> None:
-        setattr(_VIEW.__get__(self), name, value)
+    def __setattr__(self: Any, name: str, value: Any) -> None:
+        if write is not None:
+            raise write(get_inner(self), name, ASSIGNED)
+        setattr(get_inner(self), name, value)
 
-    def __delattr__(self, name: str) -> None:
-        delattr(_VIEW.__get__(self), name)
+    def __delattr__(self: Any, name: str) -> None:
+        if write is not None:
+            raise write(get_inner(self), name, DELETED)
+        delattr(get_inner(self), name)
 
-    def answer(self, value: Any) -> Any:
-        return value
+    methods = {"__getattribute__": __getattribute__, "__setattr__": __setattr__,
+               "__delattr__": __delattr__}  # fmt: skip
+    cls = stand_in_class(label, methods, probe, slots=("_inner", "_declared"))
+    inner, declared = cls.__dict__["_inner"], cls.__dict__["_declared"]
+    get_inner, get_declared = inner.__get__, declared.__get__
 
-    def otherwise(self, name: str) -> Any:
-        return getattr(_VIEW.__get__(self), name)
+    def make(value: Any, names: dict[str, Any]) -> Any:
+        obj = object.__new__(cls)
+        inner.__set__(obj, value)
+        declared.__set__(obj, names)
+        return obj
 
-
-_VIEW, _DECLARED = Overlay._view, Overlay._declared  # the slots' descriptors
+    return make
 
 
 def load_function(
@@ -136,11 +166,12 @@ def load_function(
     table = safe_builtins(bound, _repository_imports(closure, spaces), importers)
     pending = list(closure.links)
     roots, tops = package_roots(bound)
+    module = module_maker(bound.probe, roots, tops)
     for path in load_order(closure):
         space = {"__builtins__": table, "__name__": module_name(path, roots, tops)}
         importers[path] = space
         space.update({n.name: bound.names[n.world] for n in closure.needs if n.path == path})
-        pending = _bind_links(pending, spaces, {path: space})
+        pending = _bind_links(pending, spaces, {path: space}, module)
         if path == closure.path or rewrite is not None:
             space.update(extra or {})
         body = nodes if nodes is not None and path == closure.path else closure.nodes_of(path)
@@ -149,7 +180,7 @@ def load_function(
         _run(ast.Module(body=list(body), type_ignores=[]), code_name(path, label), space)
         spaces[path] = space
     while pending:  # names a file imports from one loaded after it (a cycle, a re-export)
-        rest = _bind_links(pending, spaces, spaces)
+        rest = _bind_links(pending, spaces, spaces, module)
         if len(rest) == len(pending):
             raise Unevaluable(_unresolved(rest[0]))
         pending = rest
@@ -158,26 +189,21 @@ def load_function(
     function = spaces[closure.path][closure.function]
     if not closure.methods:
         return function
-    return with_methods(function, closure.method_functions(spaces))
+    return with_methods(function, closure.method_functions(spaces), bound.probe)
 
 
-def with_methods(function: Callable[..., Any], methods: dict[str, Any]) -> Callable[..., Any]:
-    """`function`, called with a view that also answers the view class's methods."""
+def with_methods(
+    function: Callable[..., Any], methods: dict[str, Any], probe: Probe | None = None
+) -> Callable[..., Any]:
+    """`function`, called with a view that also answers the view class's methods (the
+    extracted ones, bound to it as SGLang's are)."""
+    method_view = overlay_maker("view", probe, answer=lambda view, method: MethodType(method, view))
 
     @functools.wraps(function)
     def call(view: Any) -> Any:
-        return function(MethodView(view, methods))
+        return function(method_view(view, methods))
 
     return call
-
-
-class MethodView(Overlay):
-    """A view whose methods (from the class it stands for) are the extracted ones."""
-
-    __slots__ = ()
-
-    def answer(self, method: Any) -> Any:
-        return functools.partial(method, self)
 
 
 def load_order(closure: Closure) -> list[str]:
@@ -200,8 +226,11 @@ def load_order(closure: Closure) -> list[str]:
     return order
 
 
-def _bind_links(links: list, spaces: dict[str, dict], targets: dict[str, dict]) -> list:
-    """Bind each link whose source file is loaded into its (target) namespace; return the rest."""
+def _bind_links(
+    links: list, spaces: dict[str, dict], targets: dict[str, dict], module: Callable[..., Any]
+) -> list:
+    """Bind each link whose source file is loaded into its (target) namespace (a whole
+    module as `module(path, namespace)`); return the rest."""
     rest = []
     for link in links:
         if link.path not in targets or link.source not in spaces:
@@ -209,7 +238,7 @@ def _bind_links(links: list, spaces: dict[str, dict], targets: dict[str, dict]) 
             continue
         source = spaces[link.source]
         if link.source_name is None:
-            targets[link.path][link.name] = LoadedModule(link.source, source)
+            targets[link.path][link.name] = module(link.source, source)
         elif link.source_name in source:
             targets[link.path][link.name] = source[link.source_name]
         else:
@@ -236,19 +265,21 @@ def _run(module: ast.Module, filename: str, space: dict[str, Any]) -> None:
         ) from None
 
 
-class LoadedModule(Overlay):
-    """A repository module as an imported name: its extracted definitions, read-only."""
+def module_maker(
+    probe: Probe, roots: tuple[str, ...], tops: tuple[str, ...]
+) -> Callable[[str, dict[str, Any]], Any]:
+    """`make(path, namespace)`: a repository module as an imported name, its extracted
+    definitions read-only (a write is refused: harness runs each cell alone, so what a
+    pass sets on a module would not carry over as in SGLang's one process)."""
 
-    __slots__ = ()
+    def missing(path: str, name: str) -> Any:
+        raise AttributeError(f"module {module_name(path, roots, tops)!r} has no attribute {name!r}")
 
-    def otherwise(self, name: str) -> Any:
-        raise AttributeError(f"module {_VIEW.__get__(self)} has no {name}")
+    def write(path: str, name: str, done: str) -> BaseException:
+        fix = "evaluated code may not change a module's names: return what it declares"
+        return refusal(probe, f"{module_name(path, roots, tops)}.{name}", fix, done)
 
-    def __setattr__(self, name: str, value: Any) -> None:
-        raise AttributeError(f"cannot set {name}: read-only")
-
-    def __delattr__(self, name: str) -> None:
-        raise AttributeError(f"cannot delete {name}: read-only")
+    return overlay_maker("module", probe, otherwise=missing, write=write)
 
 
 def package_roots(bound: Bound) -> tuple[tuple[str, ...], tuple[str, ...]]:
@@ -304,11 +335,17 @@ def safe_builtins(
     def type_of(obj: Any, /) -> type:
         if type(obj) is super:  # `type(super())(X, obj)`: super with arguments
             raise probe.refuse("the type of a super object (through type)", POLICY_FIX)
+        if is_stand_in(obj):  # the world's stand-ins, the harness's own objects
+            raise probe.refuse("the type of an object of the world (through type)", TYPE_FIX)
         return type(obj)
 
-    table.update(getattr=guarded_getattr, hasattr=guarded_hasattr, type=type_of)
-    table["print"] = lambda *args, **kwargs: None
-    table["__import__"] = _import_from(bound, repository or {}, {} if spaces is None else spaces)
+    def silent(*args: Any, **kwargs: Any) -> None:
+        return None
+
+    made = {"getattr": guarded_getattr, "hasattr": guarded_hasattr, "type": type_of,
+            "print": silent}  # fmt: skip
+    made["__import__"] = _import_from(bound, repository or {}, {} if spaces is None else spaces)
+    table.update({name: world_function(name, fn) for name, fn in made.items()})
     return table
 
 
@@ -317,55 +354,38 @@ def _import_from(bound: Bound, repository: dict[tuple, dict], spaces: dict) -> C
     closure read from the repository for that import, else the world's names. The
     importing file is the one whose namespace (in `spaces`, by path) is the importer's
     globals: found by identity, whatever the code set `__name__` to."""
+    module = _world_module_maker(bound)
 
     def world_import(name: Any, globals: Any = None, locals: Any = None, fromlist: Any = (),
                      level: Any = 0) -> Any:  # fmt: skip
         path = next((p for p, space in spaces.items() if space is globals), None)
         local = repository.get((path, str(name), level if type(level) is int else 0), {})
-        return _WorldModule(str(name), bound, local)
+        return module(str(name), local)
 
     return world_import
 
 
-class _WorldModule:
-    """What `import` gives evaluated code: the world's names, nothing of the harness."""
+def _world_module_maker(bound: Bound) -> Callable[[str, dict[str, Callable[[], Any]]], Any]:
+    """`make(module, local)`: what `import` gives evaluated code, the world's names (the
+    repository's definitions `local` holds first), nothing of the harness."""
+    probe = bound.probe
 
-    __slots__ = ("_bound", "_local", "_module")
-
-    def __init__(self, module: str, bound: Bound, local: dict[str, Callable[[], Any]]) -> None:
-        _MODULE.__set__(self, module)
-        _BOUND.__set__(self, bound)
-        _LOCAL.__set__(self, local)
-
-    def __getattribute__(self, name: str) -> Any:
-        bound = _BOUND.__get__(self)
+    def read(module: str, name: str) -> Any:
         if name.startswith("__"):
             raise AttributeError(name)
-        local = _LOCAL.__get__(self).get(name)
-        if local is not None:
-            return local()
         try:
             return bound.names[name]
         except KeyError:
-            raise bound.probe.refuse(
-                f"{_MODULE.__get__(self)}.{name}",
+            raise probe.refuse(
+                f"{module}.{name}",
                 f"the world does not bind it: bind {name} under `bindings:` in the matrix",
             ) from None
 
-    def __setattr__(self, name: str, value: Any) -> None:
-        raise _refused_write(self, name, ASSIGNED)
+    def write(module: str, name: str, done: str) -> BaseException:
+        return probe.refuse(f"{module}.{name}", write_fix(module, name), done=done)
 
-    def __delattr__(self, name: str) -> None:
-        raise _refused_write(self, name, DELETED)
-
-
-_MODULE, _BOUND, _LOCAL = _WorldModule._module, _WorldModule._bound, _WorldModule._local
-
-
-def _refused_write(module: _WorldModule, name: str, done: str) -> Unbound:
-    """The refusal of an assignment to (or deletion of) an imported world module's name."""
-    label = _MODULE.__get__(module)
-    return _BOUND.__get__(module).probe.refuse(f"{label}.{name}", write_fix(label, name), done=done)
+    make = overlay_maker("module", probe, lambda _, get: get(), read, write)
+    return make
 
 
 def unbound_reason(exc: Unbound) -> str:

@@ -12,12 +12,19 @@ raises `Unbound`, a `BaseException` so the evaluated code's own
 `except Exception` cannot swallow it. So does assigning to (or deleting) an
 attribute of the view or of any object of the world: the harness compares
 what a pass returns, so what it sets elsewhere would go unseen.
+
+Nothing of the harness is reachable from what a world hands out: objects are
+stand-ins of classes made per compiled world (`stand_in_class`, module
+`world`), functions are compiled outside the harness's files
+(`world_function`), constant classes are copies under SGLang's module name
+(`constants_class`); their type, a new one and their `repr` are refused.
 """
 
 from __future__ import annotations
 
 import copy
 import functools
+import weakref
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -28,12 +35,13 @@ from harness.matrix.model import SCALAR_TYPES, Matrix
 Resolver = Callable[["Probe"], Any]
 
 
-READ, ASSIGNED, DELETED = "read", "assigned", "deleted"  # what the code did to `what`
+READ, ASSIGNED, DELETED, MADE = "read", "assigned", "deleted", "made"  # what the code did
 
 
 class Unbound(BaseException):
     """The evaluated code read something the matrix and the world do not define (`done`
-    is READ), or assigned to or deleted an attribute of the world's (ASSIGNED, DELETED)."""
+    is READ), assigned to or deleted an attribute of the world's (ASSIGNED, DELETED), or
+    made an object or a subclass of a class of the world (MADE)."""
 
     def __init__(self, what: str, fix: str, field: str | None = None, done: str = READ) -> None:
         super().__init__(what)
@@ -101,6 +109,32 @@ class Native(Spec):
 
 
 @dataclass(frozen=True)
+class Function(Spec):
+    """A function of the world (`register_post_process`): `answer`, called with the code's
+    arguments, behind a `world_function` of its own per compiled world."""
+
+    label: str
+    answer: Callable[..., Any]
+
+    def compile(self, ctx: Context) -> Resolver:
+        function = world_function(self.label, self.answer)
+        return lambda probe: function
+
+
+@dataclass(frozen=True)
+class Constants(Native):
+    """A class of constants (SGLang's `Backend`): `value` is the template whose public
+    attributes it holds; each compiled world gets a class of its own, of `module`
+    (`constants_class`), that refuses writes and what it does not hold."""
+
+    module: str = "world"
+
+    def compile(self, ctx: Context) -> Resolver:
+        cls = constants_class(self.value, self.module, ctx.probe)
+        return lambda probe: cls
+
+
+@dataclass(frozen=True)
 class Param(Spec):
     """A named input: the cell's value of that axis, else the field, else a default."""
 
@@ -162,10 +196,10 @@ class Call(Spec):
     def compile(self, ctx: Context) -> Resolver:
         get, probe = self.returns.compile(ctx), ctx.probe
 
-        def stub(*args: Any, **kwargs: Any) -> Any:
+        def answer(*args: Any, **kwargs: Any) -> Any:
             return get(probe)
 
-        stub.__name__ = stub.__qualname__ = self.label
+        stub = world_function(self.label, answer)
         return lambda _: stub
 
 
@@ -223,7 +257,8 @@ def strict_object(
     deleting any attribute is refused (on the probe, as a read nothing answers).
 
     Its state lives in this function's closure, not on the object, so evaluated
-    code reading any attribute gets an answer or a refusal, never an internal."""
+    code reading any attribute gets an answer or a refusal, never an internal; its
+    class is a stand-in (`stand_in_class`): no harness class, no method to call."""
     probe = ctx.probe
 
     def missing(name: str) -> Resolver:
@@ -235,25 +270,137 @@ def strict_object(
         field = name if label == "view" else None
         raise probe.refuse(f"{label}.{name}", ctx.fix_for(label, name), field)
 
-    class StrictObject:
-        __slots__ = ()
+    def __getattribute__(self: Any, name: str) -> Any:
+        resolve = attrs.get(name)
+        if resolve is None:
+            resolve = missing(name)
+        return resolve(probe)
 
-        def __getattribute__(self, name: str) -> Any:
-            resolve = attrs.get(name)
-            if resolve is None:
-                resolve = missing(name)
-            return resolve(probe)
+    def __setattr__(self: Any, name: str, value: Any) -> None:
+        raise probe.refuse(f"{label}.{name}", write_fix(label, name), done=ASSIGNED)
 
-        def __setattr__(self, name: str, value: Any) -> None:
-            raise probe.refuse(f"{label}.{name}", write_fix(label, name), done=ASSIGNED)
+    def __delattr__(self: Any, name: str) -> None:
+        raise probe.refuse(f"{label}.{name}", write_fix(label, name), done=DELETED)
 
-        def __delattr__(self, name: str) -> None:
-            raise probe.refuse(f"{label}.{name}", write_fix(label, name), done=DELETED)
+    methods = {"__getattribute__": __getattribute__, "__setattr__": __setattr__,
+               "__delattr__": __delattr__}  # fmt: skip
+    return object.__new__(stand_in_class(label, methods, probe))
 
-        def __repr__(self) -> str:
-            return f"<{label}>"
 
-    return StrictObject()
+# --- stand-ins -------------------------------------------------------------------
+
+STAND_IN_MODULE = "world"  # the module a stand-in's class names: not the harness's
+_STAND_INS: weakref.WeakSet[type] = weakref.WeakSet()
+CONSTRUCT_FIX = (
+    "the world stands in for SGLang's object, not for its class: evaluated code may "
+    "not make one (see docs/security.md)"
+)
+REPR_FIX = (
+    "SGLang's answer names its object's memory address, which no world can give: "
+    "print or compare the object's fields instead"
+)
+TYPE_FIX = (
+    "the world stands in for SGLang's objects, not for their classes: compare their "
+    "attributes instead (see docs/security.md)"
+)
+
+
+def stand_in_class(
+    label: str, methods: dict[str, Any], probe: Probe | None, slots: tuple[str, ...] = ()
+) -> type:
+    """A class for the world's stand-ins: only the special `methods` given (no method
+    evaluated code can call by a plain name), of module `world`, not the harness's.
+    Making an instance (`type(x)()`), subclassing it and asking its `repr` (SGLang's
+    names an address) are refused on `probe`. Instances are made by
+    `object.__new__(cls)`; `type()` in evaluated code refuses them (`is_stand_in`)."""
+
+    def __new__(cls: type, *args: Any, **kwargs: Any) -> Any:
+        raise refusal(probe, f"a new {label}", CONSTRUCT_FIX, MADE)
+
+    def __init_subclass__(cls: type, **kwargs: Any) -> None:
+        raise refusal(probe, f"a subclass of {label}", CONSTRUCT_FIX, MADE)
+
+    def __repr__(self: Any) -> str:
+        raise refusal(probe, f"repr({label})", REPR_FIX)
+
+    namespace = {"__new__": __new__, "__init_subclass__": __init_subclass__,
+                 "__repr__": __repr__, **methods}  # fmt: skip
+    namespace.update(__slots__=slots, __module__=STAND_IN_MODULE, __qualname__=label)
+    cls = type(label, (), namespace)
+    _STAND_INS.add(cls)
+    return cls
+
+
+def refusal(probe: Probe | None, what: str, fix: str, done: str = READ) -> BaseException:
+    """What to raise for `what`: the probe's refusal (which the runner sees, caught or
+    not), or a TypeError where no probe is at hand."""
+    if probe is None:
+        return TypeError(f"{what} is {done}: {fix}")
+    return probe.refuse(what, fix, done=done)
+
+
+def constants_class(template: type, module: str, probe: Probe) -> type:
+    """A copy of `template`'s public constants (SGLang's `Backend`) as a class of
+    `module`: a real class (`isinstance`, its `repr` as SGLang's), whose metaclass, a
+    stand-in, refuses writes, other attributes, instances and subclasses on `probe`."""
+    name = template.__name__
+    constants = {k: v for k, v in vars(template).items() if not k.startswith("_")}
+
+    def __getattr__(cls: type, attr: str) -> Any:  # only what the class lacks
+        if attr.startswith("__"):
+            raise AttributeError(attr)
+        raise probe.refuse(f"{name}.{attr}", _constant_fix(name, attr))
+
+    def __setattr__(cls: type, attr: str, value: Any) -> None:
+        raise probe.refuse(f"{name}.{attr}", write_fix(name, attr), done=ASSIGNED)
+
+    def __delattr__(cls: type, attr: str) -> None:
+        raise probe.refuse(f"{name}.{attr}", write_fix(name, attr), done=DELETED)
+
+    def __call__(cls: type, *args: Any, **kwargs: Any) -> Any:
+        raise probe.refuse(f"a new {name}", CONSTRUCT_FIX, done=MADE)
+
+    def __new__(meta: type, *args: Any, **kwargs: Any) -> Any:  # `class X(Backend)`
+        raise probe.refuse(f"a subclass of {name}", CONSTRUCT_FIX, done=MADE)
+
+    methods = {"__getattr__": __getattr__, "__setattr__": __setattr__,
+               "__delattr__": __delattr__, "__call__": __call__, "__new__": __new__}  # fmt: skip
+    methods.update(__module__=STAND_IN_MODULE, __qualname__="type")
+    meta = type("type", (type,), methods)
+    _STAND_INS.add(meta)
+    body = {**constants, "__module__": module, "__qualname__": name, "__doc__": template.__doc__}
+    return type.__new__(meta, name, (), body)
+
+
+def _constant_fix(name: str, attr: str) -> str:
+    return (
+        f"the world's {name} has no constant {attr}: bind {name} under `bindings:` in the "
+        "matrix (see docs/matrix-files.md)"
+    )
+
+
+def is_stand_in(obj: Any) -> bool:
+    """Whether `obj` is one of the world's stand-ins, or of the harness's own types: what
+    `type()` in evaluated code refuses."""
+    kind = type(obj)
+    if kind in _STAND_INS:
+        return True
+    module = type.__dict__["__module__"].__get__(kind)
+    return type(module) is str and (module == "harness" or module.startswith("harness."))
+
+
+_FUNCTION = compile("def call(*args, **kwargs):\n    return answer(*args, **kwargs)\n",
+                    "<world>", "exec")  # fmt: skip
+
+
+def world_function(label: str, answer: Callable[..., Any]) -> Callable[..., Any]:
+    """A plain function (as SGLang's are) calling `answer`, whose code and module are not
+    the harness's: what the world hands evaluated code to call."""
+    space = {"__builtins__": {}, "__name__": STAND_IN_MODULE, "answer": answer}
+    exec(_FUNCTION, space)
+    function = space["call"]
+    function.__name__ = function.__qualname__ = label
+    return function
 
 
 def write_fix(label: str, name: str) -> str:
@@ -320,8 +467,8 @@ class Bound:
     """A compiled world: the view object and the name bindings, sharing one probe."""
 
     probe: Probe
-    view: Any  # a strict_object
-    names: dict[str, Any]
+    view: Any = field(repr=False)  # a strict_object (whose repr is refused)
+    names: dict[str, Any] = field(repr=False)
     ctx: Context | None = field(default=None, repr=False)
     view_specs: dict[str, Spec] = field(default_factory=dict, repr=False)
     guards: dict[str, Callable[[], Any]] = field(default_factory=dict, repr=False)

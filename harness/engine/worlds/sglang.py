@@ -22,9 +22,24 @@ does not imply, a field named `platform.X`, `model_config.X` or
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
-from harness.engine.world import Call, ListOf, Map, Native, Obj, Param, Spec, Test, World
+from harness.engine.world import (
+    Call,
+    Constants,
+    Context,
+    Function,
+    ListOf,
+    Map,
+    Obj,
+    Param,
+    Resolver,
+    Spec,
+    Test,
+    World,
+    world_function,
+)
 from harness.errors import HarnessError
 from harness.matrix.model import Matrix, format_value
 
@@ -38,23 +53,88 @@ class Backend:
     DISABLED = "disabled"
 
 
-class NullLogger:
-    """Accepts the logging calls passes make, and drops them."""
+CUDA_GRAPH_MODULE = "sglang.srt.model_executor.cuda_graph_config"  # where Backend lives
+LOG_CALLS = ("debug", "info", "warning", "warn", "error", "exception", "critical", "log")
+LEVELS = {"CRITICAL": 50, "FATAL": 50, "ERROR": 40, "WARNING": 30, "WARN": 30, "INFO": 20,
+          "DEBUG": 10, "NOTSET": 0}  # fmt: skip
 
-    def _drop(self, *args: Any, **kwargs: Any) -> None:
-        return None
 
-    debug = info = warning = warn = error = exception = critical = log = _drop
+@dataclass(frozen=True)
+class EnabledFor(Spec):
+    """`logger.isEnabledFor(level)` as Python's logging answers it, the logger's level
+    being the field `logging.level` (a name or a number): how SGLang's process set up
+    logging is nothing the code or the world can tell, so without the field the read
+    is refused."""
 
-    def isEnabledFor(self, level: int) -> bool:
+    def compile(self, ctx: Context) -> Resolver:
+        level = Param("logging.level", reader="logger.isEnabledFor()").compile(ctx)
+        probe = ctx.probe
+
+        def answer(asked: Any) -> bool:
+            if 0 >= asked:  # noqa: SIM300 (logging compares manager.disable, 0, first)
+                return False
+            return asked >= _numeric_level(level(probe), probe)
+
+        function = world_function("isEnabledFor", answer)
+        return lambda probe: function
+
+
+def _numeric_level(value: Any, probe: Any) -> int:
+    if type(value) is int:
+        return value
+    if type(value) is str and value.upper() in LEVELS:
+        return LEVELS[value.upper()]
+    fix = f"set logging.level to one of {', '.join(LEVELS)} or a number"
+    raise probe.refuse(f"logger.isEnabledFor() with logging.level {value!r}", fix, "logging.level")
+
+
+@dataclass(frozen=True)
+class LogCall(Spec):
+    """`logger.warning(msg, *args)` and its siblings: dropped, as nothing the code can see
+    depends on them, unless an argument is not plain data: SGLang's logging calls its
+    `__str__` (the code's own, or a repr naming an address) when the level lets the
+    record through, which the world cannot tell, so that call is refused."""
+
+    name: str
+
+    def compile(self, ctx: Context) -> Resolver:
+        name, probe = self.name, ctx.probe
+
+        def answer(*args: Any, **kwargs: Any) -> None:
+            for value in (*args, *kwargs.values()):
+                if not _plain(value, 4):
+                    kind = type(value).__name__
+                    fix = "log plain values (strings, numbers, their lists), e.g. with an f-string"
+                    raise probe.refuse(f"logger.{name}() with an argument of type {kind}", fix)
+            return None
+
+        function = world_function(name, answer)
+        return lambda probe: function
+
+
+PLAIN_TYPES = (type(None), bool, int, float, complex, str, bytes)
+
+
+def _plain(value: Any, depth: int) -> bool:
+    """Whether `str(value)` runs no code but Python's own (exact builtin types)."""
+    if type(value) in PLAIN_TYPES:
+        return True
+    if depth <= 0 or type(value) not in (list, tuple, set, frozenset, dict):
         return False
+    items = [*value.keys(), *value.values()] if type(value) is dict else value
+    return all(_plain(item, depth - 1) for item in items)
+
+
+def _logger() -> Spec:
+    calls: dict[str, Spec] = {name: LogCall(name) for name in LOG_CALLS}
+    return Obj("logger", {**calls, "isEnabledFor": EnabledFor()})
 
 
 def register_post_process(fn: Any = None, **options: Any) -> Any:
     """Identity: the harness calls the target itself, so registration is moot."""
     if callable(fn):
         return fn
-    return lambda f: f
+    return world_function("register_post_process()", _identity)
 
 
 def gpu_major(platform: Any) -> int | None:
@@ -231,10 +311,10 @@ def _identity(value: Any) -> Any:
 
 def _names() -> dict[str, Spec]:
     names: dict[str, Spec] = {
-        "Backend": Native(Backend),
-        "AttentionArch": Native(AttentionArch),
-        "logger": Native(NullLogger()),
-        "register_post_process": Native(register_post_process),
+        "Backend": Constants(Backend, CUDA_GRAPH_MODULE),
+        "AttentionArch": Constants(AttentionArch, "sglang.srt.configs.model_config"),
+        "logger": _logger(),
+        "register_post_process": Function("register_post_process", register_post_process),
         "get_platform": Call(_platform_object(), label="get_platform()"),
         "current_platform": _current_platform(),
         "torch": _torch(),
@@ -244,7 +324,7 @@ def _names() -> dict[str, Spec]:
         "get_device_capability": Call(Map(Param("platform"), capability)),
         "get_device_sm": Call(Map(Param("platform"), _device_sm)),
     }
-    names.update({name: Native(_identity) for name in VIEW_FUNCTIONS})
+    names.update({name: Function(name, _identity) for name in VIEW_FUNCTIONS})
     for helper, flag in HELPERS.items():
         names[helper] = Call(_platform_flag(flag, f"{helper}()"), label=f"{helper}()")
     for probe, field_name in PROBES.items():
