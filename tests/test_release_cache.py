@@ -7,7 +7,9 @@ predicate of CONTEXT.md), never from a run of harness."""
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
+import zlib
 from pathlib import Path
 
 import pytest
@@ -22,12 +24,17 @@ TARGET = "sglang/srt/arg_groups/overrides.py"
 
 
 @pytest.fixture(scope="module")
-def wheels(history) -> dict[str, bytes]:
-    """0.2.0: before #30835, 0.3.0: #30835 (its page_size changes, per the oracle)."""
+def sources(history) -> dict[str, dict[str, str]]:
+    """The package's files at 0.2.0 (before #30835) and 0.3.0 (#30835)."""
     repo = gitio.open_repo(history.repo())
-    files = {v: package_files(repo, gitio.resolve(repo, rev).sha)
-             for v, rev in (("0.2.0", "#30835^"), ("0.3.0", "#30835"))}  # fmt: skip
-    return {v: build_wheel(f, v) for v, f in files.items()}
+    return {v: package_files(repo, gitio.resolve(repo, rev).sha)
+            for v, rev in (("0.2.0", "#30835^"), ("0.3.0", "#30835"))}  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def wheels(sources) -> dict[str, bytes]:
+    """0.2.0 and 0.3.0 (0.3.0's page_size changes, per the oracle)."""
+    return {v: build_wheel(f, v) for v, f in sources.items()}
 
 
 def genuine_index(wheels: dict[str, bytes], ranges: bool = True) -> Index:
@@ -95,7 +102,7 @@ def test_a_mirror_serving_another_release_whole_poisons_nothing(wheels, tmp_path
 
 
 def cached_members(cache: Path, name: str) -> list[Path]:
-    return [p for p in (cache / "releases").rglob(name) if "members" in p.parts]
+    return [p for p in (cache / "releases").rglob(name) if {"members", "ranged"} & set(p.parts)]
 
 
 @pytest.mark.parametrize("ranges", [True, False], ids=["ranges", "whole"])
@@ -131,3 +138,65 @@ def test_a_directory_is_kept_only_under_a_checked_sha256(wheels, tmp_path):
         index.close()
     kept = {p.parent.name for p in (cache / "releases").rglob("directory.json")}
     assert kept == {hashlib.sha256(w).hexdigest() for w in wheels.values()}
+
+
+def crc_suffix(prefix: bytes, target: int) -> bytes:
+    """The 4 bytes that, after `prefix`, give CRC-32 `target` (CRC-32 is affine over GF(2):
+    the 32 bits of the suffix are solved for by elimination)."""
+    zeros = bytes(len(prefix))
+    base = zlib.crc32(zeros + bytes(4))
+    basis: dict[int, tuple[int, int]] = {}  # leading bit -> (CRC difference, suffix bits)
+    for bit in range(32):
+        value, combo = zlib.crc32(zeros + (1 << bit).to_bytes(4, "little")) ^ base, 1 << bit
+        while value and value.bit_length() - 1 in basis:
+            known, known_combo = basis[value.bit_length() - 1]
+            value, combo = value ^ known, combo ^ known_combo
+        if value:
+            basis[value.bit_length() - 1] = (value, combo)
+    want, suffix = target ^ zlib.crc32(prefix + bytes(4)), 0
+    while want:
+        known, known_combo = basis[want.bit_length() - 1]
+        want, suffix = want ^ known, suffix ^ known_combo
+    return suffix.to_bytes(4, "little")
+
+
+def forged(genuine: bytes) -> bytes:
+    """Python code of other behavior (FA4 pages of 64) with `genuine`'s CRC-32 and size: the
+    edited file, a comment padding it, and 4 solved bytes that read as text in the comment."""
+    edited = genuine.replace(b"FA4_PAGE_SIZE = 128", b"FA4_PAGE_SIZE = 64").replace(
+        b"FA4 on Blackwell datacenter GPUs reads the KV cache in 128-token pages.", b"Forged."
+    )
+    assert len(edited) < len(genuine) - 20
+    for letters in itertools.product(b"abcdefghij", repeat=4):
+        filler = bytes(letters).ljust(len(genuine) - len(edited) - 7, b" ")
+        prefix = edited + b"\n# " + filler
+        tail = crc_suffix(prefix, zlib.crc32(genuine))
+        if all(32 <= c < 127 for c in tail):
+            return prefix + tail
+    raise AssertionError("no printable suffix found")
+
+
+def test_a_forged_member_of_the_same_crc_from_one_mirror_never_serves_another(
+    sources, wheels, tmp_path
+):
+    """A mirror serves a 0.2.0 whose target file is other code with the genuine file's
+    CRC-32 and size (its directory says nothing wrong): what it gave by ranges is kept for
+    its own URL, and the genuine index reads the genuine file."""
+    genuine = sources["0.2.0"][TARGET].encode()
+    fake = forged(genuine)
+    assert len(fake) == len(genuine) and zlib.crc32(fake) == zlib.crc32(genuine)
+    lying = build_wheel({**sources["0.2.0"], TARGET: fake.decode()}, "0.2.0")
+    cache = tmp_path / "cache"
+    mirror = Index([Served(WHEEL.format("0.2.0"), lying,
+                           sha256=hashlib.sha256(wheels["0.2.0"]).hexdigest()),
+                    Served(WHEEL.format("0.3.0"), wheels["0.3.0"])])  # fmt: skip
+    try:
+        _, report = diff(mirror, cache)
+    finally:
+        mirror.close()
+    assert changed_cells(report) != oracle.changed_between(False, True)  # the forgery bit
+    genuine_index_ = genuine_index(wheels)
+    try:
+        assert_genuine(*diff(genuine_index_, cache))
+    finally:
+        genuine_index_.close()

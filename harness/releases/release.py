@@ -9,7 +9,9 @@ unchanged.
 The cache keeps only bytes whose digest was checked. A member read is kept
 under its CRC-32 and size as the archive's directory gives them (read afresh
 from the server on each run with range reads), and checked against both when
-read back: a damaged or poisoned entry is read again from the archive. An
+read back: a damaged or poisoned entry is read again from the archive. What
+range reads gave is kept apart for each URL it came from (a CRC-32 can be
+forged: one mirror's bytes never stand in for another's). An
 archive's directory is kept, under the file's sha256, only when the whole file
 was checked against that sha256 (a whole download, a local file): a sha256 an
 index lists never vouches for bytes it did not cover. A pin's resolution is
@@ -58,6 +60,7 @@ class Release:
     version: Version | None = None
     siblings: Callable[[], list[DistFile]] | None = None  # the project's files on its index
     http: Http | None = None
+    source: str = "local"  # where the file is read from: a hash of its URL (no credentials)
     _archive: Any = field(default=None, repr=False)
     _names: dict[str, str] | None = field(default=None, repr=False)  # name -> fingerprint
     _layout: dict[str, tuple[str, str]] = field(default_factory=dict, repr=False)
@@ -107,8 +110,7 @@ class Release:
     def _member(self, name: str) -> bytes:
         """The member's bytes, from the cache when they match its fingerprint there."""
         fingerprint = self.names()[name]
-        entry = f"members/{fingerprint}/{name}"
-        cached = self._cached(entry)
+        cached = self._cached(self._entry(name, fingerprint))
         if cached is not None and _fingerprint(cached) == fingerprint:
             return cached
         data = self.archive().read(name)
@@ -117,8 +119,14 @@ class Release:
                 f"{self.label}: the server's {name} is not the one of the file whose sha256 the "
                 "index lists (checked on an earlier download): refusing it"
             )
-        self._store(entry, data)
+        self._store(self._entry(name, fingerprint), data)
         return data
+
+    def _entry(self, name: str, fingerprint: str) -> str:
+        """Where a member is cached: with the checked ones when its archive was checked (or
+        not opened: the directory came from a checked file), else apart, per source."""
+        checked = self._archive is None or self._archive.verified == self.key
+        return f"{'members' if checked else 'ranged/' + self.source}/{fingerprint}/{name}"
 
     def _cached(self, name: str) -> bytes | None:
         return _read_cached(self._path(name))
@@ -252,10 +260,11 @@ def _from_index(expr: str, pin: str, index: str, cache: Path | None, cert: str |
 def release_for(chosen: DistFile, http: Http, cache: Path | None, siblings: Any = None) -> Release:
     """The release a file of the index holds (the wheel or sdist `choose` picked)."""
     label = f"{chosen.filename.split('-', 1)[0]} {chosen.version}"
-    key = chosen.sha256 or "url-" + _sha(stripped(chosen.url).encode())
+    source = _sha(stripped(chosen.url).encode())
+    key = chosen.sha256 or "url-" + source
     return Release(label, f"{label} ({chosen.filename})", key,
                    lambda: _open_remote(http, chosen, label), cache, chosen.uploaded,
-                   chosen.version, siblings, http)  # fmt: skip
+                   chosen.version, siblings, http, source[:16])  # fmt: skip
 
 
 def releases_between(good: Revision, bad: Revision) -> list[Revision]:
