@@ -42,7 +42,7 @@ _STATEMENT_START = re.compile(r"\n(?=[^\s#)\]}])")
 _TRIPLE = re.compile(r'"""|\'\'\'')
 # Lines at column 0 that continue the statement before them.
 _CONTINUATION = re.compile(r"(?:else|elif|except|finally)\b")
-MAX_PIECES = 50_000
+MAX_PIECES = 2_048  # parsed pieces kept, the last used: memory bounded whatever the history
 # Nodes below a top-level statement: SGLang's deepest file nests 16; ast.unparse needs
 # about three frames a level, and the recursion limit is 1,000 frames.
 MAX_NESTING = 200
@@ -203,8 +203,9 @@ class SourceCache:
     def piece(self, text: str) -> Piece | None:
         """The parsed piece of `text` (None: it does not parse on its own, or its tree
         is nested too deeply: the whole file's parse then says where)."""
-        piece = self.pieces.get(text)
+        piece = self.pieces.pop(text, None)
         if piece is not None:
+            self.pieces[text] = piece  # the last used is the last dropped
             return piece
         try:
             tree = quiet_parse(text)
@@ -212,8 +213,8 @@ class SourceCache:
             return None
         if too_deep(tree.body):
             return None
-        if len(self.pieces) >= self.max_pieces:
-            self.pieces.clear()
+        if len(self.pieces) >= self.max_pieces:  # a layout holds its own pieces: only
+            del self.pieces[next(iter(self.pieces))]  # a text seen again is parsed again
         piece = self.pieces[text] = Piece(text, tree.body)
         return piece
 

@@ -329,11 +329,11 @@ class Versions:
             blob = blob_at(path)
         for blobs, state in self.by_blob.get(blob, ()):
             if all(blob_at(p) == b for p, b in blobs if p != path):
-                self.blobs_at[sha] = dict(blobs)
+                remember(self.blobs_at, sha, dict(blobs))
                 return state
         reader = gitio.FilesAt(self.repo, sha, {**known, path: blob}, self.stream)
         plan = self.plan(self.files(sha, reader), label or sha[:10])
-        self.blobs_at[sha] = dict(reader.blobs)  # every file it read: known before it settles
+        remember(self.blobs_at, sha, dict(reader.blobs))  # what it read: known before it settles
         plan = plan if isinstance(plan, Pending) else Pending(plan)
         return evolve(plan, sha=sha, remember=(blob, reader))
 
@@ -399,7 +399,8 @@ class Versions:
             blob, reader = plan.remember
             state = evolve(state, sha=plan.sha)
             blobs = tuple(sorted(reader.blobs.items()))
-            self.by_blob.setdefault(blob, []).append((blobs, evolve(state, code=None)))
+            same = self.by_blob.pop(blob, [])[-SAME_BLOB + 1 :]
+            remember(self.by_blob, blob, [*same, (blobs, evolve(state, code=None))])
         return state
 
     def _evaluated(self, plan: Pending) -> State:
@@ -465,6 +466,18 @@ def _target_text(files: RevisionFiles) -> str | Layout:
     """The target's text, or the layout extraction made of it (its text made only if a
     trace needs it)."""
     return files.made.get(files.target) or files.read(files.target) or ""
+
+
+REMEMBERED = 4_096  # commits (and target blobs) a run remembers: memory bounded by this,
+SAME_BLOB = 16  # and by the states kept per target blob, whatever the history's length
+
+
+def remember(memo: dict, key: Any, value: Any) -> None:
+    """`memo[key] = value`, the oldest entry dropped past REMEMBERED (a scan asks for
+    its last few commits; a forgotten one is looked up again)."""
+    memo[key] = value
+    if len(memo) > REMEMBERED:
+        del memo[next(iter(memo))]
 
 
 def settled_or_not(plan: Plan) -> State:
