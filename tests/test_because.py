@@ -249,3 +249,33 @@ def test_a_respelling_next_to_a_new_clause_is_paired_with_its_like():
         new,
         old,
     ]
+
+
+def test_one_reading_of_the_definitions_gives_what_each_reader_found(history):
+    """A diff reads each side's definitions once (`blind.both_definitions`, from the files)
+    for its blind spots and its rules' reasons; on every pair of consecutive commits of the
+    fixture history, the hunks and changed lines are those each found reading on its own
+    (the reasons from the closure's own text)."""
+    import itertools
+
+    from harness import gitio
+    from harness.matrix.load import load_matrix
+    from harness.scan.because import changes_between
+    from harness.scan.blind import Side, both_definitions, changed_by_side, hunks
+    from harness.scan.versions import Versions
+
+    handle = gitio.open_repo(str(history.root))
+    versions = Versions(handle, load_matrix("sglang-resolution"))
+    revisions = [gitio.resolve(handle, sha) for sha in history.shas.values()]
+    compared = 0
+    for base, head in itertools.pairwise(revisions):
+        codes = [versions.code_at(r) for r in (base, head)]
+        if None in codes:
+            continue
+        sides = [Side(name, code.closure, b"", (), versions.files_at(r).read, r.label)
+                 for name, code, r in zip(("base", "head"), codes, (base, head), strict=True)]  # fmt: skip
+        defs = both_definitions(*sides)
+        assert hunks(None, None, defs) == list(changes_between(*codes).hunks)
+        assert changed_by_side(*sides, defs) == changed_by_side(*sides)
+        compared += bool(hunks(None, None, defs))
+    assert compared >= 3  # pairs with changed code, not only equal ones

@@ -38,7 +38,7 @@ from harness.engine.events import CONDITION, OPERAND, Event, Trace
 from harness.errors import Unevaluable
 from harness.matrix.cells import first_cell
 from harness.matrix.model import same_value
-from harness.scan.blind import Hunk, hunks, source_lines
+from harness.scan.blind import Definitions, Hunk, hunks, source_lines
 
 MAX_REASONS = 3
 MAX_EXPLAINED = 10  # rules that get a `because` (each costs two traced calls)
@@ -196,8 +196,11 @@ def _likeness(a: str, b: str) -> float:
     return difflib.SequenceMatcher(None, a, b, autojunk=False).ratio()
 
 
-def changes_between(base: Any, head: Any) -> Changes:
-    """The hunks between two `versions.Code`s (their closures' own text)."""
+def changes_between(base: Any, head: Any, defs: Definitions | None = None) -> Changes:
+    """The hunks between two `versions.Code`s (their closures' own text; `defs`: their
+    definitions, when the caller has read them, see `blind.both_definitions`)."""
+    if defs is not None:
+        return Changes(head.closure.path, tuple(hunks(None, None, defs)))
     texts = [_Text(code.closure, _reader(code.closure)) for code in (base, head)]
     return Changes(head.closure.path, tuple(hunks(*texts)))
 
@@ -238,15 +241,18 @@ def explain_rules(versions, base, head, rules: list) -> list[Reasons]:
     return start_explaining(versions, base, head, rules)()
 
 
-def start_explaining(versions, base, head, rules: list) -> Callable[[], list[Reasons]]:
-    """`explain_rules`, its traces started in a worker: calling the answer waits for them."""
+def start_explaining(
+    versions, base, head, rules: list, defs: Definitions | None = None
+) -> Callable[[], list[Reasons]]:
+    """`explain_rules`, its traces started in a worker: calling the answer waits for them.
+    `defs`: the two sides' definitions, when the caller has read them."""
     if base is None or head is None:
         return lambda: [Reasons() for _ in rules]
     cells = [first_cell(rule.masks) for rule in rules[:MAX_EXPLAINED]]
     traced = versions.start_trace([(code, cell) for cell in cells for code in (base, head)])
 
     def reasons() -> list[Reasons]:
-        changes = changes_between(base, head)  # while the worker traces
+        changes = changes_between(base, head, defs)  # while the worker traces
         untraced = Reasons(at=changes.first())
         try:
             traces = traced()

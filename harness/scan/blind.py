@@ -113,12 +113,25 @@ def source_lines(text: str) -> list[str]:
     return text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
 
 
-def changed_by_side(base: Side, head: Side) -> dict[str, dict[str, set[int]]]:
+Definitions = dict[str, list[Definition]]  # "base", "head" -> the definitions of its code
+
+
+def both_definitions(base: Any, head: Any) -> Definitions:
+    """The definitions of two revisions' code, each given as anything with `.target` (a
+    closure or pipeline, None: nothing there) and `.read` (a path's text there): read once
+    for a diff, which both its blind spots and its rules' reasons (`hunks`) compare."""
+    return {name: definitions(s.target, s.read) if s.target is not None else []
+            for name, s in (("base", base), ("head", head))}  # fmt: skip
+
+
+def changed_by_side(
+    base: Side, head: Side, defs: Definitions | None = None
+) -> dict[str, dict[str, set[int]]]:
     """{side: {path: changed lines}}: each definition against the other side's of the same
     name (in the same file if it is there), so moving a function changes nothing; one the
-    other side does not have is all new (or all gone)."""
-    defs = {s.name: definitions(s.target, s.read) if s.target is not None else []
-            for s in (base, head)}  # fmt: skip
+    other side does not have is all new (or all gone). `defs`: `both_definitions(base,
+    head)`, when the caller has them."""
+    defs = defs or both_definitions(base, head)
     out: dict[str, dict[str, set[int]]] = {"base": {}, "head": {}}
     for name, other in (("base", "head"), ("head", "base")):
         for definition in defs[name]:
@@ -159,14 +172,15 @@ class Hunk:
         return where == path and line in lines
 
 
-def hunks(base: Any, head: Any) -> list[Hunk]:
+def hunks(base: Any, head: Any, defs: Definitions | None = None) -> list[Hunk]:
     """The hunks between two revisions' code, each given as anything with `.target` (a
     closure or pipeline, None: nothing there) and `.read` (a path's text there): each head
     definition against its namesake at base, as `changed_by_side` pairs them, then each
     base definition the head does not have. Lines as `changed_by_side` finds them at head;
-    at base they are the ones this (forward) diff replaces."""
-    before, after = (definitions(s.target, s.read) if s.target is not None else []
-                     for s in (base, head))  # fmt: skip
+    at base they are the ones this (forward) diff replaces. `defs`: `both_definitions`
+    of the two, when the caller has them."""
+    defs = defs or both_definitions(base, head)
+    before, after = defs["base"], defs["head"]
     found = []
     for definition in after:
         twin = _twin(definition, before)
@@ -243,9 +257,12 @@ def find_blind_spots(matrix: Matrix, base: Side, head: Side, limits: Any) -> Fou
     return start_finding(matrix, base, head, limits)()
 
 
-def start_finding(matrix: Matrix, base: Side, head: Side, limits: Any) -> Callable[[], Found]:
-    """`find_blind_spots` with its searches started in workers: calling the answer waits."""
-    changed = changed_by_side(base, head)
+def start_finding(
+    matrix: Matrix, base: Side, head: Side, limits: Any, defs: Definitions | None = None
+) -> Callable[[], Found]:
+    """`find_blind_spots` with its searches started in workers: calling the answer waits.
+    `defs`: `both_definitions(base, head)`, when the caller has them."""
+    changed = changed_by_side(base, head, defs)
     searches = []
     for side in (base, head):
         if side.target is None or not changed[side.name]:

@@ -9,7 +9,7 @@ from harness.engine.outcome import ABSENT, CODE_TYPE
 from harness.gitio import Revision
 from harness.matrix.model import Matrix
 from harness.scan.because import Reasons, start_explaining
-from harness.scan.blind import BlindSpot, Side, start_finding
+from harness.scan.blind import BlindSpot, Side, both_definitions, start_finding
 from harness.scan.compare import Comparison, compare
 from harness.scan.versions import State, Versions
 
@@ -39,9 +39,12 @@ def diff(
         return Diff(matrix, base, head, states, nothing_compared(), [])
     revisions = {"base": base, "head": head}
     codes = _codes(versions, revisions, states)
-    finding = _start_blind_spots(versions, revisions, states, codes)  # while comparing
+    sides = _sides(versions, revisions, states, codes)
+    defs = both_definitions(*sides)  # read once: blind spots and reasons compare them
+    finding = start_finding(matrix, *sides, versions.limits, defs)  # while comparing
     comparison = compare(matrix, states["base"].table, states["head"].table, where)
-    explaining = start_explaining(versions, codes["base"], codes["head"], comparison.rules)
+    rules = comparison.rules
+    explaining = start_explaining(versions, codes["base"], codes["head"], rules, defs)
     because = explaining()
     blind, unseen = finding()
     return Diff(matrix, base, head, states, comparison, because, blind, unseen)
@@ -57,7 +60,8 @@ def blind_spots(versions: Versions, base: Revision, head: Revision, found=None):
     if not comparable(states["base"], states["head"]):
         return [], None
     revisions = {"base": base, "head": head}
-    return _start_blind_spots(versions, revisions, states, _codes(versions, revisions, states))()
+    sides = _sides(versions, revisions, states, _codes(versions, revisions, states))
+    return start_finding(versions.matrix, *sides, versions.limits)()
 
 
 def _codes(versions: Versions, revisions: dict, states: dict) -> dict:
@@ -65,9 +69,9 @@ def _codes(versions: Versions, revisions: dict, states: dict) -> dict:
     return {side: versions.code_for(states[side], rev.label) for side, rev in revisions.items()}
 
 
-def _start_blind_spots(versions: Versions, revisions: dict, states: dict, codes: dict):
-    sides = [_side(versions, s, revisions[s], states[s], codes[s]) for s in ("base", "head")]
-    return start_finding(versions.matrix, *sides, versions.limits)
+def _sides(versions: Versions, revisions: dict, states: dict, codes: dict) -> list[Side]:
+    """Base and head as blind spots read them: code, coverage and text."""
+    return [_side(versions, s, revisions[s], states[s], codes[s]) for s in ("base", "head")]
 
 
 def comparable(base: State, head: State) -> bool:
