@@ -97,8 +97,9 @@ def register(commands: argparse._SubParsersAction) -> None:
         action="append",
         default=[],
         metavar="FORMAT=FILE",
-        help="also write the report in FORMAT to FILE (replaced whole, or not at all); "
-        f"repeat for several ({', '.join(DIFF_FORMATS)})",
+        help="also write the report in FORMAT to FILE (a regular file is replaced whole or "
+        "not at all, keeping its mode; a FIFO or device is written in place; '-' is standard "
+        f"output); repeat for several ({', '.join(DIFF_FORMATS)})",
     )
     parser.add_argument(
         "--exhaustive",
