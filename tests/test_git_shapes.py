@@ -219,3 +219,34 @@ def test_a_repository_directory_ending_in_a_space_is_found(tmp_path):
     done = subprocess.run(["git", "-C", str(repo.root), "rev-parse", "--show-toplevel"],
                           capture_output=True, text=True, check=True)  # fmt: skip
     assert done.stdout == f"{repo.root}\n"
+
+
+# --- a long history: memory bounded by what a scan remembers, answers unchanged ------
+
+
+def test_a_history_longer_than_what_is_remembered_gives_the_same_answer(tmp_path, monkeypatch):
+    """Versions remembers a bounded number of commits and parsed pieces (history's memory
+    does not grow with its length): with the bounds made tiny, a scan that forgets most of
+    what it saw still names exactly the commits that change the page, reverts included."""
+    from harness import gitio
+    from harness.matrix.load import load_matrix
+    from harness.scan import versions as versions_module
+    from harness.scan.history import history
+
+    path = "pkg/overrides.py"
+    repo = FixtureRepo(tmp_path / "repo")
+    pages = [128] * 15 + [64] * 15 + [128] * 15  # the page changes at 15, back at 30
+    shas = [repo.commit(f"step {n}", {path: version(page) + f"# step {n}\n"})
+            for n, page in enumerate(pages)]  # fmt: skip
+    matrix = load_matrix(matrix_for(tmp_path, path))
+    monkeypatch.setattr(versions_module, "REMEMBERED", 3)
+    monkeypatch.setattr(versions_module, "SAME_BLOB", 1)
+    handle = gitio.open_repo(str(repo.root))
+    scan = versions_module.Versions(handle, matrix)
+    scan.sources.max_pieces = 2
+    report = history(handle, scan, "HEAD", ["HEAD"])
+    assert [c.commit.sha for c in report.changes] == [shas[15], shas[30]]
+    assert report.changes[1].reverts is not None and report.changes[1].reverts.sha == shas[15]
+    assert len(scan.blobs_at) <= 3 and len(scan.by_blob) <= 3
+    assert all(len(same) <= 1 for same in scan.by_blob.values())
+    assert len(scan.sources.pieces) <= 2

@@ -399,8 +399,8 @@ class Versions:
             blob, reader = plan.remember
             state = evolve(state, sha=plan.sha)
             blobs = tuple(sorted(reader.blobs.items()))
-            same = self.by_blob.pop(blob, [])[-SAME_BLOB + 1 :]
-            remember(self.by_blob, blob, [*same, (blobs, evolve(state, code=None))])
+            same = [*self.by_blob.pop(blob, []), (blobs, evolve(state, code=None))]
+            remember(self.by_blob, blob, same[-SAME_BLOB:])
         return state
 
     def _evaluated(self, plan: Pending) -> State:
