@@ -314,3 +314,22 @@ def test_logging_plain_values_still_evaluates(tmp_path: Path):
     code, report = diff(tmp_path, text, "sglang")
     assert code == 1 and "head" not in report["notes"], report
     assert {item["head"]["page_size"] for item in report["changed"]} == {2}
+
+
+def get_platform() -> None:
+    """A module-level function named as SGLang's is: the shape of its `repr`."""
+
+
+def test_the_repr_of_a_world_function_is_sglangs_but_for_the_address(tmp_path: Path):
+    shape = repr(get_platform).split(" at ")[0]  # "<function get_platform"
+    text = SGLANG_TOP + textwrap.dedent(
+        f"""\
+        def target(view):
+            if repr(get_platform).split(" at ")[0] == {shape!r}:
+                return {{"page_size": 64}}
+            return {{"page_size": 2}}
+        """
+    )
+    code, report = diff(tmp_path, text, "sglang")
+    assert code == 1 and "head" not in report["notes"], report
+    assert {item["head"]["page_size"] for item in report["changed"]} == {64}

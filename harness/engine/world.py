@@ -399,8 +399,16 @@ def world_function(label: str, answer: Callable[..., Any]) -> Callable[..., Any]
     space = {"__builtins__": {}, "__name__": STAND_IN_MODULE, "answer": answer}
     exec(_FUNCTION, space)
     function = space["call"]
-    function.__name__ = function.__qualname__ = label
+    function.__name__ = function.__qualname__ = function_name(label)
     return function
+
+
+def function_name(label: str) -> str:
+    """The name SGLang's function has, from how the world shows a call of it:
+    `get_platform()` and `envs.X.get()` are `get_platform` and `get`, so its `repr`
+    is SGLang's but for the address."""
+    name = label.removesuffix("()").rsplit(".", 1)[-1]
+    return name if name.isidentifier() else "call"
 
 
 def write_fix(label: str, name: str) -> str:
