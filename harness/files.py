@@ -19,6 +19,7 @@ import contextlib
 import os
 import stat
 import sys
+from collections.abc import Iterable
 from pathlib import Path
 
 from harness.errors import Unevaluable
@@ -32,11 +33,15 @@ TEMPORARY = ".tmp-"  # temporary files are named `.NAME.tmp-XXXXXXXX` (see `temp
 
 
 def write_atomically(
-    path: Path, data: bytes, mode: int | None = None, kept: os.stat_result | None = None
+    path: Path,
+    data: bytes | Iterable[bytes],
+    mode: int | None = None,
+    kept: os.stat_result | None = None,
 ) -> None:
-    """Replace `path` with `data` in one rename; on any failure `path` is untouched.
-    `mode`: the new file's permissions (None: readable by its owner only); `kept`: the
-    file it replaces, whose mode (and owner, where this process may give it) it keeps."""
+    """Replace `path` with `data` (bytes, or pieces written as they come) in one rename; on
+    any failure `path` is untouched. `mode`: the new file's permissions (None: readable by
+    its owner only); `kept`: the file it replaces, whose mode (and owner, where this
+    process may give it) it keeps."""
     made: list[Path] = []  # the temporary file, named before it exists: an interrupt
     try:  # (Ctrl-C, SIGTERM) at any point finds it here, and removes it
         temporary = _create_beside(path, made)
@@ -45,7 +50,7 @@ def write_atomically(
             os.fchmod(out.fileno(), 0o600 if mode is None else mode)
             if kept is not None:
                 _keep(out.fileno(), kept)
-            out.write(data)
+            _write_pieces(out, data)
             out.flush()
             os.fsync(out.fileno())
         os.replace(temporary, path)
@@ -87,16 +92,19 @@ def temporaries(directory: Path, older_than: float, now: float) -> list[Path]:
     return found
 
 
-def write_output(path: str, text: str) -> None:
-    """Write `text` (UTF-8) where `path` points: `-` or the file standard output already
-    is (`/dev/stdout`): standard output; a regular file, or a new one: atomically, through
+def write_output(path: str, text: str | Iterable[str]) -> None:
+    """Write `text` (UTF-8; or pieces of it, written as they come and never joined: a large
+    JSON report) where `path` points: `-` or the file standard output already is
+    (`/dev/stdout`): standard output; a regular file, or a new one: atomically, through
     any symlinks (the link stays, its target is written), keeping an existing file's mode;
     anything else (a FIFO, a device node): opened and written in place. Raises OSError."""
+    pieces = [text] if isinstance(text, str) else text
     if path == "-" or _is_stdout(path):
-        sys.stdout.write(text)
+        for piece in pieces:
+            sys.stdout.write(piece)
         sys.stdout.flush()
         return
-    data = text.encode("utf-8")
+    data = (piece.encode("utf-8") for piece in pieces)
     target = Path(os.path.realpath(path))
     try:
         info = os.stat(path)
@@ -128,10 +136,15 @@ def _same(path: Path, info: os.stat_result) -> bool:
     return (found.st_dev, found.st_ino) == (info.st_dev, info.st_ino)
 
 
-def _write_in_place(path: str, data: bytes) -> None:
+def _write_in_place(path: str, data: bytes | Iterable[bytes]) -> None:
     fd = os.open(path, os.O_WRONLY | os.O_NOCTTY)  # a FIFO waits here for its reader
     with os.fdopen(fd, "wb") as out:
-        out.write(data)
+        _write_pieces(out, data)
+
+
+def _write_pieces(out, data: bytes | Iterable[bytes]) -> None:
+    for piece in [data] if isinstance(data, bytes) else data:
+        out.write(piece)
 
 
 def _keep(fd: int, info: os.stat_result) -> None:

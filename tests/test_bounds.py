@@ -188,3 +188,120 @@ def test_a_default_within_the_bounds_is_still_computed(tmp_path):
     assert done.code == 1, done.err
     changed = json.loads(done.out)["changed_defaults"]
     assert changed == [{"field": "max_prefill_tokens", "base": "4096", "head": str(16 << 30)}]
+
+
+# --- budgets on what the evaluation answers ------------------------------------------
+
+
+def grid(*sizes: int) -> str:
+    """A matrix whose axes a, b, c, ... have `sizes` values each (0, 1, ...), and the
+    output page_size a one-value axis."""
+    axes = "".join(f"  {chr(97 + n)}: {list(range(size))}\n" for n, size in enumerate(sizes))
+    axes += "  page_size: [null]\n"  # the output: an input too
+    return MATRIX.replace("  backend: [fa3, fa4, flashinfer]\n  page_size: [null, 1, 64]\n", axes)
+
+
+RETURNS = '''\
+"""Post-process passes (a contributor's version)."""
+
+
+def target(view):
+    return {{"page_size": {expression}}}
+'''
+
+
+def returning(expression: str) -> str:
+    return RETURNS.format(expression=expression)
+
+
+MAX_OUTCOMES = 20_000  # distinct outcomes in one table, as docs/security.md states
+MAX_OUTCOME_BYTES = 16 << 20  # their JSON together
+
+
+def test_more_distinct_outcomes_than_a_table_holds_is_unevaluable(tmp_path):
+    assert MAX_OUTCOMES < 30**3  # an axis has at most 62 values
+    head = returning("view.a * 10000 + view.b * 100 + view.c")
+    done = diff(tmp_path, [returning("0"), head], matrix=grid(30, 30, 30))
+    cannot_tell(done, "distinct outcomes", f"more than the {MAX_OUTCOMES:,}")
+
+
+def test_outcomes_past_the_byte_budget_are_unevaluable(tmp_path):
+    rows, columns = 50, 40  # 2,000 distinct outcomes of 10,000 characters: 20 MB
+    assert rows * columns * 10_000 > MAX_OUTCOME_BYTES
+    head = returning('("%05d" % (view.a * 100 + view.b)) * 2000')
+    done = diff(tmp_path, [returning("0"), head], matrix=grid(rows, columns))
+    cannot_tell(done, f"more than {MAX_OUTCOME_BYTES:,} bytes")
+
+
+def test_one_value_past_the_size_bound_is_an_error_outcome_not_a_crash(tmp_path):
+    # a thousand references to one list of a thousand 10,000-character strings: 10 GB of
+    # JSON, though each list and str is within its own bound
+    head = returning('[["A" * 10000] * 1000] * 1000')
+    done = diff(tmp_path, [BASE, head])
+    assert done.code == 1, done.err[-2000:]
+    heads = [item["head"] for item in json.loads(done.out)["changed"]]
+    assert len(heads) == 9
+    assert all("more than 100,000 items and characters" in h["error"] for h in heads), heads[0]
+
+
+# --- reports stream ------------------------------------------------------------------
+
+
+def traced_json_output(tmp_path: Path, expression: str) -> tuple[int, Path]:
+    """Peak bytes Python allocated while `harness diff --output json=FILE` ran in-process
+    (the evaluation runs in a worker, so this is the parent's work), and the file."""
+    import contextlib
+    import io
+    import tracemalloc
+
+    from harness.cli.main import main
+
+    tmp_path.mkdir()
+    (tmp_path / "grid.yaml").write_text(grid(60, 50))
+    shas = commit_versions(tmp_path / "repo", [returning("0"), returning(expression)])
+    report = tmp_path / "report.json"
+    argv = ["diff", *shas, "--matrix", str(tmp_path / "grid.yaml"), "--repo",
+            str(tmp_path / "repo"), "--no-cache", "--output", f"json={report}"]  # fmt: skip
+    tracemalloc.start()
+    try:
+        with contextlib.redirect_stdout(io.StringIO()):
+            assert main(argv) == 1
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    return peak, report
+
+
+def test_a_json_report_of_large_outcomes_on_every_cell_is_written_in_pieces(tmp_path):
+    small, _ = traced_json_output(tmp_path / "small", '"A"')
+    large, report = traced_json_output(tmp_path / "large", '"A" * 10000')
+    size = report.stat().st_size
+    assert size > 60 * 50 * 10_000  # every cell's head outcome is in the file
+    assert large - small < size / 4, (large, small, size)  # joined, it would be twice size
+    doc = json.loads(report.read_text(encoding="utf-8"))
+    assert len(doc["changed"]) == 60 * 50
+    assert all(item["head"] == {"page_size": "A" * 10_000} for item in doc["changed"])
+
+
+def test_a_junit_report_of_a_rule_per_cell_keeps_a_thousand_cases_and_counts_the_rest(
+    tmp_path,
+):
+    import xml.etree.ElementTree as ET
+
+    rows, columns = 50, 30  # a distinct head outcome per cell: a rule per cell
+    head = returning("view.a * 100 + view.b + 1")
+    junit = tmp_path / "report.xml"
+    done = diff(tmp_path, [returning("0"), head], "--output", f"junit={junit}",
+                matrix=grid(rows, columns))  # fmt: skip
+    assert done.code == 1, done.err[-2000:]
+    assert len(json.loads(done.out)["summary"]) == rows * columns  # JSON lists every rule
+    suite = ET.parse(junit).getroot().find("testsuite")
+    cases = suite.findall("testcase")
+    assert len(cases) == 1_001 == int(suite.get("failures")) == int(suite.get("tests"))
+    assert [c.get("name").split(":")[0] for c in cases[:1_000]] == [
+        f"rule {n}" for n in range(1, 1_001)
+    ]
+    more = cases[-1].find("failure")
+    assert more.get("type") == "OutcomeChanged"
+    rest = rows * columns - 1_000
+    assert more.get("message") == f"{rest:,} more rules change {rest:,} more cells"

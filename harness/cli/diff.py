@@ -128,7 +128,7 @@ def run(args: argparse.Namespace) -> int:
         return nothing_inferred(args)
     args.status = report.status  # the answer, even if the reader goes away
     for fmt, path in args.output:
-        write_file(path, "".join(chunks(report, fmt, args.sample)))
+        write_file(path, chunks(report, fmt, args.sample))  # streamed, never joined
     write(report, args.format, args.sample)
     return args.status
 
@@ -253,11 +253,14 @@ def _pr_number(text: str) -> int:
 
 def write(report: DiffReport, fmt: str, sample: int) -> None:
     batch: list[str] = []  # a large json report is thousands of chunks: write them in blocks
+    size = 0  # of at most about a megabyte (a chunk of large outcomes is one already)
     for chunk in chunks(report, fmt, sample):
         batch.append(chunk)
-        if len(batch) >= 512:
+        size += len(chunk)
+        if len(batch) >= 512 or size >= 1 << 20:
             sys.stdout.write("".join(batch))
             batch.clear()
+            size = 0
     sys.stdout.write("".join(batch))
     sys.stdout.flush()
 
@@ -289,7 +292,7 @@ def chunks(report: DiffReport | Parts, fmt: str, sample: int) -> Iterator[str]:
         yield text.render(report, sample)
 
 
-def write_file(path: str, text_: str) -> None:
+def write_file(path: str, text_: str | Iterator[str]) -> None:
     try:
         write_output(path, text_)  # "-": standard output
     except OSError as exc:

@@ -32,9 +32,10 @@ from harness.engine.outcome import (
     Filler,
     Outcome,
     OutcomeTable,
+    check_outcome_count,
     codes_below,
     decode_outcome,
-    encode_outcome,
+    encode_outcomes,
     zero_codes,
 )
 from harness.engine.plain import Malformed, plain_problem
@@ -100,7 +101,7 @@ def start_evaluation(
 
 def _encode(evaluation: Evaluation) -> tuple[dict, bytes]:
     table = evaluation.table
-    outcomes = [encode_outcome(o) for o in table.outcomes]
+    outcomes = encode_outcomes(table.outcomes)  # within the budgets, or Unevaluable
     header = {"outcomes": outcomes, "calls": evaluation.calls, "branches": table.branches.hex(),
               "reached": list(table.reached)}  # fmt: skip
     return header, table.codes.tobytes()
@@ -108,7 +109,9 @@ def _encode(evaluation: Evaluation) -> tuple[dict, bytes]:
 
 def _decode(header: dict, payload: bytes, size: int) -> Evaluation:
     """The evaluation as the worker sent it, checked: known kinds, plain values, codes
-    that index the outcomes, one branch flag and one reached cell per site."""
+    that index the outcomes, one branch flag and one reached cell per site; no more
+    outcomes than a table holds."""
+    check_outcome_count(len(header["outcomes"]))
     outcomes = [decode_outcome(item) for item in header["outcomes"]]
     codes = array(CODE_TYPE)
     codes.frombytes(payload)
@@ -191,6 +194,7 @@ class _Runner:
     def _code(self, outcome: Outcome) -> int:
         code = self.codes.get(outcome.key)
         if code is None:
+            check_outcome_count(len(self.outcomes) + 1)  # stop as soon as it is too many
             code = self.codes[outcome.key] = len(self.outcomes)
             self.outcomes.append(outcome)
         return code

@@ -4,10 +4,18 @@ An outcome is a declared value, the kept input (`kept`: nothing declared),
 an error the code raised, or a revision-wide state (`absent`,
 `unevaluable`). A table is the list of distinct outcomes and one small
 integer per cell indexing into it (an `array`), never a dict per cell.
+
+The outcomes come from a pull request's code, and every later stage (compare,
+rules, reports) costs in proportion to them, so a table holds at most
+MAX_OUTCOMES distinct outcomes of at most MAX_OUTCOME_BYTES encoded, together:
+the worker checks as it encodes (`encode_outcomes`), the parent before it
+decodes (`check_outcome_count`); past either, the revision is unevaluable
+with the reason (docs/security.md, Bounds).
 """
 
 from __future__ import annotations
 
+import json
 import sys
 from array import array
 from dataclasses import dataclass
@@ -22,6 +30,9 @@ VALUE, KEPT, ERROR, ABSENT, UNEVALUABLE = "value", "kept", "error", "absent", "u
 
 
 CODE_TYPE = "I"
+# SGLang's whole resolution (653,184 cells, 0.5.23) has 138 outcomes in 82 KB.
+MAX_OUTCOMES = 20_000
+MAX_OUTCOME_BYTES = 16 << 20
 
 
 @dataclass(frozen=True)
@@ -57,6 +68,33 @@ class OutcomeTable:
 def encode_outcome(outcome: Outcome) -> list:
     """An outcome a cell got, as the worker sends it."""
     return [outcome.kind, encode(outcome.value)]
+
+
+def encode_outcomes(outcomes: list[Outcome]) -> list[list]:
+    """A table's outcomes as the worker sends them; Unevaluable (the bound, and how far
+    past it) when they are more than MAX_OUTCOMES or encode to more than MAX_OUTCOME_BYTES."""
+    check_outcome_count(len(outcomes))
+    encoded, size = [], 0
+    for outcome in outcomes:
+        item = encode_outcome(outcome)
+        size += len(json.dumps(item))
+        if size > MAX_OUTCOME_BYTES:
+            raise Unevaluable(
+                f"its {len(outcomes):,} distinct outcomes encode to more than "
+                f"{MAX_OUTCOME_BYTES:,} bytes, the bound on one table (docs/security.md, Bounds)"
+            )
+        encoded.append(item)
+    return encoded
+
+
+def check_outcome_count(count: int) -> None:
+    """Raise Unevaluable when a table would hold more than MAX_OUTCOMES outcomes (in the
+    worker before encoding them, in the parent before decoding them)."""
+    if count > MAX_OUTCOMES:
+        raise Unevaluable(
+            f"it gave {count:,} distinct outcomes, more than the {MAX_OUTCOMES:,} one table "
+            "holds (docs/security.md, Bounds)"
+        )
 
 
 def decode_outcome(item: object) -> Outcome:

@@ -5,18 +5,31 @@ tuple of plain values), checked by exact type so that no subclass with its
 own `__eq__` or `__hash__` reaches the harness. Values crossing back from the
 worker process are written as JSON with tagged containers and read back by a
 decoder that accepts nothing else (never pickle: the worker runs hostile code).
+
+A plain value is bounded in every way (docs/security.md, Bounds): an int's
+bits, a str's length, a container's items and nesting, and its size as a
+whole (MAX_VALUE_SIZE: one per item, plus each str's length), since a list
+may hold the same large list a thousand times and encode to gigabytes.
 """
 
 from __future__ import annotations
 
+import json
+import reprlib
 from dataclasses import dataclass
 from typing import Any
+
+from harness.errors import Unevaluable
 
 SCALARS = (type(None), bool, int, float, str)
 MAX_INT_BITS = 64
 MAX_STR = 10_000
 MAX_ITEMS = 1_000
 MAX_DEPTH = 8
+MAX_VALUE_SIZE = 100_000  # items and str characters of one value, together
+MAX_ENCODED = 16 << 20  # bytes of JSON one record the worker sends may take (a trace)
+_SHORT = reprlib.Repr()  # what `shown` writes of a value that is not plain
+_SHORT.maxlevel, _SHORT.maxstring, _SHORT.maxother = 3, 200, 200
 
 
 @dataclass(frozen=True)
@@ -29,8 +42,27 @@ class Shown:
         return self.text
 
 
-def plain_problem(value: Any, depth: int = 0) -> str | None:
-    """Why `value` is not plain, or None when it is."""
+def plain_problem(value: Any) -> str | None:
+    """Why `value` is not plain, or None when it is: the first item (in order) that is not,
+    or the whole past MAX_VALUE_SIZE. A walk of at most MAX_VALUE_SIZE steps."""
+    if type(value) in SCALARS:
+        return _item_problem(value, 0)
+    size, stack = 0, [(value, 0)]
+    while stack:
+        item, depth = stack.pop()
+        problem = _item_problem(item, depth)
+        if problem:
+            return problem
+        size += 1 + (len(item) if type(item) is str else 0)
+        if size > MAX_VALUE_SIZE:
+            return f"a value of more than {MAX_VALUE_SIZE:,} items and characters together"
+        if type(item) in (list, tuple):
+            stack.extend((v, depth + 1) for v in reversed(item))
+    return None
+
+
+def _item_problem(value: Any, depth: int) -> str | None:
+    """Why `value` itself (not its items) is not plain, at `depth` in a value."""
     kind = type(value)
     if kind is int and value.bit_length() > MAX_INT_BITS:
         return f"an int of {value.bit_length()} bits (more than {MAX_INT_BITS})"
@@ -44,10 +76,6 @@ def plain_problem(value: Any, depth: int = 0) -> str | None:
         )
     if depth >= MAX_DEPTH or len(value) > MAX_ITEMS:
         return f"a {kind.__name__} nested deeper than {MAX_DEPTH} or longer than {MAX_ITEMS}"
-    for item in value:
-        problem = plain_problem(item, depth + 1)
-        if problem:
-            return problem
     return None
 
 
@@ -57,11 +85,13 @@ def _type_name(value: Any) -> str:
 
 
 def shown(value: Any) -> Any:
-    """`value` if plain, else its repr, bounded (for traces: a condition's operand)."""
+    """`value` if plain, else its repr, bounded (for traces: a condition's operand). The
+    repr of a container is `reprlib`'s: a few items of a few levels, so a list holding
+    one large list a thousand times is not written out whole first."""
     if plain_problem(value) is None:
         return value
     try:
-        text = repr(value)
+        text = _SHORT.repr(value)
     except Exception as exc:  # the evaluated code's __repr__ may raise
         text = f"<{_type_name(value)}: repr raised {type(exc).__name__}>"
     if type(text) is not str:
@@ -83,6 +113,18 @@ def encode(value: Any) -> Any:
     if kind is Shown:
         return {"r": value.text}
     raise TypeError(f"not a plain value: {kind.__name__}")
+
+
+def within_size(data: Any, what: str, limit: int = MAX_ENCODED) -> Any:
+    """`data` (JSON-ready, from `encode`) when its JSON is at most `limit` bytes; else
+    Unevaluable naming `what` and the bound (in the worker, before it sends)."""
+    size = len(json.dumps(data))
+    if size > limit:
+        raise Unevaluable(
+            f"{what} encodes to {size:,} bytes, more than the {limit:,} one answer may take "
+            "(docs/security.md, Bounds)"
+        )
+    return data
 
 
 class Malformed(ValueError):

@@ -23,7 +23,7 @@ from harness.engine.events import CONDITION, OPERAND, PASS, RAISE, RETURN, Event
 from harness.engine.explore import run_cell
 from harness.engine.limits import DEFAULT_LIMITS, Limits
 from harness.engine.outcome import decode_outcome, encode_outcome
-from harness.engine.plain import Malformed, decode, encode, shown
+from harness.engine.plain import Malformed, decode, encode, shown, within_size
 from harness.engine.purity import impurity
 from harness.engine.sandbox import chain, guarded, load_function
 from harness.engine.worker import start
@@ -185,7 +185,8 @@ def _encode(trace: Trace) -> dict:
     """The trace as plain data; operands that are not plain values travel as their repr."""
     events = [[e.kind, e.line, e.source, e.key, encode(shown(e.value))] for e in trace.events]
     passes = [encode({k: _shown_deep(v) for k, v in p.items()}) for p in trace.passes]
-    return {"outcome": encode_outcome(trace.outcome), "events": events, "passes": passes}
+    data = {"outcome": encode_outcome(trace.outcome), "events": events, "passes": passes}
+    return within_size(data, f"the trace of {len(events):,} events")
 
 
 def _shown_deep(value: Any) -> Any:

@@ -100,22 +100,34 @@ def nothing_inferred(matrix: str, message: str) -> dict[str, Any]:
             "message": message}  # fmt: skip
 
 
-BATCH = 512  # changed cells per chunk
+BATCH = 512  # changed cells per chunk, at most
+CHUNK = 1 << 20  # characters a chunk aims at: cells with large outcomes come fewer at a time
+FIRST_BATCH = 16  # cells in the first chunk, which measures how large a cell is
 
 
 def render_chunks(report: DiffReport) -> Iterator[str]:
-    """The JSON text in pieces, so a large `changed` list streams instead of piling up."""
+    """The JSON text in pieces of about CHUNK characters or BATCH cells, so a large
+    `changed` list streams instead of piling up (`"A" * 10000` on 349,920 cells is 7 GB
+    of JSON: the writer takes the pieces one at a time, never the whole)."""
     yield json.dumps(document_head(report))[:-1] + ', "changed": ['
     batch: list[dict[str, Any]] = []
-    for n, item in enumerate(report.changed_cells(), 1):
+    size, separator = FIRST_BATCH, ""  # then as many as make about CHUNK characters
+    for item in report.changed_cells():
         batch.append(item)
-        if n % BATCH == 0:  # one dumps per batch: a report of 300,000 cells in big strides
-            yield ("" if n == BATCH else ", ") + json.dumps(batch)[1:-1]
+        if len(batch) >= size:  # one dumps per batch: 300,000 small cells in big strides
+            text = json.dumps(batch)[1:-1]
+            yield separator + text
+            separator, size = ", ", _next_batch(size, len(text))
             batch.clear()
     if batch:
-        yield ("" if report.changed <= BATCH else ", ") + json.dumps(batch)[1:-1]
+        yield separator + json.dumps(batch)[1:-1]
     rest = {"summary": summary_json(report.rules), **fields_json(report)}
     yield "], " + json.dumps(rest)[1:] + "\n"
+
+
+def _next_batch(size: int, length: int) -> int:
+    """How many cells the next chunk takes, after `size` cells made `length` characters."""
+    return max(1, min(BATCH, size * CHUNK // max(length, 1)))
 
 
 def summary_json(rules: list[RuleView]) -> list[dict[str, Any]]:
