@@ -487,7 +487,7 @@ class FilesAt:
         return ("blob", blob)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Commit:
     """One commit of a scan: its first parent, committer date and subject."""
 
@@ -549,41 +549,72 @@ class Listing:
 def commits_from(out: bytes, paths: tuple[str, ...]) -> Iterator[Commit]:
     """The commits of `git log -z --raw --format=%x01%H%x00%P%x00%cI%x00%s`: NUL ends every
     field, so a subject is any bytes but NUL and a path is the path (never quoted).
+    The output is walked field by field (never split whole: a 20,000-commit listing),
+    and a commit shares its parent's id and its old blob's with the commit before it.
     Raises GitError on output that is not git's."""
-    fields = out.split(b"\0")
-    at = 0
-    while at < len(fields):
-        token = fields[at].lstrip(b"\n")
+    fields, names = Fields(out), {}
+    last: Commit | None = None
+    while (token := fields.take()) is not None:
+        token = token.lstrip(b"\n")
         if not token:
-            at += 1
-        elif token.startswith(b"\x01") and at + 3 < len(fields):
-            head = (token[1:], *fields[at + 1 : at + 4])
-            changes, at = _raw_changes(fields, at + 4)
-            yield _commit_from(head, changes, paths)
-        else:
+            continue
+        head = (token[1:], fields.take(), fields.take(), fields.take())
+        if not token.startswith(b"\x01") or head[-1] is None:
             raise GitError(("log", "-z", "--raw"), 0, f"unexpected output {token[:40]!r}")
+        last = _commit_from(head, _raw_changes(fields, names, last), paths, last)
+        yield last
 
 
-def _raw_changes(fields: list[bytes], at: int) -> tuple[dict, int]:
-    """The `:oldmode newmode oldblob newblob status` NUL path NUL pairs from `at` on."""
+class Fields:
+    """The NUL-terminated fields of git's `-z` output, one at a time."""
+
+    def __init__(self, out: bytes) -> None:
+        self.out, self.at = out, 0
+
+    def peek(self) -> bytes | None:
+        if self.at >= len(self.out):
+            return None
+        end = self.out.find(b"\0", self.at)
+        return self.out[self.at : end if end >= 0 else len(self.out)]
+
+    def take(self) -> bytes | None:
+        found = self.peek()
+        if found is not None:
+            self.at += len(found) + 1
+        return found
+
+
+def _raw_changes(fields: Fields, names: dict, last: Commit | None) -> dict | None:
+    """The `:oldmode newmode oldblob newblob status` NUL path NUL pairs that come next
+    (None: a link or a submodule among them). `names`: each path's one str."""
     changes: dict[str, tuple[str | None, str | None]] | None = {}
-    while at + 1 < len(fields) and fields[at].lstrip(b"\n").startswith(b":"):
-        parts = fields[at].decode().split()
-        path = fields[at + 1].decode("utf-8", "surrogateescape")
+    while (line := fields.peek()) is not None and line.lstrip(b"\n").startswith(b":"):
+        fields.take()
+        parts, raw = line.decode().split(), fields.take() or b""
+        path = names.setdefault(raw, raw.decode("utf-8", "surrogateescape"))
         if changes is not None and {parts[0][1:], parts[1]} & {LINK_MODE, SUBMODULE_MODE}:
             changes = None  # a link's blob is its text, not the file it leads to
         elif changes is not None:
-            changes[path] = (_blob_or_none(parts[2]), _blob_or_none(parts[3]))
-        at += 2
-    return changes, at
+            changes[path] = (_shared(_blob_or_none(parts[2]), last, path), _blob_or_none(parts[3]))
+    return changes
 
 
-def _commit_from(head: tuple[bytes, ...], changes: dict | None, paths: tuple[str, ...]) -> Commit:
+def _shared(blob: str | None, last: Commit | None, path: str) -> str | None:
+    """`blob`, as the commit before made it when it is the same id (one str, not two)."""
+    before = None if last is None or not last.changes else last.changes.get(path)
+    return before[1] if before is not None and before[1] == blob else blob
+
+
+def _commit_from(
+    head: tuple, changes: dict | None, paths: tuple[str, ...], last: Commit | None
+) -> Commit:
     sha, parents, date, subject = (field.decode("utf-8", "replace") for field in head)
+    parent = parents.split(" ")[0] or None
+    if last is not None and parent == last.sha:
+        parent = last.sha  # the previous commit's str
     blobs = None if changes is None else changes.get(paths[0])
     single = changes is not None and len(parents.split()) == 1  # a merge's: not its changes
-    return Commit(sha, parents.split(" ")[0] or None, date, subject, blobs,
-                  changes if single else None, paths)  # fmt: skip
+    return Commit(sha, parent, date, subject, blobs, changes if single else None, paths)
 
 
 def _blob_or_none(sha: str) -> str | None:
