@@ -15,7 +15,9 @@ overrides.py) and, given REPO (a repository of SGLang's released trees, as
   - the same diff with `--matrix inferred` against the FA4 diff, on the fixture
     and, given REPO, on #30835's clause committed on top of v0.5.23 (in a
     temporary clone; nothing of REPO is changed), and v0.5.18 against v0.5.23
-    (once each: the inferred matrix is split into one per changed pass).
+    (once each: the inferred matrix is split into one per changed pass); each followed
+    by one more run timed stage by stage (surveys, run order, the inferred matrix, the
+    diff).
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import io
+import resource
 import subprocess
 import sys
 import tempfile
@@ -31,7 +34,9 @@ from pathlib import Path
 
 import yaml
 
+import harness.cli.diff as diff_command
 import harness.engine.explore as explore
+import harness.scan.inferred as inferred_module
 from harness import gitio
 from harness.cli.main import main
 from harness.matrix.load import load_matrix, shipped_dir
@@ -130,12 +135,71 @@ def main_bench() -> None:
 
 def inferred_line(label: str, repeat: int, repo: str, revs=("#30835^", "#30835")) -> str:
     common = ("diff", *revs, "--repo", repo, "--no-cache")
-    inferred = best(repeat, quiet_diff(*common, "--matrix", "inferred"))
-    fa4 = best(repeat, quiet_diff(*common))
+    inferred = best_of(repeat, quiet_diff(*common, "--matrix", "inferred"))
+    fa4 = best_of(repeat, quiet_diff(*common))
     return (
-        f"{label}: --matrix inferred {inferred:.3f} s, the FA4 diff {fa4:.3f} s, "
-        f"ratio {inferred / fa4:.2f}"
+        f"{label}: --matrix inferred {inferred[0]:.3f} s, the FA4 diff {fa4[0]:.3f} s, "
+        f"ratio {inferred[0] / fa4[0]:.2f}; CPU (this process and its workers) "
+        f"{inferred[1]:.3f} s and {fa4[1]:.3f} s, ratio {inferred[1] / fa4[1]:.2f}"
+        f"\n  where it goes: {stages(repo, revs)}"
     )
+
+
+def best_of(repeat: int, fn) -> tuple[float, float]:
+    """(best wall-clock time, best CPU time of this process and the workers it waited for)
+    of `repeat` runs: on a shared machine the CPU time is what others' load changes least."""
+    walls, cpus = [], []
+    for _ in range(repeat):
+        start, cpu = time.perf_counter(), _cpu()
+        fn()
+        walls.append(time.perf_counter() - start)
+        cpus.append(_cpu() - cpu)
+    return min(walls), min(cpus)
+
+
+def _cpu() -> float:
+    own, workers = (
+        resource.getrusage(who) for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)
+    )
+    return own.ru_utime + own.ru_stime + workers.ru_utime + workers.ru_stime
+
+
+STAGES = (  # (module, function, what it is), timed where the diff calls them
+    (inferred_module, "_surveys", "surveys"),
+    (inferred_module, "_in_order", "run order"),
+    (inferred_module, "_inferred", "matrix (runs on symbols)"),
+    (diff_command, "diff_report", "diff"),
+)
+
+
+def stages(repo: str, revs: tuple[str, str]) -> str:
+    """One more `--matrix inferred` run, timed stage by stage (wall clock, in-process): the
+    two revisions' surveys, their run orders, the matrix inferred from the runs on symbols,
+    and the diff (or diffs) on it. The rest is setting up and writing the report."""
+    spent = {what: 0.0 for _, _, what in STAGES}
+    originals = [(module, name, getattr(module, name)) for module, name, _ in STAGES]
+    for (module, name, original), (_, _, what) in zip(originals, STAGES, strict=True):
+        setattr(module, name, _timed(original, spent, what))
+    start = time.perf_counter()
+    try:
+        quiet_diff("diff", *revs, "--repo", repo, "--no-cache", "--matrix", "inferred")()
+    finally:
+        for module, name, original in originals:
+            setattr(module, name, original)
+    total = time.perf_counter() - start
+    shown = ", ".join(f"{what} {seconds:.2f} s" for what, seconds in spent.items())
+    return f"{shown}, the rest {total - sum(spent.values()):.2f} s (of {total:.2f} s)"
+
+
+def _timed(function, spent: dict[str, float], what: str):
+    def timed(*args, **kwargs):
+        start = time.perf_counter()
+        try:
+            return function(*args, **kwargs)
+        finally:
+            spent[what] += time.perf_counter() - start
+
+    return timed
 
 
 CLAUSE = "        and (view.speculative_eagle_topk or 0) <= 1\n    ):"
