@@ -333,3 +333,29 @@ def test_the_repr_of_a_world_function_is_sglangs_but_for_the_address(tmp_path: P
     code, report = diff(tmp_path, text, "sglang")
     assert code == 1 and "head" not in report["notes"], report
     assert {item["head"]["page_size"] for item in report["changed"]} == {64}
+
+
+class ResolvedView:
+    """Named as the class of the view SGLang hands a pass (model_override_base.py)."""
+
+
+def test_pythons_own_messages_name_the_views_class_as_sglangs(tmp_path: Path):
+    """`iter(view)` fails in SGLang too; the message names the view's class, so the
+    world's view has SGLang's class name there."""
+    try:
+        iter(ResolvedView())  # type: ignore[call-overload]
+    except TypeError as exc:
+        message = str(exc)
+    text = SGLANG_TOP + textwrap.dedent(
+        f"""\
+        def target(view):
+            try:
+                iter(view)
+            except TypeError as exc:
+                return {{"page_size": 64 if str(exc) == {message!r} else 2}}
+            return {{}}
+        """
+    )
+    code, report = diff(tmp_path, text, "sglang")
+    assert code == 1 and "head" not in report["notes"], report
+    assert {item["head"]["page_size"] for item in report["changed"]} == {64}

@@ -58,7 +58,7 @@ def load_target(
         passes = [
             guarded(load(c), bound.guards.get(name)) for name, c in closure.passes if c is not None
         ]
-        return chain(passes, bound.probe)
+        return chain(passes, bound.probe, view_type(bound))
     return load(closure)
 
 
@@ -75,10 +75,13 @@ def guarded(fn: Callable[..., Any], guard: Callable[[], Any] | None) -> Callable
     return run
 
 
-def chain(passes: list[Callable[..., Any]], probe: Probe | None = None) -> Callable[..., Any]:
+def chain(
+    passes: list[Callable[..., Any]], probe: Probe | None = None, kind: str = "view"
+) -> Callable[..., Any]:
     """Run passes in order, each seeing the view with the earlier declarations overlaid
-    (an overlay: see `overlay_maker`; what it refuses is refused on `probe`)."""
-    overlay = overlay_maker("view", probe)
+    (an overlay of class `kind`: see `overlay_maker`; what it refuses is refused on
+    `probe`)."""
+    overlay = overlay_maker("view", probe, name=kind)
 
     def pipeline(view: Any) -> dict[str, Any]:
         declared: dict[str, Any] = {}
@@ -103,6 +106,7 @@ def overlay_maker(
     answer: Callable[[Any, Any], Any] | None = None,
     otherwise: Reader | None = None,
     write: Callable[[Any, str, str], BaseException] | None = None,
+    name: str = "",
 ) -> Callable[[Any, dict[str, Any]], Any]:
     """`make(inner, declared)`: an object answering a name `declared` holds (through
     `answer(obj, value)`, if given; never one starting with `__`), else `otherwise(inner,
@@ -134,7 +138,7 @@ def overlay_maker(
 
     methods = {"__getattribute__": __getattribute__, "__setattr__": __setattr__,
                "__delattr__": __delattr__}  # fmt: skip
-    cls = stand_in_class(label, methods, probe, slots=("_inner", "_declared"))
+    cls = stand_in_class(label, methods, probe, ("_inner", "_declared"), name)
     inner, declared = cls.__dict__["_inner"], cls.__dict__["_declared"]
     get_inner, get_declared = inner.__get__, declared.__get__
 
@@ -189,15 +193,23 @@ def load_function(
     function = spaces[closure.path][closure.function]
     if not closure.methods:
         return function
-    return with_methods(function, closure.method_functions(spaces), bound.probe)
+    methods = closure.method_functions(spaces)
+    return with_methods(function, methods, bound.probe, view_type(bound))
 
 
 def with_methods(
-    function: Callable[..., Any], methods: dict[str, Any], probe: Probe | None = None
+    function: Callable[..., Any],
+    methods: dict[str, Any],
+    probe: Probe | None = None,
+    kind: str = "view",
 ) -> Callable[..., Any]:
-    """`function`, called with a view that also answers the view class's methods (the
-    extracted ones, bound to it as SGLang's are)."""
-    method_view = overlay_maker("view", probe, answer=lambda view, method: MethodType(method, view))
+    """`function`, called with a view (of class `kind`) that also answers the view
+    class's methods (the extracted ones, bound to it as SGLang's are)."""
+
+    def bound_method(view: Any, method: Any) -> Any:
+        return MethodType(method, view)
+
+    method_view = overlay_maker("view", probe, answer=bound_method, name=kind)
 
     @functools.wraps(function)
     def call(view: Any) -> Any:
@@ -263,6 +275,11 @@ def _run(module: ast.Module, filename: str, space: dict[str, Any]) -> None:
         raise Unevaluable(
             f"module-level code of the closure raised {describe(exc)} at {where}"
         ) from None
+
+
+def view_type(bound: Bound) -> str:
+    """The name of the view's class in the world `bound` was compiled from."""
+    return "view" if bound.ctx is None else bound.ctx.world.view_type
 
 
 def module_maker(

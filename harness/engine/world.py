@@ -210,10 +210,11 @@ class Obj(Spec):
     label: str
     attrs: dict[str, Spec] = field(default_factory=dict)
     fallback: Callable[[str], Spec] | None = None
+    kind: str = ""  # its class's name, as SGLang's object's (else the label)
 
     def compile(self, ctx: Context) -> Resolver:
         attrs = {k: s.compile(ctx) for k, s in self.attrs.items()}
-        obj = strict_object(self.label, attrs, ctx, self.fallback)
+        obj = strict_object(self.label, attrs, ctx, self.fallback, self.kind)
         return lambda probe: obj
 
 
@@ -252,6 +253,7 @@ def strict_object(
     attrs: dict[str, Resolver],
     ctx: Context,
     fallback: Callable[[str], Spec] | None = None,
+    kind: str = "",
 ) -> Any:
     """A read-only object answering only the attributes it declares; assigning to or
     deleting any attribute is refused (on the probe, as a read nothing answers).
@@ -284,7 +286,7 @@ def strict_object(
 
     methods = {"__getattribute__": __getattribute__, "__setattr__": __setattr__,
                "__delattr__": __delattr__}  # fmt: skip
-    return object.__new__(stand_in_class(label, methods, probe))
+    return object.__new__(stand_in_class(label, methods, probe, name=kind))
 
 
 # --- stand-ins -------------------------------------------------------------------
@@ -306,12 +308,18 @@ TYPE_FIX = (
 
 
 def stand_in_class(
-    label: str, methods: dict[str, Any], probe: Probe | None, slots: tuple[str, ...] = ()
+    label: str,
+    methods: dict[str, Any],
+    probe: Probe | None,
+    slots: tuple[str, ...] = (),
+    name: str = "",
 ) -> type:
     """A class for the world's stand-ins: only the special `methods` given (no method
     evaluated code can call by a plain name), of module `world`, not the harness's.
     Making an instance (`type(x)()`), subclassing it and asking its `repr` (SGLang's
-    names an address) are refused on `probe`. Instances are made by
+    names an address) are refused on `probe`. `name` is the class's (as SGLang's
+    object's, which Python's own messages show: `'ResolvedView' object is not
+    iterable`), else the label. Instances are made by
     `object.__new__(cls)`; `type()` in evaluated code refuses them (`is_stand_in`)."""
 
     def __new__(cls: type, *args: Any, **kwargs: Any) -> Any:
@@ -325,8 +333,9 @@ def stand_in_class(
 
     namespace = {"__new__": __new__, "__init_subclass__": __init_subclass__,
                  "__repr__": __repr__, **methods}  # fmt: skip
-    namespace.update(__slots__=slots, __module__=STAND_IN_MODULE, __qualname__=label)
-    cls = type(label, (), namespace)
+    name = name or label
+    namespace.update(__slots__=slots, __module__=STAND_IN_MODULE, __qualname__=name)
+    cls = type(name, (), namespace)
     _STAND_INS.add(cls)
     return cls
 
@@ -442,6 +451,7 @@ class World:
     consumed: frozenset[str] = frozenset()
     validate: Callable[[Matrix], None] | None = None
     view_class: tuple[str, str] | None = None  # (module, class) whose methods the view has
+    view_type: str = "view"  # the name of the view's class, as the project's is
     view_functions: frozenset[str] = frozenset()  # names bound to functions returning the view
     view_namespaces: str | None = None  # the list of classes whose fields the view's class has
     run_entries: tuple[tuple[str, str], ...] = ()  # (module, function) that run the passes
@@ -495,7 +505,7 @@ def bind(world: World, matrix: Matrix) -> Bound:
     for name, value in matrix.fields.items():
         if name not in world.consumed and "." not in name:  # dotted: a probe's answer
             view_specs[name] = Const(value)
-    view = Obj("view", view_specs).compile(ctx)(ctx.probe)
+    view = Obj("view", view_specs, kind=world.view_type).compile(ctx)(ctx.probe)
     names = {name: spec.compile(ctx)(ctx.probe) for name, spec in world.names.items()}
     for name, raw in matrix.bindings.items():
         spec = parse_binding(raw, f"{matrix.source}: bindings.{name}", name)
@@ -553,7 +563,8 @@ def with_defaults(bound: Bound, defaults: Any) -> Bound:
 
 def with_view_fallback(bound: Bound, fallback: Callable[[str], Spec]) -> Bound:
     """`bound` whose view answers an attribute nothing else does with `fallback(name)`."""
-    view = Obj("view", bound.view_specs, fallback).compile(bound.ctx)(bound.probe)
+    kind = bound.ctx.world.view_type
+    view = Obj("view", bound.view_specs, fallback, kind).compile(bound.ctx)(bound.probe)
     return replace(bound, view=view)
 
 

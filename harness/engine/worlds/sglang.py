@@ -372,6 +372,7 @@ WORLD = World(
     ),
     validate=check_platforms,
     view_class=("sglang.srt.server_args", "ServerArgs"),
+    view_type="ResolvedView",  # what SGLang hands a pass (model_override_base.py)
     view_functions=frozenset(VIEW_FUNCTIONS),
     view_namespaces="_INPUT_NAMESPACES",  # ServerArgs's fields from 0.5.20 on
     input_defaults=("sglang.srt.environ", "Envs"),  # envs.X: `X = EnvBool(False)` there
