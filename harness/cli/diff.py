@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import sys
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import replace as dataclass_replace
 from typing import TYPE_CHECKING
 
@@ -161,15 +163,30 @@ def inferred_report(
     if inferred is None:
         return None
     reports = []
-    for n, matrix in enumerate(inferred.matrices, 1):
-        bar.stage(f"diff: evaluating {matrix.name} ({n}/{len(inferred.matrices)})")
-        part = dataclass_replace(setup, matrix=matrix, where=None)
-        reports.append(diff_report(part, base, head, args.exhaustive, versions))
+    with _out_of_collection():  # the revisions' parsed files, kept for the diffs
+        for n, matrix in enumerate(inferred.matrices, 1):
+            bar.stage(f"diff: evaluating {matrix.name} ({n}/{len(inferred.matrices)})")
+            part = dataclass_replace(setup, matrix=matrix, where=None)
+            reports.append(diff_report(part, base, head, args.exhaustive, versions))
     if not inferred.whole:
         (report,) = reports
         unseen = "; ".join(filter(None, [report.unseen, *inferred.unseen])) or None
         return dataclass_replace(report, unseen=unseen)
     return Parts(reports, inferred.whole, args.max_cells, inferred.unseen)
+
+
+@contextmanager
+def _out_of_collection() -> Iterator[None]:
+    """The objects made so far left out of the cyclic garbage collector while the diffs
+    run: their workers are forked, and a collection in each would walk (and copy) every
+    parsed file the run keeps for them (on #30835 over v0.5.23, keeping them cost the
+    workers 0.7 s of CPU; this takes back about half). Objects no longer referenced are
+    still freed; cycles among them wait."""
+    gc.freeze()
+    try:
+        yield
+    finally:
+        gc.unfreeze()
 
 
 UNCHANGED = (
