@@ -95,14 +95,16 @@ def temporaries(directory: Path, older_than: float, now: float) -> list[Path]:
 def write_output(path: str, text: str | Iterable[str]) -> None:
     """Write `text` (UTF-8; or pieces of it, written as they come and never joined: a large
     JSON report) where `path` points: `-` or the file standard output already is
-    (`/dev/stdout`): standard output; a regular file, or a new one: atomically, through
-    any symlinks (the link stays, its target is written), keeping an existing file's mode;
-    anything else (a FIFO, a device node): opened and written in place. Raises OSError."""
+    (`/dev/stdout`): standard output (likewise standard error); a regular file, or a new
+    one: atomically, through any symlinks (the link stays, its target is written), keeping
+    an existing file's mode; anything else (a FIFO, a device node): opened and written in
+    place. Raises OSError."""
     pieces = [text] if isinstance(text, str) else text
-    if path == "-" or _is_stdout(path):
+    stream = sys.stdout if path == "-" else _standard_stream(path)
+    if stream is not None:
         for piece in pieces:
-            sys.stdout.write(piece)
-        sys.stdout.flush()
+            stream.write(piece)
+        stream.flush()
         return
     data = (piece.encode("utf-8") for piece in pieces)
     target = Path(os.path.realpath(path))
@@ -118,13 +120,21 @@ def write_output(path: str, text: str | Iterable[str]) -> None:
         write_atomically(target, data, kept=info)
 
 
-def _is_stdout(path: str) -> bool:
-    """Whether `path` is (through links) the very file standard output writes to."""
+def _standard_stream(path: str):
+    """Standard output or error when `path` is (through links: `/dev/stdout`) the very
+    file it writes to, else None: written through the stream, after what it wrote."""
     try:
-        there, out = os.stat(path), os.fstat(sys.stdout.fileno())
-    except (OSError, ValueError, AttributeError):  # no such path; a stdout with no fd
-        return False
-    return (there.st_dev, there.st_ino) == (out.st_dev, out.st_ino)
+        there = os.stat(path)
+    except (OSError, ValueError):
+        return None
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            out = os.fstat(stream.fileno())
+        except (OSError, ValueError, AttributeError):  # a stream with no descriptor
+            continue
+        if (there.st_dev, there.st_ino) == (out.st_dev, out.st_ino):
+            return stream
+    return None
 
 
 def _same(path: Path, info: os.stat_result) -> bool:

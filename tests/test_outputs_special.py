@@ -1,11 +1,12 @@
 """Where `--output FORMAT=FILE` and `snapshot -o FILE` write: into the path the user named.
 
 A path that is not a regular file (a FIFO, a device node, a link to a process's
-standard output) is written in place, never replaced by a regular file; `-` is
+standard output, as /dev/stdout is) is written in place, never replaced by a regular file; `-` is
 standard output; an existing file keeps its mode, a symlink stays a symlink and
 its target is written; a new regular file is still written whole, with the mode
 the umask gives. Each test runs the real CLI (in-process, or as a subprocess when
-the file descriptors of the process itself matter).
+the file descriptors of the process itself matter), on special files of its own
+(a harness that replaced them, run as root, must not replace the system's).
 """
 
 from __future__ import annotations
@@ -83,13 +84,25 @@ def test_a_diff_output_to_a_fifo_is_the_json_report(tmp_path):
     assert len(json.loads(got[0])["changed"]) == 3
 
 
+def device_node(tmp_path: Path) -> Path:
+    """A null device of the test's own (root: made with mknod, so that a harness that
+    replaced it would not replace the system's /dev/null); else /dev/null itself."""
+    if os.geteuid() != 0:
+        return Path("/dev/null")
+    node = tmp_path / "null"
+    os.mknod(node, stat.S_IFCHR | 0o666, os.stat("/dev/null").st_rdev)
+    return node
+
+
 def test_a_device_node_is_written_in_place_even_as_root(tmp_path):
-    before = os.stat("/dev/null")
-    assert run_cli(*snapshot_args(tmp_path, "/dev/null")).code == 0
-    assert run_cli(*diff_args(tmp_path / "d", "json=/dev/null")).code == 1
-    after = os.stat("/dev/null")
+    node = device_node(tmp_path)
+    before = os.stat(node)
+    assert run_cli(*snapshot_args(tmp_path / "s", str(node))).code == 0
+    assert run_cli(*diff_args(tmp_path / "d", f"json={node}")).code == 1
+    after = os.stat(node)
     assert stat.S_ISCHR(after.st_mode) and after.st_rdev == before.st_rdev
-    assert (after.st_ino, stat.S_IMODE(after.st_mode)) == (before.st_ino, 0o666)
+    assert (after.st_ino, after.st_mode) == (before.st_ino, before.st_mode)
+    assert leftovers(node.parent) == []
 
 
 def test_dash_is_standard_output_and_no_file_named_dash(tmp_path, monkeypatch):
@@ -116,13 +129,21 @@ def test_a_link_to_the_process_standard_output_writes_to_its_pipe(tmp_path):
     assert link.is_symlink() and os.readlink(link) == "/proc/self/fd/1"
 
 
+def own_link(tmp_path: Path, fd: int) -> str:
+    """A link of the test's own to `/proc/self/fd/FD`, as /dev/stdout (fd 1) and
+    /dev/stderr (fd 2) are: a harness that replaced it replaces only this link."""
+    link = tmp_path / f"fd{fd}"
+    link.symlink_to(f"/proc/self/fd/{fd}")
+    return str(link)
+
+
 def test_dev_stdout_redirected_to_a_file_appends_to_what_stdout_wrote(tmp_path):
     want = regular_baseline(tmp_path)
     out = tmp_path / "captured.txt"
     with out.open("wb") as handle:
         handle.write(b"before\n")
         handle.flush()
-        done = subprocess.run([*HARNESS, *snapshot_args(tmp_path / "a", "/dev/stdout")],
+        done = subprocess.run([*HARNESS, *snapshot_args(tmp_path / "a", own_link(tmp_path, 1))],
                               stdout=handle, stderr=subprocess.PIPE, timeout=120)  # fmt: skip
     assert done.returncode == 0, done.stderr
     assert out.read_text() == "before\n" + want  # not truncated, not replaced
@@ -171,3 +192,17 @@ def test_a_directory_as_the_output_is_one_line_and_exit_2(tmp_path):
     assert result.code == 2 and len(result.err.strip().splitlines()) == 1
     assert f"--output {target}" in result.err and "Traceback" not in result.err
     assert target.is_dir() and list(target.iterdir()) == []
+
+
+def test_dev_stderr_redirected_to_a_file_is_written_after_what_stderr_wrote(tmp_path):
+    out = tmp_path / "errors.txt"
+    with out.open("wb") as handle:
+        handle.write(b"before\n")
+        handle.flush()
+        done = subprocess.run([*HARNESS, *diff_args(tmp_path, f"json={own_link(tmp_path, 2)}")],
+                              stdout=subprocess.PIPE, stderr=handle, timeout=120)  # fmt: skip
+    assert done.returncode == 1
+    text = out.read_text()
+    assert text.startswith("before\n{")  # not truncated, not replaced by a new file
+    report, _ = json.JSONDecoder().raw_decode(text, len("before\n"))
+    assert len(report["changed"]) == 3
