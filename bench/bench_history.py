@@ -1,6 +1,8 @@
 """Benchmark: `harness history` and `harness bisect` over 1,000 commits.
 
 Run: python bench/bench_history.py [--commits N] [--repeat N]
+     python bench/bench_history.py --memory [--padding N]
+
 
 Generates (with git fast-import) a history of N commits, each touching an
 SGLang-sized overrides.py (about 80 KB): every commit edits one unrelated
@@ -13,6 +15,11 @@ side in one run, all as fresh processes with a cold cache:
     `harness diff GOOD` on the checked-out tree, against `harness bisect
     GOOD BAD` (target: harness bisect >= 8x faster); both must name the same
     commit.
+With --memory, instead: the peak resident memory of `harness history` over
+2,000 and over 20,000 such commits, side by side (target: about equal; history's
+memory does not grow with the number of commits). --padding sets the number of
+unrelated passes (default 200, an 80 KB file; fewer make the 20,000-commit
+history quicker to build and scan).
 """
 
 from __future__ import annotations
@@ -25,6 +32,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 from harness.testing.gitrepo import IDENTITY
@@ -39,39 +47,42 @@ PADDING = 200
 HARNESS = [sys.executable, "-m", "harness"]
 
 
-def versions(commits: int) -> list[tuple[str, str]]:
+def versions(commits: int, padding: int = PADDING) -> Iterator[tuple[str, str]]:
     """(subject, overrides.py text) per commit, oldest first; edits accumulate as in life."""
     marks = {int(commits * share): change for share, change in (
         (0.15, {"full_clause": True}), (0.3, {"spelling": "platform"}),
         (0.5, {"spelling": "helpers"}), (0.7, {"spelling": "platform"}),
         (0.9, {"spelling": "helpers"}),
     )}  # fmt: skip
-    passes = [PADDING_PASS.format(n=k) for k in range(PADDING)]
-    knobs, out = {}, []
+    passes = [PADDING_PASS.format(n=k) for k in range(padding)]
+    knobs = {}
     for n in range(commits):
         knobs.update(marks.get(n, {}))
-        k = n * 37 % PADDING  # one unrelated pass edited per commit
+        k = n * 37 % padding  # one unrelated pass edited per commit
         passes[k] = PADDING_PASS.format(n=k).replace(f"- {k} % 7}}", f"- {k} % {7 + n}}}")
         text = overrides_source(Overrides(**knobs)) + "".join(passes)
         subject = "Touch the FA4 pass" if n in marks else f"Tune pass {k}"
-        out.append((f"{subject} (#{31000 + n})", text))
-    return out
+        yield f"{subject} (#{31000 + n})", text
 
 
-def build(root: Path, commits: int) -> list[str]:
-    """A repository whose main branch holds `commits` commits; returns their shas."""
+def build(root: Path, commits: int, padding: int = PADDING) -> list[str]:
+    """A repository whose main branch holds `commits` commits; returns their shas. The
+    commits are streamed into `git fast-import` (20,000 of them are gigabytes of text)."""
     subprocess.run(["git", "init", "-q", "-b", "main", str(root)], check=True)
-    stream = bytearray()
-    for n, (subject, text) in enumerate(versions(commits), 1):
+    marks = root / ".git" / "bench-marks"
+    importing = subprocess.Popen(["git", "fast-import", "--quiet", f"--export-marks={marks}"],
+                                 cwd=root, stdin=subprocess.PIPE)  # fmt: skip
+    for n, (subject, text) in enumerate(versions(commits, padding), 1):
         message, body = subject.encode(), text.encode()
         stamp = 1_760_000_000 + 3600 * n
-        stream += b"commit refs/heads/main\nmark :%d\n" % n
-        stream += b"committer Bench <bench@harness.invalid> %d +0000\n" % stamp
-        stream += b"data %d\n%s\n" % (len(message), message)
-        stream += b"M 100644 inline %s\ndata %d\n%s\n" % (OVERRIDES.encode(), len(body), body)
-    marks = root / ".git" / "bench-marks"
-    subprocess.run(["git", "fast-import", "--quiet", f"--export-marks={marks}"], cwd=root,
-                   input=bytes(stream), check=True)  # fmt: skip
+        importing.stdin.write(
+            b"commit refs/heads/main\nmark :%d\n" % n
+            + b"committer Bench <bench@harness.invalid> %d +0000\n" % stamp
+            + b"data %d\n%s\n" % (len(message), message)
+            + b"M 100644 inline %s\ndata %d\n%s\n" % (OVERRIDES.encode(), len(body), body)
+        )
+    importing.stdin.close()
+    assert importing.wait() == 0, "git fast-import failed"
     subprocess.run(["git", "checkout", "-q", "-f", "main"], cwd=root, check=True)
     shas = dict(line.split() for line in marks.read_text().splitlines())
     return [shas[f":{n}"] for n in range(1, commits + 1)]
@@ -113,11 +124,56 @@ def git_bisect_run(repo: Path, good: str, bad: str) -> tuple[float, str]:
     return took, found[0]
 
 
+def peak_memory(argv: list[str]) -> tuple[float, int, subprocess.CompletedProcess]:
+    """(seconds, peak resident memory in bytes, the run) of `argv`: the largest of the
+    process and the workers it waited for (wait4's maxrss is in KB on Linux)."""
+    start = time.perf_counter()
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        process = subprocess.Popen(argv, stdout=out, stderr=err)
+        _, status, usage = os.wait4(process.pid, 0)
+        process.returncode = os.waitstatus_to_exitcode(status)
+        took = time.perf_counter() - start
+        out.seek(0), err.seek(0)
+        done = subprocess.CompletedProcess(argv, process.returncode, out.read(), err.read())
+    return took, usage.ru_maxrss * 1024, done
+
+
+def memory(padding: int, sizes: tuple[int, ...] = (2_000, 20_000)) -> None:
+    """Peak memory of `harness history` over histories of `sizes` commits, side by side."""
+    figures = []
+    for commits in sizes:
+        with tempfile.TemporaryDirectory() as scratch:
+            repo = Path(scratch) / "sglang"
+            build(repo, commits, padding)
+            with tempfile.TemporaryDirectory() as cache:
+                argv = [*HARNESS, "history", "--repo", str(repo), "--format", "json"]
+                took, peak, done = peak_memory([*argv, "--cache-dir", cache])
+            assert done.returncode in (0, 1), done.stderr.decode(errors="replace")
+            found = len(json.loads(done.stdout)["commits"])
+            figures.append((commits, peak, took, found))
+    size_kb = len(overrides_source(Overrides()) + PADDING_PASS * padding) / 1024
+    print(f"history memory: one {size_kb:.0f} KB overrides.py changed by every commit; peak "
+          "resident set of the harness process (or its largest worker), cold cache")  # fmt: skip
+    for commits, peak, took, found in figures:
+        print(f"  {commits:>7,} commits: {peak / 2**20:7.1f} MB peak   {took:7.1f} s   "
+              f"({found} behavior-changing commit(s))")  # fmt: skip
+    (small, low, _, _), (large, high, _, _) = figures[0], figures[-1]
+    growth = (high - low) / (large - small)
+    print(f"  growth: {growth / 1024:.2f} KB per commit   (target: about 0)")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--commits", type=int, default=1000)
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--memory", action="store_true",
+                        help="peak memory of history at 2,000 and 20,000 commits")  # fmt: skip
+    parser.add_argument("--padding", type=int, default=PADDING,
+                        help="unrelated passes in overrides.py (default: %(default)s)")  # fmt: skip
     args = parser.parse_args()
+    if args.memory:
+        memory(args.padding)
+        return
     with tempfile.TemporaryDirectory() as scratch:
         repo = Path(scratch) / "sglang"
         shas = build(repo, args.commits)
