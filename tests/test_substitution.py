@@ -178,6 +178,25 @@ def test_a_change_the_child_cannot_evaluate_makes_the_revision_unevaluable(tmp_p
     assert f"{PATH}:{line_of(head, 'torch.load')}" in note and "PAGE_SIZES" in note, note
 
 
+@pytest.mark.parametrize(
+    "change",
+    [
+        'globals()["PAGE_SIZES"] = {"fa3": 8}',
+        'vars()["PAGE_SIZES"]["fa3"] = 8',
+        "exec('PAGE_SIZES[\"fa3\"] = 8')",
+    ],
+)
+def test_a_change_through_the_modules_namespace_is_unevaluable(change: str, tmp_path: Path):
+    """`globals()`, `vars()` or `exec` may change any name of the module: the statement
+    comes along, and the policy refuses it, naming the line."""
+    head = BASE + "\n\n" + change + "\n"
+    assert expected_changes(tmp_path, BASE, head), "the fixture must change what SGLang computes"
+    done, report = diff(tmp_path, BASE, head)
+    assert done.code == 4 and report["changed"] == [], done.err
+    note = report["notes"]["head"]
+    assert f"{PATH}:{line_of(head, change[:8])}" in note, note
+
+
 def test_module_level_code_that_changes_nothing_read_is_left_out(tmp_path: Path):
     """Constants, and changes of data no pass reads (even ones the harness could not run),
     stay out of the closure: the head computes what the base does."""
@@ -248,6 +267,8 @@ SHADOWS = {
         "from sglang.srt.platforms import hopper_platform as get_platform\n",
         "hopper_platform as get_platform",
     ),
+    "walrus": ("_ = (get_platform := lambda: _Hopper())\n", "get_platform :="),
+    "deleted": ("del get_platform\n", "del get_platform"),
 }
 
 
@@ -277,6 +298,16 @@ def test_the_files_own_definition_of_a_world_name_is_reported(name: str, tmp_pat
     line = head[: head.index(shadow)].count("\n") + line_of(shadow, text)
     assert f"{PATH}:{line} defines" in note, note
     assert "bindings:" in note, note
+
+
+def test_a_definition_a_star_import_brings_from_the_repository_is_reported(tmp_path: Path):
+    local = f"{PACKAGE}/local_platform.py"
+    extra = {local: "class _P:\n    is_sm100 = False\n\n\ndef get_platform():\n    return _P()\n"}
+    head = with_shadow("from .local_platform import *\n")
+    done, report = diff(tmp_path, PASSES + "\n" + SIZE, head, extra, matrix=SGLANG_MATRIX)
+    assert done.code == 4 and report["changed"] == [], done.err
+    note = report["notes"]["head"]
+    assert f"{local}:{line_of(extra[local], 'def get_platform')} defines get_platform" in note
 
 
 def test_a_name_the_matrix_binds_on_purpose_replaces_the_files_own(tmp_path: Path):

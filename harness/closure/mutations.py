@@ -11,7 +11,9 @@ statement that reaches data the closure reads into the closure, in file order.
 
 The reading is conservative: a method call may change its object, a call of a
 function other than a pure builtin may change its arguments and whatever that
-function (when the same file defines it) changes. Reading more costs only a
+function (when the same file defines it) changes, and a way to the module's
+namespace itself (`globals()`, `vars()`, `exec`, `sys.modules`, `__dict__`)
+may change any of its names (`ANY`). Reading more costs only a
 statement evaluated as SGLang evaluates it.
 """
 
@@ -34,6 +36,10 @@ PURE_BUILTINS = frozenset(
     }
 )  # fmt: skip
 SETTERS = frozenset({"setattr", "delattr"})
+ANY = "*"  # a statement that may change any name of its module (`globals()[...] = ...`)
+REFLECTION = frozenset({"globals", "vars", "locals"})  # called without arguments
+DYNAMIC = frozenset({"exec", "eval", "compile", "__import__"})  # code the reading cannot see
+NAMESPACES = frozenset({"__dict__", "__globals__", "__builtins__"})
 Function = ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda
 DEFINES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 
@@ -205,6 +211,8 @@ def _collect(
     """Add what `node` may change. At module level a nested function's body does not
     run; inside a function it may (it is judged as part of its function)."""
     for child in _walk(node, inside):
+        if _reflective(child):
+            names.add(ANY)
         if isinstance(child, ast.Attribute | ast.Subscript) and isinstance(
             child.ctx, ast.Store | ast.Del
         ):
@@ -213,6 +221,19 @@ def _collect(
             _root_into(child.target, names, calls, results)
         elif isinstance(child, ast.Call):
             _call_into(child, names, calls, results)
+
+
+def _reflective(node: ast.AST) -> bool:
+    """A way to any name of a module: `globals()`, `vars()`, `sys.modules`, `__dict__`."""
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
+        bare = not node.args and not node.keywords
+        return (node.func.id in REFLECTION and bare) or node.func.id in DYNAMIC
+    if isinstance(node, ast.Name):
+        return node.id == "__builtins__"
+    if isinstance(node, ast.Attribute):
+        sys_modules = node.attr == "modules" and isinstance(node.value, ast.Name)
+        return node.attr in NAMESPACES or (sys_modules and node.value.id == "sys")
+    return False
 
 
 def _walk(node: ast.AST, inside: bool) -> list[ast.AST]:

@@ -22,10 +22,17 @@ from typing import NamedTuple
 
 from harness.closure.index import DEFINITION, IMPORT, Binding, index_module
 from harness.closure.modules import RevisionFiles
-from harness.closure.mutations import NO_EFFECTS, Reach, effects
+from harness.closure.mutations import ANY, NO_EFFECTS, Reach, effects
 from harness.closure.names import free_names, strip_annotations
 from harness.closure.pieces import SourceCache, Statement
-from harness.closure.shadows import REGISTER, own_definition, registry_of, stands_for
+from harness.closure.shadows import (
+    REGISTER,
+    names_bound_at_import,
+    own_definition,
+    registry_of,
+    stands_for,
+    star_imports,
+)
 from harness.errors import Unevaluable
 
 TARGET, HELPER, METHOD = "target", "helper", "method"  # how a statement enters a closure
@@ -118,6 +125,7 @@ class Resolver:
         self.reaches: dict[str, Reach] = {}
         self.registries: set[tuple[str, str]] = set()  # (file, registry) a stand-in fills
         self.deferred: dict[str, list[tuple]] = {}  # file -> watches waiting for its index
+        self.stars: dict[str, list[tuple[Statement, str]]] = {}  # file -> its `import *`s
         self.methods: dict[str, str] = {}  # view method -> the file defining it
         self.methods_missing: set[str] = set()  # looked up, not (yet) found
         self.blocked: list[tuple[str, str]] | None = None  # set: collect, do not raise
@@ -326,7 +334,8 @@ class Resolver:
         if name in names:
             return
         names.add(name)
-        for where, statement in self.watchers.pop((path, name), []):
+        changers = self.watchers.pop((path, name), []) + self.watchers.pop((path, ANY), [])
+        for where, statement in changers:
             self._mutation(where, statement, path, name)
 
     def _scan(self, path: str) -> None:
@@ -342,7 +351,8 @@ class Resolver:
             self._watch_in(path, *job)
 
     def _watch(self, key: tuple[str, str], path: str, statement: Statement) -> None:
-        if key[1] in self.data.get(key[0], ()):
+        read = self.data.get(key[0], ())
+        if key[1] in read or (key[1] == ANY and read):
             self._mutation(path, statement, *key)
         else:
             self.watchers.setdefault(key, []).append((path, statement))
@@ -418,11 +428,11 @@ class Resolver:
         `harness.closure.shadows`), unless the matrix binds the name on purpose."""
         if name in self.chosen or hops > 8:
             return
-        for binding in self.index(use.path).get(name, []):
-            statement = binding.statement
+        for statement in self._binders(use.path, name):
             node = own_definition(statement.node, name)
             if node is None:
-                if name == REGISTER and binding.kind == IMPORT:  # follow it to its definition
+                imported = isinstance(statement.node, ast.ImportFrom)
+                if name == REGISTER and imported:  # follow it to its definition
                     found = self._source_of(statement.node, name, use.path)
                     if found is not None and found[1] is not None:
                         self._shadowed(found[1], Use(found[0], statement), hops + 1)
@@ -439,6 +449,31 @@ class Resolver:
                 f"under `bindings:` in {self.matrix_file} to replace it on purpose",
             )
             return
+        for statement, module in self._star_sources(use.path):  # `from m import *`
+            if name in self.index(module):
+                self._shadowed(name, Use(module, statement), hops + 1)
+
+    def _binders(self, path: str, name: str) -> list[Statement]:
+        """The top-level statements of `path` that bind or unbind `name` in any way."""
+        self.index(path)
+        layout, found = self.layouts[path], []
+        for slot, piece in enumerate(layout.pieces):
+            for position, names in piece.memo("binders", names_bound_at_import):
+                if name in names:
+                    found.append(layout.statement(slot, position))
+        return found
+
+    def _star_sources(self, path: str) -> list[tuple[Statement, str]]:
+        """Each `from m import *` of `path` with a repository module, and its file."""
+        if path not in self.stars:
+            layout, found = self.layouts[path], []
+            for slot, piece in enumerate(layout.pieces):
+                for position, star in piece.memo("stars", _stars):
+                    module = self.files.module_file(star.module or "", path, star.level)
+                    if module is not None:
+                        found.append((layout.statement(slot, position), module))
+            self.stars[path] = found
+        return self.stars[path]
 
     # --- messages ------------------------------------------------------------------
 
@@ -475,6 +510,10 @@ class Resolver:
             f"name {name} (used at {use.where(name)}) is defined nowhere in {use.path}: "
             f"bind it under `bindings:` in {self.matrix_file}"
         )
+
+
+def _stars(nodes: list[ast.stmt]) -> list[tuple[int, ast.ImportFrom]]:
+    return [(n, star) for n, node in enumerate(nodes) for star in star_imports(node)]
 
 
 def _imported_name(node: ast.stmt, name: str) -> str | None:

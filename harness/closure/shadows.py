@@ -24,6 +24,15 @@ import ast
 import posixpath
 
 REGISTER = "register_post_process"
+# Nodes whose inner names are not module-level bindings (an import's are read whole).
+OPAQUE = (
+    ast.FunctionDef,
+    ast.AsyncFunctionDef,
+    ast.ClassDef,
+    ast.Lambda,
+    ast.Import,
+    ast.ImportFrom,
+)
 LOGGER = "logger"
 # SGLang's own definitions the sglang world answers in their place, by the file that
 # holds them in the released trees (0.5.16, 0.5.18-0.5.23).
@@ -38,22 +47,68 @@ HOMES = {
 
 
 def own_definition(node: ast.stmt, name: str) -> ast.AST | None:
-    """The part of the top-level statement `node` that binds `name` as the file's own:
-    anything but an import of the same name (`import name`, `from m import name`)."""
-    if isinstance(node, ast.Import | ast.ImportFrom):
-        return next((a for a in node.names if _renames(a, name, node)), None)
-    if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
-        return node if node.name == name else None
-    targets: list[ast.expr] = list(getattr(node, "targets", []))
-    if isinstance(node, ast.AugAssign | ast.For | ast.AsyncFor | ast.AnnAssign):
-        targets = [node.target] if getattr(node, "value", True) is not None else []
-    if any(isinstance(n, ast.Name) and n.id == name for t in targets for n in ast.walk(t)):
-        return node
-    for child in _children(node):
-        found = own_definition(child, name)
-        if found is not None:
-            return found
+    """The part of the top-level statement `node` that binds (or unbinds) `name` as the
+    file's own, in the code that runs at import: anything but an import of the same name
+    (`import name`, `from m import name`). A name bound by a statement gives the statement
+    (`logger = ...`, `del name`)."""
+    for child, statement in _module_level(node):
+        if isinstance(child, ast.Import | ast.ImportFrom):
+            found = next((a for a in child.names if _renames(a, name, child)), None)
+            if found is not None:
+                return found
+        elif isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            if child.name == name:
+                return child
+        elif isinstance(child, ast.Name) and isinstance(child.ctx, ast.Store | ast.Del):
+            if child.id == name:
+                return statement
+        elif getattr(child, "name", None) == name:  # `except E as name`, `case [*name]`
+            return child
     return None
+
+
+def names_bound_at_import(nodes: list[ast.stmt]) -> list[tuple[int, frozenset[str]]]:
+    """(position, names) for each statement that binds or unbinds names at module level
+    by any means (`del name`, `(name := ...)`, `except E as name`, ...)."""
+    out = []
+    for position, node in enumerate(nodes):
+        names = set()
+        for child, _ in _module_level(node):
+            if isinstance(child, ast.Import | ast.ImportFrom):
+                names |= {(a.asname or a.name).split(".")[0] for a in child.names}
+            elif isinstance(child, ast.Name) and isinstance(child.ctx, ast.Store | ast.Del):
+                names.add(child.id)
+            elif isinstance(getattr(child, "name", None), str):
+                names.add(child.name)
+        if names:
+            out.append((position, frozenset(names)))
+    return out
+
+
+def star_imports(node: ast.stmt) -> list[ast.ImportFrom]:
+    """`from m import *` statements the top-level statement runs at import."""
+    return [
+        child
+        for child, _ in _module_level(node)
+        if isinstance(child, ast.ImportFrom) and any(a.name == "*" for a in child.names)
+    ]
+
+
+def _module_level(node: ast.stmt) -> list[tuple[ast.AST, ast.stmt]]:
+    """The nodes of a top-level statement that bind at module level (not a function's or
+    a class's own names; not an annotation without a value, which binds nothing), each
+    with the innermost statement holding it."""
+    out: list[tuple[ast.AST, ast.stmt]] = []
+    stack: list[tuple[ast.AST, ast.stmt]] = [(node, node)]
+    while stack:
+        child, statement = stack.pop()
+        if isinstance(child, ast.AnnAssign) and child.value is None:
+            continue
+        out.append((child, statement))
+        if not isinstance(child, OPAQUE):
+            inner = child if isinstance(child, ast.stmt) else statement
+            stack.extend((c, inner) for c in ast.iter_child_nodes(child))
+    return out
 
 
 def stands_for(name: str, node: ast.AST, path: str) -> bool:
@@ -86,17 +141,6 @@ def _renames(alias: ast.alias, name: str, node: ast.stmt) -> bool:
         return False
     original = alias.name if isinstance(node, ast.ImportFrom) else alias.name.split(".")[-1]
     return original != name
-
-
-def _children(node: ast.stmt) -> list[ast.stmt]:
-    out: list[ast.stmt] = []
-    for field in ("body", "orelse", "finalbody"):
-        out.extend(getattr(node, field, []) or [])
-    for handler in getattr(node, "handlers", []) or []:
-        out.extend(handler.body)
-    for case in getattr(node, "cases", []) or []:
-        out.extend(case.body)
-    return out if not isinstance(node, ast.FunctionDef | ast.ClassDef) else []
 
 
 def _get_logger(node: ast.AST) -> bool:
