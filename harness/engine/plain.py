@@ -19,6 +19,7 @@ import reprlib
 from dataclasses import dataclass
 from typing import Any
 
+from harness.engine.world import is_stand_in
 from harness.errors import Unevaluable
 
 SCALARS = (type(None), bool, int, float, str)
@@ -90,6 +91,8 @@ def shown(value: Any) -> Any:
     one large list a thousand times is not written out whole first."""
     if plain_problem(value) is None:
         return value
+    if is_stand_in(value):  # the world's object: its repr is refused to evaluated code
+        return Shown(f"<{_type_name(value)}>")
     try:
         text = _SHORT.repr(value)
     except Exception as exc:  # the evaluated code's __repr__ may raise
