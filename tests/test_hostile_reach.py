@@ -359,3 +359,23 @@ def test_pythons_own_messages_name_the_views_class_as_sglangs(tmp_path: Path):
     code, report = diff(tmp_path, text, "sglang")
     assert code == 1 and "head" not in report["notes"], report
     assert {item["head"]["page_size"] for item in report["changed"]} == {64}
+
+
+def test_a_condition_on_a_world_object_is_traced_without_its_repr(tmp_path: Path):
+    """The `because` of a change traces the condition's operands; an operand that is the
+    world's object is shown by its class, not by the repr evaluated code is refused."""
+    text = SGLANG_TOP + textwrap.dedent(
+        """\
+        def target(view):
+            phase = view.cuda_graph_config.prefill
+            if phase and get_platform().is_sm100:
+                return {"page_size": 128}
+            return {}
+        """
+    )
+    fields = "fields:\n  prefill_cuda_graph: full\n"
+    code, report = diff(tmp_path, text, "sglang", fields=fields)
+    assert code == 1 and "head" not in report["notes"], report
+    assert {item["head"]["page_size"] for item in report["changed"]} == {128}
+    because = json.dumps(report["summary"])
+    assert '"value": "<view.cuda_graph_config.prefill>"' in because, because
