@@ -28,7 +28,11 @@ MAX_STR = 10_000
 MAX_ITEMS = 1_000
 MAX_DEPTH = 8
 MAX_VALUE_SIZE = 100_000  # items and str characters of one value, together
-MAX_ENCODED = 16 << 20  # bytes of JSON one record the worker sends may take (a trace)
+# Bytes of JSON: one traced cell (a real one of SGLang's whole resolution is 30 KB, and
+# `because` traces up to 20 in one worker), and one worker's list of answers; the parent
+# reads at most 64 MB of a worker's answer.
+MAX_ENCODED = 2 << 20
+MAX_ANSWERS = 16 << 20
 _SHORT = reprlib.Repr()  # what `shown` writes of a value that is not plain
 _SHORT.maxlevel, _SHORT.maxstring, _SHORT.maxother = 3, 200, 200
 

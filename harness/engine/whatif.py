@@ -23,7 +23,7 @@ from typing import Any
 from harness.closure.extract import Closure, Pipeline
 from harness.engine.branches import OPERAND, Sites, closures_of, recording
 from harness.engine.limits import DEFAULT_LIMITS, Limits
-from harness.engine.plain import Malformed, decode, encode
+from harness.engine.plain import MAX_ANSWERS, Malformed, decode, encode, within_size
 from harness.engine.sandbox import load_order, load_target
 from harness.engine.worker import start
 from harness.engine.world import Native, Param, Probe, World, bind, with_defaults
@@ -74,7 +74,8 @@ def start_asking(
         return [runner.ask(q, (*matrix.cell(q.cell), *[0] * promoted)) for q in questions]
 
     def encode_all(answers: list[Answer]) -> tuple[Any, bytes]:
-        return [[list(a.reads), a.name, encode(a.value), encode(a.was)] for a in answers], b""
+        data = [[list(a.reads), a.name, encode(a.value), encode(a.was)] for a in answers]
+        return within_size(data, f"the {len(answers):,} answers", MAX_ANSWERS), b""
 
     def decode_all(header: Any, payload: bytes) -> list[Answer]:
         if type(header) is not list or len(header) != len(questions):
