@@ -310,3 +310,21 @@ def test_a_junit_report_of_a_rule_per_cell_keeps_a_thousand_cases_and_counts_the
     assert more.get("type") == "OutcomeChanged"
     rest = rows * columns - 1_000
     assert more.get("message") == f"{rest:,} more rules change {rest:,} more cells"
+
+
+def test_a_trace_past_its_budget_is_an_unevaluable_outcome_of_explain(tmp_path):
+    # 100,000 turns of a loop, each a condition evaluated: megabytes of events
+    looping = BASE.replace(
+        '    if view.backend == "fa4":',
+        "    n = 0\n    for i in range(100_000):\n        if i >= 0:\n            n += 1\n"
+        '    if view.backend == "fa4":',
+    )
+    (tmp_path / "bounds.yaml").write_text(MATRIX)
+    (sha,) = commit_versions(tmp_path / "repo", [looping])
+    done = run_cli(
+        "explain", sha, "--matrix", str(tmp_path / "bounds.yaml"), "--repo", str(tmp_path / "repo"),
+        "--format", "json", "--where", "backend=fa4", "--where", "page_size=null",
+    )  # fmt: skip
+    assert done.code == 0, done.err[-2000:]  # explain shows an unevaluable outcome
+    outcome = json.loads(done.out)["outcome"]["unevaluable"]
+    assert "events encodes to" in outcome and f"more than the {2 << 20:,}" in outcome
