@@ -58,8 +58,13 @@ class Zygote:
         argv = [sys.executable, "-I", "-S", "-c", BOOT, str(theirs.fileno()),
                 os.environ.get(SKIP_ENV, ""), json.dumps(path)]  # fmt: skip
         self.process = subprocess.Popen(
-            argv, env={}, pass_fds=(theirs.fileno(),), stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL, cwd="/", start_new_session=True,
+            argv,
+            env={},
+            pass_fds=(theirs.fileno(),),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            cwd="/",
+            start_new_session=True,
         )  # fmt: skip  (its own session: a terminal's Ctrl-C is the harness's alone)
         theirs.close()
         self.sock = ours
