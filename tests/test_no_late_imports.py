@@ -64,7 +64,7 @@ def watched(*argv: str) -> dict:
         ("diff", "#30835^", "#30835", "--format", "markdown"),
         ("diff", "#30835^", "#30835", "--format", "junit"),
         ("diff", "#30835^", "#30835", "--format", "github", "--matrix", "inferred"),
-        ("diff", "#30835^", "#30835", "--output", "OUT/r.json", "--output", "OUT/r.md"),
+        ("diff", "#30835^", "#30835", "--output", "json=OUT/r.json", "--output", "markdown=OUT/r.md"),
         ("history", "--format", "json"),
         ("explain", "#30835^..#30835", *(f"--where={w}" for w in EXPLAINED)),
     ],
