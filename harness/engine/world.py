@@ -464,10 +464,18 @@ class World:
         return _registered_world, (self.name,)
 
 
-def _registered_world(name: str) -> World:
-    from harness.engine.worlds import WORLDS
+_REGISTERED: dict[str, World] = {}  # filled by harness.engine.worlds
 
-    return WORLDS[name]
+
+def register_world(world: World) -> World:
+    """Make `world` the one a pickled world of its name stands for (in a worker, which
+    imports harness.engine.worlds before it reads a job)."""
+    _REGISTERED[world.name] = world
+    return world
+
+
+def _registered_world(name: str) -> World:
+    return _REGISTERED[name]
 
 
 class Context:
