@@ -23,6 +23,7 @@ from pathlib import Path
 
 import pytest
 
+from harness.engine import worker
 from tests.conftest import run_cli
 from tests.helpers import commit_versions
 
@@ -573,7 +574,9 @@ def test_a_hostile_target_acts_on_nothing_and_is_reported(case: Case, world: Pat
     assert not marker.exists(), "a file was written"
     assert not Path(f"{marker}-process").exists(), "a process ran"
     assert SECRET not in done.out + done.err, "the environment leaked"
-    assert elapsed < 2 * LIMIT + 2.0, f"took {elapsed:.1f} s"  # 2.0: harness start, git
+    # twice the limit; longer only while a loaded machine keeps the child from a CPU
+    # (worker.STARVED_AT_MOST); 2.0: harness start, git
+    assert elapsed < worker.STARVED_AT_MOST * LIMIT + 2.0, f"took {elapsed:.1f} s"
     report = json.loads(done.out)
     if case.expect == UNEVALUABLE:  # cannot tell; never 0 ("no change"), never 3 (a crash)
         assert done.code == 4 and report["changed"] == [], done.err

@@ -24,6 +24,7 @@ import pytest
 from harness.engine.limits import Limits
 from harness.engine.worker import isolated
 from tests.test_robustness import file_size_limited
+from tests.unit.engine.test_worker import as_is, header_only
 
 PACKAGE = Path(__file__).resolve().parents[1] / "harness"
 HEADER = 16  # a .pyc's header: magic, flags, source mtime and size
@@ -87,15 +88,14 @@ def test_without_the_setting_the_same_run_leaves_truncated_bytecode(copy):
     assert all(pyc.stat().st_size <= 100 for pyc in written)
 
 
+def bytecode_setting() -> bool:
+    return sys.dont_write_bytecode
+
+
 def test_the_evaluation_worker_writes_no_bytecode(monkeypatch):
     """The worker runs under RLIMIT_FSIZE too: it turns bytecode off before running
     anything, whatever the harness process was started with."""
     monkeypatch.setattr(sys, "dont_write_bytecode", False)
-    flag = isolated(
-        lambda: sys.dont_write_bytecode,
-        lambda result: (result, b""),
-        lambda header, payload: header,
-        Limits(seconds=1.0, memory=1 << 30),
-    )
+    flag = isolated(bytecode_setting, as_is, header_only, Limits(seconds=1.0, memory=1 << 30))
     assert flag is True
     assert sys.dont_write_bytecode is False  # the parent's own setting is left alone

@@ -178,10 +178,9 @@ def inferred_report(
 @contextmanager
 def _out_of_collection() -> Iterator[None]:
     """The objects made so far left out of the cyclic garbage collector while the diffs
-    run: their workers are forked, and a collection in each would walk (and copy) every
-    parsed file the run keeps for them (on #30835 over v0.5.23, keeping them cost the
-    workers 0.7 s of CPU; this takes back about half). Objects no longer referenced are
-    still freed; cycles among them wait."""
+    run: its collections would otherwise walk every parsed file the run keeps for them,
+    again and again. Objects no longer referenced are still freed; cycles among them
+    wait."""
     gc.freeze()
     try:
         yield

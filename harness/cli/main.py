@@ -27,6 +27,7 @@ from harness.cli import (
     passes,
     snapshot,
 )
+from harness.cli.preload import before_evaluation
 from harness.errors import CannotTell, HarnessError, quieted
 
 EXIT_USAGE = 2
@@ -141,6 +142,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _handled(args: argparse.Namespace) -> int:
     """The command's exit status; each kind of failure becomes its status here, once."""
     try:
+        if getattr(args, "evaluates", False):
+            before_evaluation()
         return args.handler(args)
     except CannotTell as exc:
         print(f"harness: cannot tell: {redacted(str(exc))}", file=sys.stderr)

@@ -222,7 +222,9 @@ def add_evaluation_options(
 
 
 def add_limit_options(parser: argparse.ArgumentParser) -> None:
-    """The evaluation worker's limits (see Security model in the README)."""
+    """The evaluation worker's limits (see Security model in the README); a command that
+    takes them evaluates code (`harness.cli.preload`)."""
+    parser.set_defaults(evaluates=True)
     parser.add_argument(
         "--time-limit",
         metavar="SECONDS",
@@ -239,6 +241,13 @@ def add_limit_options(parser: argparse.ArgumentParser) -> None:
         help="address space the evaluation worker may add to the harness's own, e.g. 512M "
         "or 4G "
         f"(default: {DEFAULT_LIMITS.memory >> 30}G)",
+    )
+    parser.add_argument(
+        "--allow-unconfined",
+        action="store_true",
+        help="evaluate even where this machine gives evaluated code no filesystem wall "
+        "(no Landlock and no unprivileged mount namespaces): only for code you trust "
+        "(docs/security.md)",
     )
 
 
@@ -269,7 +278,7 @@ def memory_size(text: str) -> int:
 
 
 def limits_of(args: argparse.Namespace) -> Limits:
-    return Limits(args.time_limit, args.memory_limit)
+    return Limits(args.time_limit, args.memory_limit, args.allow_unconfined)
 
 
 @dataclass

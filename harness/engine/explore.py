@@ -16,6 +16,7 @@ even when the code catches it.
 
 from __future__ import annotations
 
+import functools
 from array import array
 from collections.abc import Callable
 from dataclasses import dataclass, replace
@@ -84,19 +85,23 @@ def start_evaluation(
     """`evaluate_closure` started in a worker, without judging purity (the caller did):
     `.result()` waits for the Evaluation."""
     cube = cube or matrix.full_masks()
+    work = functools.partial(_evaluate, closure, matrix, bound, label, every_cell, cube)
+    return start(work, _encode, lambda h, p: _decode(h, p, matrix.size), limits)
 
-    def work() -> Evaluation:
-        view = with_defaults(bound, closure.defaults)
-        recorder = Recorder(lambda: view.probe.cell)
-        sites = Sites(recorder.grow)
-        runner = _Runner(load_target(closure, view, label, (sites, recorder.names())), view, matrix)
-        table = runner.run_all(cube) if every_cell else runner.explore(cube)
-        reached = tuple(-1 if c is None else matrix.index(c) for c in recorder.first)
-        table = replace(table, branches=bytes(recorder.flags), reached=reached)
-        return Evaluation(table, runner.calls)
 
-    room = matrix.size * zero_codes(0).itemsize
-    return start(work, _encode, lambda h, p: _decode(h, p, matrix.size), limits, room)
+def _evaluate(
+    closure: Closure | Pipeline, matrix: Matrix, bound: Bound, label: str, every_cell: bool,
+    cube: Cube,
+) -> Evaluation:  # fmt: skip
+    """In the worker: the evaluation itself."""
+    view = with_defaults(bound, closure.defaults)
+    recorder = Recorder(lambda: view.probe.cell)
+    sites = Sites(recorder.grow)
+    runner = _Runner(load_target(closure, view, label, (sites, recorder.names())), view, matrix)
+    table = runner.run_all(cube) if every_cell else runner.explore(cube)
+    reached = tuple(-1 if c is None else matrix.index(c) for c in recorder.first)
+    table = replace(table, branches=bytes(recorder.flags), reached=reached)
+    return Evaluation(table, runner.calls)
 
 
 def _encode(evaluation: Evaluation) -> tuple[dict, bytes]:

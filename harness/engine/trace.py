@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import ast
 import copy
+import functools
 import io
 import tokenize
 from dataclasses import dataclass
@@ -167,18 +168,18 @@ def trace_cells(
 def start_tracing(jobs: list[Job], matrix: Matrix, bound: Bound, limits: Limits = DEFAULT_LIMITS):
     """`trace_cells`, started: `.result()` waits for the traces (or raises Unevaluable)."""
 
-    def work() -> list[Trace]:
-        return _traced_all(jobs, matrix, bound)
-
-    def encode_all(traces: list[Trace]) -> tuple[Any, bytes]:
-        return [_encode(trace) for trace in traces], b""
+    work = functools.partial(_traced_all, jobs, matrix, bound)
 
     def decode_all(header: Any, payload: bytes) -> list[Trace]:
         if type(header) is not list or len(header) != len(jobs):
             raise Malformed("not one trace per job")
         return [_decode(item) for item in header]
 
-    return start(work, encode_all, decode_all, limits)
+    return start(work, _encode_all, decode_all, limits)
+
+
+def _encode_all(traces: list[Trace]) -> tuple[Any, bytes]:
+    return [_encode(trace) for trace in traces], b""
 
 
 def _encode(trace: Trace) -> dict:

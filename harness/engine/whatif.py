@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import ast
 import contextlib
+import functools
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -62,27 +63,33 @@ def start_asking(
 ):
     """The answers to `questions` about one revision's code, started in a worker:
     `.result()` waits for them (one Answer per question)."""
-    world = world_named(matrix.world, matrix.source)
-
-    def work() -> list[Answer]:
-        wide, promoted = widened(matrix, target, world, literals_of(target, world))
-        bound = with_defaults(bind(world, wide), target.defaults)
-        events: list[tuple[int, int, int]] = []
-        sites = Sites()
-        fn = load_target(target, bound, label, (sites, _watchers(events, bound.probe)))
-        runner = _Asker(fn, bound, wide, events, [site.kind for site in sites.sites])
-        return [runner.ask(q, (*matrix.cell(q.cell), *[0] * promoted)) for q in questions]
-
-    def encode_all(answers: list[Answer]) -> tuple[Any, bytes]:
-        data = [[list(a.reads), a.name, encode(a.value), encode(a.was)] for a in answers]
-        return within_size(data, f"the {len(answers):,} answers", MAX_ANSWERS), b""
+    work = functools.partial(_answers, target, matrix, label, questions)
 
     def decode_all(header: Any, payload: bytes) -> list[Answer]:
         if type(header) is not list or len(header) != len(questions):
             raise Malformed("not one answer per question")
         return [_decode(item) for item in header]
 
-    return start(work, encode_all, decode_all, limits)
+    return start(work, _encode_all, decode_all, limits)
+
+
+def _answers(
+    target: Closure | Pipeline, matrix: Matrix, label: str, questions: list[Question]
+) -> list[Answer]:
+    """In the worker: each question answered."""
+    world = world_named(matrix.world, matrix.source)
+    wide, promoted = widened(matrix, target, world, literals_of(target, world))
+    bound = with_defaults(bind(world, wide), target.defaults)
+    events: list[tuple[int, int, int]] = []
+    sites = Sites()
+    fn = load_target(target, bound, label, (sites, _watchers(events, bound.probe)))
+    runner = _Asker(fn, bound, wide, events, [site.kind for site in sites.sites])
+    return [runner.ask(q, (*matrix.cell(q.cell), *[0] * promoted)) for q in questions]
+
+
+def _encode_all(answers: list[Answer]) -> tuple[Any, bytes]:
+    data = [[list(a.reads), a.name, encode(a.value), encode(a.was)] for a in answers]
+    return within_size(data, f"the {len(answers):,} answers", MAX_ANSWERS), b""
 
 
 def _decode(item: Any) -> Answer:

@@ -459,6 +459,24 @@ class World:
     classes: dict[str, tuple] = field(default_factory=dict)  # every value its probes tell apart
     input_defaults: tuple[str, str] | None = None  # (module, class) declaring inputs' defaults
 
+    def __reduce__(self) -> tuple:
+        """Pickled by name (a worker's job): the registered world of that name."""
+        return _registered_world, (self.name,)
+
+
+_REGISTERED: dict[str, World] = {}  # filled by harness.engine.worlds
+
+
+def register_world(world: World) -> World:
+    """Make `world` the one a pickled world of its name stands for (in a worker, which
+    imports harness.engine.worlds before it reads a job)."""
+    _REGISTERED[world.name] = world
+    return world
+
+
+def _registered_world(name: str) -> World:
+    return _REGISTERED[name]
+
 
 class Context:
     """A world compiled against one matrix: the probe, the view, the bound names."""
@@ -490,6 +508,14 @@ class Bound:
     ctx: Context | None = field(default=None, repr=False)
     view_specs: dict[str, Spec] = field(default_factory=dict, repr=False)
     guards: dict[str, Callable[[], Any]] = field(default_factory=dict, repr=False)
+    recipe: tuple | None = field(default=None, repr=False, compare=False)  # how to make it again
+
+    def __reduce__(self) -> tuple:
+        """Pickled as the calls that made it (a worker's job): the worker makes it again,
+        with its own probe."""
+        if self.recipe is None:
+            raise TypeError("this Bound was not made by bind or with_defaults: it cannot cross")
+        return self.recipe
 
 
 def bind(world: World, matrix: Matrix) -> Bound:
@@ -514,7 +540,7 @@ def bind(world: World, matrix: Matrix) -> Bound:
     for name, raw in matrix.target.guards:
         resolve = parse_binding(raw, f"{matrix.source}: target.guards.{name}", name).compile(ctx)
         guards[name] = functools.partial(resolve, ctx.probe)
-    return Bound(ctx.probe, view, names, ctx, view_specs, guards)
+    return Bound(ctx.probe, view, names, ctx, view_specs, guards, (bind, (world, matrix)))
 
 
 def _check_outputs(world: World, matrix: Matrix) -> None:
@@ -538,6 +564,7 @@ def with_defaults(bound: Bound, defaults: Any) -> Bound:
     An output field the class does not declare (yet, or any more) is null."""
     if defaults.empty or bound.ctx is None:
         return bound
+    original = bound
     if defaults.inputs:  # the world's inputs the matrix leaves out take the code's defaults
         bound = _with_input_defaults(bound, defaults)
     ctx, fields = bound.ctx, defaults.fields
@@ -558,14 +585,15 @@ def with_defaults(bound: Bound, defaults: Any) -> Bound:
         )
         return Refused(f"view.{name}", fix, name)
 
-    return with_view_fallback(bound, fallback)
+    made = with_view_fallback(bound, fallback)
+    return replace(made, recipe=(with_defaults, (original, defaults)))
 
 
 def with_view_fallback(bound: Bound, fallback: Callable[[str], Spec]) -> Bound:
     """`bound` whose view answers an attribute nothing else does with `fallback(name)`."""
     kind = bound.ctx.world.view_type
     view = Obj("view", bound.view_specs, fallback, kind).compile(bound.ctx)(bound.probe)
-    return replace(bound, view=view)
+    return replace(bound, view=view, recipe=None)
 
 
 def _with_input_defaults(bound: Bound, defaults: Any) -> Bound:

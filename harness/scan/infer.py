@@ -21,6 +21,7 @@ from it and trims.
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -132,21 +133,28 @@ def start_discovery(
 ):  # fmt: skip
     """`discover`, started in a worker: `.result()` waits for what it found."""
 
-    def work() -> Found:
-        _SEEN.clear(), _TESTED.clear(), _READ.clear(), _UNBOUND.clear()
-        found = Found()
-        for name, closure in passes:
-            read, given = len(_READ), len(found.inputs)
-            _explore(world, base, name, closure, found, runs)
-            for input_name in {*_READ[read:], *found.inputs[given:]}:
-                found.readers[input_name] = found.readers.get(input_name, 0) + 1
-            for probe in _UNBOUND:
-                found.unbound.setdefault(probe, name)
-        found.values = {k: v[:MAX_VALUES] for k, v in _SEEN.items()}
-        found.tested, found.read = sorted(_TESTED), list(dict.fromkeys(_READ))
-        return found
+    work = functools.partial(_discover, world, base, passes, runs)
+    return start(work, _found_data, lambda h, _: _decoded(h), limits)
 
-    return start(work, lambda f: (f.__dict__, b""), lambda h, _: _decoded(h), limits)
+
+def _discover(world: World, base: Matrix, passes: list[tuple[str, Closure]], runs: int) -> Found:
+    """In the worker: each pass run on symbols."""
+    _SEEN.clear(), _TESTED.clear(), _READ.clear(), _UNBOUND.clear()
+    found = Found()
+    for name, closure in passes:
+        read, given = len(_READ), len(found.inputs)
+        _explore(world, base, name, closure, found, runs)
+        for input_name in {*_READ[read:], *found.inputs[given:]}:
+            found.readers[input_name] = found.readers.get(input_name, 0) + 1
+        for probe in _UNBOUND:
+            found.unbound.setdefault(probe, name)
+    found.values = {k: v[:MAX_VALUES] for k, v in _SEEN.items()}
+    found.tested, found.read = sorted(_TESTED), list(dict.fromkeys(_READ))
+    return found
+
+
+def _found_data(found: Found) -> tuple[dict, bytes]:
+    return found.__dict__, b""
 
 
 def _decoded(header: Any) -> Found:

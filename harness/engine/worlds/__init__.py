@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
-from harness.engine.world import World
+from harness.engine.world import World, register_world
 from harness.engine.worlds import sglang
 from harness.errors import HarnessError
 
 WORLDS: dict[str, World] = {
-    "plain": World(name="plain"),  # binds nothing: axes and fields are view attributes
-    "sglang": sglang.WORLD,
+    "plain": register_world(
+        World(name="plain")
+    ),  # binds nothing: axes and fields are view attributes
+    "sglang": register_world(sglang.WORLD),
 }
 
 

@@ -1,65 +1,241 @@
 """The worker process on its own, without the static policy in front of it.
 
 Each work function here is plain harness-side Python that goes straight for
-the machine (os.system, open, os.environ, a socket): the confinement alone
-must stop it. The policy is the first wall; these check the second.
+the machine (os.system, open, os.environ, a socket, a signal, a raw system
+call): the confinement alone must stop it. The policy is the first wall; these
+check the second. Work crosses to the child pickled, so each is a module-level
+function (or a partial of one).
 """
 
 from __future__ import annotations
 
+import contextlib
+import ctypes
+import functools
+import mmap
 import os
+import signal
 import socket
+import subprocess
+import sys
 import time
 from pathlib import Path
 
 import pytest
 
-from harness.engine import worker
+from harness.engine import confine, spawn, worker
 from harness.engine.limits import Limits
-from harness.engine.worker import WorkerFailed, isolated
-from harness.errors import Unevaluable
+from harness.engine.worker import WorkerFailed, isolated, start
+from harness.errors import HarnessError, Unevaluable
 
 LIMITS = Limits(seconds=1.0, memory=1 << 30)
+LINUX = sys.platform.startswith("linux")
+
+
+def as_is(result):
+    return result, b""
+
+
+def header_only(header, payload):
+    return header
 
 
 def run(work, limits: Limits = LIMITS):
-    return isolated(work, lambda result: (result, b""), lambda header, payload: header, limits)
+    return isolated(work, as_is, header_only, limits)
+
+
+@contextlib.contextmanager
+def walls_skipped(*names: str):
+    """A zygote whose children do not try the named walls (how the tests reach each
+    wall alone, and the fallbacks)."""
+    spawn.shutdown()
+    os.environ[spawn.SKIP_ENV] = ",".join(names)
+    try:
+        yield
+    finally:
+        del os.environ[spawn.SKIP_ENV]
+        spawn.shutdown()
+
+
+# --- work functions (module level: they cross pickled) ------------------------------
+
+
+def plain_answer():
+    return {"l": [1, "two", None]}
+
+
+def shell(marker: str):
+    return os.system(f"touch {marker}")
+
+
+def fork_once():
+    try:
+        os.fork()
+    except OSError as exc:
+        return exc.errno
+    os._exit(0)
+
+
+def write_file(target: str):
+    try:
+        with open(target, "w") as handle:
+            handle.write("x")
+    except OSError as exc:
+        return exc.errno
+    return "written"
+
+
+def read_file(path: str):
+    try:
+        with open(path, "rb") as handle:
+            return handle.read().decode(errors="replace")
+    except OSError as exc:
+        return exc.errno
+
+
+def change_tree(where: str):
+    """mkdir, symlink and unlink: what RLIMIT_FSIZE did not stop."""
+    done = []
+    for name, act in (
+        ("mkdir", lambda: os.mkdir(os.path.join(where, "made"))),
+        ("symlink", lambda: os.symlink("/etc/passwd", os.path.join(where, "link"))),
+        ("unlink", lambda: os.unlink(os.path.join(where, "keep"))),
+    ):
+        try:
+            act()
+            done.append(name)
+        except OSError:
+            pass
+    return done
+
+
+def environment_size():
+    return len(os.environ)
+
+
+def connect(port: int):
+    try:
+        socket.create_connection(("127.0.0.1", port), timeout=1).close()
+    except OSError as exc:
+        return exc.errno
+    return "connected"
+
+
+def signal_parent():
+    try:
+        os.kill(os.getppid(), signal.SIGTERM)
+    except OSError as exc:
+        return exc.errno
+    return "sent"
+
+
+def i386_getpid():
+    """getpid through the i386 ABI (`int 0x80`, eax = 20), from executable memory."""
+    code = b"\xb8\x14\x00\x00\x00\xcd\x80\xc3"  # mov eax, 20; int 0x80; ret
+    page = mmap.mmap(-1, mmap.PAGESIZE, prot=mmap.PROT_READ | mmap.PROT_WRITE | mmap.PROT_EXEC)
+    page.write(code)
+    address = ctypes.addressof(ctypes.c_char.from_buffer(page))
+    return ctypes.CFUNCTYPE(ctypes.c_int)(address)()
+
+
+def spin():
+    return any(iter(int, 1))
+
+
+def power():
+    return 10**10**9
+
+
+def allocate():
+    return bytearray(2 << 30)
+
+
+def leave():
+    raise SystemExit(0)
+
+
+def large_answer():
+    return "x" * (1 << 20)
+
+
+def one():
+    return 1
+
+
+# --- the tests ------------------------------------------------------------------------
 
 
 def test_an_answer_crosses_back_as_plain_data():
-    assert run(lambda: {"l": [1, "two", None]}) == {"l": [1, "two", None]}
+    assert run(plain_answer) == {"l": [1, "two", None]}
 
 
 def test_no_process_runs(tmp_path: Path):
     marker = tmp_path / "ran"
-    status = run(lambda: os.system(f"touch {marker}"))
-    assert status != 0 and not marker.exists()
-
-    def spawn():
-        try:
-            os.fork()
-        except OSError as exc:
-            return exc.errno
-        os._exit(0)
-
-    assert isinstance(run(spawn), int)
+    with pytest.raises(Unevaluable, match="SIGSYS"):  # execve: not on the allow-list
+        run(functools.partial(shell, str(marker)))
+    assert not marker.exists()
+    with pytest.raises(Unevaluable, match="SIGSYS"):
+        run(fork_once)
 
 
-def test_no_file_is_written_and_nothing_is_read_from_the_environment(tmp_path, monkeypatch):
-    monkeypatch.setenv("HARNESS_TEST_SECRET", "s3cr3t")
+def test_no_file_is_written_or_read(tmp_path):
     target = tmp_path / "written"
+    secret = tmp_path / "secret"
+    secret.write_text("s3cr3t")
+    for work in (functools.partial(write_file, str(target)), functools.partial(read_file, secret)):
+        with pytest.raises(Unevaluable, match="SIGSYS"):
+            run(work)
+    assert not target.exists()
 
-    def write():
+
+@pytest.mark.skipif(not LINUX or confine.landlock_abi() < 1, reason="no Landlock here")
+def test_landlock_alone_refuses_every_path(tmp_path):
+    (tmp_path / "keep").write_text("kept")
+    secret = tmp_path / "secret"
+    secret.write_text("s3cr3t")
+    with walls_skipped("seccomp"):
+        assert run(functools.partial(read_file, str(secret))) != "s3cr3t"
+        assert run(functools.partial(read_file, "/proc/self/environ")) != ""
+        assert run(functools.partial(write_file, str(tmp_path / "w"))) != "written"
+        assert run(functools.partial(change_tree, str(tmp_path))) == []
+    assert (tmp_path / "keep").exists() and not (tmp_path / "made").exists()
+
+
+def test_the_empty_mount_namespace_stands_in_for_landlock(tmp_path):
+    secret = tmp_path / "secret"
+    secret.write_text("s3cr3t")
+    with walls_skipped("seccomp", "landlock"):
         try:
-            with open(target, "w") as handle:
-                handle.write("x")
-        except OSError as exc:
-            return exc.errno
-        return "written"
+            answer = run(functools.partial(read_file, str(secret)))
+        except HarnessError:
+            pytest.skip("no unprivileged mount namespaces here either")
+        assert answer != "s3cr3t"
+        assert run(functools.partial(change_tree, str(tmp_path))) == []
 
-    assert run(write) != "written" and not target.exists()
-    assert run(lambda: os.environ.get("HARNESS_TEST_SECRET")) is None
-    assert run(lambda: len(os.environ)) == 0
+
+def test_no_filesystem_wall_is_refused_unless_allowed(tmp_path):
+    secret = tmp_path / "secret"
+    secret.write_text("s3cr3t")
+    with walls_skipped("seccomp", "landlock", "mount"):
+        with pytest.raises(HarnessError, match="--allow-unconfined"):
+            run(one)
+        unconfined = Limits(LIMITS.seconds, LIMITS.memory, unconfined=True)
+        assert run(one, unconfined) == 1
+
+
+def test_the_child_never_had_the_harness_environment(monkeypatch):
+    """Spawned with an empty environment: /proc/PID/environ of the zygote and of a child
+    at work hold nothing, whatever the harness's environment holds."""
+    spawn.shutdown()
+    monkeypatch.setenv("HARNESS_TEST_SECRET", "s3cr3t")
+    running = start(spin, as_is, header_only, LIMITS)
+    child = running.child.pid()
+    assert Path(f"/proc/{child}/environ").read_bytes() == b""
+    assert Path(f"/proc/{spawn.zygote().process.pid}/environ").read_bytes() == b""
+    assert os.environ["HARNESS_TEST_SECRET"] == "s3cr3t"
+    assert run(environment_size) == 0
+    with pytest.raises(Unevaluable):
+        running.result()
 
 
 def namespaces_allowed() -> bool:
@@ -67,7 +243,7 @@ def namespaces_allowed() -> bool:
     throwaway child, as the worker does it)."""
     pid = os.fork()
     if pid == 0:
-        os._exit(0 if worker._no_network() else 1)
+        os._exit(0 if confine._unshare(confine.CLONE_NEWUSER | confine.CLONE_NEWNET) else 1)
     return os.waitpid(pid, 0)[1] == 0
 
 
@@ -78,31 +254,52 @@ def test_no_network_where_linux_allows_namespaces():
         server.bind(("127.0.0.1", 0))
         server.listen()
         port = server.getsockname()[1]
-
-        def connect():
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=1).close()
-            except OSError as exc:
-                return exc.errno
-            return "connected"
-
-        assert run(connect) != "connected"
+        with walls_skipped("seccomp"):  # the namespace and Landlock alone
+            assert run(functools.partial(connect, port)) != "connected"
+        with pytest.raises(Unevaluable, match="SIGSYS"):  # socket: not on the allow-list
+            run(functools.partial(connect, port))
         assert socket.create_connection(("127.0.0.1", port), timeout=1)  # the parent can
 
 
-@pytest.mark.parametrize(
-    "work", [lambda: any(iter(int, 1)), lambda: 10**10**9], ids=["loop", "power"]
-)
+def test_no_signal_reaches_another_process():
+    with pytest.raises(Unevaluable, match="SIGSYS"):
+        run(signal_parent)
+    if confine.landlock_abi() >= 6:
+        with walls_skipped("seccomp"):  # Landlock's signal scope alone
+            assert run(signal_parent) != "sent"
+    assert run(one) == 1  # the zygote is still there
+
+
+@pytest.mark.skipif(os.uname().machine != "x86_64", reason="the i386 ABI is x86_64's")
+def test_a_foreign_system_call_abi_kills_the_child():
+    with pytest.raises(Unevaluable, match="SIGSYS"):
+        run(i386_getpid)
+    with walls_skipped("seccomp"):  # the test can fail: without the filter it returns
+        assert run(i386_getpid) > 0
+
+
+@pytest.mark.parametrize("work", [spin, power], ids=["loop", "power"])
 def test_runaway_work_ends_unevaluable_within_twice_the_limit(work):
+    """Stopped at its CPU limit; in wall-clock time, at twice the limit, or later only
+    while a loaded machine keeps it from a CPU (`worker.STARVED_AT_MOST`)."""
+    spawn.zygote().wait_ready()  # its start is the harness's time, not the child's
     started = time.monotonic()
     with pytest.raises(Unevaluable, match=r"ran past 1 s"):
         run(work)
-    assert time.monotonic() - started < 2 * LIMITS.seconds + 0.5
+    assert time.monotonic() - started < worker.STARVED_AT_MOST * LIMITS.seconds + 1
+
+
+def test_the_harness_s_own_delay_never_counts_against_a_child():
+    """A child that answered while the harness was busy elsewhere (its answer larger than
+    a pipe holds, so it waits on the harness) did not run past anything."""
+    running = start(large_answer, as_is, header_only, LIMITS)
+    time.sleep(2.5 * LIMITS.seconds)
+    assert running.result() == "x" * (1 << 20)
 
 
 def test_memory_past_the_limit_is_unevaluable():
     with pytest.raises(Unevaluable, match="ran out of memory"):
-        run(lambda: bytearray(2 << 30))
+        run(allocate)
 
 
 def test_a_malformed_answer_is_a_harness_failure_not_a_result():
@@ -110,12 +307,60 @@ def test_a_malformed_answer_is_a_harness_failure_not_a_result():
         raise ValueError("not what the harness writes")
 
     with pytest.raises(WorkerFailed, match="malformed"):
-        isolated(lambda: 1, lambda r: (r, b""), decode, LIMITS)
+        isolated(one, as_is, decode, LIMITS)
 
 
 def test_system_exit_in_the_worker_does_not_end_the_harness():
-    def leave():
-        raise SystemExit(0)
-
     with pytest.raises(WorkerFailed, match="SystemExit"):
         run(leave)
+
+
+HOLDER = """
+import sys
+from harness.engine import spawn
+from harness.engine.limits import Limits
+from harness.engine.worker import start
+from tests.unit.engine.test_worker import as_is, header_only, spin
+running = start(spin, as_is, header_only, Limits(30.0, 1 << 30))
+print(spawn.zygote().process.pid, flush=True)
+running.result()
+"""
+
+
+def descendants(pid: int) -> set[int]:
+    found, todo = set(), [pid]
+    while todo:
+        parent = todo.pop()
+        for task in Path(f"/proc/{parent}/task").glob("*"):
+            with contextlib.suppress(OSError):
+                children = {int(c) for c in (task / "children").read_text().split()}
+                todo.extend(children - found)
+                found |= children
+    return found
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").exists(), reason="needs /proc")
+def test_the_workers_die_with_the_harness():
+    root = str(Path(__file__).resolve().parents[3])
+    holder = subprocess.Popen([sys.executable, "-c", HOLDER], stdout=subprocess.PIPE, cwd=root)
+    zygote = int(holder.stdout.readline())
+    deadline = time.monotonic() + 10
+    while not descendants(zygote) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    workers = descendants(zygote) | {zygote}
+    assert len(workers) == 2
+    holder.kill()
+    holder.wait()
+    deadline = time.monotonic() + 5
+    while any(Path(f"/proc/{pid}").exists() for pid in workers) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    alive = [pid for pid in workers if _running(pid)]
+    assert alive == []
+
+
+def _running(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"

@@ -1,0 +1,154 @@
+"""The harness's side of the zygote (`harness.engine.zygote`): spawn it, hand it jobs.
+
+One zygote per harness process, spawned at the first `warm()` or job: a fresh
+`python -I -S` with an empty environment, whose only descriptor is its end of
+a socket. `submit` gives it a job's pipes and writes the job: the child's pid
+comes back on the status pipe, then its wait status.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import pickle
+import select
+import socket
+import subprocess
+import sys
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import harness
+
+READY_SECONDS = 120.0  # how long the zygote may take to import what it needs
+SKIP_ENV = "HARNESS_TEST_SKIP_WALLS"  # tests only: walls not to try, comma-separated
+BOOT = (
+    "import sys, json; sys.path[:0] = json.loads(sys.argv[3]); "
+    "from harness.engine.zygote import main; main(sys.argv)"
+)
+
+
+class ZygoteFailed(RuntimeError):
+    """The zygote could not start or went away: a harness bug or a broken install."""
+
+
+@dataclass
+class Submitted:
+    """A job's child: the parent's ends of its pipes. The status pipe first carries the
+    child's pid (`pid()` reads it when it is needed), then its wait status."""
+
+    out: int
+    trace: int
+    status: int
+    known: int | None = None
+
+    def pid(self) -> int:
+        if self.known is None:
+            self.known = int.from_bytes(_read_exactly(self.status, 8), "big")
+        return self.known
+
+
+class Zygote:
+    def __init__(self) -> None:
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        root = str(Path(harness.__file__).resolve().parent.parent)
+        path = [root, *(p for p in sys.path if p and p != root)]
+        argv = [sys.executable, "-I", "-S", "-c", BOOT, str(theirs.fileno()),
+                os.environ.get(SKIP_ENV, ""), json.dumps(path)]  # fmt: skip
+        self.process = subprocess.Popen(
+            argv,
+            env={},
+            pass_fds=(theirs.fileno(),),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            cwd="/",
+            start_new_session=True,
+        )  # fmt: skip  (its own session: a terminal's Ctrl-C is the harness's alone)
+        theirs.close()
+        self.sock = ours
+        self.ready = False
+
+    def wait_ready(self) -> None:
+        if self.ready:
+            return
+        if not select.select([self.sock], [], [], READY_SECONDS)[0] or self.sock.recv(1) != b"R":
+            raise ZygoteFailed("the evaluation zygote did not start (see the lines above)")
+        self.ready = True
+
+    def submit(self, job: bytes) -> Submitted:
+        self.wait_ready()
+        pipes = [os.pipe() for _ in range(4)]  # job, out, trace, status
+        theirs = [pipes[0][0], pipes[1][1], pipes[2][1], pipes[3][1]]
+        try:
+            socket.send_fds(self.sock, [b"J"], theirs)
+        except OSError as exc:
+            for r, w in pipes:
+                os.close(r), os.close(w)
+            raise ZygoteFailed(f"the evaluation zygote has gone: {exc}") from None
+        for fd in theirs:
+            os.close(fd)
+        _write_all(pipes[0][1], job)
+        return Submitted(pipes[1][0], pipes[2][0], pipes[3][0])
+
+    def close(self) -> None:
+        self.sock.close()
+        try:
+            self.process.wait(5)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+
+
+def job_bytes(work: Any, encode: Any, limits: Any) -> bytes:
+    """The job as the child reads it: sys.path, then the pickled work."""
+    return pickle.dumps((list(sys.path), pickle.dumps((work, encode, limits))))
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view) :]
+    except BrokenPipeError:
+        pass  # the child died before reading it all: its status says why
+    finally:
+        os.close(fd)
+
+
+def _read_exactly(fd: int, size: int) -> bytes:
+    data = b""
+    while len(data) < size:
+        ready = select.select([fd], [], [], READY_SECONDS)[0]
+        chunk = os.read(fd, size - len(data)) if ready else b""
+        if not chunk:
+            raise ZygoteFailed("the evaluation zygote did not start the job")
+        data += chunk
+    return data
+
+
+_lock = threading.Lock()
+_zygote: list[Zygote] = []  # the process's zygote, once spawned
+
+
+def zygote() -> Zygote:
+    """The process's zygote, spawned (again, if it died) when needed."""
+    with _lock:
+        if _zygote and _zygote[0].process.poll() is not None:
+            _zygote.pop().sock.close()
+        if not _zygote:
+            _zygote.append(Zygote())
+        return _zygote[0]
+
+
+def warm() -> None:
+    """Spawn the zygote now, so that it imports while the harness reads git."""
+    if hasattr(os, "fork") and hasattr(socket, "send_fds"):
+        zygote()
+
+
+def shutdown() -> None:
+    """Stop the zygote (its children die with it) and wait for it."""
+    with _lock:
+        while _zygote:
+            _zygote.pop().close()
