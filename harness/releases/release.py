@@ -321,7 +321,8 @@ def _read_archive(expr: str, path: Path) -> bytes:
         if not stat.S_ISREG(os.stat(path).st_mode):
             raise HarnessError(f"revision {expr!r}: {path} is not a regular file")
         with path.open("rb") as handle:
-            data = handle.read(MAX_ARCHIVE + 1)
+            size = min(os.fstat(handle.fileno()).st_size, MAX_ARCHIVE)  # read(n) allocates n
+            data = handle.read(size + 1)
     except OSError as exc:
         raise HarnessError(f"revision {expr!r}: cannot read {path} ({exc.strerror})") from None
     if len(data) > MAX_ARCHIVE:
