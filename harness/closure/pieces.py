@@ -108,6 +108,13 @@ class Layout:
         self._source, self.pieces, self._starts, self.lines = source, pieces, starts, lines
         self.edit = edit
         self.blob: str | None = None  # the git blob it is the text of, when known
+        self.facts: dict[Any, Any] = {}  # memo of facts about the whole file (`memo`)
+
+    def memo(self, name: Any, compute) -> Any:
+        """A fact about the whole file, computed once from this layout."""
+        if name not in self.facts:
+            self.facts[name] = compute(self)
+        return self.facts[name]
 
     @property
     def source(self) -> str:

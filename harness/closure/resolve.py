@@ -24,7 +24,7 @@ from harness.closure.index import DEFINITION, IMPORT, Binding, index_module
 from harness.closure.modules import RevisionFiles
 from harness.closure.mutations import ANY, NO_EFFECTS, Reach, effects
 from harness.closure.names import free_names, strip_annotations
-from harness.closure.pieces import SourceCache, Statement
+from harness.closure.pieces import Layout, SourceCache, Statement
 from harness.closure.shadows import (
     REGISTER,
     names_bound_at_import,
@@ -456,12 +456,10 @@ class Resolver:
     def _binders(self, path: str, name: str) -> list[Statement]:
         """The top-level statements of `path` that bind or unbind `name` in any way."""
         self.index(path)
-        layout, found = self.layouts[path], []
-        for slot, piece in enumerate(layout.pieces):
-            for position, names in piece.memo("binders", names_bound_at_import):
-                if name in names:
-                    found.append(layout.statement(slot, position))
-        return found
+        layout = self.layouts[path]
+        return [
+            layout.statement(*at) for at in layout.memo("binders", _binders_by_name).get(name, ())
+        ]
 
     def _star_sources(self, path: str) -> list[tuple[Statement, str]]:
         """Each `from m import *` of `path` with a repository module, and its file."""
@@ -572,3 +570,13 @@ def view_calls(node: ast.stmt) -> set[str]:
         and isinstance(call.func.value, ast.Name)
         and call.func.value.id == view
     }
+
+
+def _binders_by_name(layout: Layout) -> dict[str, list[tuple[int, int]]]:
+    """Each name bound or unbound at import time in the file: where ((slot, position))."""
+    found: dict[str, list[tuple[int, int]]] = {}
+    for slot, piece in enumerate(layout.pieces):
+        for position, names in piece.memo("binders", names_bound_at_import):
+            for name in names:
+                found.setdefault(name, []).append((slot, position))
+    return found
