@@ -121,3 +121,17 @@ def test_axis_names_are_identifiers_or_dotted_ones(tmp_path):
         line = one_line_error(run_cli("matrix", "--matrix", str(path)))
         assert f"axes.{bad}: axis names must be identifiers" in line
         path.write_text(path.read_text().replace(bad, "hf_config.model_type"))
+
+
+def test_a_file_named_like_a_shipped_matrix_never_stands_in_for_it(tmp_path, monkeypatch):
+    """A pull request's checkout is the working directory of the Actions job: a file
+    there named `sglang-fa4-page-size` must not replace the shipped matrix."""
+    from harness.matrix.load import load_matrix, shipped_dir
+
+    shipped = (shipped_dir() / "sglang-fa4-page-size.yaml").read_text()
+    planted = shipped.replace("_fa4_page_constraint", "_some_other_pass")
+    assert planted != shipped
+    (tmp_path / "sglang-fa4-page-size").write_text(planted)
+    monkeypatch.chdir(tmp_path)
+    assert load_matrix("sglang-fa4-page-size").target.passes == ("_fa4_page_constraint",)
+    assert load_matrix("./sglang-fa4-page-size").target.passes == ("_some_other_pass",)

@@ -52,7 +52,8 @@ def add_matrix_option(parser: argparse.ArgumentParser, default: str = DEFAULT_MA
         "--matrix",
         metavar="NAME|PATH",
         default=default,
-        help=f"a shipped matrix by name, or a matrix file (default: {default})",
+        help="a shipped matrix by name, or a matrix file: a path with a `/` or ending in "
+        f".yaml/.yml (a bare name is never read from the working directory) (default: {default})",
     )
     parser.add_argument(
         "--max-cells",

@@ -20,8 +20,10 @@ before it runs it, in this order:
 - a seccomp allow-list (libseccomp, through `pyseccomp`): the system calls
   pure computation needs on descriptors it already has, and nothing else.
   Any other call, and any call through another architecture's ABI
-  (`int 0x80` on x86_64), kills the process. `kill` and `tgkill` are allowed
-  towards itself only (faulthandler re-raises SIGXCPU).
+  (`int 0x80` on x86_64), kills the process. `kill`, `tgkill` and `prlimit64`
+  are allowed towards itself only (faulthandler re-raises SIGXCPU), `fcntl`
+  without F_SETOWN/F_SETSIG (which would aim SIGIO at any process), `ioctl` for
+  TCGETS only.
 
 Hand-written parts, and why: Landlock is three system calls with a stable
 layout, done here with ctypes (the Python bindings on the index are
@@ -57,15 +59,26 @@ SCOPE_ABSTRACT_UNIX_SOCKET, SCOPE_SIGNAL = 1, 2
 # what pure computation on descriptors it already has needs (CPython 3.11+ on glibc/musl)
 ALLOWED_CALLS = (
     "read", "readv", "pread64", "write", "writev", "pwrite64", "close", "lseek", "fstat",
-    "newfstatat", "statx", "fcntl", "dup", "dup2", "dup3", "ioctl",
+    "newfstatat", "statx", "dup", "dup2", "dup3",
     "mmap", "munmap", "mremap", "mprotect", "madvise", "brk",
     "rt_sigaction", "rt_sigprocmask", "rt_sigreturn", "sigaltstack", "restart_syscall",
     "futex", "sched_yield", "sched_getaffinity", "set_robust_list", "rseq",
     "clock_gettime", "clock_getres", "clock_nanosleep", "nanosleep", "gettimeofday", "time",
     "getpid", "gettid", "getppid", "getuid", "geteuid", "getgid", "getegid",
-    "getrusage", "getrlimit", "prlimit64", "getrandom", "uname", "sysinfo",
+    "getrusage", "getrlimit", "getrandom", "uname", "sysinfo",
     "select", "pselect6", "poll", "ppoll", "exit", "exit_group",
 )  # fmt: skip
+
+
+FCNTL_COMMANDS = (
+    0,
+    1,
+    2,
+    3,
+    4,
+    1030,
+)  # F_DUPFD, F_GETFD, F_SETFD, F_GETFL, F_SETFL, F_DUPFD_CLOEXEC
+TCGETS = 0x5401
 
 
 @dataclass(frozen=True)
@@ -227,6 +240,11 @@ def seal(skip: frozenset[str] = frozenset()) -> bool:
         me = os.getpid()
         rules.add_rule(seccomp.ALLOW, "kill", seccomp.Arg(0, seccomp.EQ, me))
         rules.add_rule(seccomp.ALLOW, "tgkill", seccomp.Arg(0, seccomp.EQ, me))
+        for pid in (0, me):  # its own limits only (another process's could be lowered)
+            rules.add_rule(seccomp.ALLOW, "prlimit64", seccomp.Arg(0, seccomp.EQ, pid))
+        for command in FCNTL_COMMANDS:  # not F_SETOWN/F_SETSIG: a signal to anyone
+            rules.add_rule(seccomp.ALLOW, "fcntl", seccomp.Arg(1, seccomp.EQ, command))
+        rules.add_rule(seccomp.ALLOW, "ioctl", seccomp.Arg(1, seccomp.EQ, TCGETS))  # isatty
         rules.load()
     except Exception:
         return False

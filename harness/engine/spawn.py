@@ -53,10 +53,8 @@ class Submitted:
 class Zygote:
     def __init__(self) -> None:
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
-        root = str(Path(harness.__file__).resolve().parent.parent)
-        path = [root, *(p for p in sys.path if p and p != root)]
         argv = [sys.executable, "-I", "-S", "-c", BOOT, str(theirs.fileno()),
-                os.environ.get(SKIP_ENV, ""), json.dumps(path)]  # fmt: skip
+                os.environ.get(SKIP_ENV, ""), json.dumps(import_path())]  # fmt: skip
         self.process = subprocess.Popen(
             argv,
             env={},
@@ -101,8 +99,26 @@ class Zygote:
 
 
 def job_bytes(work: Any, encode: Any, limits: Any) -> bytes:
-    """The job as the child reads it: sys.path, then the pickled work."""
-    return pickle.dumps((list(sys.path), pickle.dumps((work, encode, limits))))
+    """The job as the child reads it: where it imports from, then the pickled work."""
+    return pickle.dumps((import_path(), pickle.dumps((work, encode, limits))))
+
+
+def import_path() -> list[str]:
+    """Where the zygote and its children import from: harness's own root, then the
+    entries of sys.path inside the interpreter's prefixes (the standard library, the
+    environment's site-packages). Never the working directory, `PYTHONPATH` or anything
+    else on the caller's path: a pull request's checkout may be there, and a file in it
+    named like a module the zygote imports would run before any wall is up."""
+    root = Path(harness.__file__).resolve().parent.parent
+    prefixes = {Path(p).resolve() for p in (sys.prefix, sys.base_prefix, sys.exec_prefix,
+                                            sys.base_exec_prefix)}  # fmt: skip
+    kept = [str(root)]
+    for entry in sys.path:
+        where = Path(entry).resolve() if entry else None
+        inside = where is not None and any(where.is_relative_to(p) for p in prefixes)
+        if inside and str(where) not in kept:
+            kept.append(str(where))
+    return kept
 
 
 def _write_all(fd: int, data: bytes) -> None:

@@ -41,12 +41,14 @@ from harness.engine import spawn
 from harness.engine.limits import Limits
 from harness.engine.plain import Malformed
 from harness.errors import HarnessError, Unevaluable
+from harness.matrix.load import MAX_CELLS
 
 T = TypeVar("T")
 
 ANSWERED = -1  # the status of a child that sent a whole answer and closed its pipe
 HEADER = 8  # bytes of the header's length, big-endian
 MAX_HEADER = 64 << 20  # what the parent reads of the JSON part, at most
+MAX_PAYLOAD = 4 * MAX_CELLS  # and of the binary part (an outcome table's codes, 4 bytes a cell)
 FRAME = re.compile(r'File "([^"/<][^"]*)@[^"@]*", line (\d+)')
 STARVED_AT_MOST = 10  # x the limit, in wall-clock time, for a child starved of CPU
 DIED = {signal.SIGSYS: "made a system call outside the allow-list (seccomp)"}
@@ -171,7 +173,7 @@ def _split(data: bytes) -> tuple[dict, bytes]:
         raise WorkerFailed("the evaluation worker's answer is truncated")
     try:
         header = json.loads(data[HEADER : HEADER + size])
-    except ValueError as exc:
+    except (ValueError, RecursionError) as exc:
         raise WorkerFailed(f"the worker's answer is not JSON: {exc}") from None
     if type(header) is not dict:
         raise WorkerFailed("the worker's answer is not an object")
@@ -184,7 +186,7 @@ def _collect(pid: int, fd: int, status_fd: int, limits: Limits) -> tuple[bytes, 
     pipe after a whole answer (its exit is then not waited for)."""
     deadline = time.monotonic() + 2 * limits.seconds
     last = time.monotonic() + STARVED_AT_MOST * limits.seconds
-    cap = MAX_HEADER + 4 * limits.memory
+    cap = MAX_HEADER + MAX_PAYLOAD
     chunks, size = [], 0
     try:
         while True:

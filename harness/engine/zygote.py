@@ -44,6 +44,10 @@ PRELOAD = (  # every module a job's pickle or its run needs: nothing is read fro
     "encodings.punycode",
 )  # fmt: skip
 HEADER = 8  # bytes of an answer header's length, big-endian
+NO_SECCOMP = (
+    "this machine gives evaluated code no seccomp filter (Linux with libseccomp: install "
+    "libseccomp2): pass --allow-unconfined to evaluate with the other walls only"
+)
 NO_WALL = (
     "this machine gives evaluated code no filesystem wall (neither Landlock, Linux 5.13+, "
     "nor unprivileged user and mount namespaces): pass --allow-unconfined to evaluate with "
@@ -157,7 +161,9 @@ def _child(fds: list[int], skip: frozenset[str]) -> None:
         faulthandler.register(signal.SIGXCPU, file=dump, all_threads=False, chain=True)
         no_processes()
         linecache.updatecache = _no_source  # tracebacks and warnings read no file
-        seal(skip)
+        if not seal(skip) and "seccomp" not in skip and not limits.unconfined:
+            _send({"kind": "refused", "reason": NO_SECCOMP}, b"")
+            return
         _send(*_run(work, encode))
         os.close(OUT_FD)  # the parent reads the answer now, not after this process is gone
     except BaseException:

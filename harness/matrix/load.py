@@ -50,10 +50,12 @@ MAX_BYTES = 1 << 20  # bytes of a matrix file, read before it is parsed
 def load_matrix(
     name_or_path: str | None = None, max_cells: int = MAX_CELLS, documents: Path | None = None
 ) -> Matrix:
-    """A shipped matrix by name, or a matrix file by path."""
+    """A shipped matrix by name, or a matrix file by path. A bare name (no `/`, no
+    `.yaml`/`.yml`) is only ever a shipped matrix: a file of that name in the working
+    directory (a pull request's checkout) never stands in for it (`./NAME` reads one)."""
     spec = name_or_path or DEFAULT_MATRIX
     path = Path(spec)
-    if not (path.suffix in (".yaml", ".yml") or "/" in spec or path.is_file()):
+    if not (path.suffix in (".yaml", ".yml") or "/" in spec):
         path = shipped_dir() / f"{spec}.yaml"
         if not path.is_file():
             names = ", ".join(shipped_names()) or "none"

@@ -364,3 +364,52 @@ def _running(pid: int) -> bool:
     except OSError:
         return False
     return state != "Z"
+
+
+def lower_limits_of(pid: int):
+    """prlimit64 on another process (its open files to 0), through ctypes."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    limit = (ctypes.c_uint64 * 2)(0, 0)
+    return libc.prlimit(pid, 7, ctypes.byref(limit), None)  # RLIMIT_NOFILE
+
+
+def aim_sigio_at(pid: int):
+    """F_SETOWN on the answer pipe: the kernel would signal `pid` when it is read."""
+    import fcntl
+
+    return fcntl.fcntl(3, fcntl.F_SETOWN, pid)
+
+
+@pytest.mark.skipif(not LINUX, reason="seccomp is Linux's")
+def test_no_limit_or_signal_owner_is_set_on_another_process():
+    other = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    try:
+        for work in (lower_limits_of, aim_sigio_at):
+            with pytest.raises(Unevaluable, match="SIGSYS"):
+                run(functools.partial(work, other.pid))
+        limits = Path(f"/proc/{other.pid}/limits").read_text()
+        assert "Max open files            0" not in limits
+    finally:
+        other.kill()
+        other.wait()
+
+
+PLANTED = "import pathlib; pathlib.Path({marker!r}).write_text('ran')\nraise ImportError\n"
+
+
+def test_a_module_in_the_working_directory_never_reaches_the_zygote(history, tmp_path):
+    """`python -m harness` in a pull request's checkout: the checkout is on sys.path, and
+    a file there named like a module the zygote imports (pyseccomp) must not run."""
+    checkout = tmp_path / "checkout"
+    checkout.mkdir()
+    marker = tmp_path / "marker"
+    (checkout / "pyseccomp.py").write_text(PLANTED.format(marker=str(marker)))
+    root = str(Path(__file__).resolve().parents[3])
+    env = {**os.environ, "PYTHONPATH": f"{checkout}{os.pathsep}{root}"}
+    done = subprocess.run(
+        [sys.executable, "-m", "harness", "diff", "#30835^", "#30835", "--repo",
+         history.repo(), "--no-cache", "--format", "json"],
+        cwd=checkout, env=env, capture_output=True, text=True, timeout=600, check=False,
+    )  # fmt: skip
+    assert done.returncode == 1, done.stderr
+    assert not marker.exists()
