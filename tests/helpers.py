@@ -33,6 +33,22 @@ torch.cuda.init()
 """
 
 
+def plain_matrix(name: str, path: str = "python/sglang/srt/arg_groups/overrides.py") -> str:
+    """The small plain-world matrix the hostile-input tests share: `target(view)` in
+    `path`, three backends by three input page sizes."""
+    return f"""\
+name: {name}
+target:
+  path: {path}
+  function: target
+  output: page_size
+world: plain
+axes:
+  backend: [fa3, fa4, flashinfer]
+  page_size: [null, 1, 64]
+"""
+
+
 def module(body: str, top: str = HEAVY_TOP) -> str:
     return top + "\n\n" + textwrap.dedent(body)
 

@@ -17,21 +17,11 @@ import pytest
 
 from harness.testing.gitrepo import FixtureRepo
 from tests.conftest import run_cli
-from tests.helpers import PATH, commit_versions
+from tests.helpers import PATH, commit_versions, plain_matrix
 from tests.test_resolution import MATRIX as RESOLUTION
 from tests.test_resolution import VERSIONS, files
 
-MATRIX = """\
-name: bounds
-target:
-  path: python/sglang/srt/arg_groups/overrides.py
-  function: target
-  output: page_size
-world: plain
-axes:
-  backend: [fa3, fa4, flashinfer]
-  page_size: [null, 1, 64]
-"""
+MATRIX = plain_matrix("bounds")
 
 BASE = '''\
 """Post-process passes (a contributor's version)."""

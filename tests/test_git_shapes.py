@@ -18,18 +18,7 @@ import pytest
 
 from harness.testing.gitrepo import FixtureRepo
 from tests.conftest import run_cli
-
-MATRIX = """\
-name: shapes
-target:
-  path: {path}
-  function: target
-  output: page_size
-world: plain
-axes:
-  backend: [fa3, fa4, flashinfer]
-  page_size: [null, 1, 64]
-"""
+from tests.helpers import plain_matrix
 
 
 def version(page: int) -> str:
@@ -49,7 +38,7 @@ CHANGED = 3  # cells whose result differs between two versions: fa4 x each input
 
 def matrix_for(tmp_path: Path, path: str) -> str:
     where = tmp_path / f"shapes-{abs(hash(path))}.yaml"
-    where.write_text(MATRIX.format(path=json.dumps(path)), encoding="utf-8")
+    where.write_text(plain_matrix("shapes", json.dumps(path)), encoding="utf-8")
     return str(where)
 
 

@@ -25,23 +25,13 @@ import pytest
 
 from harness.engine import worker
 from tests.conftest import run_cli
-from tests.helpers import commit_versions
+from tests.helpers import commit_versions, plain_matrix
 
 SECRET = "s3cr3t-token-value"
 LIMIT = 1.0  # --time-limit for every case, in seconds
 UNEVALUABLE, ERROR = "unevaluable", "error"
 
-MATRIX = """\
-name: hostile
-target:
-  path: python/sglang/srt/arg_groups/overrides.py
-  function: target
-  output: page_size
-world: plain
-axes:
-  backend: [fa3, fa4, flashinfer]
-  page_size: [null, 1, 64]
-"""
+MATRIX = plain_matrix("hostile")
 
 HEADER = '''\
 """Post-process passes (a contributor's version)."""

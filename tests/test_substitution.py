@@ -24,22 +24,12 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import run_cli
-from tests.helpers import commit_versions
+from tests.helpers import commit_versions, plain_matrix
 
 PACKAGE = "python/sglang/srt/arg_groups"
 PATH = f"{PACKAGE}/overrides.py"
 AXES = {"backend": ["fa3", "fa4", "flashinfer"], "page_size": [None, 1, 64]}
-MATRIX = """\
-name: substitution
-target:
-  path: python/sglang/srt/arg_groups/overrides.py
-  function: target
-  output: page_size
-world: plain
-axes:
-  backend: [fa3, fa4, flashinfer]
-  page_size: [null, 1, 64]
-"""
+MATRIX = plain_matrix("substitution")
 
 BASE = '''\
 """Post-process passes (a contributor's version)."""
