@@ -16,6 +16,7 @@ import socket
 import subprocess
 import sys
 import threading
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -46,7 +47,10 @@ class Submitted:
 
     def pid(self) -> int:
         if self.known is None:
-            self.known = int.from_bytes(_read_exactly(self.status, 8), "big")
+            data = read_exactly(self.status, 8, time.monotonic() + READY_SECONDS)
+            if data is None or len(data) < 8:
+                raise ZygoteFailed("the evaluation zygote did not start the job")
+            self.known = int.from_bytes(data, "big")
         return self.known
 
 
@@ -62,8 +66,8 @@ class Zygote:
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
             cwd="/",
-            start_new_session=True,
-        )  # fmt: skip  (its own session: a terminal's Ctrl-C is the harness's alone)
+            start_new_session=True,  # a terminal's Ctrl-C is the harness's alone
+        )
         theirs.close()
         self.sock = ours
         self.ready = False
@@ -99,8 +103,8 @@ class Zygote:
 
 
 def job_bytes(work: Any, encode: Any, limits: Any) -> bytes:
-    """The job as the child reads it: where it imports from, then the pickled work."""
-    return pickle.dumps((import_path(), pickle.dumps((work, encode, limits))))
+    """The job as the child reads it (its modules come from the zygote's `import_path`)."""
+    return pickle.dumps((work, encode, limits))
 
 
 def import_path() -> list[str]:
@@ -132,13 +136,17 @@ def _write_all(fd: int, data: bytes) -> None:
         os.close(fd)
 
 
-def _read_exactly(fd: int, size: int) -> bytes:
+def read_exactly(fd: int, size: int, deadline: float) -> bytes | None:
+    """`size` bytes from `fd`; fewer when it closes first, None past `deadline`
+    (`time.monotonic()`)."""
     data = b""
     while len(data) < size:
-        ready = select.select([fd], [], [], READY_SECONDS)[0]
-        chunk = os.read(fd, size - len(data)) if ready else b""
+        left = deadline - time.monotonic()
+        if left <= 0 or not select.select([fd], [], [], left)[0]:
+            return None
+        chunk = os.read(fd, size - len(data))
         if not chunk:
-            raise ZygoteFailed("the evaluation zygote did not start the job")
+            break
         data += chunk
     return data
 

@@ -117,7 +117,11 @@ class Running:
     def _collect(self) -> Any:
         child = self.child
         try:
-            data, status = _collect(child.pid(), child.out, child.status, self.limits)
+            try:
+                pid = child.pid()
+            except spawn.ZygoteFailed as exc:
+                raise WorkerFailed(str(exc)) from None
+            data, status = _collect(pid, child.out, child.status, self.limits)
             dump = _drain(child.trace) if status != ANSWERED else ""
             return _answer(data, status, dump, self.decode, self.limits)
         finally:
@@ -238,16 +242,12 @@ def reap_all() -> None:
 
 def _wait(pid: int, status_fd: int, deadline: float) -> int | None:
     """The child's wait status, as the zygote reports it; None past the deadline."""
-    data = b""
-    while len(data) < 4:
-        left = deadline - time.monotonic()
-        if left <= 0 or not select.select([status_fd], [], [], left)[0]:
-            _kill(pid)
-            return None
-        chunk = os.read(status_fd, 4 - len(data))
-        if not chunk:
-            raise WorkerFailed("the evaluation zygote went away")
-        data += chunk
+    data = spawn.read_exactly(status_fd, 4, deadline)
+    if data is None:
+        _kill(pid)
+        return None
+    if len(data) < 4:
+        raise WorkerFailed("the evaluation zygote went away")
     return int.from_bytes(data, "big", signed=True)
 
 

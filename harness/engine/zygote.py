@@ -149,10 +149,8 @@ def _child(fds: list[int], skip: frozenset[str]) -> None:
     try:
         signal.set_wakeup_fd(-1)
         signal.signal(signal.SIGCHLD, signal.SIG_DFL)
-        path, job = pickle.loads(_read_all(job_r))  # sys.path first: then the job's modules
+        work, encode, limits = pickle.loads(_read_all(job_r))
         os.close(job_r)
-        sys.path[:] = path
-        work, encode, limits = pickle.loads(job)
         walls = confine(out, trace, limits.seconds, limits.memory, skip)
         if not walls.filesystem and not limits.unconfined:
             _send({"kind": "refused", "reason": NO_WALL}, b"")
