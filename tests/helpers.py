@@ -224,3 +224,19 @@ def _options(argv: list[str], name: str) -> list[str]:
 def _option(argv: list[str], name: str) -> str | None:
     given = _options(argv, name)
     return given[-1] if given else None
+
+
+def diff_versions(tmp_path: Path, matrix: str, versions: list[str], extra: dict | None = None):
+    """`harness diff --format json` between two commits of a new repository in
+    `tmp_path` (`versions`: the target file's text at each), on `matrix` (its YAML):
+    (the run, its report)."""
+    from tests.conftest import run_cli  # here: conftest imports this module
+
+    (tmp_path / "matrix.yaml").write_text(matrix)
+    root = tmp_path / "repo"
+    shas = commit_versions(root, versions, extra)
+    done = run_cli(
+        "diff", shas[0], shas[1], "--matrix", str(tmp_path / "matrix.yaml"), "--repo",
+        str(root), "--format", "json", "--no-cache",
+    )  # fmt: skip
+    return done, json.loads(done.out)

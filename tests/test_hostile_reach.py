@@ -20,8 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import run_cli
-from tests.helpers import HEAVY_TOP, commit_versions
+from tests.helpers import HEAVY_TOP, diff_versions
 
 PATH = "python/sglang/srt/arg_groups/overrides.py"
 PLAIN = """\
@@ -73,15 +72,9 @@ def diff(
 ) -> tuple[int, dict]:
     target = "passes: [first, target]" if pipeline else "function: target"
     matrix = PLAIN.format(target=target, world=world) + fields
-    (tmp_path / "reach.yaml").write_text(matrix)
-    root = tmp_path / "repo"
-    shas = commit_versions(root, [BASE, text], extra)
-    done = run_cli(
-        "diff", shas[0], shas[1], "--matrix", str(tmp_path / "reach.yaml"), "--repo", str(root),
-        "--format", "json", "--no-cache",
-    )  # fmt: skip
+    done, report = diff_versions(tmp_path, matrix, [BASE, text], extra)
     assert done.code in (1, 4), (done.code, done.err[-2000:])  # never 0, never a crash (3)
-    return done.code, json.loads(done.out)
+    return done.code, report
 
 
 def line_of(source: str, text: str) -> int:

@@ -23,8 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import run_cli
-from tests.helpers import commit_versions, plain_matrix
+from tests.helpers import diff_versions, plain_matrix
 
 PACKAGE = "python/sglang/srt/arg_groups"
 PATH = f"{PACKAGE}/overrides.py"
@@ -106,14 +105,7 @@ def as_sglang_runs_it(tmp_path: Path, source: str, extra: dict[str, str] | None 
 
 
 def diff(tmp_path: Path, base: str, head: str, extra=None, matrix: str = MATRIX):
-    (tmp_path / "m.yaml").write_text(matrix)
-    root = tmp_path / "repo"
-    shas = commit_versions(root, [base, head], extra)
-    done = run_cli(
-        "diff", shas[0], shas[1], "--matrix", str(tmp_path / "m.yaml"), "--repo", str(root),
-        "--format", "json", "--no-cache",
-    )  # fmt: skip
-    return done, json.loads(done.out)
+    return diff_versions(tmp_path, matrix, [base, head], extra)
 
 
 def changed_cells(report: dict, axes=AXES) -> dict[tuple, object]:
