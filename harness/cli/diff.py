@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import argparse
+import functools
 import gc
 import json
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import replace as dataclass_replace
 from typing import TYPE_CHECKING
@@ -14,7 +15,7 @@ from typing import TYPE_CHECKING
 from harness import gitio
 from harness.cli.options import Setup, add_command, add_evaluation_options, nonnegative, set_up
 from harness.cli.progress import Progress, progress
-from harness.errors import HarnessError
+from harness.errors import HarnessError, Unevaluable
 from harness.files import write_output
 from harness.matrix.load import MAX_CELLS
 from harness.releases.ranges import resolve_range
@@ -26,7 +27,7 @@ from harness.report.store import ReportCache, report_key
 if TYPE_CHECKING:  # imported when a diff runs: a report read back needs none of it
     from harness.scan.versions import Versions
 
-DIFF_FORMATS = ("text", "markdown", "json", "json-sample", "junit", "github")
+DIFF_FORMATS = ("text", "markdown", "json", "json-sample", "junit", "github", "html")
 INFERRED = "inferred"  # --matrix inferred: see harness.scan.inferred
 TEMPLATE = "sglang-resolution"  # its target file, world, bindings and model facts
 
@@ -60,7 +61,11 @@ or a PR comment), json (every changed cell), json-sample (the same document
 with --sample cells and their count: what harness comment reads), junit (one
 failed test case per rule), github (for Actions: a ::warning on each changed
 line the rules' reasons point at, a ::notice for a line only the base has; at
-the target function only when no line of its code changed). junit and github
+the target function only when no line of its code changed), html (one
+self-contained page, nothing loaded from the network: a grid of the changed
+cells over any two axes, the rules with the code of each reason at base and
+head, where it looked and the blind spots, the changed cells (up to 5,000)
+filterable by axis values; docs/report-html.md). junit and github
 also carry one entry per blind spot (github: on the changed line). --output
 FORMAT=FILE writes more formats from the same evaluation, e.g. every report a
 CI job keeps, in one run.
@@ -129,10 +134,35 @@ def run(args: argparse.Namespace) -> int:
     if report is None:
         return nothing_inferred(args)
     args.status = report.status  # the answer, even if the reader goes away
+    formats = {args.format, *(fmt for fmt, _ in args.output)}
+    code = code_sources(args, report) if "html" in formats else None
     for fmt, path in args.output:
-        write_file(path, chunks(report, fmt, args.sample))  # streamed, never joined
-    write(report, args.format, args.sample)
+        write_file(path, chunks(report, fmt, args.sample, code))  # streamed, never joined
+    write(report, args.format, args.sample, code)
     return args.status
+
+
+def code_sources(args: argparse.Namespace, report: DiffReport | Parts) -> Callable:
+    """(side, path) -> that file's text at the report's base or head (None: not there, or
+    not readable), read when asked and once, for the code an html report shows."""
+    reports = report.reports if isinstance(report, Parts) else [report]
+    if not reports:
+        return lambda side, path: None
+    revisions = {"base": reports[0].base, "head": reports[0].head}  # the parts share them
+    plain = [r for r in revisions.values() if r.release is None]
+    repo = gitio.open_repo(args.repo) if plain else None
+
+    @functools.cache
+    def read(side: str, path: str) -> str | None:
+        rev = revisions[side]
+        try:
+            if rev.release is not None:
+                return rev.release.reader(path)(path)
+            return gitio.read_file(repo, rev, path)
+        except (HarnessError, Unevaluable, OSError):
+            return None
+
+    return read
 
 
 def evaluated(args: argparse.Namespace, bar: Progress) -> DiffReport | Parts | None:
@@ -267,10 +297,10 @@ def _pr_number(text: str) -> int:
     return int(digits)
 
 
-def write(report: DiffReport, fmt: str, sample: int) -> None:
+def write(report: DiffReport, fmt: str, sample: int, code: Callable | None = None) -> None:
     batch: list[str] = []  # a large json report is thousands of chunks: write them in blocks
     size = 0  # of at most about a megabyte (a chunk of large outcomes is one already)
-    for chunk in chunks(report, fmt, sample):
+    for chunk in chunks(report, fmt, sample, code):
         batch.append(chunk)
         size += len(chunk)
         if len(batch) >= 512 or size >= 1 << 20:
@@ -281,8 +311,16 @@ def write(report: DiffReport, fmt: str, sample: int) -> None:
     sys.stdout.flush()
 
 
-def chunks(report: DiffReport | Parts, fmt: str, sample: int) -> Iterator[str]:
-    """The report in `fmt`, in pieces (a large json report streams)."""
+def chunks(
+    report: DiffReport | Parts, fmt: str, sample: int, code: Callable | None = None
+) -> Iterator[str]:
+    """The report in `fmt`, in pieces (a large json report streams); `code`: the files an
+    html report shows code from (`code_sources`)."""
+    if fmt == "html":  # before parts: one page holds them all
+        from harness.report import html
+
+        yield html.render(report, code)
+        return
     if isinstance(report, Parts):
         yield parts.render(report, fmt, lambda one: "".join(chunks(one, fmt, sample)), sample)
         return
