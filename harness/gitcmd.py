@@ -31,6 +31,17 @@ def git(git_dir: str) -> list[str]:
     return ["git", "--git-dir", git_dir, *(part for s in SETTLED for part in ("-c", s))]
 
 
+def as_bytes(argv: list[str]) -> list[bytes]:
+    """A command line as git takes it: UTF-8, a surrogate (a byte of a name that was not
+    UTF-8) as the byte it stands for, whatever the locale (under `LANG=C` Python would
+    refuse a non-ASCII path: it encodes arguments in ASCII)."""
+    return [arg.encode("utf-8", "surrogateescape") for arg in argv]
+
+
+def in_bytes(path: str | None) -> bytes | None:
+    return None if path is None else path.encode("utf-8", "surrogateescape")
+
+
 class GitError(Exception):
     """A git command failed: its arguments, exit status and what it said."""
 
@@ -72,8 +83,8 @@ class Repo:
         printed (what `run` returns). Pipes, not files: a full disk must not stop harness
         reading; the output's pipe is enlarged, so git seldom waits for the reader."""
         process = subprocess.Popen(
-            [*git(self.git_dir), *args],
-            cwd=self.working_tree_dir or self.git_dir,
+            as_bytes([*git(self.git_dir), *args]),
+            cwd=in_bytes(self.working_tree_dir or self.git_dir),
             env=_environment(),
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
@@ -100,7 +111,7 @@ class Repo:
     def _ask(self, spec: str) -> tuple[str, str, bytes] | None:
         if self._cat is None:
             self._cat = subprocess.Popen(
-                [*git(self.git_dir), "cat-file", "--batch"],
+                as_bytes([*git(self.git_dir), "cat-file", "--batch"]),
                 env=_environment(),
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
@@ -186,7 +197,7 @@ def _top_level(where: str, git_dir: str) -> str | None:
 def _rev_parse(where: str, *args: str) -> str:
     try:
         done = subprocess.run(
-            ["git", "-C", where, "rev-parse", *args],
+            as_bytes(["git", "-C", where, "rev-parse", *args]),
             env=_environment(),
             stdin=subprocess.DEVNULL,
             capture_output=True,
@@ -196,7 +207,7 @@ def _rev_parse(where: str, *args: str) -> str:
     if done.returncode != 0:
         said = done.stderr.decode(errors="replace").strip().splitlines()
         raise NotARepository(said[-1] if said else f"git exited with {done.returncode}")
-    return done.stdout.decode(errors="surrogateescape").removesuffix("\n")  # a path may end in " "
+    return os.fsdecode(done.stdout).removesuffix("\n")  # a path (it may end in " ")
 
 
 def _environment() -> dict[str, str]:
@@ -235,8 +246,8 @@ def start_reading(
     writes (`--stdin`); its output on a pipe git may fill up to PIPE_SIZE ahead of the
     reader (stderr dropped: a broken stream is read around)."""
     process = subprocess.Popen(
-        [*git(git_dir), *args],
-        cwd=cwd,
+        as_bytes([*git(git_dir), *args]),
+        cwd=in_bytes(cwd),
         env=_environment(),
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,

@@ -28,6 +28,7 @@ from harness.cli import (
     snapshot,
 )
 from harness.cli.preload import before_evaluation
+from harness.cli.streams import OutputClosed, settle
 from harness.errors import CannotTell, HarnessError, quieted
 
 EXIT_USAGE = 2
@@ -40,9 +41,10 @@ Reads the target function from git (no checkout, no GPU, no SGLang install),
 runs it over every cell of a matrix, and compares the outcomes."""
 
 EPILOG = """\
-exit status: 0 no change (or success), 1 outcomes changed (also when the
-reader of the output went away, as `| head` does), 2 bad input, a repository
-error or output that cannot be written (one line on stderr), 3 a bug in harness
+exit status: 0 no change (or success), 1 outcomes changed (when the reader of
+the output goes away, as `| head` does, the status is still the command's own,
+and nothing is said), 2 bad input, a repository error or output that cannot be
+written (a full disk, a closed stdout; one line on stderr), 3 a bug in harness
 (with a traceback), 4 cannot tell (a side could not be evaluated, or the code
 changed where the matrix does not reach: blind spots), 130 interrupted (Ctrl-C,
 SIGTERM or SIGHUP).
@@ -104,6 +106,7 @@ def console_main() -> int:
     """The `harness` command (and `python -m harness`): `main`, in a process of its own."""
     fewer_collections()
     stop_on_termination()
+    settle()  # a closed or ASCII-only stdout: written escaped, or one line
     return main()
 
 
@@ -144,7 +147,9 @@ def _handled(args: argparse.Namespace) -> int:
     try:
         if getattr(args, "evaluates", False):
             before_evaluation()
-        return args.handler(args)
+        status = args.handler(args)
+        sys.stdout.flush()  # a write that fails, fails here, not in the interpreter's exit
+        return status
     except CannotTell as exc:
         print(f"harness: cannot tell: {redacted(str(exc))}", file=sys.stderr)
         return EXIT_CANNOT_TELL
@@ -152,8 +157,13 @@ def _handled(args: argparse.Namespace) -> int:
         print(f"harness: error: {redacted(str(exc))}", file=sys.stderr)
         return EXIT_USAGE
     except BrokenPipeError:
-        _stdout_gone()  # the reader went away (| head): the answer stands
+        _stdout_gone()  # the reader went away (| head): the answer stands, quietly
         return getattr(args, "status", 0)
+    except OutputClosed as exc:
+        print(f"harness: error: cannot write the output: {exc.strerror} (give it "
+              "one: `> FILE`, or `> /dev/null` to discard the report)",
+              file=sys.stderr)  # fmt: skip
+        return EXIT_USAGE
     except OSError as exc:
         if exc.errno not in OUTPUT_ERRORS:
             raise
