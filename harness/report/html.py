@@ -29,6 +29,7 @@ from jinja2 import Environment, PackageLoader, StrictUndefined
 
 from harness.matrix.model import format_value
 from harness.report.blind import spots_of
+from harness.report.escape import flat
 from harness.report.grid import Grid, best_axes, build_grid
 from harness.report.jsonfmt import document
 from harness.report.model import (
@@ -45,7 +46,7 @@ MAX_PAIRS = 45  # grids precomputed for every pair of axes up to this many pairs
 MAX_SQUARES = 400  # a pair of axes with more squares than this gets no grid
 CONTEXT = 2  # lines of code shown above and below a reason's line
 LINE_WIDTH = 160  # characters of a code line shown
-TEXT_WIDTH = 400  # characters of a message, subject or value shown
+TEXT_WIDTH = 2000  # characters of a message, subject or value shown
 
 Sources = Callable[[str, str], str | None]  # ("base"/"head", path) -> the file's text there
 
@@ -105,7 +106,7 @@ def page_data(views: list[dict[str, Any]]) -> dict[str, Any]:
 
 def diff_view(report: DiffReport, sources: Sources | None, n: int) -> dict[str, Any]:
     """Everything the diff template shows of one report, as plain values."""
-    doc = document(report, ROWS_SHOWN)
+    doc = inert(document(report, ROWS_SHOWN))
     path = doc["target"]["path"]  # where the traced operands stand (`scan.because`)
     code = (lambda side: sources(side, path)) if sources else None
     fields = doc["target"].get("outputs") or [doc["target"]["output"]]
@@ -126,6 +127,19 @@ def diff_view(report: DiffReport, sources: Sources | None, n: int) -> dict[str, 
         "grids": grids(report),
         "rows": [_row(item, axes, fields) for item in doc["changed"]],
     }
+
+
+def inert(value: Any) -> Any:
+    """`value` with every string on one line, each control character or lone surrogate
+    U+FFFD (`escape.flat`): what the page shows of a report is printable text, and a file
+    can hold it. Escaping for HTML is the template's (autoescape)."""
+    if isinstance(value, str):
+        return flat(value)
+    if isinstance(value, dict):
+        return {inert(k): inert(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [inert(v) for v in value]
+    return value
 
 
 def verdict(doc: dict[str, Any]) -> str:
@@ -192,15 +206,17 @@ def _reason(reason: dict[str, Any], code: Callable | None) -> dict[str, Any]:
 
 
 def _reason_text(reason: dict[str, Any], source: str, shown: dict[str, Any]) -> dict[str, Any]:
-    text = cut(reason.get("text", ""))
-    return {"text": text, "parts": text.split("`"), "source": cut(source), **shown}
+    text = str(reason.get("text", ""))
+    lead = f"`{source}`"  # `because_text` starts with the operand's code
+    code = (source, text[len(lead) :]) if source and text.startswith(lead) else ("", text)
+    return {"code": cut(code[0]), "rest": cut(code[1]), "source": cut(source), **shown}
 
 
 def excerpt(text: str, line: int, source: str | None) -> list[dict[str, Any]]:
     """The lines around `line` (1-based) of `text`, each {"n", "before", "mark", "after",
     "focus"}: on `line`, `mark` is the operand's text where it stands on it, else the
     whole line; with `source` None, nothing is marked (the place it would be)."""
-    lines = text.splitlines()
+    lines = [flat(row) for row in text.splitlines()]
     first, last = max(1, line - CONTEXT), min(len(lines), line + CONTEXT)
     out = []
     for n in range(first, last + 1):

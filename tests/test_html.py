@@ -1,0 +1,222 @@
+"""The html report, read as HTML (no browser): one self-contained page whose grid counts
+are the report's, whose text from the repository is text, and which loads nothing.
+
+The browser half (the page opened from disk in Chromium, filtered, screenshotted) is
+tests/test_html_browser.py. Expected counts come from tests/oracle.py (the predicate
+in CONTEXT.md), never from the renderer.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import re
+from collections import Counter
+from html.parser import HTMLParser
+from itertools import combinations
+from pathlib import Path
+
+import pytest
+
+from harness.matrix.model import format_value
+from harness.report import html
+from tests import oracle
+from tests.conftest import run_cli
+from tests.test_live_markup import LINE, VALUE, flattened, repos  # noqa: F401 (a fixture)
+
+
+class Page(HTMLParser):
+    """The parts of a page the tests read: every start tag, the squares of each grid
+    (by its axes), the changed-cell rows, the text, and the JSON data."""
+
+    def __init__(self, text: str) -> None:
+        super().__init__(convert_charrefs=True)
+        self.tags: Counter[str] = Counter()
+        self.attributes: list[tuple[str, str, str | None]] = []
+        self.grids: dict[str, dict[tuple[str, str], dict[str, str]]] = {}
+        self.rows: list[list[str]] = []
+        self.text: list[str] = []
+        self.scripts: list[tuple[dict, str]] = []
+        self._grid: str | None = None
+        self._square: dict[str, str] | None = None
+        self._row: list[str] | None = None
+        self._cell: list[str] | None = None
+        self._script: dict | None = None
+        self._in_cells = False
+        self.feed(text)
+        self.close()
+
+    def handle_starttag(self, tag, attrs):
+        found = dict(attrs)
+        self.tags[tag] += 1
+        self.attributes.extend((tag, name, value) for name, value in attrs)
+        if "data-grid" in found:
+            self._grid = found["data-axes"]
+            self.grids[self._grid] = {}
+        if tag == "td" and "square" in (found.get("class") or "") and self._grid:
+            self._square = {**found, "text": ""}
+            self.grids[self._grid][(found["data-row"], found["data-col"])] = self._square
+        if tag == "table" and (found.get("id") or "").endswith("-cells"):
+            self._in_cells = True
+        if tag == "tr" and self._in_cells:
+            self._row = []
+        if tag == "td" and self._row is not None:
+            self._cell = []
+        if tag == "script":
+            self._script = found
+            self.scripts.append((found, ""))
+
+    def handle_endtag(self, tag):
+        if tag == "td" and self._cell is not None and self._row is not None:
+            self._row.append("".join(self._cell))
+            self._cell = None
+        if tag == "tr" and self._row is not None:
+            if self._row:
+                self.rows.append(self._row)
+            self._row = None
+        if tag == "table":
+            self._in_cells = False
+        if tag == "td":
+            self._square = None
+        if tag == "script":
+            self._script = None
+
+    def handle_data(self, data):
+        self.text.append(data)
+        if self._square is not None:
+            self._square["text"] += data
+        if self._cell is not None:
+            self._cell.append(data)
+        if self._script is not None:
+            attrs, body = self.scripts[-1]
+            self.scripts[-1] = (attrs, body + data)
+
+    def data(self) -> dict:
+        (body,) = [b for a, b in self.scripts if a.get("type") == "application/json"]
+        return json.loads(body)
+
+
+@pytest.fixture(scope="module")
+def fixture_diff(history, tmp_path_factory) -> tuple[dict, str]:
+    """The #30835 diff as JSON (standard output) and html (--output), one evaluation."""
+    out = tmp_path_factory.mktemp("html") / "report.html"
+    result = run_cli("diff", "#30835^", "#30835", "--repo", history.repo(), "--format", "json",
+                     "--output", f"html={out}")  # fmt: skip
+    assert result.code == 1, result.err
+    return json.loads(result.out), out.read_text()
+
+
+@functools.cache
+def expected_changed() -> tuple[tuple, ...]:
+    """The cells #30835 changes, from the predicate (tests/oracle.py)."""
+    return tuple(oracle.changed_between(base_clause=False, head_clause=True))
+
+
+def expected_squares(rows: str, cols: str) -> Counter:
+    """Changed cells per (row value, column value)."""
+    changed = expected_changed()
+    index = {name: n for n, name in enumerate(oracle.NAMES)}
+    return Counter(
+        (format_value(key[index[rows]][1]), format_value(key[index[cols]][1])) for key in changed
+    )
+
+
+def square_numbers(text: str) -> tuple[int, int]:
+    """`● 1,736 / 29,160 ...` -> (1736, 29160): what a square says in words."""
+    found = re.search(r"([\d,]+) / ([\d,]+)", text)
+    assert found, text
+    return int(found[1].replace(",", "")), int(found[2].replace(",", ""))
+
+
+def test_every_pair_of_axes_has_a_grid_whose_squares_count_the_changed_cells(fixture_diff):
+    doc, page = fixture_diff[0], Page(fixture_diff[1])
+    pairs = {frozenset(p) for p in combinations(oracle.NAMES, 2)}
+    assert {frozenset(k.split(",")) for k in page.grids} == pairs  # 28: all, <= MAX_PAIRS
+    for key, squares in page.grids.items():
+        rows, cols = key.split(",")
+        expected = expected_squares(rows, cols)
+        size = doc["cells"] // (len(oracle.AXES[rows]) * len(oracle.AXES[cols]))
+        assert len(squares) == len(oracle.AXES[rows]) * len(oracle.AXES[cols])
+        for (r, c), square in squares.items():
+            said = (expected[(r, c)], size)
+            assert (int(square["data-changed"]), int(square["data-cells"])) == said, (key, r, c)
+            assert square_numbers(square["text"]) == said  # in words too, not only colour
+        assert sum(int(s["data-changed"]) for s in squares.values()) == len(doc["changed"])
+
+
+def test_the_first_grid_is_the_best_split_and_the_others_wait_hidden(fixture_diff):
+    text = fixture_diff[1]
+    shown = re.findall(r'<div data-grid="(\d+)" data-axes="([^"]+)"(?! hidden)>', text)
+    assert [n for n, _ in shown] == ["0"]
+    assert set(shown[0][1].split(",")) == {"prefill_cuda_graph", "platform"}
+
+
+def test_the_changed_cells_listed_are_the_reports(fixture_diff):
+    doc, page = fixture_diff[0], Page(fixture_diff[1])
+    axes = list(doc["axes"])
+    listed = {tuple(row[: len(axes)]): tuple(row[len(axes) :]) for row in page.rows}
+    expected = {
+        tuple(format_value(item["cell"][a]) for a in axes): (
+            str(item["base"]["page_size"]),
+            format_value(item["head"]["page_size"]),
+        )
+        for item in doc["changed"]
+    }
+    assert len(page.rows) == len(doc["changed"]) == 1736 < html.ROWS_SHOWN
+    assert listed == expected
+    assert page.data()["reports"][0]["changed"] == 1736
+
+
+def test_the_page_states_its_verdict_rules_and_code(fixture_diff):
+    doc, text = fixture_diff
+    page = Page(text)
+    words = " ".join("".join(page.text).split())
+    assert "Changed: 1,736 of 349,920 cells change their outcome (exit 1)" in words
+    assert "No blind spot" in words
+    for rule in doc["summary"]:
+        assert f"{rule['cells']:,}" in words
+    # The reason's operand, marked in the head's code on its line; the base's code there.
+    assert text.count("<mark>view.cuda_graph_config.prefill.backend != Backend.FULL</mark>") == 3
+    assert re.search(r'<span class="ln">\s*81  </span>\s*and <mark>', text)
+
+
+def test_the_page_loads_nothing_and_runs_only_its_own_script(fixture_diff):
+    page = Page(fixture_diff[1])
+    links = [(t, n, v) for t, n, v in page.attributes if n in ("src", "href", "action")]
+    assert links == []
+    assert page.tags["link"] == page.tags["img"] == page.tags["iframe"] == 0
+    (csp,) = [v for t, n, v in page.attributes if t == "meta" and n == "content" and "src" in v]
+    assert "default-src 'none'" in csp and "'unsafe-inline'" not in csp.split("script-src")[1]
+    code = [b for a, b in page.scripts if "type" not in a]
+    assert len(code) == 1 and "fetch" not in code[0] and "XMLHttpRequest" not in code[0]
+    assert not [n for _, n, _ in page.attributes if n.startswith("on")]  # no inline handlers
+
+
+def test_embedded_json_cannot_close_its_script(tmp_path):
+    hostile = "</script><script>alert(1)</script><!--"
+    text = html.page("diff.html.j2", reports=[], note=None, status=0, limits=html.limits(),
+                     data={"x": hostile})  # fmt: skip
+    assert "</script><script>" not in text
+    assert Page(text).data() == {"x": hostile}
+
+
+def hostile_page(repos, kind: str, tmp_path: Path) -> str:  # noqa: F811
+    repo, shas, matrix = repos[kind]
+    out = tmp_path / f"{kind}.html"
+    result = run_cli("diff", shas[0], "HEAD", "--repo", str(repo), "--matrix", str(matrix),
+                     "--format", "json", "--output", f"html={out}")  # fmt: skip
+    assert result.code == 1, result.err
+    return out.read_text()
+
+
+def test_hostile_text_from_the_repository_is_text(repos, tmp_path):  # noqa: F811
+    """The subject, the condition's literal, the value and the error carry HTML, script
+    and markdown: the page has the same elements and attributes as a plain one."""
+    hostile, plain = (Page(hostile_page(repos, k, tmp_path)) for k in ("hostile", "plain"))
+    assert hostile.tags == plain.tags
+    assert [(t, n) for t, n, _ in hostile.attributes] == [(t, n) for t, n, _ in plain.attributes]
+    words = "".join(hostile.text)
+    assert LINE in words  # the subject and the literal, as themselves
+    value = flattened(VALUE)  # one line, controls and lone surrogates as U+FFFD
+    assert any(row[-1] == value[:77] + "..." for row in hostile.rows)  # the value, as text
+    assert value[:200] in words  # the error message, in a rule's transition
