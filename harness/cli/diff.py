@@ -236,6 +236,10 @@ def nothing_inferred(args: argparse.Namespace) -> int:
 def _unchanged(fmt: str) -> str:
     if fmt in ("json", "json-sample"):
         return json.dumps(jsonfmt.nothing_inferred(INFERRED, UNCHANGED)) + "\n"
+    if fmt == "html":
+        from harness.report import html
+
+        return html.message_page("diff --matrix inferred", UNCHANGED)
     return "" if fmt in ("junit", "github") else UNCHANGED + "\n"
 
 

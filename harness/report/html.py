@@ -83,6 +83,12 @@ def render(report: Any, sources: Sources | None = None) -> str:
                 data=page_data(views), limits=limits())  # fmt: skip
 
 
+def message_page(command: str, message: str, status: int = 0) -> str:
+    """A page that says one thing (a diff with nothing to compare), so that CI finds the
+    file it expects."""
+    return page("message.html.j2", command=command, message=flat(message), status=status)
+
+
 def limits() -> dict[str, int]:
     return {"rows": ROWS_SHOWN, "pairs": MAX_PAIRS, "squares": MAX_SQUARES}
 
