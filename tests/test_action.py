@@ -147,6 +147,9 @@ def test_a_pr_is_diffed_from_its_merge_base_and_fails_until_acknowledged(pr_3083
     assert (artifact / "head-sha").read_text() == f"{pr_30835.head}\n"
     assert json.loads((artifact / "comment.json").read_text())["changed_count"] == len(expected)
     assert "<testsuites" in (artifact / "junit.xml").read_text()
+    page = (artifact / "report.html").read_text()  # the page the comment links to
+    assert f"Changed: {len(expected):,} of 349,920 cells" in page
+    assert 'data-status="1"' in (artifact / "inferred.html").read_text()
     assert machine.summary.count("128 -> input page_size") >= 2  # both steps' reports
 
     compare = run.step("compare")

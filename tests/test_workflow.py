@@ -238,7 +238,8 @@ def test_the_comment_job_posts_one_comment_and_updates_it(pr, tmp_path, github_a
         assert run.step("actions/download-artifact@v4").inputs["run-id"] == "5"
     (only,) = comments.items
     assert only["body"].startswith(marker("sglang-fa4-page-size"))
-    assert "[Full report](https://github.invalid/octo/sglang/actions/runs/5)" in only["body"]
+    artifacts = "https://github.invalid/octo/sglang/actions/runs/5#artifacts"  # the HTML report
+    assert f"[Full report]({artifacts})" in only["body"]
     methods = [s.method for s in github_api.seen if s.method in ("POST", "PATCH")]
     assert methods == ["POST", "PATCH"]
 
