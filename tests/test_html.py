@@ -32,6 +32,7 @@ class Page(HTMLParser):
     def __init__(self, text: str) -> None:
         super().__init__(convert_charrefs=True)
         self.tags: Counter[str] = Counter()
+        self.elements: list[tuple[str, dict[str, str | None]]] = []
         self.attributes: list[tuple[str, str, str | None]] = []
         self.grids: dict[str, dict[tuple[str, str], dict[str, str]]] = {}
         self.rows: list[list[str]] = []
@@ -49,6 +50,7 @@ class Page(HTMLParser):
     def handle_starttag(self, tag, attrs):
         found = dict(attrs)
         self.tags[tag] += 1
+        self.elements.append((tag, found))
         self.attributes.extend((tag, name, value) for name, value in attrs)
         if "data-grid" in found:
             self._grid = found["data-axes"]
@@ -220,3 +222,36 @@ def test_hostile_text_from_the_repository_is_text(repos, tmp_path):  # noqa: F81
     value = flattened(VALUE)  # one line, controls and lone surrogates as U+FFFD
     assert any(row[-1] == value[:77] + "..." for row in hostile.rows)  # the value, as text
     assert value[:200] in words  # the error message, in a rule's transition
+
+
+def test_the_history_page_pairs_the_revert_with_the_change_it_undoes(history):
+    args = ("history", "--repo", history.repo())
+    doc = json.loads(run_cli(*args, "--format", "json").out)
+    result = run_cli(*args, "--format", "html")
+    assert result.code == 1, result.err
+    page = Page(result.out)
+    rows = [attrs for tag, attrs in page.elements if tag == "g" and "data-changed" in attrs]
+    expected = len(oracle.changed_between(base_clause=False, head_clause=True))
+    assert [int(r["data-changed"]) for r in rows] == [c["cells_changed"] for c in doc["commits"]]
+    by_sha = {c["sha"]: n for n, c in enumerate(doc["commits"])}
+    (revert,) = [n for n, c in enumerate(doc["commits"]) if c["reverts"]]
+    undone = by_sha[doc["commits"][revert]["reverts"]]
+    assert doc["commits"][undone]["pr"] == 30835 and doc["commits"][revert]["pr"] == 30871
+    assert int(rows[undone]["data-changed"]) == int(rows[revert]["data-changed"]) == expected
+    assert rows[undone]["data-pair"] == rows[revert]["data-pair"] is not None
+    arcs = [attrs for tag, attrs in page.elements if tag == "path"]
+    assert [a["data-pair"] for a in arcs] == [rows[revert]["data-pair"]]
+    assert "No commit changes" not in result.out
+
+
+def test_the_bisect_page_names_the_first_bad_commit_and_its_steps(history):
+    args = ("bisect", "#30835^^", "#30835", "--repo", history.repo())
+    doc = json.loads(run_cli(*args, "--format", "json").out)
+    result = run_cli(*args, "--format", "html")
+    assert result.code == 1, result.err
+    words = " ".join("".join(Page(result.out).text).split())
+    assert f"First bad: {doc['culprit']['sha'][:10]}" in words
+    changed = len(oracle.changed_between(base_clause=False, head_clause=True))
+    assert f"{changed:,} cells changed (exit 1)" in words
+    for step in doc["steps"]:
+        assert f"{step['verdict']} {step['sha'][:10]}" in words

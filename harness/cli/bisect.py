@@ -7,7 +7,7 @@ import sys
 from typing import TYPE_CHECKING
 
 from harness import gitio
-from harness.cli.options import Setup, add_command, add_evaluation_options, set_up
+from harness.cli.options import FORMATS, Setup, add_command, add_evaluation_options, set_up
 from harness.cli.progress import Progress, progress
 from harness.errors import HarnessError
 from harness.releases.ranges import resolve_range
@@ -52,7 +52,7 @@ def register(commands: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--first-parent", action="store_true", help="search the first-parent chain only"
     )
-    add_evaluation_options(parser, run)
+    add_evaluation_options(parser, run, (*FORMATS, "html"))
 
 
 def run(args: argparse.Namespace) -> int:
@@ -86,6 +86,10 @@ def search(args: argparse.Namespace, bar: Progress) -> int:
     if live:
         head = "\n" if steps else report.header(matrix, good, bad) + "\n"
         _write(bar, head + report.conclusion_text(matrix, result))
+    elif args.format == "html":
+        from harness.report.html_history import render_bisect
+
+        _write(bar, render_bisect(matrix, result))
     elif args.format == "json":
         _write(bar, report.render_json(matrix, result))
     else:

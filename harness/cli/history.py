@@ -6,7 +6,13 @@ import argparse
 import re
 import sys
 
-from harness.cli.options import add_command, add_evaluation_options, cache_directory, set_up
+from harness.cli.options import (
+    FORMATS,
+    add_command,
+    add_evaluation_options,
+    cache_directory,
+    set_up,
+)
 from harness.cli.progress import progress
 from harness.errors import HarnessError
 
@@ -46,7 +52,7 @@ def register(commands: argparse._SubParsersAction) -> None:
         action="store_true",
         help="follow only the first parent of merges (the mainline's own commits)",
     )
-    add_evaluation_options(parser, run)
+    add_evaluation_options(parser, run, (*FORMATS, "html"))
 
 
 def run(args: argparse.Namespace) -> int:
@@ -86,11 +92,17 @@ def run(args: argparse.Namespace) -> int:
             "is --repo an SGLang clone, and --matrix the right target?",
             file=sys.stderr,
         )
-    render = {"json": report.render_json, "markdown": report.render_markdown}
+    render = {"json": report.render_json, "markdown": report.render_markdown, "html": _html}
     args.status = 1 if found.changes else 0  # the answer, even if the reader goes away
     sys.stdout.write(render.get(args.format, report.render_text)(found))
     sys.stdout.flush()
     return args.status
+
+
+def _html(found) -> str:
+    from harness.report.html_history import render_history
+
+    return render_history(found)
 
 
 def _project(args: argparse.Namespace) -> str | None:

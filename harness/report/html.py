@@ -127,7 +127,7 @@ def diff_view(report: DiffReport, sources: Sources | None, n: int) -> dict[str, 
         "revisions": {side: _revision(doc[side]) for side in ("base", "head")},
         "axes": axes,
         "axis_values": {a: [format_value(v) for v in doc["axes"][a]] for a in axes},
-        "rules": [_rule(r, doc, code) for r in doc["summary"]],
+        "rules": [rule_row(r, doc, code) for r in doc["summary"]],
         "spots": spots_of(doc),
         "coverage": _coverage(doc),
         "grids": grids(report),
@@ -181,7 +181,9 @@ def _row(item: dict[str, Any], axes: list[str], fields: list[str]) -> list[str]:
     return values + [cut(short_outcome(item[s], fields), 80) for s in ("base", "head")]
 
 
-def _rule(rule: dict[str, Any], doc: dict[str, Any], code: Callable | None) -> dict[str, Any]:
+def rule_row(rule: dict[str, Any], doc: dict[str, Any], code: Callable | None) -> dict[str, Any]:
+    """A rule of a JSON document (its `where` over `doc["axes"]`) as the rule table shows
+    it; `code`: side -> the target file's text there, for the code beside each reason."""
     conditions = conditions_of(rule["where"], doc["axes"])
     return {
         "cells": rule["cells"],
