@@ -22,6 +22,7 @@ import pytest
 
 from harness.matrix.model import format_value
 from tests import oracle
+from tests.conftest import run_cli
 from tests.test_html import expected_squares, fixture_diff, hostile_page  # noqa: F401
 from tests.test_live_markup import repos  # noqa: F401 (a fixture)
 
@@ -203,3 +204,53 @@ def test_hostile_text_makes_no_element_and_runs_nothing(browser, repos, tmp_path
         assert page.dialogs == [] and page.errors() == [] and page.requests == [page.url]
         assert page.page.locator("img, iframe, a, details, object, embed").count() == 0
     assert counts["hostile"] == counts["plain"]
+
+
+DOCS_IMAGES = Path(__file__).resolve().parents[1] / "docs" / "img"
+MAX_IMAGE = 150_000  # bytes a committed screenshot may take
+COMMENT_STYLE = """body { font: 14px/1.5 -apple-system, "Segoe UI", sans-serif; margin: 16px; width: 860px; }
+table { border-collapse: collapse; } th, td { border: 1px solid #d0d7de; padding: 4px 10px; }
+code { background: #eff1f3; padding: 1px 4px; border-radius: 4px; font-size: 85%; }"""
+
+
+def comment_html(history) -> str:
+    """The PR comment of the #30835 diff (the json-sample artifact through `harness
+    comment`'s renderer), as GitHub-flavoured markdown rendered by markdown-it."""
+    import json
+
+    from markdown_it import MarkdownIt
+
+    from harness.github.comment import body_for
+
+    result = run_cli("diff", "#30835^", "#30835", "--repo", history.repo(),
+                     "--format", "json-sample")  # fmt: skip
+    body = body_for(json.loads(result.out), 10, "https://github.com/OWNER/REPO/actions/runs/1")
+    rendered = MarkdownIt("commonmark").enable(["table", "strikethrough"]).render(body)
+    return f"<!DOCTYPE html><meta charset=utf-8><style>{COMMENT_STYLE}</style>{rendered}"
+
+
+def test_the_docs_screenshots_are_made_here_and_stay_small(
+    browser,
+    fixture_diff,  # noqa: F811
+    history,
+    tmp_path,
+):
+    """docs/img/report-html.png and docs/img/pr-comment.png, made by this test (set
+    HARNESS_WRITE_DOCS_IMAGES=1 to write them into docs/img/)."""
+    (tmp_path / "report.html").write_text(fixture_diff[1])
+    (tmp_path / "comment.html").write_text(comment_html(history))
+    shots = {}
+    for name, source, size in (("report-html.png", "report.html", (1000, 820)),
+                               ("pr-comment.png", "comment.html", (900, 400))):  # fmt: skip
+        page = Opened(browser, tmp_path / source)
+        page.page.set_viewport_size({"width": size[0], "height": size[1]})
+        full = name == "pr-comment.png"  # the whole comment; the top of the page
+        shots[name] = page.page.screenshot(path=str(tmp_path / name), full_page=full)
+        assert page.requests == [page.url] and page.errors() == []
+        assert len(shots[name]) < MAX_IMAGE, (name, len(shots[name]))
+    if os.environ.get("HARNESS_WRITE_DOCS_IMAGES") == "1":
+        DOCS_IMAGES.mkdir(exist_ok=True)
+        for name, data in shots.items():
+            (DOCS_IMAGES / name).write_bytes(data)
+    for name in shots:  # the committed ones exist and are small too
+        assert 0 < (DOCS_IMAGES / name).stat().st_size < MAX_IMAGE, name
