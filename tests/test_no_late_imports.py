@@ -63,6 +63,7 @@ def watched(*argv: str) -> dict:
     [
         ("diff", "#30835^", "#30835", "--format", "markdown"),
         ("diff", "#30835^", "#30835", "--format", "junit"),
+        ("diff", "#30835^", "#30835", "--format", "html"),
         ("diff", "#30835^", "#30835", "--format", "github", "--matrix", "inferred"),
         (
             "diff",
@@ -76,7 +77,7 @@ def watched(*argv: str) -> dict:
         ("history", "--format", "json"),
         ("explain", "#30835^..#30835", *(f"--where={w}" for w in EXPLAINED)),
     ],
-    ids=["markdown", "junit", "inferred-github", "outputs", "history", "explain"],
+    ids=["markdown", "junit", "html", "inferred-github", "outputs", "history", "explain"],
 )
 def test_nothing_is_imported_after_the_first_evaluation_starts(history, tmp_path, argv):
     argv = tuple(a.replace("OUT", str(tmp_path)) for a in argv)

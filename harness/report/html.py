@@ -18,6 +18,7 @@ lines and operands, not files.
 from __future__ import annotations
 
 import base64
+import encodings.unicode_escape  # noqa: F401 (Jinja decodes template literals with it)
 import hashlib
 from collections.abc import Callable
 from difflib import SequenceMatcher
