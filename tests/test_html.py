@@ -22,6 +22,7 @@ from harness.matrix.model import format_value
 from harness.report import html
 from tests import oracle
 from tests.conftest import run_cli
+from tests.helpers import commit_versions, module
 from tests.test_live_markup import LINE, VALUE, flattened, repos  # noqa: F401 (a fixture)
 
 
@@ -197,7 +198,7 @@ def test_the_page_loads_nothing_and_runs_only_its_own_script(fixture_diff):
 def test_embedded_json_cannot_close_its_script(tmp_path):
     hostile = "</script><script>alert(1)</script><!--"
     text = html.page("diff.html.j2", reports=[], note=None, status=0, limits=html.limits(),
-                     data={"x": hostile})  # fmt: skip
+                     data={"x": hostile}, counts=None, unseen=[])  # fmt: skip
     assert "</script><script>" not in text
     assert Page(text).data() == {"x": hostile}
 
@@ -255,3 +256,31 @@ def test_the_bisect_page_names_the_first_bad_commit_and_its_steps(history):
     assert f"{changed:,} cells changed (exit 1)" in words
     for step in doc["steps"]:
         assert f"{step['verdict']} {step['sha'][:10]}" in words
+
+
+def test_a_split_inferred_diff_is_one_page_of_its_parts(tmp_path):
+    from tests.test_inferred import REGISTRY, TWO, TWO_HEAD
+
+    shas = commit_versions(tmp_path / "repo", [module(TWO, REGISTRY), module(TWO_HEAD, REGISTRY)])
+    out = tmp_path / "parts.html"
+    result = run_cli("diff", *shas, "--matrix", "inferred", "--repo", str(tmp_path / "repo"),
+                     "--max-cells", "40", "--format", "json", "--output", f"html={out}")  # fmt: skip
+    doc, page = json.loads(result.out), Page(out.read_text())
+    assert result.code == 1 and len(doc["parts"]) == 2
+    statuses = [attrs["data-status"] for tag, attrs in page.elements if "data-status" in attrs]
+    assert statuses == ["1"] + [str(part["status"]) for part in doc["parts"]]
+    assert [r["changed"] for r in page.data()["reports"]] == [
+        len(p["changed"]) for p in doc["parts"]
+    ]
+    assert len(page.rows) == sum(len(p["changed"]) for p in doc["parts"])
+    words = " ".join("".join(page.text).split())
+    assert "2 parts: 2 changed, 0 cannot tell, 0 no change" in words
+
+
+def test_the_reasons_no_part_evaluates_are_text():
+    from harness.report.parts import Parts
+
+    pages = [Page(html.render(Parts(reports=[], whole=10, max_cells=1, unseen=(reason,))))
+             for reason in (VALUE, "plain")]  # fmt: skip
+    assert pages[0].tags == pages[1].tags
+    assert f"Not evaluated: {flattened(VALUE)}" in "".join(pages[0].text)

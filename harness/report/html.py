@@ -78,10 +78,14 @@ def page(template: str, **context: Any) -> str:
 def render(report: Any, sources: Sources | None = None) -> str:
     """The diff page of a DiffReport, or of a `Parts` (each part in turn)."""
     reports = getattr(report, "reports", None)
-    views = [diff_view(r, sources, n) for n, r in enumerate(reports or [report])]
-    note = getattr(report, "note", None) if reports is not None else None
-    return page("diff.html.j2", reports=views, note=note, status=report.status,
-                data=page_data(views), limits=limits())  # fmt: skip
+    views = [
+        diff_view(r, sources, n) for n, r in enumerate([report] if reports is None else reports)
+    ]
+    split = reports is not None  # `--matrix inferred`, one part per changed pass
+    note, counts = (flat(report.note), flat(report.counts())) if split else (None, None)
+    unseen = [cut(flat(reason)) for reason in report.unseen] if split else []
+    return page("diff.html.j2", reports=views, note=note, counts=counts, unseen=unseen,
+                status=report.status, data=page_data(views), limits=limits())  # fmt: skip
 
 
 def message_page(command: str, message: str, status: int = 0) -> str:
