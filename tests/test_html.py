@@ -284,3 +284,21 @@ def test_the_reasons_no_part_evaluates_are_text():
              for reason in (VALUE, "plain")]  # fmt: skip
     assert pages[0].tags == pages[1].tags
     assert f"Not evaluated: {flattened(VALUE)}" in "".join(pages[0].text)
+
+
+def test_the_code_beside_the_reasons_is_read_from_releases_too(history, tmp_path):
+    """wheel:PATH revisions have no repository: the code comes from the archives."""
+    from harness import gitio
+    from tests.releases import build_wheel, package_files
+
+    repo = gitio.open_repo(history.repo())
+    wheels = []
+    for rev, version in (("#30835^", "0.2.0"), ("#30835", "0.3.0")):
+        path = tmp_path / f"sglang-{version}-py3-none-any.whl"
+        path.write_bytes(build_wheel(package_files(repo, gitio.resolve(repo, rev).sha), version))
+        wheels.append(f"wheel:{path}")
+    result = run_cli("diff", *wheels, "--format", "html", "--no-cache")
+    assert result.code == 1, result.err
+    marked = "<mark>view.cuda_graph_config.prefill.backend != Backend.FULL</mark>"
+    assert result.out.count(marked) == 3  # each rule's reason, in the head's code
+    assert "(not read at" not in result.out
