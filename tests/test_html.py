@@ -302,3 +302,24 @@ def test_the_code_beside_the_reasons_is_read_from_releases_too(history, tmp_path
     marked = "<mark>view.cuda_graph_config.prefill.backend != Backend.FULL</mark>"
     assert result.out.count(marked) == 3  # each rule's reason, in the head's code
     assert "(not read at" not in result.out
+
+
+def test_a_blind_spot_is_cannot_tell_and_named_with_what_reaches_it(history, tmp_path):
+    """The prefill graph held at breakable: #30835 changes no cell, and the page says it
+    cannot tell, naming the changed condition and the input that would take it."""
+    matrix = tmp_path / "blind.yaml"
+    shipped = (Path(__file__).parents[1] / "matrices" / "sglang-fa4-page-size.yaml").read_text()
+    held = "  prefill_cuda_graph: [breakable]\n"
+    matrix.write_text(re.sub(r"  prefill_cuda_graph: \[.*\]\n", held, shipped))
+    out = tmp_path / "blind.html"
+    result = run_cli("diff", "#30835^", "#30835", "--repo", history.repo(), "--matrix",
+                     str(matrix), "--format", "json", "--output", f"html={out}")  # fmt: skip
+    doc, page = json.loads(result.out), Page(out.read_text())
+    assert result.code == 4 and doc["changed"] == [] and len(doc["blind_spots"]) == 1
+    words = " ".join("".join(page.text).split())
+    assert "Cannot tell (exit 4)" in words and "Blind spots (1)" in words
+    (spot,) = doc["blind_spots"]
+    assert spot["condition"] == "view.cuda_graph_config.prefill.backend != Backend.FULL"
+    assert f"{spot['path']}:{spot['line']}" in words and spot["hint"] in words
+    assert "prefill_cuda_graph = full" in spot["hint"]
+    assert page.rows == []
