@@ -49,6 +49,32 @@ class GitError(Exception):
         super().__init__(f"git {' '.join(args)} exited with {status}: {stderr.strip()}")
         self.status, self.stderr = status, stderr
 
+    @property
+    def reason(self) -> str:
+        return reason(self.stderr)
+
+
+# What git says when a name names no one object: no more than harness's own "unknown
+# revision" (or "ambiguous", which harness says with the candidates)
+SAYS_NOTHING = ("needed a single revision", "bad revision", "ambiguous argument",
+                "unknown revision", "not a valid object name", "bad object",
+                "is ambiguous")  # fmt: skip
+REASON_WIDTH = 240
+
+
+def reason(stderr: str) -> str:
+    """git's own explanation of a failure, from what it wrote on stderr: its first
+    `fatal:` line that says more than "no such name", else its first such `error:`
+    line ("" when none does), control characters dropped, at most REASON_WIDTH long."""
+    lines = [" ".join("".join(c if c.isprintable() else " " for c in line).split())
+             for line in stderr.splitlines()]  # fmt: skip
+    telling = [line for line in lines if not any(s in line.lower() for s in SAYS_NOTHING)]
+    for prefix in ("fatal:", "error:"):
+        found = next((line for line in telling if line.startswith(prefix)), None)
+        if found is not None:
+            return found if len(found) <= REASON_WIDTH else found[: REASON_WIDTH - 3] + "..."
+    return ""
+
 
 class NotARepository(Exception):
     """`discover` found no repository (`reason`: git's own words)."""
@@ -77,6 +103,19 @@ class Repo:
 
     def run(self, *args: str) -> str:
         return self.start(*args).output()
+
+    def complaint(self, *args: str) -> str:
+        """git's `reason` for failing `git ARGS` ("" when it succeeds or says nothing
+        that explains); what it prints is not kept. For messages about a failure."""
+        done = subprocess.run(
+            as_bytes([*git(self.git_dir), *args]),
+            cwd=in_bytes(self.working_tree_dir or self.git_dir),
+            env=_environment(),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+        )
+        return "" if done.returncode == 0 else reason(done.stderr.decode(errors="replace"))
 
     def start(self, *args: str) -> Started:
         """`git ARGS`, running while the caller goes on; `.output()` waits for what it
@@ -145,10 +184,14 @@ class Started:
 
     def data(self) -> bytes:
         """What git printed, as bytes (for `-z` output: paths and subjects are any bytes)."""
+        return self.said()[0]
+
+    def said(self) -> tuple[bytes, str]:
+        """(what git printed, what it wrote on stderr: warnings, when it succeeded)."""
         stdout, stderr = self.process.communicate()
         if self.process.returncode != 0:
             raise GitError(self.args, self.process.returncode, stderr.decode(errors="replace"))
-        return stdout
+        return stdout, stderr.decode(errors="replace")
 
     def close(self) -> None:
         """Stop it if it still runs (its answer is not wanted)."""

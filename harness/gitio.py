@@ -11,6 +11,7 @@ import io
 import os
 import re
 import stat
+import sys
 import tokenize
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
@@ -83,17 +84,54 @@ def resolve(repo: Repo, expr: str, lookup: PRLookup | None = None) -> Revision:
         raise HarnessError(f"revision {expr!r}: expected a sha, branch, tag, HEAD~N or #PR")
     match = PR_EXPR.match(expr)
     spelled = pr_commit(repo, int(match.group(1)), lookup) + match.group(2) if match else expr
+    sha, date, subject = _commit_named(repo, expr, _object_named(repo, expr, spelled))
+    return Revision(expr, sha, subject, date)
+
+
+def _object_named(repo: Repo, expr: str, spelled: str) -> str:
+    """The object `spelled` names, read as `git rev-parse` reads it (`:/text`, `@{-1}`,
+    `tag^{commit}`, ...). git's warning that a name is ambiguous (a branch named like a
+    short sha) is said on stderr, with what git chose: never a silent choice."""
     try:
-        sha = repo.git.rev_parse("--verify", "--quiet", "--end-of-options", f"{spelled}^{{commit}}")
-    except GitError:
-        raise HarnessError(_unknown(repo, expr, spelled)) from None
-    date, _, subject = repo.git.log("-1", "--format=%cI%x00%s", sha).partition("\0")
-    return Revision(expr, sha, subject, date)  # the subject last: any bytes but NUL
+        out, said = repo.start("rev-parse", "--verify", "--end-of-options", spelled).said()
+    except GitError as exc:
+        raise HarnessError(_unknown(repo, expr, spelled, exc.reason)) from None
+    found = out.decode().strip()
+    for line in said.splitlines():
+        if "ambiguous" in line:
+            print(f"harness: warning: revision {expr!r}: git says {line.strip()!r}; it took "
+                  f"{found[:10]} (a ref wins over a short sha); to say which, name the ref "
+                  "in full (refs/heads/NAME, refs/tags/NAME) or give more digits of the sha",
+                  file=sys.stderr)  # fmt: skip
+    return found
 
 
-def _unknown(repo: Repo, expr: str, spelled: str) -> str:
-    """Why `expr` names no commit, and the fix."""
+def _commit_named(repo: Repo, expr: str, found: str) -> tuple[str, str, str]:
+    """(sha, date, subject) of the commit the object `found` is or points to (a tag is
+    peeled). A full sha names an object whether git has it or not: one it lacks (or
+    cannot read) is unknown, with git's reason."""
+    try:
+        out = repo.git.log("-1", "--format=%H%x00%cI%x00%s", f"{found}^{{commit}}")
+    except GitError as exc:
+        try:
+            kind = repo.git.cat_file("-t", found)
+        except GitError:
+            raise HarnessError(_unknown(repo, expr, found, exc.reason)) from None
+        raise HarnessError(
+            f"revision {expr!r} names a {kind} ({found[:10]}), not a commit: name a commit "
+            "(a sha, branch, tag, HEAD~N, :/TEXT or #PR)"
+        ) from None
+    sha, date, subject = out.split("\0", 2)  # the subject last: any bytes but NUL
+    return sha, date, subject
+
+
+def _unknown(repo: Repo, expr: str, spelled: str, said: str = "") -> str:
+    """Why `expr` names no commit, and the fix; `said`: git's own reason, when it gave
+    one that explains more than "no such name" (a missing alternate, a corrupt object)."""
     where = where_of(repo)
+    if said:
+        return (f"cannot resolve revision {expr!r} in {where}: git says {said!r}; fix what "
+                "git names (`git fsck` checks the repository), or clone it again")  # fmt: skip
     if not _has_commits(repo):
         return f"{where} has no commits yet: commit something, or point --repo at a clone"
     candidates = _prefix_matches(repo, spelled)
@@ -102,7 +140,8 @@ def _unknown(repo: Repo, expr: str, spelled: str) -> str:
             f"revision {expr!r} is ambiguous in {where}: {len(candidates)} objects start with "
             f"it ({', '.join(c[:12] for c in candidates[:4])}); give more digits"
         )
-    message = f"unknown revision {expr!r} in {where}: use a sha, branch, tag, HEAD~N or #PR"
+    message = (f"unknown revision {expr!r} in {where}: use a sha, branch, tag, HEAD~N, "
+               ":/TEXT or #PR")  # fmt: skip
     return message + shallow_hint(repo)
 
 
@@ -411,10 +450,14 @@ TEXTS_KEPT, MAX_TEXT = 64, 1 << 20
 
 
 def _unreadable(repo: Repo, blob: str, path: str) -> str:
+    """Why git cannot read the object, in git's words when it has any (asked again, of a
+    `git cat-file` of its own: the batch's stderr is not kept), and the fix."""
     repo.close()  # the `git cat-file` that failed: the next read starts afresh
+    said = repo.complaint("cat-file", "-p", blob)
+    why = f"git says {said!r}" if said else "it is corrupt or missing"
     return (
-        f"git cannot read object {blob[:12]} ({path or 'a file'}) in {where_of(repo)}: it is "
-        "corrupt or missing; run `git fsck` there, or clone the repository again"
+        f"git cannot read object {blob[:12]} ({path or 'a file'}) in {where_of(repo)}: {why}; "
+        "run `git fsck` there, or clone the repository again"
     )
 
 
@@ -689,13 +732,42 @@ def merge_base(repo: Repo, a: str, b: str) -> str | None:
 
 
 def remote_for(repo: Repo, slug: str) -> str | None:
-    """The name of a remote whose URL points at github.com's OWNER/REPO, if any."""
-    pattern = re.compile(rf"github\.com[:/]{re.escape(slug)}(\.git)?/?$", re.IGNORECASE)
-    for line in repo.git.remote("-v").splitlines():  # NAME<TAB>URL (fetch)
-        name, _, rest = line.partition("\t")
-        if pattern.search(rest.rsplit(" ", 1)[0]):
-            return name
+    """The name of a remote whose URL points at github.com's OWNER/REPO, if any. Names
+    and URLs are read as data (`git config -z`), never from `git remote -v`'s columns:
+    a name may hold a tab or a space, and only a whole URL of github.com counts."""
+    pattern = re.compile(GITHUB_URL.format(slug=re.escape(slug)), re.IGNORECASE)
+    settings = _config(repo, r"^(remote\..*\.url|url\..*\.insteadof)$")
+    rewrites = [(value, key[4:-10]) for key, value in settings if key.startswith("url.")]
+    for key, url in settings:
+        if key.startswith("remote.") and pattern.fullmatch(_rewritten(url, rewrites)):
+            return key[len("remote.") : -len(".url")]
     return None
+
+
+GITHUB_URL = (  # https://, ssh://, git:// (an optional user and port), or scp-like git@host:
+    r"(?:(?:https?|ssh|git)://(?:[^@/\s]+@)?github\.com(?::\d+)?/|[^@/:\s]+@github\.com:)"
+    r"{slug}(?:\.git)?/?"
+)
+
+
+def _config(repo: Repo, pattern: str) -> list[tuple[str, str]]:
+    """(key, value) of the settings whose keys match `pattern`, in git's order."""
+    try:
+        out = repo.start("config", "-z", "--get-regexp", pattern).data()
+    except GitError:  # exit 1: none
+        return []
+    pairs = (entry.partition(b"\n") for entry in out.split(b"\0") if entry)
+    return [(k.decode("utf-8", "surrogateescape"), v.decode("utf-8", "surrogateescape"))
+            for k, _, v in pairs]  # fmt: skip
+
+
+def _rewritten(url: str, rewrites: list[tuple[str, str]]) -> str:
+    """`url` as git fetches it: the longest `url.<base>.insteadOf` prefix replaced."""
+    found = [(prefix, base) for prefix, base in rewrites if url.startswith(prefix)]
+    if not found:
+        return url
+    prefix, base = max(found, key=lambda pair: len(pair[0]))
+    return base + url[len(prefix) :]
 
 
 def patch_stream(repo: Repo, commits: list[Commit]) -> PatchStream:
