@@ -323,3 +323,18 @@ def test_a_blind_spot_is_cannot_tell_and_named_with_what_reaches_it(history, tmp
     assert f"{spot['path']}:{spot['line']}" in words and spot["hint"] in words
     assert "prefill_cuda_graph = full" in spot["hint"]
     assert page.rows == []
+
+
+def test_an_operand_is_marked_where_it_stands_and_found_at_the_other_side():
+    head = "def f(view):\n    if (view.a\n            and view.b != 2):\n        return 1\n"
+    base = "def f(view):\n    if (view.a):\n        return 1\n"
+    (focus,) = [r for r in html.excerpt(head, 3, "view.b != 2") if r["focus"]]
+    assert (focus["n"], focus["before"], focus["mark"], focus["after"]) == (
+        3, "            and ", "view.b != 2", "):")  # fmt: skip
+    assert html.counterpart(head, base, 3) == 2  # the base's lines these two replace
+    assert html.counterpart(head, base, 4) == 3 and html.counterpart(head, base, 1) == 1
+    assert html.counterpart(base, head + "x = 1\n", 3) == 4  # an equal line: its twin
+    (unmarked,) = [r for r in html.excerpt(base, 3, None) if r["focus"]]
+    assert unmarked["mark"] == "" and unmarked["before"] == "        return 1"
+    (whole,) = [r for r in html.excerpt(head, 2, "not on this line") if r["focus"]]
+    assert (whole["before"], whole["mark"]) == ("    ", "if (view.a")
