@@ -1,0 +1,228 @@
+"""The grid of what changed (harness.report.grid) and its markdown table.
+
+Expected counts are computed here from the cells themselves (the JSON report's changed
+cell list, the oracle's predicate, or the outcome tables a test made), never from the
+rules the grid is built from."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import math
+from array import array
+from collections import Counter
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from harness import gitio
+from harness.engine.outcome import CODE_TYPE, ERROR, VALUE, Outcome, OutcomeTable
+from harness.errors import HarnessError
+from harness.matrix.load import load_matrix, parse_matrix
+from harness.matrix.model import Matrix, format_value
+from harness.report import jsonfmt
+from harness.report.grid import best_axes, build_grid, grid_of_document
+from harness.report.model import DiffReport, rule_view
+from harness.scan.compare import compare
+from harness.scan.diff import diff
+from harness.scan.versions import Versions
+from tests import oracle
+from tests.conftest import run_cli
+
+FIXTURE_PAIR = ("prefill_cuda_graph", "platform")
+
+
+# --- reports made for the tests -------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def fixture(history) -> DiffReport:
+    """The real report of #30835 against its parent on the shipped FA4 matrix."""
+    from harness.report.model import build_report
+
+    repo = gitio.open_repo(history.repo())
+    versions = Versions(repo, load_matrix())
+    base, head = (gitio.resolve(repo, rev) for rev in ("#30835^", "#30835"))
+    return build_report(diff(versions, base, head))
+
+
+def matrix_of(axes: dict[str, list[Any]]) -> Matrix:
+    lines = ["name: random", "target: {path: x.py, function: f, output: out}", "axes:"]
+    lines += [f"  {name}: {json.dumps(values)}" for name, values in axes.items()]
+    return parse_matrix("\n".join(lines) + "\n", "random.yaml")
+
+
+def table_of(outcomes: list[Outcome], codes: list[int]) -> OutcomeTable:
+    return OutcomeTable(outcomes, array(CODE_TYPE, codes))
+
+
+def report_of(matrix: Matrix, outcomes: list[Outcome], base: list[int], head: list[int]):
+    """A report over real outcome tables, compared by the real comparison."""
+    comparison = compare(matrix, table_of(outcomes, base), table_of(outcomes, head))
+    rules = [rule_view(matrix, rule) for rule in comparison.rules]
+    revisions = [gitio.Revision(name, "0" * 40, name) for name in ("base", "head")]
+    return DiffReport(matrix, *revisions, comparison, {}, rules, {})
+
+
+def full_document(report: DiffReport) -> dict[str, Any]:
+    return json.loads("".join(jsonfmt.render_chunks(report)))
+
+
+# --- counts computed from the cells ---------------------------------------------------
+
+
+def counted(doc: dict[str, Any], rows: str, cols: str) -> Counter:
+    """{(row value, col value): changed cells}, from the changed cell list."""
+    return Counter(
+        (typed(item["cell"][rows]), typed(item["cell"][cols])) for item in doc["changed"]
+    )
+
+
+def typed(value: Any) -> tuple[str, Any]:
+    """A value as a key that tells 1, 1.0, true and "1" apart."""
+    return (type(value).__name__, value)
+
+
+def conditional_entropy(doc: dict[str, Any], a: str, b: str) -> float:
+    """H(changed | (a, b)) in bits, from the changed cell list and the axis sizes."""
+    size = doc["cells"] / (len(doc["axes"][a]) * len(doc["axes"][b]))
+    total = 0.0
+    for n in counted(doc, a, b).values():
+        p = n / size
+        if 0 < p < 1:
+            total -= size / doc["cells"] * (p * math.log2(p) + (1 - p) * math.log2(1 - p))
+    return total
+
+
+def best_by_entropy(doc: dict[str, Any]) -> tuple[str, str]:
+    names, best, least = list(doc["axes"]), None, math.inf
+    for a, b in itertools.combinations(names, 2):
+        h = conditional_entropy(doc, a, b)
+        if h < least - 1e-12:
+            best, least = (a, b), h
+    a, b = best
+    return (b, a) if len(doc["axes"][b]) > len(doc["axes"][a]) else (a, b)
+
+
+def grid_counts(grid) -> Counter:
+    return Counter(
+        {(typed(sq.row), typed(sq.col)): sq.changed for sq in grid.squares.values() if sq.changed}
+    )
+
+
+# --- the fixture ----------------------------------------------------------------------
+
+
+def test_the_fixture_grid_shows_exactly_the_full_graph_sm100_square(fixture):
+    report = fixture
+    expected = oracle.changed_between(False, True)
+    assert best_axes(report) == FIXTURE_PAIR  # rows: 4 graph modes, columns: 3 GPUs
+    grid = build_grid(report)
+    assert (grid.rows, grid.cols) == FIXTURE_PAIR
+    assert grid.row_values == tuple(oracle.AXES["prefill_cuda_graph"])
+    assert grid.col_values == tuple(oracle.AXES["platform"])
+    assert grid.total == 349_920 and grid.changed == len(expected)
+    per_square = 349_920 // (4 * 3)
+    assert all(sq.cells == per_square for sq in grid.squares.values())
+    changed = {k: sq for k, sq in grid.squares.items() if sq.changed}
+    assert list(changed) == [(0, 1)]  # full x sm100
+    (square,) = changed.values()
+    assert (square.row, square.col, square.changed) == ("full", "sm100", len(expected))
+    assert square.transitions == (("128 -> input page_size", len(expected)),)
+    others = dict(square.others)
+    assert others["use_mla"] == (False,) and others["speculative_eagle_topk"] == (None, 1)
+    assert others["page_size"] == (None, 1, 16, 64)
+    assert others["attention_backend"] == tuple(oracle.BACKENDS)  # fa4 on any of the three
+
+
+def test_a_chosen_pair_counts_what_the_oracle_counts(fixture):
+    report = fixture
+    grid = build_grid(report, ("attention_backend", "page_size"))
+    expected_keys = oracle.changed_between(False, True)
+    cells = [c for c in oracle.all_cells() if oracle.key(c) in expected_keys]
+    expected = Counter((typed(c["attention_backend"]), typed(c["page_size"])) for c in cells)
+    assert grid_counts(grid) == expected
+    assert grid.squares[(0, 4)].changed == 0  # page_size 128 stays 128 either way
+
+
+def test_the_grid_of_the_json_report_is_the_grid_of_the_report(history, fixture):
+    report = fixture
+    done = run_cli("diff", "#30835^", "#30835", "--repo", history.repo(), "--format",
+                   "json-sample", "--no-cache")  # fmt: skip
+    assert done.code == 1, done.err
+    for pair in [None, ("page_size", "use_mla"), FIXTURE_PAIR]:
+        assert grid_of_document(json.loads(done.out), pair) == build_grid(report, pair)
+
+
+@pytest.mark.parametrize(
+    ("axes", "named"),
+    [(("platform", "gpu"), "'gpu'"), (("nope", "platform"), "'nope'"),
+     (("platform", "platform"), "two different axes")],
+)  # fmt: skip
+def test_an_unknown_or_repeated_axis_names_the_valid_ones(fixture, axes, named):
+    with pytest.raises(HarnessError) as caught:
+        build_grid(fixture, axes)
+    message = str(caught.value)
+    assert named in message and ", ".join(oracle.NAMES) in message
+
+
+def test_a_matrix_of_one_axis_has_no_grid():
+    matrix = matrix_of({"only": [1, 2, 3]})
+    report = report_of(matrix, [Outcome(VALUE, 1), Outcome(VALUE, 2)], [0, 0, 0], [0, 1, 0])
+    with pytest.raises(HarnessError, match="two axes"):
+        best_axes(report)
+
+
+# --- any outcome tables ---------------------------------------------------------------
+
+VALUES = [None, True, 1, 1.0, "1", "fa4", "x y", 0]
+
+
+@st.composite
+def outcome_tables(draw):
+    """A matrix of 2-4 axes of 1-4 values, and two tables over a few outcomes."""
+    count = draw(st.integers(2, 4))
+    axes = {
+        f"a{n}": draw(st.lists(st.sampled_from(VALUES), min_size=1, max_size=4, unique_by=repr))
+        for n in range(count)
+    }
+    size = math.prod(len(v) for v in axes.values())
+    outcomes = [Outcome(VALUE, 128), Outcome(VALUE, 1), Outcome(ERROR, "ValueError: no")]
+    codes = st.lists(st.integers(0, 2), min_size=size, max_size=size)
+    return axes, outcomes, draw(codes), draw(codes)
+
+
+def transition(outcome: Outcome) -> str:
+    return outcome.value if outcome.kind == ERROR else format_value(outcome.value)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(outcome_tables())
+def test_any_pair_counts_what_the_changed_cells_say(tables):
+    axes, outcomes, base, head = tables
+    matrix = matrix_of(axes)
+    report = report_of(matrix, outcomes, base, head)
+    doc = full_document(report)
+    assert len(doc["changed"]) == sum(b != h for b, h in zip(base, head, strict=True))
+    assert best_axes(report) == best_by_entropy(doc)
+    for rows, cols in itertools.permutations(axes, 2):
+        grid = build_grid(report, (rows, cols))
+        assert grid == grid_of_document(doc, (rows, cols))
+        assert grid_counts(grid) == counted(doc, rows, cols)
+        assert grid.changed == len(doc["changed"]) and grid.total == matrix.size
+        for (i, j), square in grid.squares.items():
+            inside = [
+                n for n, cell in enumerate(itertools.product(*axes.values()))
+                if cell[list(axes).index(rows)] is axes[rows][i]
+                and cell[list(axes).index(cols)] is axes[cols][j]
+            ]  # fmt: skip
+            moved = Counter(
+                f"{transition(outcomes[base[n]])} -> {transition(outcomes[head[n]])}"
+                for n in inside
+                if base[n] != head[n]
+            )
+            assert square.cells == len(inside)
+            assert dict(square.transitions) == moved
+            assert [n for _, n in square.transitions] == sorted(moved.values(), reverse=True)
