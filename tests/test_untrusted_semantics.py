@@ -1,7 +1,8 @@
 """What evaluated code means: decorators run as Python runs them, impure code on every cell.
 
 Expected outcomes are worked out by running the fixture module as plain
-Python over the cells in matrix order (it is our own trusted text here).
+Python, loaded afresh for every cell as in SGLang, where one process resolves
+one configuration (it is our own trusted text here).
 """
 
 from __future__ import annotations
@@ -48,12 +49,14 @@ class View:
 
 
 def plain_python(source: str) -> list[tuple[dict, int | None]]:
-    """(cell, resolved page_size) for every cell, in matrix order, by plain Python."""
-    space: dict = {}
-    exec(compile(source, "fixture", "exec"), space)
+    """(cell, resolved page_size) for every cell, in matrix order, by plain Python: the
+    module loaded afresh for each cell (its first call, as SGLang's one per process)."""
+    code = compile(source, "fixture", "exec")
     out = []
     for values in itertools.product(*AXES.values()):
         cell = dict(zip(AXES, values, strict=True))
+        space: dict = {}
+        exec(code, space)
         declared = space["target"](View(cell))
         out.append((cell, declared.get("page_size", cell["page_size"])))
     return out

@@ -41,18 +41,21 @@ from harness.engine.outcome import (
 )
 from harness.engine.plain import Malformed, plain_problem
 from harness.engine.purity import impurity
-from harness.engine.sandbox import describe, line_in, load_target, unbound_reason
+from harness.engine.sandbox import describe, line_in, target_loader, unbound_reason
 from harness.engine.worker import start
-from harness.engine.world import Bound, with_defaults
+from harness.engine.world import Bound, assigned_attribute, forget_attributes, with_defaults
 from harness.errors import Unevaluable
 from harness.matrix.cells import Cube, bits_of, cube_runs, first_cell, iter_cells
 from harness.matrix.model import Matrix
+
+EXPLORE, EVERY, FRESH = "explore", "every", "fresh"  # how a worker covers the cells
 
 
 @dataclass
 class Evaluation:
     table: OutcomeTable
     calls: int  # how many times the target ran
+    loads: int = 1  # how many times its modules' bodies ran (FRESH: once more than calls)
 
 
 def evaluate_closure(
@@ -65,12 +68,14 @@ def evaluate_closure(
     limits: Limits = DEFAULT_LIMITS,
 ) -> Evaluation:
     """The closure's outcome table; with `cube`, only the cells inside it are filled.
-    Every cell is run when `exhaustive` or when the closure may keep state.
+    Every cell is run when `exhaustive` or when the closure may keep state, and then, if
+    it may, each in a fresh copy of its modules.
 
     Raises Unevaluable when the code cannot run at all (its reason names the line).
     """
-    every = exhaustive or impurity(closure) is not None
-    return start_evaluation(closure, matrix, bound, label, every, cube, limits).result()
+    impure = impurity(closure) is not None
+    every = exhaustive or impure
+    return start_evaluation(closure, matrix, bound, label, every, cube, limits, impure).result()
 
 
 def start_evaluation(
@@ -81,34 +86,56 @@ def start_evaluation(
     every_cell: bool,
     cube: Cube | None = None,
     limits: Limits = DEFAULT_LIMITS,
+    fresh: bool | None = None,
 ):
-    """`evaluate_closure` started in a worker, without judging purity (the caller did):
-    `.result()` waits for the Evaluation."""
+    """`evaluate_closure` started in a worker: `.result()` waits for the Evaluation. The
+    caller judged purity for `every_cell`; `fresh` (run each cell in a fresh copy of the
+    modules: the closure may keep state) is judged here when not given, and only for
+    `every_cell` (a closure explored is pure)."""
     cube = cube or matrix.full_masks()
-    work = functools.partial(_evaluate, closure, matrix, bound, label, every_cell, cube)
+    if fresh is None:
+        fresh = every_cell and impurity(closure) is not None
+    fresh = fresh and every_cell
+    mode = FRESH if fresh else EVERY if every_cell else EXPLORE
+    work = functools.partial(_evaluate, closure, matrix, bound, label, mode, cube)
     return start(work, _encode, lambda h, p: _decode(h, p, matrix.size), limits)
 
 
 def _evaluate(
-    closure: Closure | Pipeline, matrix: Matrix, bound: Bound, label: str, every_cell: bool,
+    closure: Closure | Pipeline, matrix: Matrix, bound: Bound, label: str, mode: str,
     cube: Cube,
 ) -> Evaluation:  # fmt: skip
-    """In the worker: the evaluation itself."""
+    """In the worker: the evaluation itself. In FRESH mode every cell loads the modules
+    anew (compiled once): its first call is the modules' first, as in SGLang, where one
+    process resolves one configuration."""
+    forget_attributes()
     view = with_defaults(bound, closure.defaults)
     recorder = Recorder(lambda: view.probe.cell)
     sites = Sites(recorder.grow)
-    runner = _Runner(load_target(closure, view, label, (sites, recorder.names())), view, matrix)
-    table = runner.run_all(cube) if every_cell else runner.explore(cube)
+    loader = _CountedLoader(target_loader(closure, view, label, (sites, recorder.names())))
+    runner = _Runner(loader(), view, matrix, loader if mode == FRESH else None)
+    table = runner.explore(cube) if mode == EXPLORE else runner.run_all(cube)
     reached = tuple(-1 if c is None else matrix.index(c) for c in recorder.first)
     table = replace(table, branches=bytes(recorder.flags), reached=reached)
-    return Evaluation(table, runner.calls)
+    return Evaluation(table, runner.calls, loader.loads)
+
+
+class _CountedLoader:
+    """A loader that counts its loads (the Evaluation reports them)."""
+
+    def __init__(self, load: Callable[[], Callable[..., Any]]) -> None:
+        self.load, self.loads = load, 0
+
+    def __call__(self) -> Callable[..., Any]:
+        self.loads += 1
+        return self.load()
 
 
 def _encode(evaluation: Evaluation) -> tuple[dict, bytes]:
     table = evaluation.table
     outcomes = encode_outcomes(table.outcomes)  # within the budgets, or Unevaluable
-    header = {"outcomes": outcomes, "calls": evaluation.calls, "branches": table.branches.hex(),
-              "reached": list(table.reached)}  # fmt: skip
+    header = {"outcomes": outcomes, "calls": evaluation.calls, "loads": evaluation.loads,
+              "branches": table.branches.hex(), "reached": list(table.reached)}  # fmt: skip
     return header, table.codes.tobytes()
 
 
@@ -122,12 +149,12 @@ def _decode(header: dict, payload: bytes, size: int) -> Evaluation:
     codes.frombytes(payload)
     if len(codes) != size or not codes_below(codes, max(1, len(outcomes))):
         raise Malformed(f"{len(codes)} codes for {size} cells, or codes past the outcomes")
-    calls = header["calls"]
-    if type(calls) is not int:
-        raise Malformed("calls is not an int")
+    calls, loads = header["calls"], header["loads"]
+    if type(calls) is not int or type(loads) is not int:
+        raise Malformed("calls or loads is not an int")
     branches = flags_from_hex(header["branches"])
     reached = check_reached(header["reached"], len(branches), size)
-    return Evaluation(OutcomeTable(outcomes, codes, branches, reached), calls)
+    return Evaluation(OutcomeTable(outcomes, codes, branches, reached), calls, loads)
 
 
 def run_cell(
@@ -140,8 +167,15 @@ def run_cell(
 
 
 class _Runner:
-    def __init__(self, fn: Callable[..., Any], bound: Bound, matrix: Matrix) -> None:
-        self.fn, self.bound, self.matrix = fn, bound, matrix
+    def __init__(
+        self,
+        fn: Callable[..., Any],
+        bound: Bound,
+        matrix: Matrix,
+        fresh: Callable[[], Callable[..., Any]] | None = None,
+    ) -> None:
+        """`fresh`, if given, loads a new copy of the code: each run calls one of its own."""
+        self.fn, self.bound, self.matrix, self.fresh = fn, bound, matrix, fresh
         self.outputs = matrix.target.outputs
         given = {*matrix.axis_names, *matrix.fields}
         self.unanswered = tuple(f for f in self.outputs if f not in given)
@@ -153,9 +187,10 @@ class _Runner:
         """The outcome code of `cell` and the bitmask of axes the call read."""
         probe = self.bound.probe
         probe.cell, probe.read, probe.unbound = cell, 0, None
+        fn = self.fn if self.fresh is None else self.fresh()  # module-level code sees the cell
         self.calls += 1
         try:
-            outcome = self._declared(self._with_defaults(self.fn(self.bound.view)))
+            outcome = self._declared(self._with_defaults(fn(self.bound.view)))
         except MemoryError as exc:
             raise Unevaluable(
                 f"ran out of memory under the worker's limit (--memory-limit) at "
@@ -167,6 +202,9 @@ class _Runner:
             outcome = Outcome(ERROR, describe(exc))
         if probe.unbound is not None:  # raised, whether or not the code caught it
             raise Unevaluable(unbound_reason(probe.unbound), probe.unbound.field)
+        assigned = assigned_attribute()
+        if assigned is not None:  # state no cell of SGLang's would see: refused, as on objects
+            raise Unevaluable(assigned)
         if isinstance(outcome, NameError):
             where = line_in(outcome.__traceback__)
             raise Unevaluable(f"{describe(outcome)} at {where}")

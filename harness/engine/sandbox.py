@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import ast
 import builtins
+import copy
 import functools
 from collections.abc import Callable
-from types import MethodType, TracebackType
+from types import CodeType, MethodType, TracebackType
 from typing import Any
 
 from harness.closure.extract import Closure, Pipeline
@@ -49,17 +50,24 @@ def load_target(
 ) -> Callable[..., Any]:
     """The callable a cell runs: the target function, or the passes chained. With
     `branches` (a Sites and the recorder's names), every function reports its sites."""
+    return target_loader(closure, bound, label, branches)()
+
+
+def target_loader(
+    closure: Closure | Pipeline, bound: Bound, label: str, branches: Branches | None = None
+) -> Callable[[], Callable[..., Any]]:
+    """`load_target`, compiled once: each call of the answer runs the files' bodies afresh
+    (see `function_loader`) and returns a new callable, as a fresh process would give."""
     extra, rewrite = (branches[1], branches[0].rewrite) if branches else (None, None)
 
-    def load(c: Closure) -> Callable[..., Any]:
-        return load_function(c, bound, label, extra, rewrite=rewrite)
+    def loader(c: Closure) -> Callable[[], Callable[..., Any]]:
+        return function_loader(c, bound, label, extra, rewrite=rewrite)
 
-    if isinstance(closure, Pipeline):
-        passes = [
-            guarded(load(c), bound.guards.get(name)) for name, c in closure.passes if c is not None
-        ]
-        return chain(passes, bound.probe, view_type(bound))
-    return load(closure)
+    if not isinstance(closure, Pipeline):
+        return loader(closure)
+    passes = [(loader(c), bound.guards.get(name)) for name, c in closure.passes if c is not None]
+    chained = chain_maker(bound.probe, view_type(bound))
+    return lambda: chained([guarded(load(), guard) for load, guard in passes])
 
 
 def guarded(fn: Callable[..., Any], guard: Callable[[], Any] | None) -> Callable[..., Any]:
@@ -81,20 +89,30 @@ def chain(
     """Run passes in order, each seeing the view with the earlier declarations overlaid
     (an overlay of class `kind`: see `overlay_maker`; what it refuses is refused on
     `probe`)."""
+    return chain_maker(probe, kind)(passes)
+
+
+def chain_maker(
+    probe: Probe | None = None, kind: str = "view"
+) -> Callable[[list[Callable[..., Any]]], Callable[..., Any]]:
+    """`chain` with its overlay's class made once: `make(passes)` chains them."""
     overlay = overlay_maker("view", probe, name=kind)
 
-    def pipeline(view: Any) -> dict[str, Any]:
-        declared: dict[str, Any] = {}
-        seen = overlay(view, declared)  # reads `declared` as it grows: one for every pass
-        for fn in passes:
-            result = fn(seen)
-            if type(result) is not dict:
-                kind = type(result).__name__
-                raise TypeError(f"{fn.__name__} returned {kind}, not a dict of declared fields")
-            declared.update(result)
-        return dict(declared)
+    def make(passes: list[Callable[..., Any]]) -> Callable[..., Any]:
+        def pipeline(view: Any) -> dict[str, Any]:
+            declared: dict[str, Any] = {}
+            seen = overlay(view, declared)  # reads `declared` as it grows: one for every pass
+            for fn in passes:
+                result = fn(seen)
+                if type(result) is not dict:
+                    kind = type(result).__name__
+                    raise TypeError(f"{fn.__name__} returned {kind}, not a dict of declared fields")
+                declared.update(result)
+            return dict(declared)
 
-    return pipeline
+        return pipeline
+
+    return make
 
 
 Reader = Callable[[Any, str], Any]
@@ -163,38 +181,112 @@ def load_function(
     modules), and return the target function object. `nodes` replaces the target
     file's statements (an instrumented copy); `extra` adds names to its namespace (to
     every file's, with `rewrite`, which rewrites each file's statements)."""
+    return function_loader(closure, bound, label, extra, nodes, rewrite)()
+
+
+def function_loader(
+    closure: Closure,
+    bound: Bound,
+    label: str,
+    extra: dict[str, Any] | None = None,
+    nodes: tuple[ast.stmt, ...] | None = None,
+    rewrite: Callable[[str, tuple[ast.stmt, ...]], tuple[ast.stmt, ...]] | None = None,
+) -> Callable[[], Callable[..., Any]]:
+    """`load_function`'s work split at the seam a fresh process has: the policy check,
+    the rewrite and the compilation happen here, once; each call of the answer runs every
+    file's body again in new namespaces (new module-level state, the world's mutable
+    plain data copied anew: `fresh_names`) and returns that copy's target function."""
     check_closure(closure)
-    bound.probe.unbound = None
-    spaces: dict[str, dict[str, Any]] = {}
-    importers: dict[str, dict[str, Any]] = {}  # every file's namespace, from before it runs
-    table = safe_builtins(bound, _repository_imports(closure, spaces), importers)
-    pending = list(closure.links)
-    roots, tops = package_roots(bound)
-    module = module_maker(bound.probe, roots, tops)
-    for path in load_order(closure):
-        space = {"__builtins__": table, "__name__": module_name(path, roots, tops)}
-        importers[path] = space
-        space.update({n.name: bound.names[n.world] for n in closure.needs if n.path == path})
-        pending = _bind_links(pending, spaces, {path: space}, module)
-        if path == closure.path or rewrite is not None:
-            space.update(extra or {})
-        body = nodes if nodes is not None and path == closure.path else closure.nodes_of(path)
-        if rewrite is not None:
-            body = rewrite(path, body)
-        _run(ast.Module(body=list(body), type_ignores=[]), code_name(path, label), space)
-        spaces[path] = space
-    while pending:  # names a file imports from one loaded after it (a cycle, a re-export)
+    return _Loader(closure, bound, label, extra or {}, nodes, rewrite)
+
+
+class _Loader:
+    """A closure compiled once, with what every load shares: the code objects, the
+    builtins (stateless but for `import`, which reads `spaces`, `importers` and `world`,
+    refilled by each load), the module and method overlays' classes."""
+
+    def __init__(self, closure: Closure, bound: Bound, label: str, extra: dict[str, Any],
+                 nodes: tuple[ast.stmt, ...] | None, rewrite: Any) -> None:  # fmt: skip
+        self.closure, self.bound = closure, bound
+        self.order = order = load_order(closure)
+        self.codes = [_compiled(_body(closure, path, nodes, rewrite), code_name(path, label))
+                      for path in order]  # fmt: skip
+        self.extra = [extra if path == closure.path or rewrite is not None else {}
+                      for path in order]  # fmt: skip
+        self.needs = [[(n.name, n.world) for n in closure.needs if n.path == path]
+                      for path in order]  # fmt: skip
+        roots, tops = package_roots(bound)
+        self.module_names = [module_name(path, roots, tops) for path in order]
+        self.module = module_maker(bound.probe, roots, tops)
+        self.viewer = method_viewer(bound.probe, view_type(bound)) if closure.methods else None
+        self.world, self.refresh = fresh_names(bound.names)
+        self.spaces: dict[str, dict[str, Any]] = {}
+        self.importers: dict[str, dict[str, Any]] = {}  # each file's namespace, before it runs
+        repository = _repository_imports(closure, self.spaces)
+        self.table = safe_builtins(bound, repository, self.importers, self.world)
+
+    def __call__(self) -> Callable[..., Any]:
+        probe, closure, spaces, world = self.bound.probe, self.closure, self.spaces, self.world
+        probe.unbound = None
+        spaces.clear()
+        self.importers.clear()
+        self.refresh()
+        pending = list(closure.links)
+        for n, path in enumerate(self.order):
+            space = {"__builtins__": self.table, "__name__": self.module_names[n]}
+            self.importers[path] = space
+            space.update({name: world[bound_as] for name, bound_as in self.needs[n]})
+            pending = _bind_links(pending, spaces, {path: space}, self.module)
+            space.update(self.extra[n])
+            _run(self.codes[n], space)
+            spaces[path] = space
+        _bind_rest(pending, spaces, self.module)
+        if probe.unbound is not None:  # refused at load time, and caught there
+            raise Unevaluable(unbound_reason(probe.unbound), probe.unbound.field)
+        function = spaces[closure.path][closure.function]
+        if self.viewer is None:
+            return function
+        return _with_viewer(function, closure.method_functions(dict(spaces)), self.viewer)
+
+
+MUTABLE = (list, dict, set, bytearray)  # plain data a world may bind a name to, changeable
+
+
+def fresh_names(names: dict[str, Any]) -> tuple[dict[str, Any], Callable[[], None]]:
+    """A copy of the world's names, and `refresh()`, which binds each name of mutable
+    plain data (a matrix's `bindings: X: [..]`) to a new copy of its value as it is here:
+    what one load changes in it, the next never sees (the world's stand-ins and functions
+    refuse writes: see `harness.engine.world`)."""
+    mutable = {name: copy.deepcopy(v) for name, v in names.items() if type(v) in MUTABLE}
+    world = dict(names)
+
+    def refresh() -> None:
+        if mutable:
+            world.update(copy.deepcopy(mutable))
+
+    return world, refresh
+
+
+def _body(
+    closure: Closure,
+    path: str,
+    nodes: tuple[ast.stmt, ...] | None,
+    rewrite: Callable[[str, tuple[ast.stmt, ...]], tuple[ast.stmt, ...]] | None,
+) -> ast.Module:
+    """The statements a file runs: its closure's (or `nodes`, for the target's), rewritten."""
+    body = nodes if nodes is not None and path == closure.path else closure.nodes_of(path)
+    if rewrite is not None:
+        body = rewrite(path, body)
+    return ast.Module(body=list(body), type_ignores=[])
+
+
+def _bind_rest(pending: list, spaces: dict[str, dict], module: Callable[..., Any]) -> None:
+    """Names a file imports from one loaded after it (a cycle, a re-export)."""
+    while pending:
         rest = _bind_links(pending, spaces, spaces, module)
         if len(rest) == len(pending):
             raise Unevaluable(_unresolved(rest[0]))
         pending = rest
-    if bound.probe.unbound is not None:  # refused at load time, and caught there
-        raise Unevaluable(unbound_reason(bound.probe.unbound), bound.probe.unbound.field)
-    function = spaces[closure.path][closure.function]
-    if not closure.methods:
-        return function
-    methods = closure.method_functions(spaces)
-    return with_methods(function, methods, bound.probe, view_type(bound))
 
 
 def with_methods(
@@ -205,15 +297,25 @@ def with_methods(
 ) -> Callable[..., Any]:
     """`function`, called with a view (of class `kind`) that also answers the view
     class's methods (the extracted ones, bound to it as SGLang's are)."""
+    return _with_viewer(function, methods, method_viewer(probe, kind))
+
+
+def method_viewer(probe: Probe | None, kind: str) -> Callable[[Any, dict[str, Any]], Any]:
+    """`make(view, methods)`: the view answering `methods` too (an overlay of class
+    `kind`, made once)."""
 
     def bound_method(view: Any, method: Any) -> Any:
         return MethodType(method, view)
 
-    method_view = overlay_maker("view", probe, answer=bound_method, name=kind)
+    return overlay_maker("view", probe, answer=bound_method, name=kind)
 
+
+def _with_viewer(
+    function: Callable[..., Any], methods: dict[str, Any], viewer: Callable[..., Any]
+) -> Callable[..., Any]:
     @functools.wraps(function)
     def call(view: Any) -> Any:
-        return function(method_view(view, methods))
+        return function(viewer(view, methods))
 
     return call
 
@@ -265,9 +367,19 @@ def _unresolved(link) -> str:
     )
 
 
-def _run(module: ast.Module, filename: str, space: dict[str, Any]) -> None:
+def _compiled(module: ast.Module, filename: str) -> CodeType:
     try:
-        exec(compile(module, filename, "exec"), space)
+        return compile(module, filename, "exec")
+    except BaseException as exc:  # a construct Python itself refuses (`nonlocal` at the top)
+        where = line_in(exc.__traceback__)
+        raise Unevaluable(
+            f"module-level code of the closure raised {describe(exc)} at {where}"
+        ) from None
+
+
+def _run(code: CodeType, space: dict[str, Any]) -> None:
+    try:
+        exec(code, space)
     except Unbound as exc:
         raise Unevaluable(unbound_reason(exc)) from None
     except BaseException as exc:  # SystemExit too: it is the code's, not the harness's
@@ -329,12 +441,15 @@ def _loaded(spaces: dict[str, dict], path: str, name: str) -> Any:
 
 
 def safe_builtins(
-    bound: Bound, repository: dict[tuple, dict] | None = None, spaces: dict | None = None
+    bound: Bound,
+    repository: dict[tuple, dict] | None = None,
+    spaces: dict | None = None,
+    names: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The allowed builtins; `getattr`, `hasattr` and `type` guarded, `print` silent,
-    `import` answered by the world (and the repository's definitions, for the files whose
-    namespaces `spaces` holds by path)."""
-    table = {name: getattr(builtins, name) for name in ALLOWED_BUILTINS if hasattr(builtins, name)}
+    `import` answered by the world (its `names`, by default the bound's; and the
+    repository's definitions, for the files whose namespaces `spaces` holds by path)."""
+    table = dict(_allowed_builtins())
     probe = bound.probe
 
     def checked(name: Any, through: str) -> str:
@@ -361,17 +476,27 @@ def safe_builtins(
 
     made = {"getattr": guarded_getattr, "hasattr": guarded_hasattr, "type": type_of,
             "print": silent}  # fmt: skip
-    made["__import__"] = _import_from(bound, repository or {}, {} if spaces is None else spaces)
+    world = bound.names if names is None else names
+    made["__import__"] = _import_from(bound, repository or {}, {} if spaces is None else spaces,
+                                      world)  # fmt: skip
     table.update({name: world_function(name, fn) for name, fn in made.items()})
     return table
 
 
-def _import_from(bound: Bound, repository: dict[tuple, dict], spaces: dict) -> Callable[..., Any]:
+@functools.cache
+def _allowed_builtins() -> dict[str, Any]:
+    """The allowed builtins as Python has them (each load copies this: a fresh table)."""
+    return {name: getattr(builtins, name) for name in ALLOWED_BUILTINS if hasattr(builtins, name)}
+
+
+def _import_from(
+    bound: Bound, repository: dict[tuple, dict], spaces: dict, names: dict[str, Any]
+) -> Callable[..., Any]:
     """`import` inside evaluated code: a module whose attributes are the definitions the
     closure read from the repository for that import, else the world's names. The
     importing file is the one whose namespace (in `spaces`, by path) is the importer's
     globals: found by identity, whatever the code set `__name__` to."""
-    module = _world_module_maker(bound)
+    module = _world_module_maker(bound.probe, names)
 
     def world_import(name: Any, globals: Any = None, locals: Any = None, fromlist: Any = (),
                      level: Any = 0) -> Any:  # fmt: skip
@@ -382,16 +507,17 @@ def _import_from(bound: Bound, repository: dict[tuple, dict], spaces: dict) -> C
     return world_import
 
 
-def _world_module_maker(bound: Bound) -> Callable[[str, dict[str, Callable[[], Any]]], Any]:
-    """`make(module, local)`: what `import` gives evaluated code, the world's names (the
+def _world_module_maker(
+    probe: Probe, names: dict[str, Any]
+) -> Callable[[str, dict[str, Callable[[], Any]]], Any]:
+    """`make(module, local)`: what `import` gives evaluated code, the world's `names` (the
     repository's definitions `local` holds first), nothing of the harness."""
-    probe = bound.probe
 
     def read(module: str, name: str) -> Any:
         if name.startswith("__"):
             raise AttributeError(name)
         try:
-            return bound.names[name]
+            return names[name]
         except KeyError:
             raise probe.refuse(
                 f"{module}.{name}",

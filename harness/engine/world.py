@@ -398,6 +398,29 @@ def is_stand_in(obj: Any) -> bool:
     return type(module) is str and (module == "harness" or module.startswith("harness."))
 
 
+_ATTRIBUTES: dict[str, Any] = {}  # the __dict__ of every world function: see world_function
+
+
+def assigned_attribute() -> str | None:
+    """Why the evaluation stops, if evaluated code set an attribute on a function of the
+    world (none of them holds one: they share one empty `__dict__`, so a write anywhere
+    is seen here at once, and state no fresh SGLang process would have cannot pass
+    from one cell to the next through them)."""
+    if not _ATTRIBUTES:
+        return None
+    name = str(next(iter(_ATTRIBUTES)))[:80]
+    return (
+        f"an attribute {name} is assigned on a function of the world: harness compares "
+        "what the function returns, and the world's functions are not the code's: return "
+        "the fields it sets as a dict instead (see docs/your-project.md)"
+    )
+
+
+def forget_attributes() -> None:
+    """Start an evaluation with no attribute on any world function."""
+    _ATTRIBUTES.clear()
+
+
 _FUNCTION = compile("def call(*args, **kwargs):\n    return answer(*args, **kwargs)\n",
                     "<world>", "exec")  # fmt: skip
 
@@ -409,6 +432,7 @@ def world_function(label: str, answer: Callable[..., Any]) -> Callable[..., Any]
     exec(_FUNCTION, space)
     function = space["call"]
     function.__name__ = function.__qualname__ = function_name(label)
+    function.__dict__ = _ATTRIBUTES  # what code sets on one is seen: `assigned_attribute`
     return function
 
 

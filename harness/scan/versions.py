@@ -431,7 +431,7 @@ class Versions:
         """The closure's evaluation, started in a worker (`.result()` waits for it)."""
         matrix, bound, limits = self.matrix, self.bound, self.limits
         every = self.exhaustive or impure
-        return start_evaluation(closure, matrix, bound, label, every, limits=limits)
+        return start_evaluation(closure, matrix, bound, label, every, limits=limits, fresh=impure)
 
     def trace(self, cells: list[tuple[Code, tuple[int, ...]]]) -> list[Trace]:
         """Each (code, cell), traced: all in one worker, under this run's limits."""
