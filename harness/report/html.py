@@ -75,11 +75,13 @@ def page(template: str, **context: Any) -> str:
     return env.get_template(template).render(script=script, script_hash=digest, **context)
 
 
-def render(report: Any, sources: Sources | None = None) -> str:
-    """The diff page of a DiffReport, or of a `Parts` (each part in turn)."""
+def render(report: Any, sources: Sources | None = None, axes: tuple[str, str] | None = None) -> str:
+    """The diff page of a DiffReport, or of a `Parts` (each part in turn); `axes`: the grid
+    shown first (--grid), in each report whose matrix has both."""
     reports = getattr(report, "reports", None)
     views = [
-        diff_view(r, sources, n) for n, r in enumerate([report] if reports is None else reports)
+        diff_view(r, sources, n, axes)
+        for n, r in enumerate([report] if reports is None else reports)
     ]
     split = reports is not None  # `--matrix inferred`, one part per changed pass
     note, counts = (flat(report.note), flat(report.counts())) if split else (None, None)
@@ -115,7 +117,9 @@ def page_data(views: list[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
-def diff_view(report: DiffReport, sources: Sources | None, n: int) -> dict[str, Any]:
+def diff_view(
+    report: DiffReport, sources: Sources | None, n: int, axes: tuple[str, str] | None = None
+) -> dict[str, Any]:
     """Everything the diff template shows of one report, as plain values."""
     doc = inert(document(report, ROWS_SHOWN))
     path = doc["target"]["path"]  # where the traced operands stand (`scan.because`)
@@ -135,7 +139,7 @@ def diff_view(report: DiffReport, sources: Sources | None, n: int) -> dict[str, 
         "rules": [rule_row(r, doc, code) for r in doc["summary"]],
         "spots": spots_of(doc),
         "coverage": _coverage(doc),
-        "grids": grids(report),
+        "grids": grids(report, axes),
         "rows": [_row(item, axes, fields) for item in doc["changed"]],
     }
 
@@ -262,20 +266,22 @@ def counterpart(have: str, other: str, line: Any) -> int | None:
     return len(b)
 
 
-def grids(report: DiffReport) -> dict[str, Any]:
-    """The grids of the axis pairs the page offers: every pair when there are at most
-    MAX_PAIRS, else the best pair and the pairs sharing an axis with it."""
+def grids(report: DiffReport, first: tuple[str, str] | None = None) -> dict[str, Any]:
+    """The grids of the axis pairs the page offers, `first` (--grid, rows then columns)
+    first when the matrix has both axes, else the best pair: every pair when there are at
+    most MAX_PAIRS, else the pairs sharing an axis with the first."""
     names = [axis.name for axis in report.matrix.axes]
     if len(names) < 2:
-        return {"items": [], "every_pair": True}
-    best = best_axes(report)
+        return {"items": [], "every_pair": True, "chosen": False}
+    given = first is not None and first[0] != first[1] and set(first) <= set(names)
+    top = first if given else best_axes(report)
     pairs = list(combinations(names, 2))
     every = len(pairs) <= MAX_PAIRS
     if not every:
-        pairs = [p for p in pairs if set(p) & set(best)][:MAX_PAIRS]
-    chosen = [best] + [p for p in pairs if set(p) != set(best)]
-    items = [grid_view(build_grid(report, _rows_first(report, p))) for p in chosen]
-    return {"items": [g for g in items if g is not None], "every_pair": every}
+        pairs = [p for p in pairs if set(p) & set(top)][:MAX_PAIRS]
+    rest = [_rows_first(report, p) for p in pairs if set(p) != set(top)]
+    items = [grid_view(build_grid(report, p)) for p in [top, *rest]]
+    return {"items": [g for g in items if g is not None], "every_pair": every, "chosen": given}
 
 
 def _rows_first(report: DiffReport, pair: tuple[str, str]) -> tuple[str, str]:
