@@ -118,7 +118,7 @@ def page_data(views: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def diff_view(
-    report: DiffReport, sources: Sources | None, n: int, axes: tuple[str, str] | None = None
+    report: DiffReport, sources: Sources | None, n: int, first: tuple[str, str] | None = None
 ) -> dict[str, Any]:
     """Everything the diff template shows of one report, as plain values."""
     doc = inert(document(report, ROWS_SHOWN))
@@ -139,7 +139,7 @@ def diff_view(
         "rules": [rule_row(r, doc, code) for r in doc["summary"]],
         "spots": spots_of(doc),
         "coverage": _coverage(doc),
-        "grids": grids(report, axes),
+        "grids": grids(report, first),
         "rows": [_row(item, axes, fields) for item in doc["changed"]],
     }
 
