@@ -16,7 +16,7 @@ import tokenize
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from harness.errors import HarnessError, Unevaluable
 from harness.files import undecodable
@@ -567,35 +567,53 @@ class Listing:
     """`commits_touching`, started: git lists while the caller goes on."""
 
     def __init__(self, repo: Repo, revisions: list[str], paths: list[str], first_parent: bool):
-        options = ["--first-parent"] if first_parent else []
+        self.repo, self.options = repo, ["--first-parent"] if first_parent else []
         self.revisions, self.paths, self.first_parent = revisions, tuple(paths), first_parent
         links = repo.answers.get(LINKS, {})  # paths read through links, and where they led
         self.linked = any(path in links for path in paths)
         led = sorted({p for path in paths for p in links.get(path, ())} - set(paths))
+        self.pathspec = [*self.paths, *led]
         self.started = repo.start(
             "log", "-z", "--reverse", "--topo-order", "--raw", "--no-abbrev", "--no-renames",
-            "--format=%x01%H%x00%P%x00%cI%x00%s", *options, *revisions, "--", *paths, *led,
+            "--format=%x01%H%x00%P%x00%cI%x00%s", *self.options, *revisions, "--",
+            *self.pathspec,
         )  # fmt: skip
 
     def commits(self) -> list[Commit]:
-        """The commits, oldest first; when a path is read through a link, none carries
-        blob ids (a link's blob is its text: the file's blob is asked of git)."""
-        found = commits_from(self.started.data(), self.paths)
-        if self.linked:
-            return [replace(c, blobs=None, changes=None) for c in found]
-        return list(found)
+        """The commits, oldest first (see `stream`)."""
+        return list(self.stream())
+
+    def stream(self) -> Iterator[Commit]:
+        """The commits, oldest first, parsed as git prints them: what is held is the last
+        commit and a chunk of git's output, however many there are. When a path is read
+        through a link, none carries blob ids (a link's blob is its text: the file's blob
+        is asked of git). Raises GitError, at the end, when git failed."""
+        for commit in _commits(Fields(self.started.process.stdout), self.paths):
+            yield replace(commit, blobs=None, changes=None) if self.linked else commit
+        self.started.said()  # its status: git may have stopped part of the way
+
+    def count(self) -> int:
+        """How many commits the listing holds, asked of a git of its own (for a progress
+        bar: `stream` does not know until it ends)."""
+        return int(self.repo.git.rev_list("--count", *self.options, *self.revisions, "--",
+                                          *self.pathspec))  # fmt: skip
 
     def close(self) -> None:
         self.started.close()
 
 
 def commits_from(out: bytes, paths: tuple[str, ...]) -> Iterator[Commit]:
+    """The commits of `git log -z --raw --format=%x01%H%x00%P%x00%cI%x00%s` (see
+    `_commits`), from its whole output."""
+    return _commits(Fields(io.BytesIO(out)), paths)
+
+
+def _commits(fields: Fields, paths: tuple[str, ...]) -> Iterator[Commit]:
     """The commits of `git log -z --raw --format=%x01%H%x00%P%x00%cI%x00%s`: NUL ends every
     field, so a subject is any bytes but NUL and a path is the path (never quoted).
-    The output is walked field by field (never split whole: a 20,000-commit listing),
-    and a commit shares its parent's id and its old blob's with the commit before it.
-    Raises GitError on output that is not git's."""
-    fields, names = Fields(out), {}
+    The output is walked field by field, and a commit shares its parent's id and its
+    old blob's with the commit before it. Raises GitError on output that is not git's."""
+    names: dict[bytes, str] = {}
     last: Commit | None = None
     while (token := fields.take()) is not None:
         token = token.lstrip(b"\n")
@@ -609,16 +627,22 @@ def commits_from(out: bytes, paths: tuple[str, ...]) -> Iterator[Commit]:
 
 
 class Fields:
-    """The NUL-terminated fields of git's `-z` output, one at a time."""
+    """The NUL-terminated fields of git's `-z` output, one at a time, read from `out` (a
+    pipe, or a BytesIO) a chunk at a time: the output is never held whole."""
 
-    def __init__(self, out: bytes) -> None:
-        self.out, self.at = out, 0
+    CHUNK = 1 << 16
+
+    def __init__(self, out: BinaryIO) -> None:
+        self.out, self.buffer, self.at, self.ended = out, b"", 0, False
 
     def peek(self) -> bytes | None:
-        if self.at >= len(self.out):
-            return None
-        end = self.out.find(b"\0", self.at)
-        return self.out[self.at : end if end >= 0 else len(self.out)]
+        while (end := self.buffer.find(b"\0", self.at)) < 0 and not self.ended:
+            more = self.out.read1(self.CHUNK)
+            self.ended = not more
+            self.buffer, self.at = self.buffer[self.at :] + more, 0
+        if end >= 0:
+            return self.buffer[self.at : end]
+        return self.buffer[self.at :] if self.at < len(self.buffer) else None
 
     def take(self) -> bytes | None:
         found = self.peek()
@@ -770,12 +794,17 @@ def _rewritten(url: str, rewrites: list[tuple[str, str]]) -> str:
     return base + url[len(prefix) :]
 
 
-def patch_stream(repo: Repo, commits: list[Commit]) -> PatchStream:
+def patch_stream(repo: Repo, commits: list[Commit] | Listing) -> PatchStream:
     """git's patches for a scan of `commits`, printed as the scan goes (see
-    `harness.patches`)."""
+    `harness.patches`); for a Listing being streamed, git walks the same commits in the
+    same order, so no list of them is held."""
+    where = repo.working_tree_dir or repo.git_dir
+    if isinstance(commits, Listing):
+        walk = ["--reverse", "--topo-order", *commits.options, *commits.revisions]
+        return PatchStream(repo.git_dir, where, [], commits.pathspec, walk)
     shas = [c.sha for c in commits if c.changes is not None]
     paths = list(commits[0].watched) if commits else []
-    return PatchStream(repo.git_dir, repo.working_tree_dir or repo.git_dir, shas, paths)
+    return PatchStream(repo.git_dir, where, shas, paths)
 
 
 def fetch_objects(repo: Repo, source: str, ref: str) -> None:

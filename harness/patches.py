@@ -51,11 +51,16 @@ class PatchStream:
     among the next few git printed (else None). Close it when the scan ends.
     """
 
-    def __init__(self, git_dir: str, cwd: str, shas: list[str], paths: list[str]) -> None:
-        args = ["log", "--stdin", "--no-walk=unsorted", "-p", "-U0", "--inter-hunk-context=0",
-                "--full-index", "--no-renames", "--no-color", "--no-ext-diff", "--no-textconv",
-                "--format=%x01%H", "--", *paths]  # fmt: skip
-        self.process = start_reading(git_dir, args, shas, cwd)
+    def __init__(
+        self, git_dir: str, cwd: str, shas: list[str], paths: list[str], walk: list[str] = ()
+    ) -> None:
+        """The patches of `shas`, in that order; or, with `walk` (git log's options and
+        revisions: a scan's listing), of the commits git walks, never all held here."""
+        which = [*walk, "--"] if walk else ["--stdin", "--no-walk=unsorted", "--"]
+        args = ["log", "-p", "-U0", "--inter-hunk-context=0", "--full-index", "--no-renames",
+                "--no-color", "--no-ext-diff", "--no-textconv", "--format=%x01%H", *which,
+                *paths]  # fmt: skip
+        self.process = start_reading(git_dir, args, [] if walk else shas, cwd)
         self.records = Records(self.process.stdout)
         self.ready: dict[str, list[FilePatch]] = {}  # read ahead, by the blob they make
         self.broken = False

@@ -13,8 +13,9 @@ from __future__ import annotations
 
 import os
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from itertools import chain
 
 from harness import gitio
 from harness.gitcmd import Repo
@@ -82,15 +83,41 @@ AHEAD = 256  # commits started ahead of the one compared (each holds its code un
 
 
 def _scan(repo, versions, range_text, revisions, where, first_parent, on_commit, paths):
-    matrix = versions.matrix
-    commits = gitio.commits_touching(repo, revisions, paths, first_parent)
-    report = HistoryReport(matrix, range_text, len(commits), None)
-    last, read, previous = _start(versions, commits), set(), (None, None)
+    """One scan over the commits touching `paths`, streamed from git as it lists them:
+    what is held is the commits in flight, the changes found and the commits skipped
+    (what the report shows), never the list of every commit: memory does not grow with
+    the history's length. Returns the report and the paths the states read."""
+    listing = gitio.Listing(repo, revisions, paths, first_parent)
+    try:
+        report = HistoryReport(versions.matrix, range_text, 0, None)
+        read = _walk(versions, listing, report, where, _progress(listing, on_commit))
+    finally:
+        listing.close()
+    return report, read
+
+
+def _progress(listing: gitio.Listing, on_commit: Callable | None) -> Callable[[int], None]:
+    """`on_commit(done, total)` as the scan tells it `done`; git is asked apart how many
+    commits there are only when `on_commit` shows it (a progress bar on a terminal)."""
+    if on_commit is None:
+        return lambda done: None
+    total = listing.count() if getattr(on_commit, "enabled", True) else 0
+    return lambda done: on_commit(done, max(total, done))
+
+
+def _walk(versions, listing, report, where, told) -> set[str]:
+    """Compare each listed commit's state with the one before it, into `report`; returns
+    the paths the states read."""
+    commits = listing.stream()
+    first = next(commits, None)
+    last, read = _start(versions, first), set()
+    commits = chain([first] if first else [], commits)
+    matrix, previous = versions.matrix, (None, None)
     explaining: deque = deque()  # (change, its `because` when its traces are done)
-    for done, (commit, state) in enumerate(_states_ahead(versions, commits), 1):
+    for done, (commit, state) in enumerate(_states_ahead(versions, listing, commits), 1):
         read.update(state.files)
-        if on_commit is not None:
-            on_commit(done, len(commits))
+        report.considered = done
+        told(done)
         parent_state = previous[1] if commit.parent == previous[0] else None
         previous = (commit.sha, state)
         if not state.evaluable:
@@ -110,7 +137,7 @@ def _scan(repo, versions, range_text, revisions, where, first_parent, on_commit,
         last = state
     for pending in explaining:
         _explained(pending)
-    return report, read
+    return read
 
 
 def _explained(pending: tuple[Change, Callable[[], list]]) -> None:
@@ -118,13 +145,13 @@ def _explained(pending: tuple[Change, Callable[[], list]]) -> None:
     change.because = reasons()
 
 
-def _states_ahead(versions: Versions, commits: list[gitio.Commit]):
+def _states_ahead(versions: Versions, listing: gitio.Listing, commits: Iterator[gitio.Commit]):
     """(commit, its state) in order, each commit's state started while earlier ones are
     still evaluating (at most AHEAD commits and IN_FLIGHT evaluations at once), so
-    workers overlap with reading and parsing the next commits; the blobs `git log` named
-    are read ahead meanwhile."""
+    workers overlap with reading and parsing the next commits; git's patches for the
+    listing's commits are read ahead meanwhile."""
     ahead: deque = deque()
-    with versions.reading_ahead(commits):
+    with versions.reading_ahead(listing):
         for commit in commits:
             ahead.append((commit, versions.start_scanned(commit)))
             while len(ahead) > AHEAD or (len(ahead) > 1 and versions.in_flight() > IN_FLIGHT):
@@ -135,11 +162,11 @@ def _states_ahead(versions: Versions, commits: list[gitio.Commit]):
             yield oldest, versions.settle(plan)
 
 
-def _start(versions: Versions, commits: list[gitio.Commit]) -> State | None:
+def _start(versions: Versions, first: gitio.Commit | None) -> State | None:
     """The state the range starts from: the first commit's parent, if it can be evaluated."""
-    if not commits or commits[0].parent is None:
+    if first is None or first.parent is None:
         return None
-    state = versions.at_scanned(commits[0], parent=True)
+    state = versions.at_scanned(first, parent=True)
     return state if state.evaluable else None
 
 
