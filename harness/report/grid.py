@@ -16,11 +16,14 @@ information gain), ties to the pair whose axes come first in the matrix.
 
 from __future__ import annotations
 
+import contextlib
+import itertools
 import math
+import operator
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from itertools import combinations
+from functools import reduce
 from typing import Any
 
 from harness.errors import HarnessError
@@ -59,9 +62,14 @@ class Grid:
 class Cube:
     """A rule as the grid reads it: its value indices per axis, cells and transition."""
 
-    values: tuple[tuple[int, ...], ...]
+    masks: tuple[int, ...]  # per axis, a bit per value
     cells: int
     transition: str
+
+    @property
+    def values(self) -> tuple[tuple[int, ...], ...]:
+        """The value indices per axis."""
+        return tuple(map(bits_of, self.masks))
 
 
 @dataclass(frozen=True)
@@ -85,13 +93,15 @@ def space_of(report: DiffReport) -> Space:
     """The report's matrix and rule cover (from the comparison: a report read back from
     the cache has it too)."""
     matrix, outputs = report.matrix, report.matrix.target.outputs
-    cubes = tuple(
-        Cube(tuple(bits_of(m) for m in rule.masks), rule.cells,
-             transition_text(rule.base, rule.head, outputs))
-        for rule in report.comparison.rules
-    )  # fmt: skip
+    texts: dict[tuple[int, int], str] = {}  # rules are many, their outcome objects few
+    cubes = []
+    for rule in report.comparison.rules:  # (the rules hold the outcomes: ids stay theirs)
+        key = (id(rule.base), id(rule.head))
+        if key not in texts:
+            texts[key] = transition_text(rule.base, rule.head, outputs)
+        cubes.append(Cube(rule.masks, rule.cells, texts[key]))
     axes = tuple((axis.name, tuple(axis.values)) for axis in matrix.axes)
-    return Space(axes, matrix.size, cubes)
+    return Space(axes, matrix.size, tuple(cubes))
 
 
 def best_axes(report: DiffReport) -> tuple[str, str]:
@@ -126,12 +136,12 @@ def grid_of(space: Space, axes: tuple[str, str] | None = None) -> Grid:
 
 
 def _reached(cube: Cube, r: int, c: int) -> Iterable[tuple[int, int]]:
-    return ((i, j) for i in cube.values[r] for j in cube.values[c])
+    return itertools.product(bits_of(cube.masks[r]), bits_of(cube.masks[c]))
 
 
 def _share(cube: Cube, r: int, c: int) -> int:
     """The cube's cells in each square it reaches (a cube is a product: equal shares)."""
-    return cube.cells // (len(cube.values[r]) * len(cube.values[c]))
+    return cube.cells // (cube.masks[r].bit_count() * cube.masks[c].bit_count())
 
 
 def _square(
@@ -142,13 +152,18 @@ def _square(
     for cube in cubes:
         tally[cube.transition] += _share(cube, r, c)
     others = tuple(
-        (name, tuple(values[k] for k in sorted({k for cube in cubes for k in cube.values[n]})))
+        (name, tuple(values[k] for k in bits_of(_union(cubes, n))))
         for n, (name, values) in enumerate(space.axes)
         if n not in rc
     )
     ranked = tuple(sorted(tally.items(), key=lambda item: (-item[1], item[0])))
     row, col = space.axes[r][1][i], space.axes[c][1][j]
     return Square(row, col, size, sum(tally.values()), ranked, others)
+
+
+def _union(cubes: list[Cube], axis: int) -> int:
+    """The values of `axis` the cubes take, as a mask."""
+    return reduce(operator.or_, (cube.masks[axis] for cube in cubes), 0)
 
 
 def checked_axes(names: Sequence[str], axes: tuple[str, str]) -> tuple[str, str]:
@@ -173,7 +188,7 @@ def best_pair(space: Space) -> tuple[str, str]:
             "nothing to draw (--grid applies to matrices of two axes or more)"
         )
     best, least = (0, 1), math.inf
-    for pair in combinations(range(len(space.axes)), 2):
+    for pair in itertools.combinations(range(len(space.axes)), 2):
         entropy = pair_entropy(space, *pair)
         if entropy < least - 1e-12:
             best, least = pair, entropy
@@ -188,10 +203,13 @@ def pair_entropy(space: Space, r: int, c: int) -> float:
     share of the cells times the binary entropy of its fraction of changed cells."""
     if not space.total:
         return 0.0
+    projected: Counter[tuple[int, int]] = Counter()
+    for cube in space.cubes:  # many cubes project to the same rectangle: summed first
+        projected[(cube.masks[r], cube.masks[c])] += cube.cells
     counts: Counter[tuple[int, int]] = Counter()
-    for cube in space.cubes:
-        share = _share(cube, r, c)
-        for key in _reached(cube, r, c):
+    for (rows, cols), cells in projected.items():
+        share = cells // (rows.bit_count() * cols.bit_count())
+        for key in itertools.product(bits_of(rows), bits_of(cols)):
             counts[key] += share
     size = space.total / (len(space.axes[r][1]) * len(space.axes[c][1]))
     return sum(size / space.total * binary_entropy(n / size) for n in counts.values())
@@ -213,34 +231,58 @@ def grid_of_document(doc: dict[str, Any], axes: tuple[str, str] | None = None) -
 
 def space_of_document(doc: dict[str, Any]) -> Space:
     axes = tuple((str(name), tuple(values)) for name, values in doc["axes"].items())
+    lookups = [_lookup(values) for _, values in axes]
     total = doc["cells"]
     if type(total) is not int or total != math.prod(len(values) for _, values in axes):
         raise ValueError("cells is not the product of the axes' sizes")
-    cubes = tuple(_cube_of(rule, axes) for rule in doc["summary"])
+    cubes = tuple(_cube_of(rule, axes, lookups) for rule in doc["summary"])
     changed = doc.get("changed_count", len(doc["changed"]))
     if sum(cube.cells for cube in cubes) != changed:
         raise ValueError("the rules do not add up to the changed cells")
     return Space(axes, total, cubes)
 
 
-def _cube_of(rule: dict[str, Any], axes: tuple[tuple[str, tuple[Any, ...]], ...]) -> Cube:
+def _cube_of(
+    rule: dict[str, Any],
+    axes: tuple[tuple[str, tuple[Any, ...]], ...],
+    lookups: list[dict[tuple[type, Any], int]],
+) -> Cube:
     where, names = rule["where"], {name for name, _ in axes}
     if not isinstance(where, dict) or not set(where) <= names:
         raise ValueError("a rule names an axis the report does not have")
     values = tuple(
-        _indices(where[name], known) if name in where else tuple(range(len(known)))
-        for name, known in axes
+        _indices(where[name], known, lookup) if name in where else tuple(range(len(known)))
+        for (name, known), lookup in zip(axes, lookups, strict=True)
     )
     cells, transition = rule["cells"], rule["transition"]
     if type(cells) is not int or cells != math.prod(map(len, values)):
         raise ValueError("a rule's cells are not the size of its cube")
     if not isinstance(transition, str):
         raise ValueError("a rule's transition is not text")
-    return Cube(values, cells, transition)
+    return Cube(tuple(sum(1 << k for k in chosen) for chosen in values), cells, transition)
 
 
-def _indices(chosen: list[Any], known: tuple[Any, ...]) -> tuple[int, ...]:
-    found = tuple(k for k, v in enumerate(known) if any(same_value(v, c) for c in chosen))
+def _lookup(known: tuple[Any, ...]) -> dict[tuple[type, Any], int]:
+    """{(type, value): index} of an axis's hashable values (1, 1.0 and true apart)."""
+    found = {}
+    for k, value in enumerate(known):
+        with contextlib.suppress(TypeError):
+            found.setdefault((type(value), value), k)
+    return found
+
+
+def _indices(
+    chosen: list[Any], known: tuple[Any, ...], lookup: dict[tuple[type, Any], int]
+) -> tuple[int, ...]:
+    """The indices of `chosen` among `known`; a value not there is a ValueError."""
+    if not isinstance(chosen, list):
+        raise ValueError("a rule's values are not a list")
+    found = set()
+    for value in chosen:
+        try:
+            found.add(lookup[(type(value), value)])
+        except (KeyError, TypeError):  # unhashable, or not an axis value: look for it
+            found.update(k for k, v in enumerate(known) if same_value(v, value))
     if not found or len(found) != len(chosen):
         raise ValueError("a rule names a value its axis does not have")
-    return found
+    return tuple(sorted(found))
