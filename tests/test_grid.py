@@ -9,6 +9,7 @@ from __future__ import annotations
 import itertools
 import json
 import math
+import re
 from array import array
 from collections import Counter
 from typing import Any
@@ -22,7 +23,7 @@ from harness.engine.outcome import CODE_TYPE, ERROR, VALUE, Outcome, OutcomeTabl
 from harness.errors import HarnessError
 from harness.matrix.load import load_matrix, parse_matrix
 from harness.matrix.model import Matrix, format_value
-from harness.report import jsonfmt
+from harness.report import jsonfmt, markdown
 from harness.report.grid import best_axes, build_grid, grid_of_document
 from harness.report.model import DiffReport, rule_view
 from harness.scan.compare import compare
@@ -30,6 +31,7 @@ from harness.scan.diff import diff
 from harness.scan.versions import Versions
 from tests import oracle
 from tests.conftest import run_cli
+from tests.test_live_markup import CORPUS, linked, live, parser, shown
 
 FIXTURE_PAIR = ("prefill_cuda_graph", "platform")
 
@@ -226,3 +228,187 @@ def test_any_pair_counts_what_the_changed_cells_say(tables):
             assert square.cells == len(inside)
             assert dict(square.transitions) == moved
             assert [n for _, n in square.transitions] == sorted(moved.values(), reverse=True)
+
+
+# --- the markdown grid ----------------------------------------------------------------
+
+SQUARE = re.compile(r"^(\U0001f7e7|\u2b1c) ([\d,]+)/([\d,]+)")
+
+
+def inline_text(token) -> str:
+    """An inline token as shown: text and code, `<br>` as a line break, no word joiners."""
+    parts = []
+    for child in token.children:
+        if child.type in ("text", "code_inline"):
+            parts.append(child.content)
+        elif child.type == "html_inline" and child.content == "<br>":
+            parts.append("\n")
+    return "".join(parts).replace("\u2060", "")
+
+
+def first_table(markdown: str) -> list[list[str]]:
+    """The first table of the document (the grid), as rows of cell texts."""
+    rows, row = [], None
+    for token in parser().parse(markdown):
+        if token.type == "tr_open":
+            row = []
+        elif token.type == "inline" and row is not None:
+            row.append(inline_text(token))
+        elif token.type == "tr_close":
+            rows.append(row)
+            row = None
+        elif token.type == "table_close":
+            break
+    return rows
+
+
+def parsed_counts(markdown: str) -> tuple[Counter, int]:
+    """{(row text, col text): changed} of the rendered grid, and its squares' cells."""
+    header, *body = first_table(markdown)
+    counts, sizes = Counter(), set()
+    for row in body:
+        for col, square in zip(header[1:], row[1:], strict=True):
+            mark, changed, cells = SQUARE.match(square).groups()
+            changed, cells = int(changed.replace(",", "")), int(cells.replace(",", ""))
+            assert (mark == "\u2b1c") == (changed == 0)
+            sizes.add(cells)
+            if changed:
+                counts[(row[0], col)] = changed
+    (size,) = sizes
+    return counts, size
+
+
+def text_counts(doc: dict[str, Any], rows: str, cols: str) -> Counter:
+    return Counter(
+        (format_value(item["cell"][rows]), format_value(item["cell"][cols]))
+        for item in doc["changed"]
+    )
+
+
+@st.composite
+def shown_tables(draw):
+    """As `outcome_tables`, with values that read differently (the markdown shows text)."""
+    axes, outcomes, base, head = draw(outcome_tables())
+    for values in axes.values():
+        if len({format_value(v) for v in values}) < len(values):
+            values[:] = [f"v{n}" for n in range(len(values))]
+    return axes, outcomes, base, head
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(shown_tables(), st.data())
+def test_the_markdown_grid_counts_what_the_json_report_says(tables, data):
+    axes, outcomes, base, head = tables
+    report = report_of(matrix_of(axes), outcomes, base, head)
+    doc = full_document(report)
+    pair = data.draw(st.sampled_from(list(itertools.permutations(axes, 2))))
+    text = markdown.render(report, 0, pair)
+    if not doc["changed"]:
+        assert "\u2b1c" not in text and "|---|" not in text  # no grid when nothing changed
+        return
+    counts, size = parsed_counts(text)
+    assert counts == text_counts(doc, *pair)
+    assert size == doc["cells"] // (len(axes[pair[0]]) * len(axes[pair[1]]))
+    header = first_table(text)[0]
+    assert header[1:] == [format_value(v) for v in axes[pair[1]]]
+    default = first_table(markdown.render(report, 0))[0][0]
+    assert default == "{} \u2193 {} \u2192".format(*best_by_entropy(doc))
+
+
+def hostile_report(values: list[str], message: str) -> DiffReport:
+    """Two axes of these values (the last 8 the columns: all shown), every third cell
+    changed to an error with `message`."""
+    half = len(values) - 8
+    matrix = matrix_of({"a": values[:half], "b": values[half:]})
+    outcomes = [Outcome(VALUE, 128), Outcome(ERROR, message), Outcome(VALUE, values[0])]
+    head = [(n % 3) for n in range(matrix.size)]
+    return report_of(matrix, outcomes, [0] * matrix.size, head)
+
+
+def test_hostile_values_in_the_grid_render_as_text():
+    plain = [f"plain{n}" for n in range(len(CORPUS))]
+    pair = ("a", "b")
+    hostile_md = markdown.render(hostile_report(CORPUS, " ".join(CORPUS)), 0, pair)
+    plain_md = markdown.render(hostile_report(plain, "plain message"), 0, pair)
+    assert live(hostile_md) == live(plain_md) and linked(hostile_md) == []
+    half = len(CORPUS) - 8
+    table = first_table(hostile_md)
+    assert table[0][1:] == CORPUS[half:]  # every column value shown as itself
+    assert [row[0] for row in table[1:]] == CORPUS[:half]
+    lines = shown(hostile_md)
+    assert any(CORPUS[half] in line for line in lines)
+
+
+def big_report() -> DiffReport:
+    """The shipped 349,920-cell matrix, changed off sm90 and page_size 128 to one of eight
+    long error messages by the sum of the three backends (hundreds of rules)."""
+    matrix = load_matrix()
+    long = "x" * 300
+    outcomes = [Outcome(VALUE, 128)] + [Outcome(ERROR, f"E{n} {long}") for n in range(8)]
+    head = []
+    for n in range(matrix.size):
+        a, d, p, _, _, _, gpu, page = matrix.cell(n)
+        head.append(0 if gpu == 0 or page == 4 else 1 + (a + d + p) % 8)
+    return report_of(matrix, outcomes, [0] * matrix.size, head)
+
+
+def test_the_comment_stays_under_githubs_size_on_the_whole_matrix():
+    from harness.github.comment import MAX_BODY, body_for
+
+    report = big_report()
+    doc = jsonfmt.document(report, 10)
+    pair = ("attention_backend", "decode_attention_backend")
+    body = body_for(doc, 10, None, pair)
+    assert len(body) <= MAX_BODY
+    grid = body[body.index("Changed cells by") : body.index("| # | cells |")]
+    assert len(grid) < 30_000  # the grid is whole, before the rules the body cuts
+    header, *rows = first_table(body)
+    assert len(header) == 1 + 8 and len(rows) == 9  # 8 of 9 columns: one left out
+    full = json.loads("".join(jsonfmt.render_chunks(report)))
+    counts = text_counts(full, *pair)
+    shown_counts, _ = parsed_counts(body)
+    assert shown_counts == Counter({k: n for k, n in counts.items() if k[1] in header[1:]})
+    (left,) = set(format_value(v) for v in oracle.BACKENDS) - set(header[1:])
+    hidden = sum(n for (_, col), n in counts.items() if col == left)
+    assert f"1 more column ({hidden:,} changed cells)" in grid
+
+
+def test_rows_past_the_caps_are_counted_in_a_note():
+    axes = {"r": [f"r{n}" for n in range(60)], "c": [f"c{n}" for n in range(12)], "x": [0, 1]}
+    matrix = matrix_of(axes)
+    outcomes = [Outcome(VALUE, 1), Outcome(VALUE, 2)]
+    head = [1 if (n * 2654435761) % 7 < 3 else 0 for n in range(matrix.size)]
+    report = report_of(matrix, outcomes, [0] * matrix.size, head)
+    doc = full_document(report)
+    text = markdown.render(report, 0, ("r", "c"))
+    header, *rows = first_table(text)
+    assert (len(header), len(rows)) == (1 + 8, 40)
+    counts = text_counts(doc, "r", "c")
+    hidden_rows = set(axes["r"]) - {row[0] for row in rows}
+    hidden_cols = set(axes["c"]) - set(header[1:])
+    by_row = sum(n for (r, _), n in counts.items() if r in hidden_rows)
+    by_col = sum(n for (_, c), n in counts.items() if c in hidden_cols)
+    assert (
+        f"Not shown: 20 more rows ({by_row:,} changed cells) and 4 more columns "
+        f"({by_col:,} changed cells)" in text
+    )
+    shown_counts, _ = parsed_counts(text)
+    kept = {k: n for k, n in counts.items() if k[0] not in hidden_rows and k[1] not in hidden_cols}
+    assert shown_counts == Counter(kept)
+    row_totals = Counter()
+    for (r, _), n in counts.items():
+        row_totals[r] += n
+    assert min(row_totals[r[0]] for r in rows) >= max(row_totals[r] for r in hidden_rows)
+
+
+def test_diff_takes_grid_and_refuses_an_unknown_axis(history):
+    done = run_cli("diff", "#30835^", "#30835", "--repo", history.repo(), "--format",
+                   "markdown", "--grid", "use_mla,platform", "--no-cache")  # fmt: skip
+    assert done.code == 1, done.err
+    counts, size = parsed_counts(done.out)
+    assert counts == Counter({("false", "sm100"): len(oracle.changed_between(False, True))})
+    assert size == 349_920 // 6
+    bad = run_cli("diff", "#30835^", "#30835", "--repo", history.repo(), "--format",
+                  "markdown", "--grid", "use_mla,gpu")  # fmt: skip
+    assert bad.code == 2 and bad.out == "" and len(bad.err.strip().splitlines()) == 1
+    assert "'gpu'" in bad.err and "prefill_cuda_graph" in bad.err

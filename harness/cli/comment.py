@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import os
 
-from harness.cli.options import add_command, nonnegative, slug_argument
+from harness.cli.options import GRID_HELP, add_command, grid_axes, nonnegative, slug_argument
 from harness.cli.progress import progress
 from harness.errors import HarnessError
 
@@ -44,6 +44,7 @@ def register(commands: argparse._SubParsersAction) -> None:
                         "GITHUB_SERVER_URL, GITHUB_REPOSITORY and GITHUB_RUN_ID)")  # fmt: skip
     parser.add_argument("--sample", type=nonnegative, default=10, metavar="N",
                         help="changed cells in the collapsed sample (default 10)")  # fmt: skip
+    parser.add_argument("--grid", type=grid_axes, metavar="ROWS,COLUMNS", help=GRID_HELP)
     parser.add_argument("--dry-run", action="store_true",
                         help="post nothing: print what would be done and the comment's body "
                         "(no token needed)")  # fmt: skip
@@ -69,9 +70,9 @@ def run(args: argparse.Namespace) -> int:
         if args.head_sha:
             check_head(client, args.pr, args.head_sha)
         if args.dry_run:
-            intent = intend(client, args.pr, doc, args.sample, details)
+            intent = intend(client, args.pr, doc, args.sample, details, args.grid)
         else:
-            posted = post(client, args.pr, doc, args.sample, details)
+            posted = post(client, args.pr, doc, args.sample, details, args.grid)
     if args.dry_run:
         return dry_run_online(args, intent)
     if posted.action == "skipped":
@@ -86,7 +87,7 @@ def dry_run_offline(args: argparse.Namespace, doc: dict, details: str | None) ->
     reading the PR's comments (no request at all)."""
     from harness.github.comment import body_for, worth_posting
 
-    body = body_for(doc, args.sample, details)
+    body = body_for(doc, args.sample, details, args.grid)
     maybe = "create or update the comment" if worth_posting(doc) else (
         "update an earlier comment, or post nothing if there is none"
     )  # fmt: skip

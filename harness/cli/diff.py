@@ -13,13 +13,22 @@ from dataclasses import replace as dataclass_replace
 from typing import TYPE_CHECKING
 
 from harness import gitio
-from harness.cli.options import Setup, add_command, add_evaluation_options, nonnegative, set_up
+from harness.cli.options import (
+    GRID_HELP,
+    Setup,
+    add_command,
+    add_evaluation_options,
+    grid_axes,
+    nonnegative,
+    set_up,
+)
 from harness.cli.progress import Progress, progress
 from harness.errors import HarnessError, Unevaluable
 from harness.files import write_output
 from harness.matrix.load import MAX_CELLS
 from harness.releases.ranges import resolve_range
 from harness.report import jsonfmt, parts
+from harness.report.grid import checked_axes
 from harness.report.model import DiffReport, build_report
 from harness.report.parts import Parts
 from harness.report.store import ReportCache, report_key
@@ -114,6 +123,7 @@ def register(commands: argparse._SubParsersAction) -> None:
         help="run the function on every cell instead of once per decision path (slower; "
         "for functions that are not pure)",
     )
+    parser.add_argument("--grid", type=grid_axes, metavar="ROWS,COLUMNS", help=GRID_HELP)
     add_evaluation_options(parser, run, DIFF_FORMATS)
 
 
@@ -133,12 +143,14 @@ def run(args: argparse.Namespace) -> int:
         report = evaluated(args, bar)
     if report is None:
         return nothing_inferred(args)
+    if args.grid:
+        check_grid(report, args.grid)
     args.status = report.status  # the answer, even if the reader goes away
     formats = {args.format, *(fmt for fmt, _ in args.output)}
     code = code_sources(args, report) if "html" in formats else None
     for fmt, path in args.output:
-        write_file(path, chunks(report, fmt, args.sample, code))  # streamed, never joined
-    write(report, args.format, args.sample, code)
+        write_file(path, chunks(report, fmt, args.sample, code, args.grid))  # streamed
+    write(report, args.format, args.sample, code, args.grid)
     return args.status
 
 
@@ -169,6 +181,8 @@ def evaluated(args: argparse.Namespace, bar: Progress) -> DiffReport | Parts | N
     """The report the options ask for (None: --matrix inferred found nothing to infer)."""
     inferred = args.matrix == INFERRED
     setup = set_up(template(args) if inferred else args)
+    if args.grid and not inferred:  # before the evaluation: a misspelt axis costs nothing
+        checked_axes(setup.matrix.axis_names, args.grid)
     base, head = pick_revisions(setup, args)
     if inferred:
         bar.stage(f"diff: inferring the matrix from {base.label} and {head.label}")
@@ -301,10 +315,30 @@ def _pr_number(text: str) -> int:
     return int(digits)
 
 
-def write(report: DiffReport, fmt: str, sample: int, code: Callable | None = None) -> None:
+def check_grid(report: DiffReport | Parts, grid: tuple[str, str]) -> None:
+    """--grid names two axes of the report's matrix, or of one part's (HarnessError)."""
+    reports = report.reports if isinstance(report, Parts) else [report]
+    if reports and not any(part_grid(one, grid) for one in reports):
+        checked_axes(reports[0].matrix.axis_names, grid)
+
+
+def part_grid(report: DiffReport, grid: tuple[str, str] | None) -> tuple[str, str] | None:
+    """--grid for one part of an inferred diff: its axes if the part has both, else None
+    (the part's best pair)."""
+    names = report.matrix.axis_names
+    return grid if grid and grid[0] != grid[1] and set(grid) <= set(names) else None
+
+
+def write(
+    report: DiffReport,
+    fmt: str,
+    sample: int,
+    code: Callable | None = None,
+    grid: tuple[str, str] | None = None,
+) -> None:
     batch: list[str] = []  # a large json report is thousands of chunks: write them in blocks
     size = 0  # of at most about a megabyte (a chunk of large outcomes is one already)
-    for chunk in chunks(report, fmt, sample, code):
+    for chunk in chunks(report, fmt, sample, code, grid):
         batch.append(chunk)
         size += len(chunk)
         if len(batch) >= 512 or size >= 1 << 20:
@@ -316,17 +350,22 @@ def write(report: DiffReport, fmt: str, sample: int, code: Callable | None = Non
 
 
 def chunks(
-    report: DiffReport | Parts, fmt: str, sample: int, code: Callable | None = None
+    report: DiffReport | Parts,
+    fmt: str,
+    sample: int,
+    code: Callable | None = None,
+    grid: tuple[str, str] | None = None,
 ) -> Iterator[str]:
     """The report in `fmt`, in pieces (a large json report streams); `code`: the files an
-    html report shows code from (`code_sources`)."""
+    html report shows code from (`code_sources`); `grid`: the markdown grid's axes."""
     if fmt == "html":  # before parts: one page holds them all
         from harness.report import html
 
         yield html.render(report, code)
         return
     if isinstance(report, Parts):
-        yield parts.render(report, fmt, lambda one: "".join(chunks(one, fmt, sample)), sample)
+        one = lambda part: "".join(chunks(part, fmt, sample, grid=part_grid(part, grid)))  # noqa: E731
+        yield parts.render(report, fmt, one, sample)
         return
     if fmt == "json":
         yield from jsonfmt.render_chunks(report)
@@ -335,7 +374,7 @@ def chunks(
     elif fmt == "markdown":  # one renderer imported: a warm diff's start is mostly imports
         from harness.report import markdown
 
-        yield markdown.render(report, sample)
+        yield markdown.render(report, sample, grid)
     elif fmt == "junit":
         from harness.report import junit
 

@@ -94,6 +94,22 @@ def nonnegative(text: str) -> int:
     return value
 
 
+def grid_axes(text: str) -> tuple[str, str]:
+    """`--grid ROWS,COLUMNS`: two axis names (checked against the matrix later)."""
+    names = tuple(name.strip() for name in text.split(","))
+    if len(names) != 2 or not all(names):
+        raise argparse.ArgumentTypeError(
+            f"expected two axes as ROWS,COLUMNS, e.g. prefill_cuda_graph,platform, got {text!r}"
+        )
+    return names  # type: ignore[return-value]
+
+
+GRID_HELP = (
+    "the axes of the markdown grid of changed cells, as ROWS,COLUMNS (default: the pair "
+    "that best separates changed from unchanged cells)"
+)
+
+
 def add_cache_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--cache-dir",

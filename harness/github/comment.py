@@ -138,11 +138,13 @@ def _version_shown(version: Any) -> str:
     return "a format_version that is not a number"
 
 
-def body_for(doc: dict[str, Any], sample: int, details: str | None) -> str:
-    """The comment's text. The report is hostile: a part of the wrong shape anywhere is one
-    line (exit 2), not a crash."""
+def body_for(
+    doc: dict[str, Any], sample: int, details: str | None, grid: tuple[str, str] | None = None
+) -> str:
+    """The comment's text (`grid`: its axes, None for the best pair). The report is
+    hostile: a part of the wrong shape anywhere is one line (exit 2), not a crash."""
     try:
-        rendered = render_document(doc, sample, details)
+        rendered = render_document(doc, sample, details, grid)
     except (KeyError, TypeError, AttributeError, ValueError, IndexError) as exc:
         raise HarnessError(
             f"the report is not a harness diff report: a part of it has the wrong shape "
@@ -176,19 +178,31 @@ def worth_posting(doc: dict[str, Any]) -> bool:
 
 
 def intend(
-    client: GitHub, pr: int, doc: dict[str, Any], sample: int, details: str | None
+    client: GitHub,
+    pr: int,
+    doc: dict[str, Any],
+    sample: int,
+    details: str | None,
+    grid: tuple[str, str] | None = None,
 ) -> Intent:
     """What posting the report on PR `pr` would do, found by reading its comments only."""
-    body = body_for(doc, sample, details)  # first: a malformed report reads nothing
+    body = body_for(doc, sample, details, grid)  # first: a malformed report reads nothing
     existing = find_comment(client, pr, marker(doc["matrix"]), authors(client))
     if existing is not None:
         return Intent("update", body, existing["id"])
     return Intent("create", body) if worth_posting(doc) else Intent("skip", body)
 
 
-def post(client: GitHub, pr: int, doc: dict[str, Any], sample: int, details: str | None) -> Posted:
+def post(
+    client: GitHub,
+    pr: int,
+    doc: dict[str, Any],
+    sample: int,
+    details: str | None,
+    grid: tuple[str, str] | None = None,
+) -> Posted:
     """Create or update the one comment for this matrix on PR `pr`."""
-    intent = intend(client, pr, doc, sample, details)
+    intent = intend(client, pr, doc, sample, details, grid)
     if intent.action == "skip":
         return Posted("skipped", None)
     if intent.number is None:

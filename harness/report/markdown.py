@@ -15,6 +15,7 @@ from harness.report.because import because_text, more_text
 from harness.report.blind import SHOWN, blind_title, is_block, more_line, spots_of
 from harness.report.escape import code_span, markdown_text
 from harness.report.fields import OUTCOME, OUTCOME_TITLE, RULES_SHOWN
+from harness.report.grid import Grid, Square, best_pair, checked_axes, grid_of, space_of_document
 from harness.report.jsonfmt import document
 from harness.report.model import (
     DiffReport,
@@ -27,12 +28,18 @@ from harness.report.model import (
 from harness.report.text import revision_text
 
 
-def render(report: DiffReport, sample: int = 10) -> str:
-    return render_document(document(report, sample), sample)
+def render(report: DiffReport, sample: int = 10, grid: tuple[str, str] | None = None) -> str:
+    return render_document(document(report, sample), sample, grid=grid)
 
 
-def render_document(doc: dict[str, Any], sample: int = 10, details: str | None = None) -> str:
-    """Markdown for a diff document; `details`: a link to the full report, if any."""
+def render_document(
+    doc: dict[str, Any],
+    sample: int = 10,
+    details: str | None = None,
+    grid: tuple[str, str] | None = None,
+) -> str:
+    """Markdown for a diff document; `details`: a link to the full report, if any; `grid`:
+    the axes (rows, columns) of the grid of changed cells (None: `grid.best_axes`'s)."""
     target, field = doc["target"], doc["target"]["output"]
     lines = [
         heading(doc["matrix"], target["function"], target["path"]),
@@ -58,9 +65,12 @@ def render_document(doc: dict[str, Any], sample: int = 10, details: str | None =
     elif isinstance(doc.get("fields"), dict):
         count = len(doc["target"]["outputs"])
         lines += [f"**{changed:,} of {cells:,} cells change at least one of {count} fields:**"]
+        lines.extend(grid_lines(doc, grid))
         lines.extend(_by_field(doc))
     else:
-        lines += [f"**{changed:,} of {cells:,} cells change {code(field)}:**", ""]
+        lines += [f"**{changed:,} of {cells:,} cells change {code(field)}:**"]
+        lines.extend(grid_lines(doc, grid))
+        lines.append("")
         lines.extend(rule_table(rules_of(doc)))
         if sample > 0:
             lines.extend(_sample(doc, sample))
@@ -68,6 +78,142 @@ def render_document(doc: dict[str, Any], sample: int = 10, details: str | None =
     if details:
         lines += ["", f"[Full report]({details})"]
     return "\n".join(lines) + "\n"
+
+
+GRID_COLUMNS = 8  # columns a grid shows at most: those with the most changed cells
+GRID_ROWS = 40  # rows likewise, while the table stays within GRID_BUDGET
+GRID_BUDGET = 24_000  # characters of the grid at most (a PR comment holds 65,536)
+GRID_SQUARES = 10_000  # a grid of more squares is not drawn (each is worked out)
+SHOWN_TEXT = 48  # characters of a value, transition or condition shown in a square
+CHANGED_MARK, SAME_MARK = "\U0001f7e7", "\u2b1c"  # orange and white squares: not red/green
+
+
+def grid_lines(doc: dict[str, Any], axes: tuple[str, str] | None) -> list[str]:
+    """The grid of changed cells over two axes (`harness.report.grid`), as a table of
+    squares that read without colour: changed/cells and the most frequent change; what
+    the changed cells of every changed square share, once, below. The largest rows and
+    columns are shown when there are too many, with how many were left out."""
+    try:
+        space = space_of_document(doc)
+    except ValueError as exc:  # a document from an untrusted job may not add up
+        return ["", f"(No grid: {escape(str(exc))}.)"]
+    if axes is None and len(space.axes) < 2:
+        return []
+    rows, cols = best_pair(space) if axes is None else checked_axes(space.names, axes)
+    known = dict(space.axes)
+    squares = len(known[rows]) * len(known[cols])
+    if squares > GRID_SQUARES:
+        return ["", f"(No grid: {code(rows)} by {code(cols)} has {squares:,} squares.)"]
+    grid = grid_of(space, (rows, cols))
+    shown_cols = _largest(_col_changes(grid), GRID_COLUMNS)
+    common = _shared(grid)
+    lines = {i: _grid_row(grid, i, shown_cols, common) for i in range(len(grid.row_values))}
+    kept = _fitting(grid, lines)
+    chosen = "" if axes else " (the pair that best separates changed cells; --grid to choose)"
+    header = [f"{escape(rows)} \u2193 {escape(cols)} \u2192",
+              *(escape(_short(format_value(grid.col_values[j]))) for j in shown_cols)]  # fmt: skip
+    return [
+        "",
+        f"Changed cells by {code(rows)} (rows) and {code(cols)} (columns){chosen}. Each "
+        f"square: changed/cells, the most frequent change. {CHANGED_MARK} some cells "
+        f"changed, {SAME_MARK} none.",
+        "",
+        "| " + " | ".join(header) + " |",
+        "|---|" + "---|" * len(shown_cols),
+        *(lines[i] for i in kept),
+        *_grid_notes(grid, kept, shown_cols, common),
+    ]
+
+
+def _col_changes(grid: Grid) -> list[int]:
+    changes = [0] * len(grid.col_values)
+    for (_, j), square in grid.squares.items():
+        changes[j] += square.changed
+    return changes
+
+
+def _largest(changes: list[int], limit: int) -> list[int]:
+    """The indices of the `limit` largest counts (the first among equals), in order."""
+    ranked = sorted(range(len(changes)), key=lambda k: (-changes[k], k))
+    return sorted(ranked[:limit])
+
+
+def _fitting(grid: Grid, lines: dict[int, str]) -> list[int]:
+    """The rows shown: the most changed first, while they fit GRID_BUDGET and GRID_ROWS."""
+    changes = [0] * len(grid.row_values)
+    for (i, _), square in grid.squares.items():
+        changes[i] += square.changed
+    fitting, size = [], 0
+    for r in sorted(lines, key=lambda r: (-changes[r], r))[:GRID_ROWS]:
+        size += len(lines[r]) + 1
+        if fitting and size > GRID_BUDGET:
+            break
+        fitting.append(r)
+    return sorted(fitting)
+
+
+def _grid_row(grid: Grid, i: int, cols: list[int], common: list[str]) -> str:
+    value = escape(_short(format_value(grid.row_values[i])))
+    squares = [_square_text(grid, grid.squares[(i, j)], common) for j in cols]
+    return f"| {value} | " + " | ".join(squares) + " |"
+
+
+def _square_text(grid: Grid, square: Square, common: list[str]) -> str:
+    mark = CHANGED_MARK if square.changed else SAME_MARK
+    text = f"{mark} {square.changed:,}/{square.cells:,}"
+    if square.transitions:
+        more = len(square.transitions) - 1
+        text += f"<br>{escape(_short(square.transitions[0][0]))}"
+        text += f" (+{more} more)" if more else ""
+    own = [c for c in _conditions(grid, square) if c not in common]
+    if own:
+        text += "<br>" + ", ".join(code(_short(c), table=True) for c in own[:2])
+        text += f" (+{len(own) - 2} more)" if len(own) > 2 else ""
+    return text
+
+
+def _conditions(grid: Grid, square: Square) -> list[str]:
+    """What the square's changed cells take of each other axis, where not every value."""
+    axes = {name: list(values) for name, values in grid.axes}
+    where = {n: list(v) for n, v in square.others if v and len(v) < len(axes[n])}
+    return [c.text() for c in conditions_of(where, axes)]
+
+
+def _shared(grid: Grid) -> list[str]:
+    """The conditions every changed square's changed cells share."""
+    found = [_conditions(grid, sq) for sq in grid.squares.values() if sq.changed]
+    return [c for c in found[0] if all(c in other for other in found[1:])] if found else []
+
+
+def _grid_notes(grid: Grid, rows: list[int], cols: list[int], common: list[str]) -> list[str]:
+    notes = []
+    if common:
+        shown = ", ".join(code(_short(c)) for c in common)
+        notes.append(f"In every changed square, the changed cells have {shown}.")
+    hidden_rows = sorted(set(range(len(grid.row_values))) - set(rows))
+    hidden_cols = sorted(set(range(len(grid.col_values))) - set(cols))
+    left = [_left_out(grid, hidden_rows, "row", 0), _left_out(grid, hidden_cols, "column", 1)]
+    left = [text for text in left if text]
+    if left:
+        notes.append(
+            f"Not shown: {' and '.join(left)} (the grid is kept short for a PR comment); "
+            "choose other axes with --grid AXIS,AXIS, or see the JSON report."
+        )
+    return [line for note in notes for line in ("", note)]
+
+
+def _left_out(grid: Grid, hidden: list[int], kind: str, axis: int) -> str:
+    if not hidden:
+        return ""
+    out = set(hidden)
+    changed = sum(sq.changed for key, sq in grid.squares.items() if key[axis] in out)
+    plural = "s" if len(hidden) > 1 else ""
+    return f"{len(hidden):,} more {kind}{plural} ({changed:,} changed cells)"
+
+
+def _short(text: str) -> str:
+    """`text` cut to SHOWN_TEXT characters (an ellipsis says so)."""
+    return text if len(text) <= SHOWN_TEXT else text[: SHOWN_TEXT - 1] + "\u2026"
 
 
 def _spot(item: dict[str, Any]) -> str:
