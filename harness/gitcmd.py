@@ -50,7 +50,7 @@ class GitError(Exception):
 
     def __init__(self, args: tuple[str, ...], status: int, stderr: str) -> None:
         super().__init__(f"git {' '.join(args)} exited with {status}: {stderr.strip()}")
-        self.status, self.stderr = status, stderr
+        self.args_run, self.status, self.stderr = args, status, stderr
 
     @property
     def reason(self) -> str:

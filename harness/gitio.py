@@ -590,7 +590,16 @@ class Listing:
         is asked of git). Raises GitError, at the end, when git failed."""
         for commit in _commits(Fields(self.started.process.stdout), self.paths):
             yield replace(commit, blobs=None, changes=None) if self.linked else commit
-        self.started.said()  # its status: git may have stopped part of the way
+        try:
+            self.started.said()  # its status: git may have stopped part of the way
+        except GitError as exc:
+            if not exc.reason:
+                raise
+            raise HarnessError(
+                f"git cannot list the commits of {' '.join(self.revisions)} in "
+                f"{where_of(self.repo)}: git says {exc.reason!r}; run `git fsck` there, or "
+                "clone the repository again"
+            ) from None
 
     def count(self) -> int:
         """How many commits the listing holds, asked of a git of its own (for a progress

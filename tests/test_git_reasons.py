@@ -124,3 +124,18 @@ def test_a_reason_is_gits_telling_line_printable_and_bounded():
     assert reason("fatal: bad revision 'x'\n") == ""
     long = reason("fatal: " + "x" * 1000)
     assert len(long) == REASON_WIDTH and long.endswith("...")
+
+
+def test_a_corrupt_commit_inside_a_history_is_named_as_git_names_it(tmp_path):
+    repo = FixtureRepo(tmp_path / "repo")
+    shas = [repo.commit(f"c{n}", {PATH: version(128 >> n)}) for n in range(4)]
+    corrupt(loose(repo.root, shas[1]))  # the range's ends resolve; its listing cannot
+    matrix = tmp_path / "m.yaml"
+    matrix.write_text(plain_matrix("reasons", PATH), encoding="utf-8")
+    done = subprocess.run([*HARNESS, "history", "--repo", str(repo.root), "--matrix",
+                           str(matrix)], capture_output=True, text=True, timeout=180)  # fmt: skip
+    lines = done.stderr.splitlines()
+    assert done.returncode == 2 and len(lines) == 1, done.stderr
+    said = git_says(repo.root, "log", "--format=%H", "HEAD")
+    said = [s for s in said if "corrupt" in s and shas[1] in s]
+    assert said and said[0].split(" (stored in ")[0] in lines[0] and "git fsck" in lines[0]

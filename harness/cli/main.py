@@ -30,6 +30,7 @@ from harness.cli import (
 from harness.cli.preload import before_evaluation
 from harness.cli.streams import OutputClosed, settle
 from harness.errors import CannotTell, HarnessError, quieted
+from harness.gitcmd import GitError
 
 EXIT_USAGE = 2
 EXIT_BUG = 3
@@ -155,6 +156,13 @@ def _handled(args: argparse.Namespace) -> int:
         return EXIT_CANNOT_TELL
     except HarnessError as exc:
         print(f"harness: error: {redacted(str(exc))}", file=sys.stderr)
+        return EXIT_USAGE
+    except GitError as exc:
+        if not exc.reason:  # git said nothing that explains it: harness asked wrongly
+            raise
+        print(f"harness: error: git {exc.args_run[0]} failed: git says {exc.reason!r}; fix "
+              "what git names (`git fsck` checks the repository), or clone it again",
+              file=sys.stderr)  # fmt: skip
         return EXIT_USAGE
     except BrokenPipeError:
         _stdout_gone()  # the reader went away (| head): the answer stands, quietly
