@@ -357,11 +357,11 @@ def chunks(
     grid: tuple[str, str] | None = None,
 ) -> Iterator[str]:
     """The report in `fmt`, in pieces (a large json report streams); `code`: the files an
-    html report shows code from (`code_sources`); `grid`: the markdown grid's axes."""
+    html report shows code from (`code_sources`); `grid`: the grid's axes (--grid)."""
     if fmt == "html":  # before parts: one page holds them all
         from harness.report import html
 
-        yield html.render(report, code)
+        yield html.render(report, code, grid)
         return
     if isinstance(report, Parts):
         one = lambda part: "".join(chunks(part, fmt, sample, grid=part_grid(part, grid)))  # noqa: E731

@@ -105,8 +105,8 @@ def grid_axes(text: str) -> tuple[str, str]:
 
 
 GRID_HELP = (
-    "the axes of the markdown grid of changed cells, as ROWS,COLUMNS (default: the pair "
-    "that best separates changed from unchanged cells)"
+    "the axes of the grid of changed cells (markdown; shown first in html), as ROWS,COLUMNS "
+    "(default: the pair that best separates changed from unchanged cells)"
 )
 
 
