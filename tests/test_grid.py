@@ -412,3 +412,50 @@ def test_diff_takes_grid_and_refuses_an_unknown_axis(history):
                   "markdown", "--grid", "use_mla,gpu")  # fmt: skip
     assert bad.code == 2 and bad.out == "" and len(bad.err.strip().splitlines()) == 1
     assert "'gpu'" in bad.err and "prefill_cuda_graph" in bad.err
+
+
+def test_comment_takes_grid_and_refuses_an_unknown_axis(history, tmp_path):
+    done = run_cli("diff", "#30835^", "#30835", "--repo", history.repo(), "--format",
+                   "json-sample")  # fmt: skip
+    report = tmp_path / "comment.json"
+    report.write_text(done.out)
+    argv = ["comment", "--repo-slug", "octo/sglang", "--pr", "7", "--report", str(report),
+            "--dry-run"]  # fmt: skip
+    shown_ = run_cli(*argv, "--grid", "platform,speculative_eagle_topk")
+    assert shown_.code == 0, shown_.err
+    counts, _ = parsed_counts(shown_.out)
+    changed = oracle.changed_between(False, True)
+    cells = [c for c in oracle.all_cells() if oracle.key(c) in changed]
+    expected = Counter((c["platform"], format_value(c["speculative_eagle_topk"])) for c in cells)
+    assert counts == expected
+    bad = run_cli(*argv, "--grid", "platform,topk")
+    assert bad.code == 2 and len(bad.err.strip().splitlines()) == 1 and "'topk'" in bad.err
+
+
+def test_a_report_read_back_from_the_cache_draws_the_same_grid(fixture):
+    from harness.report.store import decode_report, encode_report
+
+    again = decode_report(encode_report(fixture), fixture.matrix, fixture.base, fixture.head)
+    for pair in (None, ("page_size", "attention_backend")):
+        assert build_grid(again, pair) == build_grid(fixture, pair)
+
+
+@pytest.mark.parametrize(
+    ("damage", "said"),
+    [
+        (lambda doc: doc["summary"].append(doc["summary"][0]), "do not add up"),
+        (lambda doc: doc["summary"][0].update(cells=7), "not the size of its cube"),
+        (lambda doc: doc["summary"][0]["where"].update(platform=["sm999"]), "does not have"),
+        (lambda doc: doc["summary"][0]["where"].update(gpu=["sm100"]), "does not have"),
+        (lambda doc: doc.update(cells=12), "product of the axes"),
+    ],
+)
+def test_a_document_that_does_not_add_up_draws_no_grid(history, damage, said):
+    done = run_cli("diff", "#30835^", "#30835", "--repo", history.repo(), "--format",
+                   "json-sample")  # fmt: skip
+    doc = json.loads(done.out)
+    damage(doc)
+    with pytest.raises(ValueError, match=said):
+        grid_of_document(doc)
+    lines = markdown.grid_lines(doc, None)
+    assert len(lines) == 2 and lines[1].startswith("(No grid: ") and "|" not in lines[1]
