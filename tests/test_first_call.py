@@ -227,6 +227,26 @@ def test_module_level_code_sees_the_cell_it_is_loaded_for(tmp_path: Path):
     assert changed_cells(report) == fresh_process_changes(64)
 
 
+def test_pure_code_whose_module_level_reads_the_cell_is_loaded_per_call(tmp_path: Path):
+    """No state kept, no condition on the value: `_BACKEND` is what SGLang's import
+    computes in each process, so each (explored) call loads the module again, and the
+    input its module-level code read counts among the call's."""
+    matrix = MATRIX + "bindings:\n  backend_here:\n    call: {axis: backend}\n"
+    body = """
+        _BACKEND = backend_here()
+
+
+        def target(view):
+            if view.backend == "fa4":
+                return {"page_size": {"fa4": 64}.get(_BACKEND, 128)}
+            return {}
+        """
+    done, report = diff_versions(tmp_path, matrix, [BASE, head(body)])
+    assert done.code == 1, (done.err, report["notes"])
+    assert changed_cells(report) == fresh_process_changes(64)
+    assert "every_cell" not in report["head"]  # pure: explored
+
+
 # --- what the world hands out keeps no state between cells ------------------------
 
 WORLD_MATRIX = MATRIX + "bindings:\n  probe:\n    call: 1\n  SIZES:\n    value: [64]\n"
@@ -266,8 +286,8 @@ def test_mutable_data_the_world_binds_is_fresh_for_every_cell(tmp_path: Path):
 # --- pure code keeps the shared path ------------------------------------------------
 
 
-def evaluated(tmp_path: Path, text: str, exhaustive: bool = False):
-    (tmp_path / "m.yaml").write_text(MATRIX)
+def evaluated(tmp_path: Path, text: str, exhaustive: bool = False, bindings: str = ""):
+    (tmp_path / "m.yaml").write_text(MATRIX + ("bindings:\n" + bindings if bindings else ""))
     matrix = load_matrix(str(tmp_path / "m.yaml"))
     root = tmp_path / "repo"
     sha = commit_versions(root, [text])[0]
@@ -288,6 +308,22 @@ def test_an_impure_closure_loads_its_modules_for_every_cell(tmp_path: Path):
     matrix, run = evaluated(tmp_path, head(FIRST_CALL_NEW["counter"]))
     assert run.calls == matrix.size
     assert run.loads == matrix.size + 1  # one first load, to refuse at once what cannot load
+
+
+def test_a_pure_closure_reading_the_cell_at_import_is_explored_with_a_load_per_call(
+    tmp_path: Path,
+):
+    """The call reads no input; its module-level code does: exploration splits on it."""
+    text = (
+        "_BACKEND = backend_here()\n\n\ndef target(view):\n"
+        '    return {"page_size": {"fa4": 64}.get(_BACKEND, 128)}\n'
+    )
+    bindings = "  backend_here:\n    call: {axis: backend}\n"
+    matrix, run = evaluated(tmp_path, text, bindings=bindings)
+    assert run.calls == len(AXES["backend"])  # one per value of the axis read at import
+    assert run.loads == run.calls + 1
+    got = [run.table.outcome_at(i).value for i in range(matrix.size)]
+    assert got == [64 if cell["backend"] == "fa4" else 128 for cell in cells()]
 
 
 def test_a_pure_diff_says_nothing_of_every_cell(tmp_path: Path):

@@ -107,13 +107,18 @@ def _evaluate(
 ) -> Evaluation:  # fmt: skip
     """In the worker: the evaluation itself. In FRESH mode every cell loads the modules
     anew (compiled once): its first call is the modules' first, as in SGLang, where one
-    process resolves one configuration."""
+    process resolves one configuration. Module-level code that reads an input of the
+    cell (`_IS_HIP = is_hip()`) is run again for each call too, explored or not: its
+    value is each cell's, and the inputs it read count among the call's."""
     forget_attributes()
     view = with_defaults(bound, closure.defaults)
     recorder = Recorder(lambda: view.probe.cell)
     sites = Sites(recorder.grow)
     loader = _CountedLoader(target_loader(closure, view, label, (sites, recorder.names())))
-    runner = _Runner(loader(), view, matrix, loader if mode == FRESH else None)
+    view.probe.read = 0
+    fn = loader()
+    at_import = view.probe.read != 0  # module-level code read the cell, as SGLang's import
+    runner = _Runner(fn, view, matrix, loader if mode == FRESH or at_import else None)
     table = runner.explore(cube) if mode == EXPLORE else runner.run_all(cube)
     reached = tuple(-1 if c is None else matrix.index(c) for c in recorder.first)
     table = replace(table, branches=bytes(recorder.flags), reached=reached)
