@@ -338,3 +338,17 @@ def test_an_operand_is_marked_where_it_stands_and_found_at_the_other_side():
     assert unmarked["mark"] == "" and unmarked["before"] == "        return 1"
     (whole,) = [r for r in html.excerpt(head, 2, "not on this line") if r["focus"]]
     assert (whole["before"], whole["mark"]) == ("    ", "if (view.a")
+
+
+def test_the_grid_named_by_grid_comes_first_as_rows_then_columns(history):
+    result = run_cli("diff", "#30835^", "#30835", "--repo", history.repo(), "--format", "html",
+                     "--grid", "page_size,platform")  # fmt: skip
+    assert result.code == 1, result.err
+    shown = re.findall(r'<div data-grid="(\d+)" data-axes="([^"]+)"(?! hidden)>', result.out)
+    assert shown == [("0", "page_size,platform")]
+    assert "page_size \u00d7 platform (--grid)</option>" in result.out
+    squares = Page(result.out).grids["page_size,platform"]
+    expected = expected_squares("page_size", "platform")
+    assert {k: int(s["data-changed"]) for k, s in squares.items()} == {
+        k: expected[k] for k in squares
+    }
