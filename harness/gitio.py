@@ -645,10 +645,9 @@ class Fields:
         self.out, self.buffer, self.at, self.ended = out, b"", 0, False
 
     def peek(self) -> bytes | None:
-        while (end := self.buffer.find(b"\0", self.at)) < 0 and not self.ended:
-            more = self.out.read1(self.CHUNK)
-            self.ended = not more
-            self.buffer, self.at = self.buffer[self.at :] + more, 0
+        if (end := self.buffer.find(b"\0", self.at)) < 0 and not self.ended:
+            self._fill()
+            end = self.buffer.find(b"\0")
         if end >= 0:
             return self.buffer[self.at : end]
         return self.buffer[self.at :] if self.at < len(self.buffer) else None
@@ -658,6 +657,18 @@ class Fields:
         if found is not None:
             self.at += len(found) + 1
         return found
+
+    def _fill(self) -> None:
+        """Read on to the next NUL (or the end): each chunk is looked at once and joined
+        once, so a field of any length (a subject of megabytes) costs its length."""
+        parts = [self.buffer[self.at :]]
+        while not self.ended:
+            more = self.out.read1(self.CHUNK)
+            self.ended = not more
+            parts.append(more)
+            if b"\0" in more:
+                break
+        self.buffer, self.at = b"".join(parts), 0
 
 
 def _raw_changes(fields: Fields, names: dict, last: Commit | None) -> dict | None:

@@ -11,12 +11,14 @@ measures the processes' resident memory, git's included, at 20,000 commits).
 
 from __future__ import annotations
 
+import io
 import subprocess
 import tracemalloc
 from pathlib import Path
 
 import pytest
 
+from harness import gitio
 from harness.scan import history, versions
 from tests.conftest import run_cli
 from tests.helpers import plain_matrix
@@ -77,3 +79,24 @@ def test_history_memory_does_not_grow_with_its_length(tmp_path, small_bounds):
     finally:
         tracemalloc.stop()
     assert (high - low) / 1200 < PER_COMMIT, (low, high)
+
+
+class Counted(io.BytesIO):
+    """A stream that counts what was read of it, in pieces of at most 1,000 bytes (as a
+    pipe gives what is there)."""
+
+    taken = 0
+
+    def read1(self, size: int = -1) -> bytes:
+        found = super().read1(min(size, 1000) if size > 0 else 1000)
+        self.taken += len(found)
+        return found
+
+
+def test_gits_listing_is_read_as_it_comes_never_whole():
+    fields = [b"%d" % n for n in range(200_000)] + [b"s" * 3_000_000, b"last"]
+    out = Counted(b"\0".join(fields))
+    reader = gitio.Fields(out)
+    assert reader.take() == b"0" and out.taken <= gitio.Fields.CHUNK
+    taken = [reader.take() for _ in fields[1:]]
+    assert taken == fields[1:] and reader.take() is None
