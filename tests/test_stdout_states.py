@@ -85,7 +85,9 @@ def test_an_ascii_only_stdout_gets_the_report_escaped(tmp_path, env):
 
 def test_a_closed_stdout_is_one_line_and_exit_2_whatever_the_result(tmp_path):
     diff, history, unchanged = setup(tmp_path)
-    for argv in (diff, history, unchanged):
+    to_stdout = [[*diff, "--output", f"json={name}", "--format", "json"]
+                 for name in ("-", "/dev/stdout")]  # fmt: skip
+    for argv in (diff, history, unchanged, *to_stdout):
         done = run(argv, ">&-")
         lines = done.stderr.decode().splitlines()
         assert done.returncode == 2 and len(lines) == 1, done.stderr

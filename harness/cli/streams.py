@@ -28,10 +28,15 @@ class OutputClosed(OSError):
 
 
 class ClosedOutput(io.TextIOBase):
-    """Stands for a closed standard output: every write raises `OutputClosed`."""
+    """Stands for a closed standard output: every write raises `OutputClosed`. Its
+    descriptor is 1 (held by /dev/null), so that `--output FORMAT=/dev/stdout` is known
+    for standard output, and refused as it is, rather than written to /dev/null."""
 
     def writable(self) -> bool:
         return True
+
+    def fileno(self) -> int:
+        return 1
 
     def write(self, text: str) -> int:
         raise OutputClosed()
