@@ -108,6 +108,17 @@ def test_objects_harness_may_not_read_are_named_with_gits_reason(tmp_path):
     assert any(s in line for s in said) and "ermission denied" in line
 
 
+def test_an_object_git_cannot_open_is_named_with_gits_reason(tmp_path):
+    """Root reads every file: an object that is a directory fails to open for anyone."""
+    repo, shas = two_commits(tmp_path / "repo")
+    where = loose(repo, shas[1])
+    where.unlink()
+    where.mkdir()
+    line = one_line(repo, "HEAD~1", "HEAD")
+    said = git_says(repo, "rev-parse", "--verify", "HEAD~1")
+    assert said and said[0] in line and "unknown revision" not in line
+
+
 def test_a_shallow_clone_missing_the_commit_says_it_is_shallow(tmp_path):
     source, shas = two_commits(tmp_path / "source")
     shallow = tmp_path / "shallow"
