@@ -24,6 +24,7 @@ from tests import oracle
 from tests.conftest import run_cli
 from tests.helpers import commit_versions, module
 from tests.test_live_markup import LINE, VALUE, flattened, repos  # noqa: F401 (a fixture)
+from tests.test_releases import archives, index  # noqa: F401 (fixtures)
 
 
 class Page(HTMLParser):
@@ -118,9 +119,9 @@ def expected_changed() -> tuple[tuple, ...]:
 def expected_squares(rows: str, cols: str) -> Counter:
     """Changed cells per (row value, column value)."""
     changed = expected_changed()
-    index = {name: n for n, name in enumerate(oracle.NAMES)}
+    at = {name: n for n, name in enumerate(oracle.NAMES)}
     return Counter(
-        (format_value(key[index[rows]][1]), format_value(key[index[cols]][1])) for key in changed
+        (format_value(key[at[rows]][1]), format_value(key[at[cols]][1])) for key in changed
     )
 
 
@@ -352,3 +353,18 @@ def test_the_grid_named_by_grid_comes_first_as_rows_then_columns(history):
     assert {k: int(s["data-changed"]) for k, s in squares.items()} == {
         k: expected[k] for k in squares
     }
+
+
+def test_the_history_of_releases_pairs_the_release_that_reverts(index):  # noqa: F811
+    """0.3.0 ships #30835, 0.5.0 its revert (0.4.0, yanked, is skipped)."""
+    result = run_cli("history", "pypi:sglang", "--index-url", index.url, "--no-cache",
+                     "--format", "html")  # fmt: skip
+    assert result.code == 1, result.err
+    page = Page(result.out)
+    rows = [attrs for tag, attrs in page.elements if tag == "g" and "data-changed" in attrs]
+    expected = len(oracle.changed_between(base_clause=False, head_clause=True))
+    assert [int(r["data-changed"]) for r in rows] == [expected, expected]
+    assert rows[0]["data-pair"] == rows[1]["data-pair"] is not None
+    words = " ".join("".join(page.text).split())
+    assert "2 releases change page_size (exit 1)" in words
+    assert "reverts 0.3.0" in words and "yanked: a bad build" in words
