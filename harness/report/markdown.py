@@ -197,7 +197,7 @@ def _grid_notes(grid: Grid, rows: list[int], cols: list[int], common: list[str])
     if left:
         notes.append(
             f"Not shown: {' and '.join(left)} (the grid is kept short for a PR comment); "
-            "choose other axes with --grid AXIS,AXIS, or see the JSON report."
+            "choose other axes with --grid ROWS,COLUMNS, or see the JSON report."
         )
     return [line for note in notes for line in ("", note)]
 
