@@ -459,3 +459,16 @@ def test_a_document_that_does_not_add_up_draws_no_grid(history, damage, said):
         grid_of_document(doc)
     lines = markdown.grid_lines(doc, None)
     assert len(lines) == 2 and lines[1].startswith("(No grid: ") and "|" not in lines[1]
+
+
+def test_an_inferred_diff_in_parts_draws_each_part_over_the_axes_asked(history):
+    argv = ["diff", "#30835^", "#30835", "--repo", history.repo(), "--matrix", "inferred",
+            "--max-cells", "5000", "--format", "markdown", "--sample", "0"]  # fmt: skip
+    done = run_cli(*argv, "--grid", "use_mla,platform")
+    assert done.code == 1, done.err
+    assert "parts:" in done.out  # split: one part per changed pass
+    assert "Changed cells by `use_mla` (rows) and `platform` (columns)." in done.out
+    counts, _ = parsed_counts(done.out)
+    assert set(counts) == {("false", "sm100")}
+    bad = run_cli(*argv, "--grid", "use_mla,gpu")
+    assert bad.code == 2 and len(bad.err.strip().splitlines()) == 1 and "'gpu'" in bad.err
