@@ -188,6 +188,8 @@ def test_the_dark_theme_keeps_every_square_readable(browser, fixture_diff, tmp_p
     assert dark.page.locator(square).inner_text().startswith("\u25d0 1,736 / 29,160")
     dark.page.screenshot(path=str(tmp_path / "dark.png"))
     assert dark.errors() == light.errors() == []
+    dark.page.close()
+    light.page.close()
 
 
 def test_hostile_text_makes_no_element_and_runs_nothing(browser, repos, tmp_path):  # noqa: F811
@@ -203,6 +205,7 @@ def test_hostile_text_makes_no_element_and_runs_nothing(browser, repos, tmp_path
         )
         assert page.dialogs == [] and page.errors() == [] and page.requests == [page.url]
         assert page.page.locator("img, iframe, a, details, object, embed").count() == 0
+        page.page.close()
     assert counts["hostile"] == counts["plain"]
 
 
@@ -248,6 +251,7 @@ def test_the_docs_screenshots_are_made_here_and_stay_small(
         shots[name] = page.page.screenshot(path=str(tmp_path / name), full_page=full)
         assert page.requests == [page.url] and page.errors() == []
         assert len(shots[name]) < MAX_IMAGE, (name, len(shots[name]))
+        page.page.close()
     if os.environ.get("HARNESS_WRITE_DOCS_IMAGES") == "1":
         DOCS_IMAGES.mkdir(exist_ok=True)
         for name, data in shots.items():
