@@ -15,6 +15,7 @@ the base does). The expected changed cells come from that predicate alone.
 
 from __future__ import annotations
 
+import json
 import textwrap
 from itertools import product
 from pathlib import Path
@@ -25,6 +26,7 @@ from harness import gitio
 from harness.engine.explore import evaluate_closure
 from harness.matrix.load import load_matrix
 from harness.scan.versions import Versions
+from tests.conftest import run_cli
 from tests.helpers import commit_versions, diff_versions, plain_matrix
 
 AXES = {"backend": ["fa3", "fa4", "flashinfer"], "page_size": [None, 1, 64]}
@@ -227,24 +229,63 @@ def test_module_level_code_sees_the_cell_it_is_loaded_for(tmp_path: Path):
     assert changed_cells(report) == fresh_process_changes(64)
 
 
+READS_AT_IMPORT_MATRIX = MATRIX + "bindings:\n  backend_here:\n    call: {axis: backend}\n"
+READS_AT_IMPORT = """
+    _BACKEND = backend_here()
+
+
+    def target(view):
+        if view.backend == "fa4":
+            return {"page_size": {"fa4": 64}.get(_BACKEND, 128)}
+        return {}
+    """
+
+
 def test_pure_code_whose_module_level_reads_the_cell_is_loaded_per_call(tmp_path: Path):
     """No state kept, no condition on the value: `_BACKEND` is what SGLang's import
     computes in each process, so each (explored) call loads the module again, and the
     input its module-level code read counts among the call's."""
-    matrix = MATRIX + "bindings:\n  backend_here:\n    call: {axis: backend}\n"
-    body = """
-        _BACKEND = backend_here()
-
-
-        def target(view):
-            if view.backend == "fa4":
-                return {"page_size": {"fa4": 64}.get(_BACKEND, 128)}
-            return {}
-        """
-    done, report = diff_versions(tmp_path, matrix, [BASE, head(body)])
+    done, report = diff_versions(tmp_path, READS_AT_IMPORT_MATRIX, [BASE, head(READS_AT_IMPORT)])
     assert done.code == 1, (done.err, report["notes"])
     assert changed_cells(report) == fresh_process_changes(64)
     assert "every_cell" not in report["head"]  # pure: explored
+
+
+def test_explain_traces_a_cell_as_a_fresh_process_resolves_it(tmp_path: Path):
+    """The trace of one cell loads the modules for that cell: the import-time value is the
+    cell's, and a call counter starts at zero (SGLang's one call: fa4 gets 64)."""
+    (tmp_path / "m.yaml").write_text(READS_AT_IMPORT_MATRIX)
+    shas = commit_versions(
+        tmp_path / "repo", [head(READS_AT_IMPORT), head(FIRST_CALL_NEW["counter"])]
+    )
+    for sha in shas:
+        done = run_cli("explain", sha, "--repo", str(tmp_path / "repo"), "--matrix",
+                       str(tmp_path / "m.yaml"), "--format", "json", "--where", "backend=fa4",
+                       "--where", "page_size=1")  # fmt: skip
+        assert done.code == 0, done.err
+        assert json.loads(done.out)["outcome"] == {"page_size": 64}
+
+
+def test_a_blind_spots_hint_loads_the_module_for_each_value_it_tries(tmp_path: Path):
+    """`_GPU` is read at import from a field held at sm90: the condition on it is a blind
+    spot, and the one input that takes it the other way is that field at sm100."""
+    matrix = MATRIX + "fields:\n  gpu: sm90\nbindings:\n  gpu_here:\n    call: {axis: gpu}\n"
+    body = """
+        _GPU = gpu_here()
+
+
+        def target(view):
+            if _GPU == "sm100":
+                return {"page_size": 64}
+            if view.backend == "fa4":
+                return {"page_size": 128}
+            return {}
+        """
+    done, report = diff_versions(tmp_path, matrix, [BASE, head(body)])
+    assert done.code == 4 and report["changed"] == [], (done.err, report["notes"])
+    (spot,) = report["blind_spots"]
+    assert spot["condition"] == "_GPU == 'sm100'"
+    assert "gpu = sm100 takes it the other way" in spot["hint"], spot["hint"]
 
 
 # --- what the world hands out keeps no state between cells ------------------------

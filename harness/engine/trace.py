@@ -26,7 +26,7 @@ from harness.engine.limits import DEFAULT_LIMITS, Limits
 from harness.engine.outcome import decode_outcome, encode_outcome
 from harness.engine.plain import Malformed, decode, encode, shown, within_size
 from harness.engine.purity import impurity
-from harness.engine.sandbox import chain, guarded, load_function
+from harness.engine.sandbox import chain_maker, function_loader, guarded
 from harness.engine.worker import start
 from harness.engine.world import Bound, with_defaults
 from harness.matrix.model import Matrix
@@ -213,18 +213,18 @@ def _decode(header: Any) -> Trace:
 
 
 def _traced_all(jobs: list[Job], matrix: Matrix, bound: Bound) -> list[Trace]:
-    """In the worker: each job traced. Code that keeps no state between calls (see
-    `harness.engine.purity`) is instrumented and loaded once for all its cells, as
-    evaluation does; other code afresh for each cell."""
+    """In the worker: each job traced. One revision's code is instrumented and compiled
+    once for all its cells; code that may keep state between calls (see
+    `harness.engine.purity`), or whose module-level code reads the cell, is loaded
+    afresh for each cell, as evaluation runs it; other code is loaded once."""
     tracers: dict[tuple, _Tracer] = {}
     traces = []
     for job in jobs:
         key = (id(job.target), job.source, job.label)
         tracer = tracers.get(key)
         if tracer is None:
-            tracer = _Tracer(job.target, job.source, bound, job.label)
-            if impurity(job.target) is None:
-                tracers[key] = tracer
+            impure = impurity(job.target) is not None
+            tracer = tracers[key] = _Tracer(job.target, job.source, bound, job.label, impure)
         traces.append(tracer.run(matrix, job.cell))
     return traces
 
@@ -232,7 +232,9 @@ def _traced_all(jobs: list[Job], matrix: Matrix, bound: Bound) -> list[Trace]:
 class _Tracer:
     """One revision's code, instrumented and loaded: each run records its own events."""
 
-    def __init__(self, target: Closure | Pipeline, source: str, bound: Bound, label: str):
+    def __init__(
+        self, target: Closure | Pipeline, source: str, bound: Bound, label: str, fresh: bool
+    ) -> None:
         sites, events, log = _Sites(source), [], []
         self.events, self.log = events, log
         self.bound = bound = with_defaults(bound, target.defaults)
@@ -242,24 +244,41 @@ class _Tracer:
             events.append(Event(kind, line, written, normalized, value))
             return value
 
-        def load(closure: Closure):
+        def loader(closure: Closure):
             nodes = _instrumented(closure, sites)
-            return load_function(closure, bound, label, extra={RECORD: record}, nodes=nodes)
+            return function_loader(closure, bound, label, extra={RECORD: record}, nodes=nodes)
 
-        if isinstance(target, Pipeline):
-            fns = []
-            for name, closure in target.passes:
-                if closure is None:
-                    fns.append(_absent(name, log))
-                else:
-                    start = Event(PASS, closure.lineno, name, name)
-                    fn = guarded(load(closure), bound.guards.get(name))
-                    fns.append(_logged(name, fn, log, events, start))
-            self.fn = chain(fns)
-        else:
-            self.fn = load(target)
+        self.load = (
+            self._pipeline(target, loader) if isinstance(target, Pipeline) else loader(target)
+        )
+        bound.probe.read = 0
+        self.fn = self.load()
+        self.fresh = fresh or bound.probe.read != 0  # module-level code read the cell
+
+    def _pipeline(self, target: Pipeline, loader) -> Any:
+        """A loader of the passes, each logged, chained."""
+        parts = []
+        for name, closure in target.passes:
+            if closure is None:
+                parts.append((name, None, None))
+            else:
+                parts.append((name, loader(closure), Event(PASS, closure.lineno, name, name)))
+        guards, chained = self.bound.guards, chain_maker()
+
+        def load_all() -> Any:
+            return chained([
+                _absent(name, self.log) if make is None else
+                _logged(name, guarded(make(), guards.get(name)), self.log, self.events, start)
+                for name, make, start in parts
+            ])  # fmt: skip
+
+        return load_all
 
     def run(self, matrix: Matrix, cell: tuple[int, ...]) -> Trace:
+        if self.fresh:  # the modules as a process resolving this cell imports them
+            probe = self.bound.probe
+            probe.cell, probe.read, probe.unbound = cell, 0, None
+            self.fn = self.load()
         self.events.clear(), self.log.clear()
         outcome = run_cell(self.fn, self.bound, matrix, cell)
         return Trace(outcome, tuple(self.events), tuple(self.log))

@@ -25,7 +25,7 @@ from harness.closure.extract import Closure, Pipeline
 from harness.engine.branches import OPERAND, Sites, closures_of, recording
 from harness.engine.limits import DEFAULT_LIMITS, Limits
 from harness.engine.plain import MAX_ANSWERS, Malformed, decode, encode, within_size
-from harness.engine.sandbox import load_order, load_target
+from harness.engine.sandbox import load_order, target_loader
 from harness.engine.worker import start
 from harness.engine.world import Native, Param, Probe, World, bind, with_defaults
 from harness.engine.worlds import world_named
@@ -82,8 +82,11 @@ def _answers(
     bound = with_defaults(bind(world, wide), target.defaults)
     events: list[tuple[int, int, int]] = []
     sites = Sites()
-    fn = load_target(target, bound, label, (sites, _watchers(events, bound.probe)))
-    runner = _Asker(fn, bound, wide, events, [site.kind for site in sites.sites])
+    load = target_loader(target, bound, label, (sites, _watchers(events, bound.probe)))
+    bound.probe.read = 0
+    fn = load()
+    fresh = load if bound.probe.read else None  # module-level code read the cell: per run
+    runner = _Asker(fn, bound, wide, events, [site.kind for site in sites.sites], fresh)
     return [runner.ask(q, (*matrix.cell(q.cell), *[0] * promoted)) for q in questions]
 
 
@@ -102,21 +105,30 @@ def _decode(item: Any) -> Answer:
 
 
 class _Asker:
-    def __init__(self, fn, bound: Any, wide: Matrix, events: list, kinds: list[str]) -> None:
+    def __init__(
+        self, fn, bound: Any, wide: Matrix, events: list, kinds: list[str], fresh=None
+    ) -> None:
+        """`fresh`, if given, loads the code again for each run (its module level reads
+        the cell, as SGLang's import does in each process)."""
         self.fn, self.bound, self.wide, self.events = fn, bound, wide, events
         self.kinds = kinds  # each site's kind (TEST, OPERAND, BLOCK)
         self.budget = MAX_TOTAL  # calls left for every question after this one
+        self.fresh = fresh
 
     def run(self, cell: tuple[int, ...]) -> int:
-        """Run one cell; the axes it read."""
+        """Run one cell; the axes it read (at import too, when loaded for it)."""
         probe: Probe = self.bound.probe
         probe.cell, probe.read, probe.unbound = cell, 0, None
         self.events.clear()
+        at_import = 0
         with contextlib.suppress(BaseException):  # the code's own error: only the ways count
-            self.fn(self.bound.view)
+            fn = self.fn if self.fresh is None else self.fresh()
+            at_import = probe.read
+            fn(self.bound.view)
         probe.unbound = None
         for _, _, read in self.events:
             probe.read |= read
+        probe.read |= at_import
         return probe.read
 
     def took(self, question: Question) -> bool:
