@@ -216,7 +216,8 @@ def widened(
 def _wider(matrix: Matrix, world: World, axis: Axis, candidates: list[Any]) -> Axis:
     """The axis with the candidates it lacks that the matrix's checks accept."""
     extra = _others(object(), candidates, axis.values)  # null too, unless the axis has it
-    extra = [v for v in extra if _valid(world, matrix, Axis(axis.name, (v,)))]
+    if not _valid(world, matrix, Axis(axis.name, tuple(extra))):  # checks refuse per value
+        extra = [v for v in extra if _valid(world, matrix, Axis(axis.name, (v,)))]
     return Axis(axis.name, (*axis.values, *extra))
 
 

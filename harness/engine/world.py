@@ -473,7 +473,7 @@ class World:
     names: dict[str, Spec] = field(default_factory=dict)
     view_attrs: dict[str, Spec] = field(default_factory=dict)
     consumed: frozenset[str] = frozenset()
-    validate: Callable[[Matrix], None] | None = None
+    validate: Callable[[Matrix], None] | None = None  # refuses a matrix iff one of its values
     view_class: tuple[str, str] | None = None  # (module, class) whose methods the view has
     view_type: str = "view"  # the name of the view's class, as the project's is
     view_functions: frozenset[str] = frozenset()  # names bound to functions returning the view

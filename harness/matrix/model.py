@@ -90,10 +90,14 @@ class Matrix:
         return total
 
     def axis_index(self, name: str) -> int | None:
+        return self._axis_positions.get(name)
+
+    @cached_property
+    def _axis_positions(self) -> dict[str, int]:
+        positions: dict[str, int] = {}
         for i, axis in enumerate(self.axes):
-            if axis.name == name:
-                return i
-        return None
+            positions.setdefault(axis.name, i)  # the first, as a scan in order finds it
+        return positions
 
     def cell(self, index: int) -> tuple[int, ...]:
         """The value indices of the cell at `index`."""
