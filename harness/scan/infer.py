@@ -137,6 +137,33 @@ def start_discovery(
     return start(work, _found_data, lambda h, _: _decoded(h), limits)
 
 
+def start_discoveries(
+    world: World, jobs: list[tuple[Matrix, list[tuple[str, Closure]]]], limits: Limits, runs: int
+):  # fmt: skip
+    """Several discoveries ((base matrix, passes) each) in one worker, one after the other,
+    each as `discover` makes it alone (the state of the runs starts again at each), under
+    the limits of one (a caller whose batch overran runs each alone, under its own):
+    `.result()` is their Founds in order."""
+    work = functools.partial(_discover_each, world, jobs, runs)
+    return start(work, _founds_data, lambda h, _: _decoded_each(h, len(jobs)), limits)
+
+
+def _discover_each(
+    world: World, jobs: list[tuple[Matrix, list[tuple[str, Closure]]]], runs: int
+) -> list[Found]:
+    return [_discover(world, base, passes, runs) for base, passes in jobs]
+
+
+def _founds_data(founds: list[Found]) -> tuple[list, bytes]:
+    return [found.__dict__ for found in founds], b""
+
+
+def _decoded_each(header: Any, count: int) -> list[Found]:
+    if type(header) is not list or len(header) != count:
+        raise Malformed("not one inference's fields per discovery")
+    return [_decoded(item) for item in header]
+
+
 def _discover(world: World, base: Matrix, passes: list[tuple[str, Closure]], runs: int) -> Found:
     """In the worker: each pass run on symbols."""
     _SEEN.clear(), _TESTED.clear(), _READ.clear(), _UNBOUND.clear()

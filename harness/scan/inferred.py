@@ -36,7 +36,14 @@ from harness.closure.survey import PassSurvey, registered, survey_pass
 from harness.engine.world import World
 from harness.errors import Absent, CannotTell, Unevaluable
 from harness.matrix.model import Axis, Matrix
-from harness.scan.infer import Found, base_matrix, layout, merged, start_discovery
+from harness.scan.infer import (
+    Found,
+    base_matrix,
+    layout,
+    merged,
+    start_discoveries,
+    start_discovery,
+)
 from harness.scan.versions import Versions
 
 INFERRED = "inferred"
@@ -82,20 +89,21 @@ def inferred_matrix(
     whole = _inferred(versions, sides, surveys, chosen)
     if whole.size <= max_cells:
         return Inferred((whole,), unseen=unseen)
-    parts = [_inferred(versions, sides, surveys, [n], f"{INFERRED}:{n}") for n in differ]
+    found = _each_discovered(versions, surveys, differ)
+    parts = [_inferred(versions, sides, surveys, [n], f"{INFERRED}:{n}", found[n]) for n in differ]
     too_large = tuple(_too_large(p, max_cells) for p in parts if p.size > max_cells)
     kept = tuple(p for p in parts if p.size <= max_cells)
     return Inferred(kept, whole.size, unseen + too_large)
 
 
 def _inferred(versions: Versions, sides: list, surveys: list, chosen: list[str],
-              name: str = INFERRED) -> Matrix:  # fmt: skip
-    """The matrix of the chosen passes, run in that order: their inputs' classes as axes."""
-    outputs = tuple(dict.fromkeys(f for s in surveys for n in chosen if n in s
-                                  for f in s[n].declares))  # fmt: skip
-    outputs = outputs or versions.matrix.target.outputs
-    running = [_discovering(versions, s, chosen, outputs) for s in surveys]  # side by side
-    found = merged(*(_discovered(closures, run) for closures, run in running))
+              name: str = INFERRED, found: Found | None = None) -> Matrix:  # fmt: skip
+    """The matrix of the chosen passes, run in that order: their inputs' classes as axes
+    (what their runs on symbols found, run now unless `found` is given)."""
+    outputs = _outputs(versions, surveys, chosen)
+    if found is None:
+        running = [_discovering(versions, s, chosen, outputs) for s in surveys]  # side by side
+        found = merged(*(_discovered(closures, run) for closures, run in running))
     axes, fields = layout(versions.world, found, versions.defaults(sides[1]), outputs, every=True)
     return _matrix(versions.matrix, versions.world, name, chosen, outputs, axes,
                    {k: v for k, (v, _) in fields.items()})  # fmt: skip
@@ -175,14 +183,59 @@ def _with_readers(order: list[str], changed: list[str], surveys: list) -> list[s
     return chosen
 
 
+def _outputs(versions: Versions, surveys: list, chosen: list[str]) -> tuple[str, ...]:
+    """The fields the chosen passes declare at either revision (else the template's)."""
+    outputs = tuple(dict.fromkeys(f for s in surveys for n in chosen if n in s
+                                  for f in s[n].declares))  # fmt: skip
+    return outputs or versions.matrix.target.outputs
+
+
 def _discovering(versions: Versions, surveys: dict, chosen: list[str], outputs):
     """(the chosen passes' closures at one side, their discovery started in a worker)."""
+    job = _discovery(versions, surveys, chosen, outputs)
+    if job is None:
+        return [], None
+    base, closures = job
+    return closures, start_discovery(versions.world, base, closures, versions.limits, RUNS)
+
+
+def _discovery(versions: Versions, surveys: dict, chosen: list[str], outputs):
+    """(the base matrix, the chosen passes' closures) a discovery at one side runs; None
+    when no chosen pass has a closure there."""
     closures = [(n, surveys[n].closure) for n in chosen if n in surveys and surveys[n].closure]
     if not closures:
-        return closures, None
-    world, path = versions.world, versions.matrix.target.path
-    base = base_matrix(world, path, chosen, outputs, every=True)
-    return closures, start_discovery(world, base, closures, versions.limits, RUNS)
+        return None
+    path = versions.matrix.target.path
+    return base_matrix(versions.world, path, chosen, outputs, every=True), closures
+
+
+def _each_discovered(versions: Versions, surveys: list, names: list[str]) -> dict[str, Found]:
+    """What the runs on symbols find for each pass alone (as `_inferred` would for
+    `[name]`), each side's passes in one worker, the two sides side by side; where a
+    side's batch overran, each of its passes runs alone, under its own limits."""
+    outputs = {n: _outputs(versions, surveys, [n]) for n in names}
+    jobs = [
+        {n: job for n in names if (job := _discovery(versions, s, [n], outputs[n]))}
+        for s in surveys
+    ]
+    world, limits = versions.world, versions.limits
+    running = [start_discoveries(world, list(j.values()), limits, RUNS) if j else None
+               for j in jobs]  # fmt: skip
+    per_side = [_batch(versions, j, run) for j, run in zip(jobs, running, strict=True)]
+    return {n: merged(*(side.get(n, Found()) for side in per_side)) for n in names}
+
+
+def _batch(versions: Versions, jobs: dict, running) -> dict[str, Found]:
+    """Each pass's Found from one side's batch, or from runs of each alone if it overran."""
+    if running is None:
+        return {}
+    try:
+        return dict(zip(jobs, running.result(), strict=True))
+    except Unevaluable:
+        world, limits = versions.world, versions.limits
+        alone = {n: (closures, start_discovery(world, base, closures, limits, RUNS))
+                 for n, (base, closures) in jobs.items()}  # fmt: skip
+        return {n: _discovered(closures, run) for n, (closures, run) in alone.items()}
 
 
 def _discovered(closures: list, running) -> Found:
