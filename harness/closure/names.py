@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import ast
-import copy
 import symtable
+
+from harness.closure.pieces import copy_tree
 
 
 def free_names(stmt: ast.stmt) -> set[str]:
@@ -60,5 +61,5 @@ class _AnnotationStripper(ast.NodeTransformer):
 
 def strip_annotations(node: ast.stmt) -> ast.stmt:
     """A copy of `node` without annotations (keeps line numbers)."""
-    stripped = _AnnotationStripper().visit(copy.deepcopy(node))
+    stripped = _AnnotationStripper().visit(copy_tree(node))
     return ast.fix_missing_locations(stripped)

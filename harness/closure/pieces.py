@@ -24,6 +24,7 @@ from __future__ import annotations
 import ast
 import bisect
 import itertools
+import pickle
 import re
 import warnings
 from dataclasses import dataclass, field
@@ -398,6 +399,14 @@ def quiet_parse(source: str, path: str = "<unknown>") -> ast.Module:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         return ast.parse(source, filename=path)
+
+
+def copy_tree(node: ast.AST) -> Any:
+    """A deep copy of a parsed tree, to change while the pieces stay shared: pickled and
+    read back, which CPython does in C, about three times as fast as `copy.deepcopy`.
+    Trees here are at most MAX_NESTING deep (see `too_deep`), well within the
+    recursion limit both walk with."""
+    return pickle.loads(pickle.dumps(node, pickle.HIGHEST_PROTOCOL))
 
 
 def _whole(source: str, path: str) -> Layout:

@@ -27,6 +27,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from harness.closure.pieces import copy_tree
 from harness.engine.plain import Malformed
 
 TEST, OPERAND, BLOCK = "test", "operand", "block"
@@ -83,10 +84,10 @@ class Sites:
         out = []
         for node in nodes:
             if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
-                node = _Instrument(self, path).visit(copy.deepcopy(node))
+                node = _Instrument(self, path).visit(copy_tree(node))
                 node = ast.fix_missing_locations(node)
             elif any(isinstance(n, ast.Lambda) for n in ast.walk(node)):
-                node = _Lambdas(self, path).visit(copy.deepcopy(node))  # they run per call
+                node = _Lambdas(self, path).visit(copy_tree(node))  # they run per call
                 node = ast.fix_missing_locations(node)
             out.append(node)
         if self.grow is not None:

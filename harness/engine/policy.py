@@ -175,9 +175,23 @@ def forbidden_attribute(name: str) -> bool:
     )
 
 
+_PASSED: dict[int, Closure] = {}  # closures found within the policy, by id (kept alive)
+MAX_PASSED = 256
+
+
 def check_closure(closure: Closure) -> None:
     """Raise Unevaluable naming the first construct the policy forbids (file order), then
-    the first builtin outside the allow-list."""
+    the first builtin outside the allow-list. A closure (the same object) that passed is
+    not read again: a worker loads one closure once per set of inputs."""
+    if _PASSED.get(id(closure)) is closure:
+        return
+    _check(closure)
+    if len(_PASSED) >= MAX_PASSED:
+        _PASSED.clear()
+    _PASSED[id(closure)] = closure
+
+
+def _check(closure: Closure) -> None:
     for path in closure.files:
         for node in closure.nodes_of(path):
             found = sorted(violations(node))

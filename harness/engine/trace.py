@@ -12,7 +12,6 @@ line. The logic is the function's own; nothing is re-implemented.
 from __future__ import annotations
 
 import ast
-import copy
 import functools
 import io
 import tokenize
@@ -20,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from harness.closure.extract import Closure, Pipeline
+from harness.closure.pieces import copy_tree
 from harness.engine.events import CONDITION, OPERAND, PASS, RAISE, RETURN, Event, Trace
 from harness.engine.explore import run_cell
 from harness.engine.limits import DEFAULT_LIMITS, Limits
@@ -143,7 +143,7 @@ def _instrumented(closure: Closure, sites: _Sites) -> tuple[ast.stmt, ...]:
     nodes = list(closure.nodes)
     for n, node in enumerate(nodes):
         if isinstance(node, ast.FunctionDef) and node.name == closure.function:
-            nodes[n] = ast.fix_missing_locations(_Instrument(sites).visit(copy.deepcopy(node)))
+            nodes[n] = ast.fix_missing_locations(_Instrument(sites).visit(copy_tree(node)))
     return tuple(nodes)
 
 

@@ -235,11 +235,17 @@ def _explore(
                 continue
             found.problems[name] = str(exc)
             return
+        own = _assignment_key(assign)
         for step in _next_steps(matrix, bound.probe.read, assign, cell, found, nulled):
-            key = (tuple(sorted((k, repr(v)) for k, v in step[0].items())), step[1])
+            key = (own if step[0] is assign else _assignment_key(step[0]), step[1])
             if key not in seen:
                 seen.add(key)
                 queue.append(step)
+
+
+def _assignment_key(assign: dict[str, Any]) -> frozenset[tuple[str, str]]:
+    """An assignment as a run's key: its names with their values' reprs, in any order."""
+    return frozenset((k, repr(v)) for k, v in assign.items())
 
 
 def _next_steps(
