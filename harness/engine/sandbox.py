@@ -258,7 +258,7 @@ def fresh_names(names: dict[str, Any]) -> tuple[dict[str, Any], Callable[[], Non
     what one load changes in it, the next never sees (the world's stand-ins and functions
     refuse writes: see `harness.engine.world`)."""
     mutable = {name: copy.deepcopy(v) for name, v in names.items() if type(v) in MUTABLE}
-    world = dict(names)
+    world = copy.copy(names)  # of the same class: the runs on symbols answer any name
 
     def refresh() -> None:
         if mutable:
