@@ -27,7 +27,7 @@ from harness.engine.explore import evaluate_closure
 from harness.matrix.load import load_matrix
 from harness.scan.versions import Versions
 from tests.conftest import run_cli
-from tests.helpers import commit_versions, diff_versions, plain_matrix
+from tests.helpers import commit_versions, diff_versions, module, plain_matrix
 
 AXES = {"backend": ["fa3", "fa4", "flashinfer"], "page_size": [None, 1, 64]}
 MATRIX = plain_matrix("first-call")
@@ -373,3 +373,54 @@ def test_a_pure_diff_says_nothing_of_every_cell(tmp_path: Path):
     assert done.code == 1
     assert "every_cell" not in report["head"] and "every_cell" not in report["base"]
     assert changed_cells(report) == fresh_process_changes(64)
+
+
+# --- state one pass leaves for another in the same resolution -------------------------
+
+PASSES_MATRIX = """\
+name: every-pass
+target: {path: python/sglang/srt/arg_groups/overrides.py, passes: all, output: page_size}
+world: sglang
+axes:
+  attention_backend: [null, flashmla]
+  page_size: [null, 16]
+"""
+TWO_PASSES = """
+@register_post_process
+def _a(view):
+    return {}
+
+@register_post_process
+def _b(view):
+    return {"page_size": 128} if view.attention_backend == "flashmla" else {}
+"""
+MARKED = """
+_MARK = []
+
+@register_post_process
+def _a(view):
+    _MARK.append("a")
+    return {}
+
+@register_post_process
+def _b(view):
+    if view.attention_backend == "flashmla":
+        return {"page_size": {1: 64}.get(len(_MARK), 128)}
+    return {}
+"""
+
+
+def test_data_one_pass_changes_for_a_later_one_is_cannot_tell(tmp_path: Path):
+    """In SGLang `_b` runs after `_a` in the same module and sees one mark: every
+    flashmla cell becomes 64. Each pass loaded alone, `_b` saw none (exit 0, no
+    change); the harness cannot follow it, so it says so."""
+    (tmp_path / "m.yaml").write_text(PASSES_MATRIX)
+    base, marked = module(TWO_PASSES), module(MARKED)
+    shas = commit_versions(tmp_path / "repo", [base, marked])
+    done = run_cli("diff", *shas, "--repo", str(tmp_path / "repo"), "--matrix",
+                   str(tmp_path / "m.yaml"), "--format", "json", "--no-cache")  # fmt: skip
+    report = json.loads(done.out)
+    assert done.code == 4 and report["changed"] == [], (done.err, report)
+    line = marked.splitlines().index("_MARK = []") + 1
+    note = report["notes"]["head"]
+    assert f"overrides.py:{line}: the passes _a and _b share this module-level data" in note

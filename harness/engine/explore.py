@@ -40,7 +40,7 @@ from harness.engine.outcome import (
     zero_codes,
 )
 from harness.engine.plain import Malformed, plain_problem
-from harness.engine.purity import impurity
+from harness.engine.purity import impurity, shared_state
 from harness.engine.sandbox import describe, line_in, target_loader, unbound_reason
 from harness.engine.worker import start
 from harness.engine.world import Bound, assigned_attribute, forget_attributes, with_defaults
@@ -111,6 +111,9 @@ def _evaluate(
     cell (`_IS_HIP = is_hip()`) is run again for each call too, explored or not: its
     value is each cell's, and the inputs it read count among the call's."""
     forget_attributes()
+    shared = shared_state(closure) if mode == FRESH and isinstance(closure, Pipeline) else None
+    if shared is not None:
+        raise Unevaluable(shared)
     view = with_defaults(bound, closure.defaults)
     recorder = Recorder(lambda: view.probe.cell)
     sites = Sites(recorder.grow)

@@ -88,6 +88,36 @@ def impurity(target: Closure | Pipeline) -> str | None:
     return None
 
 
+DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Import, ast.ImportFrom)
+
+
+def shared_state(pipeline: Pipeline) -> str | None:
+    """Why a pipeline cannot be run as SGLang runs it (`path:line: what`), or None: a
+    module-level statement other than a definition (data) drawn by two passes, one of
+    which may keep state. SGLang's passes share their module, so what one leaves there
+    the next one sees in the same resolution; harness loads each pass's definitions in
+    namespaces of its own (`harness.engine.sandbox.target_loader`)."""
+    passes = [(name, closure) for name, closure in pipeline.passes if closure is not None]
+    impure = {name: why for name, closure in passes if (why := impurity(closure))}
+    if not impure:
+        return None
+    drawn: dict[tuple[str, int], str] = {}
+    for name, closure in passes:
+        for path in closure.files:
+            for node in closure.nodes_of(path):
+                if isinstance(node, DEFINITIONS):
+                    continue
+                other = drawn.setdefault((path, node.lineno), name)
+                keeps = impure.get(other) or impure.get(name)
+                if other != name and keeps:
+                    return (
+                        f"{path}:{node.lineno}: the passes {other} and {name} share this "
+                        f"module-level data, and one of them may change it ({keeps}): "
+                        "SGLang's passes share their module, harness loads each pass alone"
+                    )
+    return None
+
+
 def _generator_functions(closure: Closure) -> frozenset[str]:
     """Names of the closure's functions whose calls make generators."""
     return frozenset(
