@@ -472,3 +472,66 @@ def test_an_inferred_diff_in_parts_draws_each_part_over_the_axes_asked(history):
     assert set(counts) == {("false", "sm100")}
     bad = run_cli(*argv, "--grid", "use_mla,gpu")
     assert bad.code == 2 and len(bad.err.strip().splitlines()) == 1 and "'gpu'" in bad.err
+
+
+# --- a lying document: no hang, no injection -----------------------------------------
+
+
+def lying(doc: dict[str, Any], axes: dict[str, list[Any]], rules: list[dict], changed: int):
+    """`doc` with these axes and rules, its cells their product and its changed count."""
+    doc.update(axes=axes, summary=rules, changed=[], changed_count=changed)
+    doc["cells"] = math.prod(len(v) for v in axes.values())
+    return doc
+
+
+LIES = {  # each took minutes to draw (or to give up on) before
+    "two axes of 3,000 values, one rule for every cell": lambda doc: lying(
+        doc, {"a": list(range(3000)), "b": list(range(3000))},
+        [{"where": {}, "cells": 9_000_000, "transition": "x"}], 9_000_000),
+    "a third axis of a million values": lambda doc: lying(
+        doc, {"a": list(range(60)), "b": list(range(60)), "c": list(range(1_000_000))},
+        [{"where": {}, "cells": 3_600_000_000, "transition": "x"}], 3_600_000_000),
+    "20,000 copies of one rule, counted as changed cells": lambda doc: lying(
+        doc, {"a": list(range(60)), "b": list(range(60))},
+        [{"where": {}, "cells": 3600, "transition": "x"}] * 20_000, 72_000_000),
+    "5,000 axes of one value and 20,000 rules": lambda doc: lying(
+        doc, {**{f"a{n}": [0] for n in range(5000)}, "b": [0, 1]},
+        [{"where": {"b": [1]}, "cells": 1, "transition": "x"}] * 20_000, 20_000),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("lie", list(LIES))
+def test_a_lying_document_draws_no_grid_and_takes_no_time(history, tmp_path, lie):
+    import time
+
+    from harness.github.comment import body_for
+
+    done = run_cli("diff", "#30835^", "#30835", "--repo", history.repo(), "--format",
+                   "json-sample")  # fmt: skip
+    doc = LIES[lie](json.loads(done.out))
+    start = time.monotonic()
+    lines = markdown.grid_lines(doc, None)
+    assert len(lines) == 2 and lines[1].startswith("(No grid: "), lines
+    body_for(doc, 10, None)  # the whole comment, as harness comment makes it
+    assert time.monotonic() - start < 10
+
+
+def test_an_unknown_grid_axis_lists_the_documents_axes_on_one_line(history, tmp_path):
+    """The axis names a document holds are hostile: the error that lists them (printed in
+    the comment job, where a line starting `::` is a workflow command) is one line, with
+    no control character, and lists a few of thousands."""
+    done = run_cli("diff", "#30835^", "#30835", "--repo", history.repo(), "--format",
+                   "json-sample")  # fmt: skip
+    doc = json.loads(done.out)
+    evil = "x\n::error title=pwned::injected\r\n::add-mask::x\u2028::notice::y\x1b[31m\x00"
+    doc["axes"][evil] = [1]
+    doc["axes"].update({f"filler{n}": [0] for n in range(2000)})
+    report = tmp_path / "comment.json"
+    report.write_text(json.dumps(doc))
+    bad = run_cli("comment", "--repo-slug", "octo/sglang", "--pr", "7", "--report",
+                  str(report), "--dry-run", "--grid", "platform,gpu")  # fmt: skip
+    assert bad.code == 2 and bad.out == "", bad.err
+    assert len(bad.err.splitlines()) == 1 and bad.err.endswith("\n")
+    assert not re.search("[\x00-\x08\x0b-\x1f\x7f\u2028\u2029]", bad.err)
+    assert "'gpu'" in bad.err and "x ::error title=pwned::injected" in bad.err
+    assert "and 1,969 more" in bad.err  # 8 + 1 + 2,000 axes, 40 named and len(bad.err) < 2000

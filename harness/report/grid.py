@@ -22,13 +22,15 @@ import math
 import operator
 from collections import Counter
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import reduce
 from typing import Any
 
 from harness.errors import HarnessError
 from harness.matrix.cells import bits_of
-from harness.matrix.model import same_value
+from harness.matrix.load import MAX_CELLS
+from harness.matrix.model import MAX_VALUES, same_value
+from harness.report.escape import flat
 from harness.report.model import DiffReport, transition_text
 
 
@@ -72,13 +74,36 @@ class Cube:
         return tuple(map(bits_of, self.masks))
 
 
+WORK = 20_000_000  # steps a grid drawn from a document may take (the document is untrusted)
+
+
+class Budget:
+    """The steps left for drawing a grid from a document: a lying document (overlapping
+    rules, thousands of axes) is a ValueError, not an hour's work."""
+
+    def __init__(self, steps: int = WORK) -> None:
+        self.left = steps
+
+    def spend(self, steps: int) -> None:
+        self.left -= steps
+        if self.left < 0:
+            raise ValueError("the report is too large to draw a grid from")
+
+
+def _spend(space: Space, steps: int) -> None:
+    if space.budget is not None:
+        space.budget.spend(steps)
+
+
 @dataclass(frozen=True)
 class Space:
-    """What a grid is drawn from: the axes (name, values), the cells, the rules."""
+    """What a grid is drawn from: the axes (name, values), the cells, the rules; a budget
+    when they come from a document."""
 
     axes: tuple[tuple[str, tuple[Any, ...]], ...]
     total: int
     cubes: tuple[Cube, ...]
+    budget: Budget | None = field(default=None, compare=False)
 
     @property
     def names(self) -> tuple[str, ...]:
@@ -122,8 +147,10 @@ def grid_of(space: Space, axes: tuple[str, str] | None = None) -> Grid:
     r, c = space.names.index(rows), space.names.index(cols)
     row_values, col_values = space.axes[r][1], space.axes[c][1]
     size = space.total // (len(row_values) * len(col_values)) if space.total else 0
+    _spend(space, len(space.cubes) + len(row_values) * len(col_values) * (len(space.axes) + 1))
     found: dict[tuple[int, int], list[Cube]] = {}
     for cube in space.cubes:
+        _spend(space, cube.masks[r].bit_count() * cube.masks[c].bit_count() * len(space.axes))
         for key in _reached(cube, r, c):
             found.setdefault(key, []).append(cube)
     squares = {
@@ -168,7 +195,7 @@ def _union(cubes: list[Cube], axis: int) -> int:
 
 def checked_axes(names: Sequence[str], axes: tuple[str, str]) -> tuple[str, str]:
     """`axes` if both are axes of the matrix and differ; else one actionable error."""
-    valid = ", ".join(names)
+    valid = _names(names)
     for name in axes:
         if name not in names:
             raise HarnessError(
@@ -177,6 +204,18 @@ def checked_axes(names: Sequence[str], axes: tuple[str, str]) -> tuple[str, str]
     if axes[0] == axes[1]:
         raise HarnessError(f"--grid {','.join(axes)}: name two different axes, of: {valid}")
     return axes
+
+
+NAMES_SHOWN = 40  # axis names an error lists, at most
+
+
+def _names(names: Sequence[str]) -> str:
+    """The axis names as an error message lists them: each on one line, without controls
+    (a document's names are hostile: a line starting `::` is a workflow command in CI),
+    cut, and at most NAMES_SHOWN of them."""
+    shown = [flat(name)[:80] for name in names[:NAMES_SHOWN]]
+    more = f" and {len(names) - NAMES_SHOWN:,} more" if len(names) > NAMES_SHOWN else ""
+    return ", ".join(shown) + more
 
 
 def best_pair(space: Space) -> tuple[str, str]:
@@ -201,6 +240,7 @@ def best_pair(space: Space) -> tuple[str, str]:
 def pair_entropy(space: Space, r: int, c: int) -> float:
     """H(changed | square of axes r, c), in bits: the sum over squares of the square's
     share of the cells times the binary entropy of its fraction of changed cells."""
+    _spend(space, len(space.cubes) + 64)
     if not space.total:
         return 0.0
     projected: Counter[tuple[int, int]] = Counter()
@@ -208,6 +248,7 @@ def pair_entropy(space: Space, r: int, c: int) -> float:
         projected[(cube.masks[r], cube.masks[c])] += cube.cells
     counts: Counter[tuple[int, int]] = Counter()
     for (rows, cols), cells in projected.items():
+        _spend(space, rows.bit_count() * cols.bit_count())
         share = cells // (rows.bit_count() * cols.bit_count())
         for key in itertools.product(bits_of(rows), bits_of(cols)):
             counts[key] += share
@@ -230,16 +271,27 @@ def grid_of_document(doc: dict[str, Any], axes: tuple[str, str] | None = None) -
 
 
 def space_of_document(doc: dict[str, Any]) -> Space:
+    """The space of a JSON report, checked as far as a harness report always holds: axes of
+    at most MAX_VALUES values, at most MAX_CELLS cells, rules that fit the axes and add up
+    to the changed cells, no more than the cells (else a ValueError)."""
+    if not all(type(values) is list for values in doc["axes"].values()):
+        raise ValueError("an axis's values are not a list")
     axes = tuple((str(name), tuple(values)) for name, values in doc["axes"].items())
-    lookups = [_lookup(values) for _, values in axes]
+    if any(len(values) > MAX_VALUES for _, values in axes):
+        raise ValueError(f"an axis has more than {MAX_VALUES} values")
     total = doc["cells"]
     if type(total) is not int or total != math.prod(len(values) for _, values in axes):
         raise ValueError("cells is not the product of the axes' sizes")
+    if total > MAX_CELLS:
+        raise ValueError(f"more than {MAX_CELLS:,} cells")
+    budget = Budget()
+    budget.spend(len(doc["summary"]) * (len(axes) + 1))
+    lookups = [_lookup(values) for _, values in axes]
     cubes = tuple(_cube_of(rule, axes, lookups) for rule in doc["summary"])
     changed = doc.get("changed_count", len(doc["changed"]))
-    if sum(cube.cells for cube in cubes) != changed:
+    if sum(cube.cells for cube in cubes) != changed or changed > total:
         raise ValueError("the rules do not add up to the changed cells")
-    return Space(axes, total, cubes)
+    return Space(axes, total, cubes, budget)
 
 
 def _cube_of(
@@ -275,14 +327,19 @@ def _indices(
     chosen: list[Any], known: tuple[Any, ...], lookup: dict[tuple[type, Any], int]
 ) -> tuple[int, ...]:
     """The indices of `chosen` among `known`; a value not there is a ValueError."""
-    if not isinstance(chosen, list):
-        raise ValueError("a rule's values are not a list")
+    if not isinstance(chosen, list) or len(chosen) > len(known):
+        raise ValueError("a rule's values are not a list of its axis's values")
     found = set()
     for value in chosen:
         try:
             found.add(lookup[(type(value), value)])
-        except (KeyError, TypeError):  # unhashable, or not an axis value: look for it
+            continue
+        except KeyError:  # not an axis value (nan is not equal to itself either)
+            pass
+        except TypeError:  # unhashable: look for it
             found.update(k for k, v in enumerate(known) if same_value(v, value))
+            continue
+        raise ValueError("a rule names a value its axis does not have")
     if not found or len(found) != len(chosen):
         raise ValueError("a rule names a value its axis does not have")
     return tuple(sorted(found))

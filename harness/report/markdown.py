@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from harness.errors import HarnessError
 from harness.matrix.model import format_value, same_value
 from harness.report.because import because_text, more_text
 from harness.report.blind import SHOWN, blind_title, is_block, more_line, spots_of
@@ -95,16 +96,18 @@ def grid_lines(doc: dict[str, Any], axes: tuple[str, str] | None) -> list[str]:
     columns are shown when there are too many, with how many were left out."""
     try:
         space = space_of_document(doc)
-    except ValueError as exc:  # a document from an untrusted job may not add up
+        if axes is None and len(space.axes) < 2:
+            return []
+        rows, cols = best_pair(space) if axes is None else checked_axes(space.names, axes)
+        known = dict(space.axes)
+        squares = len(known[rows]) * len(known[cols])
+        if squares > GRID_SQUARES:
+            return ["", f"(No grid: {code(rows)} by {code(cols)} has {squares:,} squares.)"]
+        grid = grid_of(space, (rows, cols))
+    except HarnessError:  # --grid names no axis of the report: one line, exit 2
+        raise
+    except ValueError as exc:  # a document from an untrusted job may not add up, or be huge
         return ["", f"(No grid: {escape(str(exc))}.)"]
-    if axes is None and len(space.axes) < 2:
-        return []
-    rows, cols = best_pair(space) if axes is None else checked_axes(space.names, axes)
-    known = dict(space.axes)
-    squares = len(known[rows]) * len(known[cols])
-    if squares > GRID_SQUARES:
-        return ["", f"(No grid: {code(rows)} by {code(cols)} has {squares:,} squares.)"]
-    grid = grid_of(space, (rows, cols))
     shown_cols = _largest(_col_changes(grid), GRID_COLUMNS)
     common = _shared(grid)
     lines = {i: _grid_row(grid, i, shown_cols, common) for i in range(len(grid.row_values))}
