@@ -20,6 +20,7 @@ from __future__ import annotations
 import base64
 import encodings.unicode_escape  # noqa: F401 (Jinja decodes template literals with it)
 import hashlib
+import re
 from collections.abc import Callable
 from difflib import SequenceMatcher
 from functools import cache
@@ -84,8 +85,8 @@ def render(report: Any, sources: Sources | None = None, axes: tuple[str, str] | 
         for n, r in enumerate([report] if reports is None else reports)
     ]
     split = reports is not None  # `--matrix inferred`, one part per changed pass
-    note, counts = (flat(report.note), flat(report.counts())) if split else (None, None)
-    unseen = [cut(flat(reason)) for reason in report.unseen] if split else []
+    note, counts = (visible(report.note), visible(report.counts())) if split else (None, None)
+    unseen = [cut(visible(reason)) for reason in report.unseen] if split else []
     return page("diff.html.j2", reports=views, note=note, counts=counts, unseen=unseen,
                 status=report.status, data=page_data(views), limits=limits())  # fmt: skip
 
@@ -93,7 +94,7 @@ def render(report: Any, sources: Sources | None = None, axes: tuple[str, str] | 
 def message_page(command: str, message: str, status: int = 0) -> str:
     """A page that says one thing (a diff with nothing to compare), so that CI finds the
     file it expects."""
-    return page("message.html.j2", command=command, message=flat(message), status=status)
+    return page("message.html.j2", command=command, message=visible(message), status=status)
 
 
 def limits() -> dict[str, int]:
@@ -144,12 +145,21 @@ def diff_view(
     }
 
 
+BIDI = re.compile("[\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")  # bidi controls
+
+
+def visible(text: Any) -> str:
+    """`text` on one line (`escape.flat`), each bidi control U+FFFD: a value or subject
+    cannot reorder what the page shows after it (an RTL override)."""
+    return BIDI.sub("\ufffd", flat(text))
+
+
 def inert(value: Any) -> Any:
     """`value` with every string on one line, each control character or lone surrogate
     U+FFFD (`escape.flat`): what the page shows of a report is printable text, and a file
     can hold it. Escaping for HTML is the template's (autoescape)."""
     if isinstance(value, str):
-        return flat(value)
+        return visible(value)
     if isinstance(value, dict):
         return {inert(k): inert(v) for k, v in value.items()}
     if isinstance(value, list | tuple):
@@ -233,7 +243,7 @@ def excerpt(text: str, line: int, source: str | None) -> list[dict[str, Any]]:
     """The lines around `line` (1-based) of `text`, each {"n", "before", "mark", "after",
     "focus"}: on `line`, `mark` is the operand's text where it stands on it, else the
     whole line; with `source` None, nothing is marked (the place it would be)."""
-    lines = [flat(row) for row in text.splitlines()]
+    lines = [visible(row) for row in text.splitlines()]
     first, last = max(1, line - CONTEXT), min(len(lines), line + CONTEXT)
     out = []
     for n in range(first, last + 1):
@@ -296,15 +306,15 @@ def grid_view(grid: Grid) -> dict[str, Any] | None:
     if len(grid.row_values) * len(grid.col_values) > MAX_SQUARES:
         return None
     rows = [
-        {"label": format_value(value),
+        {"label": visible(format_value(value)),
          "squares": [_square(grid, i, j) for j in range(len(grid.col_values))]}
         for i, value in enumerate(grid.row_values)
     ]  # fmt: skip
     return {
-        "key": f"{grid.rows} \u00d7 {grid.cols}",
-        "rows_axis": grid.rows,
-        "cols_axis": grid.cols,
-        "cols": [format_value(v) for v in grid.col_values],
+        "key": visible(f"{grid.rows} \u00d7 {grid.cols}"),
+        "rows_axis": visible(grid.rows),
+        "cols_axis": visible(grid.cols),
+        "cols": [visible(format_value(v)) for v in grid.col_values],
         "rows": rows,
         "changed": sum(s.changed for s in grid.squares.values()),
     }
@@ -314,7 +324,7 @@ def _square(grid: Grid, i: int, j: int) -> dict[str, Any]:
     square = grid.squares[(i, j)]
     kind = "none" if not square.changed else "all" if square.changed == square.cells else "some"
     others = [
-        f"{name}: {', '.join(format_value(v) for v in values)}"
+        visible(f"{name}: {', '.join(format_value(v) for v in values)}")
         for name, values in square.others
         if values
     ]
@@ -322,8 +332,10 @@ def _square(grid: Grid, i: int, j: int) -> dict[str, Any]:
         "changed": square.changed,
         "cells": square.cells,
         "kind": kind,
-        "transitions": [(cut(text, 60), n) for text, n in square.transitions[:2]],
+        "transitions": [(cut(visible(text), 60), n) for text, n in square.transitions[:2]],
         "more": max(0, len(square.transitions) - 2),
         "others": cut("; ".join(others), 1000) if square.changed else "",
-        "label": f"{grid.rows}={format_value(square.row)}, {grid.cols}={format_value(square.col)}",
+        "label": visible(
+            f"{grid.rows}={format_value(square.row)}, {grid.cols}={format_value(square.col)}"
+        ),
     }

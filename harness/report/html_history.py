@@ -15,8 +15,8 @@ from typing import Any
 from harness.matrix.model import Matrix
 from harness.report import bisect as bisect_report
 from harness.report import history as history_report
-from harness.report.escape import flat
 from harness.report.html import cut, inert, page, rule_row
+from harness.report.html import visible as flat
 from harness.report.jsonfmt import summary_json
 from harness.report.model import RuleView, axes_of, function_label, output_label
 from harness.report.text import revision_line

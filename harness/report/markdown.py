@@ -8,6 +8,7 @@ escaped: in CI it comes from an untrusted job.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from harness.errors import HarnessError
@@ -359,11 +360,16 @@ def _revision(rev: dict[str, Any]) -> str:
     return revision_text(rev["rev"], rev["sha"], rev.get("subject") or "")
 
 
+BIDI = re.compile("[\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")  # bidi controls
+
+
 def escape(text: str) -> str:
-    """Hostile text as inert markdown, safe in a table cell (`escape.markdown_text`)."""
-    return markdown_text(text)
+    """Hostile text as inert markdown, safe in a table cell (`escape.markdown_text`), each
+    bidi control U+FFFD (an RTL override would reorder the rest of the line or cell)."""
+    return markdown_text(BIDI.sub("\ufffd", str(text)))
 
 
 def code(text: str, table: bool = False) -> str:
-    """Hostile text as a code span, backticks included (`escape.code_span`)."""
-    return code_span(text, table)
+    """Hostile text as a code span, backticks included (`escape.code_span`), bidi
+    controls as in `escape`."""
+    return code_span(BIDI.sub("\ufffd", str(text)), table)
