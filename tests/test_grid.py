@@ -512,7 +512,10 @@ def test_a_lying_document_draws_no_grid_and_takes_no_time(history, tmp_path, lie
     start = time.monotonic()
     lines = markdown.grid_lines(doc, None)
     assert len(lines) == 2 and lines[1].startswith("(No grid: "), lines
-    body_for(doc, 10, None)  # the whole comment, as harness comment makes it
+    try:  # the whole comment, as harness comment makes it
+        body_for(doc, 10, None)
+    except HarnessError as exc:  # or one line, exit 2: an axis too long for a rule table
+        assert "more than 62 values" in str(exc)
     assert time.monotonic() - start < 10
 
 
@@ -535,3 +538,23 @@ def test_an_unknown_grid_axis_lists_the_documents_axes_on_one_line(history, tmp_
     assert not re.search("[\x00-\x08\x0b-\x1f\x7f\u2028\u2029]", bad.err)
     assert "'gpu'" in bad.err and "x ::error title=pwned::injected" in bad.err
     assert "and 1,969 more" in bad.err  # 8 + 1 + 2,000 axes, 40 named and len(bad.err) < 2000
+
+
+def test_a_document_whose_rule_lists_a_long_axis_is_one_line_quickly(history, tmp_path):
+    """An axis of 200,000 values and a rule naming 200,000 values it does not have: the
+    rule table matched each against each (hours); now one line, exit 2."""
+    import time
+
+    done = run_cli("diff", "#30835^", "#30835", "--repo", history.repo(), "--format",
+                   "json-sample")  # fmt: skip
+    doc = lying(json.loads(done.out), {"a": list(range(200_000)), "b": [0, 1]},
+                [{"where": {"a": ["x"] * 200_000}, "cells": 400_000, "transition": "x"}],
+                400_000)  # fmt: skip
+    report = tmp_path / "comment.json"
+    report.write_text(json.dumps(doc))
+    start = time.monotonic()
+    bad = run_cli("comment", "--repo-slug", "octo/sglang", "--pr", "7", "--report",
+                  str(report), "--dry-run")  # fmt: skip
+    assert time.monotonic() - start < 10
+    assert bad.code == 2 and bad.out == "" and len(bad.err.splitlines()) == 1, bad.err
+    assert "more than 62 values" in bad.err

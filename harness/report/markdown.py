@@ -12,7 +12,7 @@ import re
 from typing import Any
 
 from harness.errors import HarnessError
-from harness.matrix.model import format_value, same_value
+from harness.matrix.model import MAX_VALUES, format_value, same_value
 from harness.report.because import because_text, more_text
 from harness.report.blind import SHOWN, blind_title, is_block, more_line, spots_of
 from harness.report.escape import code_span, markdown_text
@@ -274,7 +274,16 @@ def changed_count(doc: dict[str, Any]) -> int:
 
 
 def rules_of(doc: dict[str, Any]) -> list[RuleView]:
-    return [_rule(r, doc["axes"]) for r in doc["summary"]]
+    """The document's rules; a document may come from an untrusted job: an axis of more
+    than MAX_VALUES values, or a rule listing more values than its axis has, is a
+    ValueError (matching them would take time quadratic in their length)."""
+    axes = doc["axes"]
+    if any(len(values) > MAX_VALUES for values in axes.values()):
+        raise ValueError(f"an axis has more than {MAX_VALUES} values")
+    for rule in doc["summary"]:
+        if any(len(values) > len(axes.get(name, ())) for name, values in rule["where"].items()):
+            raise ValueError("a rule lists more values than its axis has")
+    return [_rule(r, axes) for r in doc["summary"]]
 
 
 def _rule(rule: dict[str, Any], axes: dict[str, list[Any]]) -> RuleView:
