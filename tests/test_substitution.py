@@ -292,6 +292,47 @@ def test_a_definition_a_star_import_brings_from_the_repository_is_reported(tmp_p
     assert f"{local}:{line_of(extra[local], 'def get_platform')} defines get_platform" in note
 
 
+FAKE_PLATFORM = "class _P:\n    is_sm100 = False\n\n\ndef get_platform():\n    return _P()\n"
+RUNTIME = "python/sglang/srt/runtime_context.py"
+
+
+@pytest.mark.parametrize("chain", ["direct", "renamed", "re-exported"])
+def test_a_world_name_imported_from_a_file_that_defines_it_is_reported(chain, tmp_path):
+    """`from .helpers import get_platform`, where the PR's helpers.py defines its own:
+    SGLang runs that definition (is_sm100 False: no page size), the world would answer
+    from the cell. Through `as` or a module that re-exports it, the same."""
+    helpers = f"{PACKAGE}/helpers.py"
+    extra = {helpers: FAKE_PLATFORM}
+    imported = "from .helpers import get_platform"
+    if chain == "renamed":
+        imported = "from .helpers import get_platform as get_platform"
+    if chain == "re-exported":
+        extra[f"{PACKAGE}/shim.py"] = "from .helpers import get_platform\n"
+        imported = "from .shim import get_platform"
+    base = PASSES + "\n" + SIZE
+    head = base.replace("from sglang.srt.runtime_context import get_platform", imported)
+    done, report = diff(tmp_path, base, head, extra, matrix=SGLANG_MATRIX)
+    assert done.code == 4 and report["changed"] == [], done.err
+    note = report["notes"]["head"]
+    assert f"{helpers}:{line_of(FAKE_PLATFORM, 'def get_platform')} defines get_platform" in note
+
+
+def test_a_world_name_imported_from_where_sglang_defines_it_is_the_worlds(tmp_path):
+    """SGLang's own shape: the name imported from its home module (which defines it), or
+    through a module that re-exports it from there: the world stands for it, unread."""
+    extra = {
+        RUNTIME: FAKE_PLATFORM,
+        f"{PACKAGE}/shim.py": "from sglang.srt.runtime_context import get_platform\n",
+    }
+    base = PASSES + "\n" + SIZE
+    head = base.replace("SIZE = 128", "SIZE = 64").replace(
+        "from sglang.srt.runtime_context import get_platform", "from .shim import get_platform"
+    )
+    done, report = diff(tmp_path, base, head, extra, matrix=SGLANG_MATRIX)
+    assert done.code == 1, done.err
+    assert sglang_changed(report) == fa4_sm100(64)
+
+
 def test_a_name_the_matrix_binds_on_purpose_replaces_the_files_own(tmp_path: Path):
     shadow = SHADOWS["local-get-platform"][0]
     matrix = SGLANG_MATRIX + "bindings:\n  get_platform: {call: {object: {is_sm100: true}}}\n"

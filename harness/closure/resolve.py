@@ -27,6 +27,7 @@ from harness.closure.names import free_names, strip_annotations
 from harness.closure.pieces import Layout, SourceCache, Statement
 from harness.closure.shadows import (
     REGISTER,
+    is_home,
     names_bound_at_import,
     own_definition,
     registry_of,
@@ -205,6 +206,8 @@ class Resolver:
         if imported is not None and imported in self.bound:
             self.needs[key] = imported
             self.mark(use.path, name)
+            if imported not in self.chosen:
+                self._imported_world_name(binding.statement, name, use.path, 1)
             return
         found = self._source_of(node, name, use.path)
         if found is None:
@@ -431,11 +434,8 @@ class Resolver:
         for statement in self._binders(use.path, name):
             node = own_definition(statement.node, name)
             if node is None:
-                imported = isinstance(statement.node, ast.ImportFrom)
-                if name == REGISTER and imported:  # follow it to its definition
-                    found = self._source_of(statement.node, name, use.path)
-                    if found is not None and found[1] is not None:
-                        self._shadowed(found[1], Use(found[0], statement), hops + 1)
+                if isinstance(statement.node, ast.ImportFrom):  # follow it to its definition
+                    self._imported_world_name(statement, name, use.path, hops + 1)
                 continue
             if stands_for(name, node, use.path):
                 if name == REGISTER:
@@ -452,6 +452,21 @@ class Resolver:
         for statement, module in self._star_sources(use.path):  # `from m import *`
             if name in self.index(module):
                 self._shadowed(name, Use(module, statement), hops + 1)
+
+    def _imported_world_name(self, statement: Statement, name: str, path: str, hops: int) -> None:
+        """Report the definition an import of a world name reads, when it is a file of the
+        repository that defines the name itself and not where SGLang defines it (a PR's
+        `from .helpers import get_platform`); a home file is not read (`is_home`)."""
+        node = statement.node
+        if not isinstance(node, ast.ImportFrom):
+            return
+        alias = next(a for a in node.names if (a.asname or a.name) == name)
+        module = self.files.module_file(node.module or "", path, node.level)
+        if module is None or is_home(alias.name, module):
+            return
+        found = self._source_of(node, name, path)
+        if found is not None and found[1] is not None:
+            self._shadowed(found[1], Use(found[0], statement), hops)
 
     def _binders(self, path: str, name: str) -> list[Statement]:
         """The top-level statements of `path` that bind or unbind `name` in any way."""

@@ -111,13 +111,35 @@ def _module_level(node: ast.stmt) -> list[tuple[ast.AST, ast.stmt]]:
     return out
 
 
+# The files where SGLang's released trees define the names the sglang world answers and
+# the code imports from elsewhere (`from sglang.srt.utils import is_hip`): an import of
+# the name from one of them reads the definition the world stands for; from another file
+# of the repository that defines the name itself, it is a substitution (SGLang would run
+# that file's definition). Any name not listed has the platform helpers' home.
+UTILS = ("sglang/srt/utils/common.py", "sglang/srt/utils/__init__.py", "sglang/srt/utils.py")
+IMPORTED_HOMES = {
+    "get_platform": ("sglang/srt/runtime_context.py",),
+    "current_platform": ("sglang/srt/platforms/__init__.py", "sglang/srt/platforms.py"),
+    "envs": ("sglang/srt/environ.py",),
+    "Backend": ("sglang/srt/model_executor/cuda_graph_config.py",),
+    "AttentionArch": ("sglang/srt/configs/model_config.py",),
+    "use_mlx": ("sglang/srt/hardware_backend/mlx/runtime.py", "sglang/srt/utils/tensor_bridge.py"),
+}
+
+
 def stands_for(name: str, node: ast.AST, path: str) -> bool:
     """Whether the world's answer for `name` stands for this definition by design."""
     if name == LOGGER:
         return _get_logger(node)
     if name == REGISTER:
         return registry_of(node) is not None
-    return posixpath.basename(path) in HOMES.get(name, ())
+    return posixpath.basename(path) in HOMES.get(name, ()) or is_home(name, path)
+
+
+def is_home(name: str, path: str) -> bool:
+    """Whether `path` is a file where SGLang defines `name`, which the world answers."""
+    return any(path == home or path.endswith("/" + home)
+               for home in IMPORTED_HOMES.get(name, UTILS))  # fmt: skip
 
 
 def registry_of(node: ast.AST) -> tuple[str, ...] | None:

@@ -297,14 +297,31 @@ def test_a_change_to_a_helper_file_changes_the_digest_and_one_elsewhere_does_not
     assert digest_with() != digest_with(**{choices: "SIZES = [32, 64]\nNAMES = []\n"})
 
 
-def test_world_names_win_over_a_repository_definition():
-    files = {**PACKAGE, "python/pkg/sub/base.py": "def get_platform():\n    import torch\n"}
-    source = "from pkg.sub.base import get_platform\ndef target(view):\n    return get_platform()\n"
+def test_a_world_name_imported_from_its_home_is_the_worlds_and_its_home_is_not_read():
+    home = "python/sglang/srt/runtime_context.py"
+    files = {**PACKAGE, home: "def get_platform(:\n"}  # not even parsable: never read
+    source = (
+        "from sglang.srt.runtime_context import get_platform\n"
+        "def target(view):\n    return get_platform()\n"
+    )
     closure = extract_closure(
         SourceCache(), RevisionFiles.of({**files, TARGET: source}, TARGET), "target", WORLD, "m"
     )
     assert [tuple(n) for n in closure.needs] == [(TARGET, "get_platform", "get_platform")]
     assert closure.files == (TARGET,)
+
+
+def test_a_world_name_imported_from_another_definition_is_reported_unless_bound():
+    files = {**PACKAGE, "python/pkg/sub/base.py": "def get_platform():\n    import torch\n"}
+    source = "from pkg.sub.base import get_platform\ndef target(view):\n    return get_platform()\n"
+    revision = RevisionFiles.of({**files, TARGET: source}, TARGET)
+    with pytest.raises(
+        Unevaluable, match=r"pkg/sub/base.py:1 defines get_platform, which the world"
+    ):
+        extract_closure(SourceCache(), revision, "target", WORLD, "m")
+    bound = extract_closure(SourceCache(), revision, "target", WORLD, "m", chosen={"get_platform"})
+    assert [tuple(n) for n in bound.needs] == [(TARGET, "get_platform", "get_platform")]
+    assert bound.files == (TARGET,)
 
 
 def test_an_import_under_a_condition_is_a_conditional_definition():
