@@ -61,17 +61,18 @@ def evaluation(repo: str, rev: str, matrix_name: str, recorded: bool):
     matrix = load_matrix(matrix_name)
     versions = Versions(handle, matrix)
     code = versions.code_at(gitio.resolve(handle, rev))
-    plain = explore.load_target
+    plain = explore.target_loader
 
     def load(closure, bound, label, branches=None):
         return plain(closure, bound, label, branches if recorded else None)
 
-    def run() -> None:
-        explore.load_target = load
+    def run() -> None:  # in-process, as the worker runs it: the loader swapped here counts
+        explore.target_loader = load
         try:
-            explore.start_evaluation(code.closure, matrix, versions.bound, rev, False).result()
+            cube = matrix.full_masks()
+            explore._evaluate(code.closure, matrix, versions.bound, rev, explore.EXPLORE, cube)
         finally:
-            explore.load_target = plain
+            explore.target_loader = plain
 
     return run
 
