@@ -128,7 +128,7 @@ def extract_closure(
         raise Absent(f"{path} does not exist")
     chosen = frozenset(chosen)
     key, names = (path, function, matrix_file, view, chosen), frozenset(bound)
-    closure = _reuse(cache, files, key, names)
+    closure = reuse_closure(cache, files, key, names)
     if closure is not None:
         return closure
     resolver = Resolver(cache, files, names, matrix_file, view, chosen)
@@ -144,7 +144,8 @@ def extract_closure(
         ) from None
     check_registries(resolver)
     closure = build_closure(path, function, target, resolver)
-    _remember(cache, _Last(dict(resolver.layouts), names, key, closure, resolver.watched()))
+    last = LastClosure(dict(resolver.layouts), names, key, closure, resolver.watched())
+    remember_closure(cache, last)
     return closure
 
 
@@ -232,7 +233,7 @@ def with_defaults(code: Closure | Pipeline, defaults: Defaults) -> Closure | Pip
 
 
 @dataclass(frozen=True)
-class _Last:
+class LastClosure:
     """The last closure extracted, its files' layouts, and every name looked up in each."""
 
     layouts: dict[str, Layout]
@@ -242,11 +243,11 @@ class _Last:
     watched: dict[str, frozenset[str]]
 
 
-def _remember(cache: SourceCache, last: _Last) -> None:
+def remember_closure(cache: SourceCache, last: LastClosure) -> None:
     cache.closures[last.key] = last
 
 
-def _reuse(
+def reuse_closure(
     cache: SourceCache, files: RevisionFiles, key: tuple, bound: frozenset[str]
 ) -> Closure | None:
     """The last closure, if each of its files is unchanged or edited only where no name
@@ -272,7 +273,7 @@ def _reuse(
     if any(new is not part for new, part in zip(parts, closure.parts, strict=True)):
         (lineno,) = (part.statement.lineno for part in parts if part.role == TARGET)
         closure = evolve(closure, parts=parts, lineno=lineno)
-    _remember(cache, evolve(last, layouts=layouts, closure=closure))
+    remember_closure(cache, evolve(last, layouts=layouts, closure=closure))
     return closure
 
 

@@ -11,16 +11,19 @@ from __future__ import annotations
 import ast
 import hashlib
 from collections.abc import Collection
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import partial
 
 from harness.closure.extract import (
     REGISTER,
     Closure,
+    LastClosure,
     Pipeline,
     build_closure,
     decorated,
     find_target,
+    remember_closure,
+    reuse_closure,
 )
 from harness.closure.index import DEFINITION, index_module
 from harness.closure.modules import RevisionFiles
@@ -73,20 +76,39 @@ def survey(
 
 
 def survey_pass(cache, files, function, bound, matrix_file, view) -> PassSurvey:
-    resolver = Resolver(cache, files, frozenset(bound), matrix_file, view)
+    """What one pass reads, declares and draws on. Cheap at a revision whose files differ
+    from the last surveyed ones only in statements that bind no name the pass looked up
+    (`harness.closure.extract.reuse_closure`): the last survey stands, at its new lines."""
+    key, names = ("survey", files.target, function, matrix_file, view), frozenset(bound)
+    last = cache.closures.get(key)
+    if last is not None and cache.layout_of(files, files.target) is not None:
+        closure = reuse_closure(cache, files, key, names)
+        if closure is not None:
+            return replace(last.survey, line=closure.lineno, closure=closure)
+    found, resolver = _surveyed(cache, files, function, names, matrix_file, view)
+    if found.closure is not None:
+        watched = resolver.watched()
+        layouts = dict(resolver.layouts)
+        remember_closure(cache, SurveyedClosure(layouts, names, key, found.closure, watched, found))
+    return found
+
+
+def _surveyed(cache, files, function, bound, matrix_file, view) -> tuple[PassSurvey, Resolver]:
+    resolver = Resolver(cache, files, bound, matrix_file, view)
     resolver.blocked = []
     path = files.target
     try:
         target = find_target(resolver.index(path), path, function)
     except (Absent, Unevaluable) as exc:
-        return PassSurvey(function, 0, (), (), (), ((function, str(exc)),), None)
+        return PassSurvey(function, 0, (), (), (), ((function, str(exc)),), None), resolver
     resolver.seen.add((path, function))
     try:
         resolver.add(path, target, TARGET)
     except (Unevaluable, RecursionError) as exc:  # a file it draws on does not parse, say
         reason = str(exc) if isinstance(exc, Unevaluable) else "definitions nested too deeply"
         text = hashlib.sha256(ast.dump(target.node).encode()).hexdigest()
-        return PassSurvey(function, target.lineno, (), (), (), ((function, reason),), None, text)
+        survey = PassSurvey(function, target.lineno, (), (), (), ((function, reason),), None, text)
+        return survey, resolver
     closure = build_closure(path, function, target, resolver)
     blocked = tuple(dict.fromkeys(resolver.blocked))
     world = tuple(sorted({need.world for need in closure.needs}))
@@ -94,7 +116,14 @@ def survey_pass(cache, files, function, bound, matrix_file, view) -> PassSurvey:
         function, target.lineno, declared_fields(target),
         view_reads(closure, view.identities if view else frozenset()), world, blocked,
         None if blocked else closure, closure.digest,
-    )  # fmt: skip
+    ), resolver  # fmt: skip
+
+
+@dataclass(frozen=True)
+class SurveyedClosure(LastClosure):
+    """The last survey of a pass, with what `reuse_closure` checks."""
+
+    survey: PassSurvey | None = None
 
 
 def defaults_read(code: Closure | Pipeline, view: ViewClass | None) -> tuple[tuple[str, str], ...]:
