@@ -81,14 +81,12 @@ def survey_pass(cache, files, function, bound, matrix_file, view) -> PassSurvey:
     (`harness.closure.extract.reuse_closure`): the last survey stands, at its new lines."""
     key, names = ("survey", files.target, function, matrix_file, view), frozenset(bound)
     last = cache.closures.get(key)
-    if last is not None and cache.layout_of(files, files.target) is not None:
-        closure = reuse_closure(cache, files, key, names)
-        if closure is not None:
-            return replace(last.survey, line=closure.lineno, closure=closure)
+    closure = reuse_closure(cache, files, key, names) if last is not None else None
+    if closure is not None:
+        return replace(last.survey, line=closure.lineno, closure=closure)
     found, resolver = _surveyed(cache, files, function, names, matrix_file, view)
-    if found.closure is not None:
-        watched = resolver.watched()
-        layouts = dict(resolver.layouts)
+    if found.closure is not None:  # a blocked survey is made again: its reasons may change
+        layouts, watched = dict(resolver.layouts), resolver.watched()
         remember_closure(cache, SurveyedClosure(layouts, names, key, found.closure, watched, found))
     return found
 

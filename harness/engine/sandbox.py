@@ -45,19 +45,13 @@ def code_name(path: str, label: str) -> str:
     return f"{path}@{label}"
 
 
-def load_target(
-    closure: Closure | Pipeline, bound: Bound, label: str, branches: Branches | None = None
-) -> Callable[..., Any]:
-    """The callable a cell runs: the target function, or the passes chained. With
-    `branches` (a Sites and the recorder's names), every function reports its sites."""
-    return target_loader(closure, bound, label, branches)()
-
-
 def target_loader(
     closure: Closure | Pipeline, bound: Bound, label: str, branches: Branches | None = None
 ) -> Callable[[], Callable[..., Any]]:
-    """`load_target`, compiled once: each call of the answer runs the files' bodies afresh
-    (see `function_loader`) and returns a new callable, as a fresh process would give."""
+    """What makes the callable a cell runs (the target function, or the passes chained;
+    with `branches`, a Sites and the recorder's names, every function reports its sites),
+    compiled once: each call of the answer runs the files' bodies afresh (see
+    `function_loader`) and returns a new callable, as a fresh process would give."""
     extra, rewrite = (branches[1], branches[0].rewrite) if branches else (None, None)
 
     def loader(c: Closure) -> Callable[[], Callable[..., Any]]:
