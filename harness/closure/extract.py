@@ -69,6 +69,7 @@ class Closure:
     methods: tuple[tuple[str, str], ...] = ()  # (view method, file): from the view's class
     local_imports: tuple[LocalImport, ...] = ()  # imports inside functions, into the repository
     defaults: Defaults = NO_DEFAULTS  # what the view's class declares (see `with_defaults`)
+    homes: tuple[tuple[str, str], ...] = ()  # (world name, the SGLang file it is imported from)
 
     def method_functions(self, spaces: dict[str, dict]) -> dict[str, object]:
         """The loaded view methods, by name, from the files' namespaces."""
@@ -174,6 +175,7 @@ def build_closure(path: str, function: str, target: Statement, resolver: Resolve
     return Closure(
         path, function, target.lineno, parts, needs, links, digest,
         tuple(sorted(resolver.builtins)), tuple(order), methods, local,
+        homes=tuple(sorted(resolver.homes)),
     )  # fmt: skip
 
 

@@ -125,6 +125,7 @@ class Resolver:
         self.watchers: dict[tuple[str, str], list[tuple[str, Statement]]] = {}
         self.reaches: dict[str, Reach] = {}
         self.registries: set[tuple[str, str]] = set()  # (file, registry) a stand-in fills
+        self.homes: set[tuple[str, str]] = set()  # (world name, its SGLang home) imported
         self.deferred: dict[str, list[tuple]] = {}  # file -> watches waiting for its index
         self.stars: dict[str, list[tuple[Statement, str]]] = {}  # file -> its `import *`s
         self.methods: dict[str, str] = {}  # view method -> the file defining it
@@ -462,6 +463,8 @@ class Resolver:
             return
         alias = next(a for a in node.names if (a.asname or a.name) == name)
         module = self.files.module_file(node.module or "", path, node.level)
+        if module is not None and is_home(alias.name, module):
+            self.homes.add((alias.name, module))  # SGLang runs that definition: see `homes`
         if module is None or is_home(alias.name, module):
             return
         found = self._source_of(node, name, path)

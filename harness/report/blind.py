@@ -50,8 +50,8 @@ def blind_title(count: int, changed: bool) -> str:
     lead = "Blind spots" if changed else "Cannot tell"
     return (
         f"{lead}: the code changed in {what} the matrix did not take every way (a "
-        "condition not both true and false, a block never entered), so a change there "
-        "would not show on its cells:"
+        "condition not both true and false, a block never entered, a definition the "
+        "world answers in its place), so a change there would not show on its cells:"
     )
 
 
@@ -63,7 +63,7 @@ def more_line(count: int) -> list[str]:
 
 def is_block(item: dict[str, Any]) -> bool:
     """Whether the blind spot is a block (its text is a description, not code)."""
-    return item["seen"] in ("never entered", "never called")
+    return item["seen"] in ("never entered", "never called", "never run")
 
 
 def spot_lines(item: dict[str, Any]) -> list[str]:

@@ -11,6 +11,7 @@ from harness.matrix.model import Matrix
 from harness.scan.because import Reasons, start_explaining
 from harness.scan.blind import BlindSpot, Side, both_definitions, start_finding
 from harness.scan.compare import Comparison, compare
+from harness.scan.stand_ins import changed_stand_ins
 from harness.scan.versions import State, Versions
 
 
@@ -47,6 +48,7 @@ def diff(
     explaining = start_explaining(versions, codes["base"], codes["head"], rules, defs)
     because = explaining()
     blind, unseen = finding()
+    blind += changed_stand_ins(versions, revisions, codes)
     return Diff(matrix, base, head, states, comparison, because, blind, unseen)
 
 
@@ -60,8 +62,10 @@ def blind_spots(versions: Versions, base: Revision, head: Revision, found=None):
     if not comparable(states["base"], states["head"]):
         return [], None
     revisions = {"base": base, "head": head}
-    sides = _sides(versions, revisions, states, _codes(versions, revisions, states))
-    return start_finding(versions.matrix, *sides, versions.limits)()
+    codes = _codes(versions, revisions, states)
+    blind, unseen = start_finding(versions.matrix, *_sides(versions, revisions, states, codes),
+                                  versions.limits)()  # fmt: skip
+    return blind + changed_stand_ins(versions, revisions, codes), unseen
 
 
 def _codes(versions: Versions, revisions: dict, states: dict) -> dict:

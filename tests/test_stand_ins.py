@@ -1,0 +1,240 @@
+"""SGLang's own definition of a name the world answers: a change to it is a blind spot.
+
+The passes import `get_platform` from `runtime_context.py`, where SGLang
+defines it; the world answers it from the cell and never runs that file. A
+pull request that edits only that definition changes what SGLang computes
+(shown here by importing the fixture's files in plain Python on a machine
+that says it is SM100) and nothing the harness evaluates: the diff must say
+"cannot tell" (exit 4) naming the statement that changed, never "no change".
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from harness.testing.gitrepo import FixtureRepo
+from tests.conftest import run_cli
+
+PACKAGE = "python/sglang/srt"
+PASSES_PATH = f"{PACKAGE}/arg_groups/overrides.py"
+RUNTIME = f"{PACKAGE}/runtime_context.py"
+UTILS = f"{PACKAGE}/utils/__init__.py"
+COMMON = f"{PACKAGE}/utils/common.py"
+
+PASSES = '''\
+"""Post-process passes (a contributor's version)."""
+
+import logging
+
+from sglang.srt.runtime_context import get_platform
+from sglang.srt.utils import is_hip
+
+logger = logging.getLogger(__name__)
+
+
+def _fa4_page_constraint(view):
+    if view.attention_backend == "fa4" and get_platform().is_sm100 and not is_hip():
+        return {"page_size": 128}
+    return {}
+'''
+
+RUNTIME_TEXT = '''\
+"""The machine's facts, read once per process."""
+
+import os
+
+_PROBES = {"is_sm100": "SM100"}
+
+
+class _Platform:
+    def __init__(self):
+        self.is_sm100 = os.environ.get("FIXTURE_GPU") == _PROBES["is_sm100"]
+
+
+_PLATFORM = _Platform()
+
+
+def get_platform():
+    """The machine's facts."""
+    return _PLATFORM
+
+
+def unrelated_helper(x):
+    return x + 1
+'''
+
+COMMON_TEXT = '''\
+"""Machine probes."""
+
+import os
+
+
+def _vendor():
+    return os.environ.get("FIXTURE_VENDOR", "nvidia")
+
+
+def is_hip():
+    return _vendor() == "amd"
+'''
+
+MATRIX = """\
+name: stand-ins
+target:
+  path: python/sglang/srt/arg_groups/overrides.py
+  function: _fa4_page_constraint
+  output: page_size
+world: sglang
+axes:
+  attention_backend: [fa3, fa4]
+  platform: [sm90, sm100]
+  page_size: [null, 1]
+"""
+
+
+def repository(tmp_path: Path, head: dict[str, str]) -> tuple[FixtureRepo, list[str]]:
+    """Base: the fixture package; head: the same with `head`'s files replaced."""
+    files = {
+        PASSES_PATH: PASSES,
+        RUNTIME: RUNTIME_TEXT,
+        UTILS: "from .common import *\n",
+        COMMON: COMMON_TEXT,
+        f"{PACKAGE}/arg_groups/__init__.py": "",
+    }
+    repo = FixtureRepo(tmp_path / "repo")
+    shas = [repo.commit("base", files), repo.commit("head", {**files, **head})]
+    return repo, shas
+
+
+def diff(tmp_path: Path, head: dict[str, str], matrix: str = MATRIX):
+    repo, shas = repository(tmp_path, head)
+    (tmp_path / "matrix.yaml").write_text(matrix)
+    done = run_cli(
+        "diff", *shas, "--repo", str(repo.root), "--matrix", str(tmp_path / "matrix.yaml"),
+        "--format", "json", "--no-cache",
+    )  # fmt: skip
+    return done, json.loads(done.out)
+
+
+def as_sglang_runs_it(tmp_path: Path, head: dict[str, str], sha_index: int) -> dict:
+    """What the pass returns for fa4 when SGLang imports the files on an SM100 machine."""
+    repo, shas = repository(tmp_path, head)
+    root, tree = repo.root, tmp_path / f"tree{sha_index}"
+    subprocess.run(["git", "-C", str(root), "worktree", "add", "-q", str(tree), shas[sha_index]],
+                   check=True, capture_output=True)  # fmt: skip
+    script = (
+        "import json, sys; sys.path.insert(0, 'python')\n"
+        "from types import SimpleNamespace\n"
+        "from sglang.srt.arg_groups.overrides import _fa4_page_constraint\n"
+        "print(json.dumps(_fa4_page_constraint(SimpleNamespace(attention_backend='fa4'))))\n"
+    )
+    env = {**os.environ, "FIXTURE_GPU": "SM100"}
+    run = subprocess.run([sys.executable, "-c", script], cwd=tree, env=env,
+                         capture_output=True, text=True, check=True)  # fmt: skip
+    return json.loads(run.stdout)
+
+
+def line_of(text: str, fragment: str) -> int:
+    return next(n for n, line in enumerate(text.splitlines(), 1) if fragment in line)
+
+
+SWAPPED = RUNTIME_TEXT.replace('"is_sm100": "SM100"', '"is_sm100": "SM90"')
+
+
+def test_a_changed_home_definition_changes_what_sglang_computes(tmp_path: Path):
+    """The premise, checked in plain Python: the head's own get_platform says SM90 where
+    the machine is SM100, so SGLang's fa4 page size is gone."""
+    head = {RUNTIME: SWAPPED}
+    assert as_sglang_runs_it(tmp_path / "a", head, 0) == {"page_size": 128}
+    assert as_sglang_runs_it(tmp_path / "b", head, 1) == {}
+
+
+def test_a_change_to_the_definition_the_world_stands_for_is_cannot_tell(tmp_path: Path):
+    done, report = diff(tmp_path, {RUNTIME: SWAPPED})
+    assert done.code == 4, done.out + done.err
+    assert report["changed"] == []
+    [spot] = report["blind_spots"]
+    assert (spot["side"], spot["path"]) == ("head", RUNTIME)
+    assert spot["line"] == line_of(SWAPPED, "_PROBES = ")  # the statement that changed
+    assert spot["function"] == "get_platform" and spot["seen"] == "never run"
+    assert "bindings:" in spot["hint"]
+
+
+def test_the_definition_is_followed_through_a_re_export_into_its_helpers(tmp_path: Path):
+    """`is_hip` is imported from `sglang.srt.utils`, which takes it from `common.py` with
+    `import *`; the edit is in a helper `is_hip` calls."""
+    head = COMMON_TEXT.replace('== "amd"', '!= "amd"')
+    done, report = diff(tmp_path, {COMMON: head})
+    assert done.code == 4, done.out + done.err
+    [spot] = report["blind_spots"]
+    assert (spot["path"], spot["line"]) == (COMMON, line_of(head, '!= "amd"') - 1)
+    assert spot["function"] == "is_hip"
+
+
+@pytest.mark.parametrize(
+    "edit",
+    [
+        RUNTIME_TEXT.replace("return x + 1", "return x + 2"),  # a function it does not read
+        RUNTIME_TEXT.replace('"""The machine\'s facts."""', '"""Facts, answered early."""'),
+        RUNTIME_TEXT.replace("_PLATFORM = _Platform()", "_PLATFORM = _Platform()  # once"),
+        RUNTIME_TEXT + "\n\ndef another_probe():\n    return None\n",
+    ],
+    ids=["unrelated-function", "docstring", "comment", "new-function"],
+)
+def test_edits_that_leave_the_definition_as_it_was_are_no_change(edit: str, tmp_path: Path):
+    done, report = diff(tmp_path, {RUNTIME: edit})
+    assert done.code == 0, done.out + done.err
+    assert report["blind_spots"] == []
+
+
+def test_a_name_the_matrix_binds_on_purpose_is_not_compared(tmp_path: Path):
+    matrix = MATRIX + "bindings:\n  get_platform: {call: {object: {is_sm100: true}}}\n"
+    done, report = diff(tmp_path, {RUNTIME: SWAPPED}, matrix)
+    assert done.code == 0, done.out + done.err
+    assert report["blind_spots"] == []
+
+
+def test_with_changed_cells_the_spot_is_listed_after_them(tmp_path: Path):
+    """A change the cells show (exit 1), and the definition change named beside it."""
+    passes = PASSES.replace("128", "64")
+    done, report = diff(tmp_path, {PASSES_PATH: passes, RUNTIME: SWAPPED})
+    assert done.code == 1, done.out + done.err
+    expected = {("fa4", "sm100", p) for p in (None, 1)}  # the pass decides fa4 on sm100
+    changed = {tuple(c["cell"][a] for a in ("attention_backend", "platform", "page_size"))
+               for c in report["changed"]}  # fmt: skip
+    assert changed == expected
+    assert [s["function"] for s in report["blind_spots"]] == ["get_platform"]
+    text = run_cli("diff", *report_shas(report), "--repo", str(tmp_path / "repo"),
+                   "--matrix", str(tmp_path / "matrix.yaml"), "--no-cache")  # fmt: skip
+    assert text.code == 1 and "never run" in text.out and f"{RUNTIME}:" in text.out
+
+
+def report_shas(report: dict) -> list[str]:
+    return [report["base"]["sha"], report["head"]["sha"]]
+
+
+def test_a_name_only_the_head_imports_is_compared_with_the_bases_definition(tmp_path: Path):
+    """The pull request starts reading `is_hip` and, in the same change, edits SGLang's
+    definition of it: the base's code never imported it, its definition still counts."""
+    passes = PASSES.replace(" and not is_hip()", "").replace(
+        "from sglang.srt.utils import is_hip\n", ""
+    )
+    head_common = COMMON_TEXT.replace('== "amd"', '!= "amd"')
+    repo, _ = repository(tmp_path, {})
+    root = repo.root
+    base = repo.commit("base without is_hip", {PASSES_PATH: passes})
+    head = repo.commit("head", {PASSES_PATH: PASSES, COMMON: head_common})
+    (tmp_path / "matrix.yaml").write_text(MATRIX)
+    done = run_cli("diff", base, head, "--repo", str(root), "--matrix",
+                   str(tmp_path / "matrix.yaml"), "--format", "json", "--no-cache")  # fmt: skip
+    report = json.loads(done.out)
+    never_run = [
+        (s["function"], s["path"]) for s in report["blind_spots"] if s["seen"] == "never run"
+    ]
+    assert never_run == [("is_hip", COMMON)]
+    assert done.code == 4  # no cell changed: is_hip is False on every platform of the matrix
