@@ -238,3 +238,15 @@ def test_a_name_only_the_head_imports_is_compared_with_the_bases_definition(tmp_
     ]
     assert never_run == [("is_hip", COMMON)]
     assert done.code == 4  # no cell changed: is_hip is False on every platform of the matrix
+
+
+@pytest.mark.parametrize("depth", [400, 5000])
+def test_a_home_file_past_the_parsing_bounds_is_cannot_tell_in_one_report(depth, tmp_path):
+    """A definition nested past the harness's cap (or Python's) cannot be compared: said
+    as a blind spot with the reason, never a crash and never "no change"."""
+    deep = "_DEPTH = " + "-" * depth + "1\n"
+    head = RUNTIME_TEXT.replace("_PLATFORM = _Platform()", deep + "_PLATFORM = _Platform()")
+    done, report = diff(tmp_path, {RUNTIME: head.replace("_Platform()", "_Platform(_DEPTH)")})
+    assert done.code == 4, done.out + done.err
+    [spot] = report["blind_spots"]
+    assert spot["path"] == RUNTIME and "could not be read" in spot["hint"]

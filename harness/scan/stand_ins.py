@@ -15,6 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 from harness.closure.homes import HomeDefinition, home_definition
+from harness.errors import Unevaluable
 from harness.scan.spots import BlindSpot
 
 NEVER_RUN = "never run"  # a blind spot's `seen`: the world answers in its place
@@ -32,12 +33,29 @@ def changed_stand_ins(versions: Any, revisions: dict, codes: dict) -> list[Blind
     found = {}
     for side in ("base", "head"):
         files = versions.files_at(revisions[side])
-        found[side] = [home_definition(versions.sources, files, *key, read=read) for key in keys]
-    return [
-        _spot(base, head, versions.matrix.edit_hint)
-        for base, head in zip(found["base"], found["head"], strict=True)
-        if base is not None and head is not None and _differs(base, head)
-    ]
+        found[side] = [_definition(versions, files, key, read) for key in keys]
+    spots = []
+    for key, base, head in zip(keys, found["base"], found["head"], strict=True):
+        unread = [(s, d) for s, d in (("base", base), ("head", head)) if isinstance(d, str)]
+        if unread:
+            spots.append(_unread(key, *unread[-1]))
+        elif base is not None and head is not None and _differs(base, head):
+            spots.append(_spot(base, head, versions.matrix.edit_hint))
+    return spots
+
+
+def _definition(versions: Any, files: Any, key: tuple[str, str], read: frozenset[str]):
+    """The home definition, None where the revision has none, or why it cannot be read."""
+    try:
+        return home_definition(versions.sources, files, *key, read=read)
+    except Unevaluable as exc:  # a home file past the bounds on parsing
+        return str(exc)
+
+
+def _unread(key: tuple[str, str], side: str, reason: str) -> BlindSpot:
+    name, path = key
+    hint = f"SGLang's definition of {name} could not be read to compare it: {reason}"
+    return BlindSpot(side, path, 1, f"the definition of {name}", name, NEVER_RUN, hint)
 
 
 def _homes(code: Any) -> set[tuple[str, str]]:
