@@ -36,7 +36,7 @@ class Piece(NamedTuple):
 
 class HomeDefinition(NamedTuple):
     """SGLang's definition of `name` the world stands for, at one revision: the statements
-    that define it, then those of its file it reads, in file order."""
+    that define it, then those of its file they read, nearest first."""
 
     name: str
     path: str  # the file that defines it (after re-exports)
@@ -79,18 +79,21 @@ def home_definition(
 
 def _in_file(layout, statements: list[Statement], read: frozenset[str]) -> list[Statement]:
     """`statements` and the top-level statements of the same file their free names read,
-    transitively (imports included as written, not followed)."""
+    transitively (imports included as written, not followed), nearest first: the first
+    that differs between two revisions is the one a reader looks at."""
     index = index_module(layout)
     found = {(s.lineno, s.member): s for s in statements}
-    todo = list(statements)
-    while todo and len(found) < MAX_STATEMENTS:
-        for name in sorted(shape(todo.pop(), HELPER)[1] - read):
+    todo = list(found.values())
+    for statement in todo:
+        if len(found) >= MAX_STATEMENTS:
+            break
+        for name in sorted(shape(statement, HELPER)[1] - read):
             for binding in index.get(name, ()):
-                statement = binding.statement
-                if (statement.lineno, statement.member) not in found:
-                    found[(statement.lineno, statement.member)] = statement
-                    todo.append(statement)
-    return [found[key] for key in sorted(found)]
+                reached = binding.statement
+                if (reached.lineno, reached.member) not in found:
+                    found[(reached.lineno, reached.member)] = reached
+                    todo.append(reached)
+    return list(found.values())
 
 
 def _imported_from(files: RevisionFiles, path: str, node, name: str) -> tuple[str, str] | None:
