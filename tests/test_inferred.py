@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import math
 import xml.etree.ElementTree as ET
 
 from harness.testing.gitrepo import FixtureRepo
@@ -150,6 +151,38 @@ def test_too_many_cells_for_one_matrix_diffs_each_changed_pass_alone(tmp_path):
     assert text.code == 1
     assert text.out.startswith("--matrix inferred: one matrix of every changed pass would have")
     assert text.out.rstrip().endswith("2 parts: 2 changed, 0 cannot tell, 0 no change")
+
+
+# An unchanged pass that reads what the FA4 pass declares, and compares an input of its own.
+READER = """
+
+@register_post_process
+def _chunk_for_page(view):
+    if view.page_size == 128 and view.chunked_prefill_size == 8192:
+        return {"chunked_prefill_size": 4096}
+    return {}
+"""
+
+
+def test_parts_whose_own_inputs_exceed_the_limit_split_without_the_one_matrix(tmp_path):
+    """Far over --max-cells, the parts' own inputs (those no changed pass declares) already
+    make too many cells: the count said is their product, at most the one matrix's, and the
+    parts are the ones the one matrix's count would have split into."""
+    versions = [module(text + READER, REGISTRY) for text in (TWO, TWO_HEAD)]
+    shas = commit_versions(tmp_path / "repo", versions)
+    repo = str(tmp_path / "repo")
+    _, whole, _ = inferred(repo, *shas)
+    _, exact, _ = inferred(repo, *shas, "--max-cells", str(whole["cells"] - 1))
+    code, report, _ = inferred(repo, *shas, "--max-cells", "40")
+    declared = {p["target"]["output"] for p in report["parts"]}
+    classes: dict[str, int] = {}
+    for part in report["parts"]:
+        for axis, values in part["axes"].items():
+            if axis not in declared:
+                classes[axis] = max(classes.get(axis, 0), len(values))
+    # the reader's own input is in the one matrix only: the count said is below its count
+    assert 40 < report["cells"] == math.prod(classes.values()) < whole["cells"]
+    assert code == 1 and report["parts"] == exact["parts"]
 
 
 def test_split_reports_render_as_one_document_in_every_format(tmp_path):

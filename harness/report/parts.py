@@ -24,7 +24,7 @@ class Parts:
     """The diff reports of the parts, and what made them parts."""
 
     reports: list[DiffReport]
-    whole: int  # the cells the one matrix would have had
+    whole: int  # the cells the one matrix would have had, at least
     max_cells: int
     unseen: tuple[str, ...] = ()  # run-order changes no part evaluates
 
@@ -38,8 +38,8 @@ class Parts:
     @property
     def note(self) -> str:
         return (
-            f"--matrix inferred: one matrix of every changed pass would have {self.whole:,} "
-            f"cells, more than --max-cells {self.max_cells:,}; each of the "
+            f"--matrix inferred: one matrix of every changed pass would have at least "
+            f"{self.whole:,} cells, more than --max-cells {self.max_cells:,}; each of the "
             f"{len(self.reports)} passes whose code or read default changed is diffed alone, "
             "on the inputs it reads (a field another pass declares is an input like any other)."
         )

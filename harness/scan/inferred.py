@@ -22,12 +22,16 @@ it reads: a field another pass declares is then an input like any other, so a
 change of the pass on any input is found, reachable through the passes before
 it or not. Each matrix runs its passes in the head's order at both revisions:
 two passes that swapped places, one declaring what the other reads or
-declares, are named as not evaluated (`unseen`), never passed over.
+declares, are named as not evaluated (`unseen`), never passed over. When
+several passes changed, the parts are made first: when their own inputs
+already make more than --max-cells, the one matrix (which has them all) is
+never built.
 """
 
 from __future__ import annotations
 
 import hashlib
+import math
 from dataclasses import dataclass, replace
 
 from harness import gitio
@@ -57,7 +61,7 @@ class Inferred:
     cells the one matrix would have had); and the run-order changes no matrix evaluates."""
 
     matrices: tuple[Matrix, ...]
-    whole: int = 0  # > 0: split, one matrix per changed pass
+    whole: int = 0  # > 0: split, one matrix per changed pass; the one matrix's cells, at least
     unseen: tuple[str, ...] = ()
 
 
@@ -86,14 +90,36 @@ def inferred_matrix(
         return None
     unseen = _swaps(orders, surveys)
     chosen = _with_readers(orders[1], changed, surveys)
-    whole = _inferred(versions, sides, surveys, chosen)
-    if whole.size <= max_cells:
-        return Inferred((whole,), unseen=unseen)
-    found = _each_discovered(versions, surveys, differ)
-    parts = [_inferred(versions, sides, surveys, [n], f"{INFERRED}:{n}", found[n]) for n in differ]
+    parts = _parts(versions, sides, surveys, differ) if len(differ) > 1 else None
+    at_least = _at_least(parts, surveys, chosen) if parts else 0
+    if at_least <= max_cells:  # else the one matrix is too large without making it
+        whole = _inferred(versions, sides, surveys, chosen)
+        if whole.size <= max_cells:
+            return Inferred((whole,), unseen=unseen)
+        at_least = whole.size
+    parts = parts or _parts(versions, sides, surveys, differ)
     too_large = tuple(_too_large(p, max_cells) for p in parts if p.size > max_cells)
     kept = tuple(p for p in parts if p.size <= max_cells)
-    return Inferred(kept, whole.size, unseen + too_large)
+    return Inferred(kept, at_least, unseen + too_large)
+
+
+def _parts(versions: Versions, sides: list, surveys: list, differ: list[str]) -> list[Matrix]:
+    """One matrix per pass whose code or read default changed, on the inputs it reads."""
+    found = _each_discovered(versions, surveys, differ)
+    return [_inferred(versions, sides, surveys, [n], f"{INFERRED}:{n}", found[n]) for n in differ]
+
+
+def _at_least(parts: list[Matrix], surveys: list, chosen: list[str]) -> int:
+    """Cells the one matrix of the chosen passes has at least: each input of a part that no
+    chosen pass declares is an input of the one matrix too, with every class any part
+    found for it (the one matrix runs the same comparisons, and more)."""
+    declared = {f for s in surveys for n in chosen if n in s for f in s[n].declares}
+    classes: dict[str, int] = {}
+    for part in parts:
+        for axis in part.axes:
+            if axis.name not in declared:
+                classes[axis.name] = max(classes.get(axis.name, 0), len(axis.values))
+    return math.prod(classes.values())
 
 
 def _inferred(versions: Versions, sides: list, surveys: list, chosen: list[str],
