@@ -155,6 +155,9 @@ class Edit:
         return None
 
 
+RECENT = 2  # layouts kept per path, by blob (see `SourceCache._remember`)
+
+
 class SourceCache:
     """What one run has parsed: pieces by text, and the last layout made.
 
@@ -165,6 +168,7 @@ class SourceCache:
     def __init__(self, max_pieces: int = MAX_PIECES) -> None:
         self.pieces: dict[str, Piece] = {}
         self.last: dict[str, Layout] = {}  # per path: the next revision is cut against it
+        self.recent: dict[str, dict[str, Layout]] = {}  # per path: its last layouts, by blob
         self.closures: dict[Any, Any] = {}  # see harness.closure.extract
         self.walked: dict[Any, Any] = {}  # see harness.closure.order: per parsed function
         self.max_pieces = max_pieces
@@ -191,8 +195,10 @@ class SourceCache:
         if path in files.made:
             return files.made[path]
         last, blob = self.last.get(path), files.blob(path)
-        made = None
-        if last is not None and blob is not None and last.blob == blob:
+        made = self.recent.get(path, {}).get(blob) if blob is not None else None
+        if made is not None:
+            self.last[path] = made
+        elif last is not None and blob is not None and last.blob == blob:
             made = last
         elif last is not None and blob is not None:
             patch = files.edit(path, last.blob)
@@ -206,7 +212,19 @@ class SourceCache:
             made = self.layout(text, path)
             made.blob = blob
         files.made[path] = made
+        if blob is not None:
+            self._remember(path, blob, made)
         return made
+
+    def _remember(self, path: str, blob: str, layout: Layout) -> None:
+        """Keep the path's layouts of its last RECENT blobs: a diff goes back and forth
+        between two revisions (each part of a split one, each side of a bisect step), and
+        the same object for the same blob keeps what was learnt of it (indexes, closures)."""
+        recent = self.recent.setdefault(path, {})
+        recent.pop(blob, None)
+        recent[blob] = layout
+        while len(recent) > RECENT:
+            del recent[next(iter(recent))]
 
     def piece(self, text: str) -> Piece | None:
         """The parsed piece of `text` (None: it does not parse on its own, or its tree
