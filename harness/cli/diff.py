@@ -206,17 +206,31 @@ def inferred_report(
     inferred = inferred_matrix(versions, base, head, args.max_cells)
     if inferred is None:
         return None
-    reports = []
     with _out_of_collection():  # the revisions' parsed files, kept for the diffs
-        for n, matrix in enumerate(inferred.matrices, 1):
-            bar.stage(f"diff: evaluating {matrix.name} ({n}/{len(inferred.matrices)})")
-            part = dataclass_replace(setup, matrix=matrix, where=None)
-            reports.append(diff_report(part, base, head, args.exhaustive, versions))
+        reports = parts_reports(setup, versions, inferred.matrices, base, head, args, bar)
     if not inferred.whole:
         (report,) = reports
         unseen = "; ".join(filter(None, [report.unseen, *inferred.unseen])) or None
         return dataclass_replace(report, unseen=unseen)
     return Parts(reports, inferred.whole, args.max_cells, inferred.unseen)
+
+
+def parts_reports(setup: Setup, versions: Versions, matrices, base, head, args, bar) -> list:
+    """The report of each inferred matrix, read back or evaluated. Every evaluation is
+    started before the first is waited for: the workers of later parts run while the
+    parent compares and explains the earlier ones."""
+    parts = [dataclass_replace(setup, matrix=matrix, where=None) for matrix in matrices]
+    reports = [cached_report(part, base, head, args.exhaustive) for part in parts]
+    started = {}
+    for n, part in enumerate(parts):
+        if reports[n] is None:
+            shared = versions.sharing(part.matrix, args.exhaustive)
+            started[n] = (shared, [shared.start(base), shared.start(head)])
+    for n, part in enumerate(parts):
+        bar.stage(f"diff: evaluating {part.matrix.name} ({n + 1}/{len(parts)})")
+        if n in started:
+            reports[n] = evaluated_report(part, base, head, args.exhaustive, *started[n])
+    return reports
 
 
 @contextmanager
@@ -268,23 +282,31 @@ def diff_report(
     base: gitio.Revision,
     head: gitio.Revision,
     exhaustive: bool,
-    shared: Versions | None = None,
 ) -> DiffReport:
     """The report of BASE against HEAD: read back when the same two commits were compared
-    the same way before (see `harness.report.store`), else evaluated and kept. `shared`:
-    a run that already read these revisions' files (--matrix inferred), whose parsed
-    files the evaluation reuses."""
-    reports = ReportCache(setup.cache)  # beside the tables
-    key = report_key(setup.matrix, base, head, setup.where, (exhaustive, setup.limits))
-    found = reports.get(key, setup.matrix, base, head) if key else None
+    the same way before (see `harness.report.store`), else evaluated and kept."""
+    found = cached_report(setup, base, head, exhaustive)
     if found is not None:
         return found
+    return evaluated_report(setup, base, head, exhaustive, setup.versions(exhaustive))
+
+
+def cached_report(setup: Setup, base, head, exhaustive: bool) -> DiffReport | None:
+    """The report of the same two commits compared the same way before, if kept."""
+    key = report_key(setup.matrix, base, head, setup.where, (exhaustive, setup.limits))
+    return ReportCache(setup.cache).get(key, setup.matrix, base, head) if key else None
+
+
+def evaluated_report(
+    setup: Setup, base, head, exhaustive: bool, versions: Versions, started=None
+) -> DiffReport:
+    """The report evaluated on `versions` (`started`: its two states, started), and kept."""
     from harness.scan.diff import diff  # only now: a report read back needs none of it
 
-    versions = shared.sharing(setup.matrix, exhaustive) if shared else setup.versions(exhaustive)
-    report = build_report(diff(versions, base, head, setup.where))
+    report = build_report(diff(versions, base, head, setup.where, started))
+    key = report_key(setup.matrix, base, head, setup.where, (exhaustive, setup.limits))
     if key:
-        reports.put(key, report)
+        ReportCache(setup.cache).put(key, report)
     return report
 
 

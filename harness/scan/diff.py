@@ -30,12 +30,18 @@ class Diff:
 
 
 def diff(
-    versions: Versions, base: Revision, head: Revision, where: tuple[int, ...] | None = None
+    versions: Versions,
+    base: Revision,
+    head: Revision,
+    where: tuple[int, ...] | None = None,
+    started: list | None = None,
 ) -> Diff:
     """Evaluate both revisions over the matrix (or find them cached) and compare. When a
-    side cannot be told (see `comparable`), nothing is compared: no cell is listed."""
+    side cannot be told (see `comparable`), nothing is compared: no cell is listed.
+    `started`: `versions.start` of BASE and HEAD, when the caller started them early."""
     matrix = versions.matrix
-    states = dict(zip(("base", "head"), versions.at_all([base, head]), strict=True))
+    found = [versions.settle(p) for p in started] if started else versions.at_all([base, head])
+    states = dict(zip(("base", "head"), found, strict=True))
     if not comparable(states["base"], states["head"]):
         return Diff(matrix, base, head, states, nothing_compared(), [])
     revisions = {"base": base, "head": head}
