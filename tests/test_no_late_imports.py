@@ -18,7 +18,7 @@ import pytest
 
 WATCH = """
 import json, sys
-from harness.engine import explore, spawn, trace, whatif, worker
+from harness.engine import batch, explore, spawn, trace, whatif, worker
 from harness.scan import infer
 
 started, late = [], []
@@ -30,7 +30,7 @@ def start(*args, **kwargs):
     return original(*args, **kwargs)
 
 
-for module in (worker, explore, trace, whatif, infer):
+for module in (worker, explore, trace, whatif, infer, batch):
     module.start = start
 sys.addaudithook(lambda event, args: late.append(args[0]) if event == "import" and started else None)
 from harness.cli.main import main

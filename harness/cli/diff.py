@@ -23,6 +23,7 @@ from harness.cli.options import (
     set_up,
 )
 from harness.cli.progress import Progress, progress
+from harness.engine.batch import Batch
 from harness.errors import HarnessError, Unevaluable
 from harness.files import write_output
 from harness.matrix.load import MAX_CELLS
@@ -217,20 +218,44 @@ def inferred_report(
 
 def parts_reports(setup: Setup, versions: Versions, matrices, base, head, args, bar) -> list:
     """The report of each inferred matrix, read back or evaluated. Every evaluation is
-    started before the first is waited for: the workers of later parts run while the
-    parent compares and explains the earlier ones."""
+    started before the first is waited for, BATCH parts' evaluations of one revision in
+    one worker (`harness.engine.batch`): the workers of later parts run while the parent
+    compares and explains the earlier ones."""
     parts = [dataclass_replace(setup, matrix=matrix, where=None) for matrix in matrices]
     reports = [cached_report(part, base, head, args.exhaustive) for part in parts]
-    started = {}
+    started, batches = {}, ()
     for n, part in enumerate(parts):
-        if reports[n] is None:
-            shared = versions.sharing(part.matrix, args.exhaustive)
-            started[n] = (shared, [shared.start(base), shared.start(head)])
+        if reports[n] is not None:
+            continue
+        if len(started) % BATCH == 0:  # a worker per revision for the next BATCH parts
+            _submit(batches)
+            batches = (Batch(setup.limits), Batch(setup.limits))
+        shared = versions.sharing(part.matrix, args.exhaustive)
+        sides = zip((base, head), batches, strict=True)
+        started[n] = (shared, [_start(shared, r, batch) for r, batch in sides])
+    _submit(batches)
     for n, part in enumerate(parts):
         bar.stage(f"diff: evaluating {part.matrix.name} ({n + 1}/{len(parts)})")
         if n in started:
             reports[n] = evaluated_report(part, base, head, args.exhaustive, *started[n])
     return reports
+
+
+BATCH = 8  # parts whose evaluations share a worker (per revision): the first answer early
+
+
+def _submit(batches: tuple[Batch, ...]) -> None:
+    for batch in batches:
+        batch.submit()
+
+
+def _start(versions: Versions, revision: gitio.Revision, batch: Batch):
+    """`versions.start(revision)`, its evaluation (if any) joining `batch`."""
+    versions.batch = batch
+    try:
+        return versions.start(revision)
+    finally:
+        versions.batch = None
 
 
 @contextmanager

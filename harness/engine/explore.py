@@ -93,12 +93,16 @@ def start_evaluation(
     modules: the closure may keep state) is judged here when not given, and only for
     `every_cell` (a closure explored is pure)."""
     cube = cube or matrix.full_masks()
-    if fresh is None:
-        fresh = every_cell and impurity(closure) is not None
-    fresh = fresh and every_cell
-    mode = FRESH if fresh else EVERY if every_cell else EXPLORE
+    mode = evaluation_mode(closure, every_cell, fresh)
     work = functools.partial(_evaluate, closure, matrix, bound, label, mode, cube)
     return start(work, _encode, lambda h, p: _decode(h, p, matrix.size), limits)
+
+
+def evaluation_mode(closure: Closure | Pipeline, every_cell: bool, fresh: bool | None) -> str:
+    """How a worker covers the cells (see `start_evaluation`)."""
+    if fresh is None:
+        fresh = every_cell and impurity(closure) is not None
+    return FRESH if fresh and every_cell else EVERY if every_cell else EXPLORE
 
 
 def _evaluate(

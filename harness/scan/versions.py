@@ -28,6 +28,7 @@ from harness.closure.modules import RevisionFiles
 from harness.closure.order import PassOrder, pass_order
 from harness.closure.pieces import Layout, SourceCache
 from harness.closure.survey import REGISTER, defaults_read, registered
+from harness.engine.batch import Batch
 from harness.engine.explore import start_evaluation
 from harness.engine.limits import DEFAULT_LIMITS, Limits
 from harness.engine.outcome import OutcomeTable, revision_wide
@@ -148,6 +149,7 @@ class Versions:
         self.memos: dict[str, tuple[tuple[tuple, Any], ...]] = {}  # see `texts_memo`
         self.kept = 1  # memos kept per name: a scan's last commit's (a diff's two: `sharing`)
         self.made: tuple | None = None  # (last closure, its defaults, the two as one)
+        self.batch: Batch | None = None  # set: evaluations join it (see `start_evaluation`)
 
     def sharing(self, matrix: Matrix, exhaustive: bool = False) -> Versions:
         """Versions of another matrix of the same world, under this run's cache and limits,
@@ -428,9 +430,12 @@ class Versions:
         return reason
 
     def start_evaluation(self, closure: Closure | Pipeline, label: str, impure: bool):
-        """The closure's evaluation, started in a worker (`.result()` waits for it)."""
+        """The closure's evaluation, started in a worker (`.result()` waits for it); or,
+        while `batch` is set, added to that batch (see `harness.engine.batch`)."""
         matrix, bound, limits = self.matrix, self.bound, self.limits
         every = self.exhaustive or impure
+        if self.batch is not None:
+            return self.batch.add(closure, matrix, bound, label, every, impure)
         return start_evaluation(closure, matrix, bound, label, every, limits=limits, fresh=impure)
 
     def trace(self, cells: list[tuple[Code, tuple[int, ...]]]) -> list[Trace]:

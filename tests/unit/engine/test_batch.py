@@ -1,0 +1,83 @@
+"""Several evaluations in one worker: each answers as it would alone, and one that cannot
+be evaluated, or a batch that overruns, costs no other its answer."""
+
+from __future__ import annotations
+
+import pytest
+
+from harness.closure.extract import extract_closure
+from harness.closure.modules import RevisionFiles
+from harness.closure.pieces import SourceCache
+from harness.engine.batch import Batch, _decode_each
+from harness.engine.limits import Limits
+from harness.engine.plain import Malformed
+from harness.errors import Unevaluable
+from harness.scan.versions import bind_matrix
+from tests.unit.engine.test_explore import oracle, outcomes
+from tests.unit.tables import small_matrix
+
+SOURCES = {
+    "threshold": "def target(view):\n    if view.a0 > 1:\n        return {'page_size': 64}\n"
+    "    return {}\n",
+    "pair": "def target(view):\n    if view.a0 == view.a1:\n        return {'page_size': 1}\n"
+    "    if view.a1 == 2:\n        raise ValueError('two')\n    return {}\n",
+    "constant": "def target(view):\n    return {'page_size': 16}\n",
+}
+UNBOUND = "def target(view):\n    return {'page_size': view.no_such_input}\n"
+LOOP = "def target(view):\n    while True:\n        pass\n"
+
+
+def closure_of(source: str, matrix):
+    files = RevisionFiles.of({"m.py": source}, "m.py")
+    return extract_closure(SourceCache(), files, "target", bind_matrix(matrix).names)
+
+
+def add(batch: Batch, source: str, matrix):
+    return batch.add(closure_of(source, matrix), matrix, bind_matrix(matrix), "rev", False, False)
+
+
+def test_each_evaluation_of_a_batch_answers_as_plain_python(tmp_path):
+    matrices = {name: small_matrix([3, 3]) for name in SOURCES}
+    batch = Batch(Limits())
+    items = {name: add(batch, source, matrices[name]) for name, source in SOURCES.items()}
+    batch.submit()
+    for name, item in items.items():
+        table = item.result().table
+        assert outcomes(table, matrices[name]) == oracle(SOURCES[name], matrices[name]), name
+
+
+def test_an_item_that_cannot_be_evaluated_is_that_items_reason_only():
+    matrix = small_matrix([2])
+    batch = Batch(Limits())
+    good, bad = add(batch, SOURCES["threshold"], matrix), add(batch, UNBOUND, matrix)
+    with pytest.raises(Unevaluable, match="no_such_input"):
+        bad.result()
+    assert outcomes(good.result().table, matrix) == oracle(SOURCES["threshold"], matrix)
+
+
+def test_a_batch_that_overruns_runs_each_item_alone_under_its_own_limit():
+    """The loop spends the batch's one second: the batch is killed, then each item runs
+    alone; the others answer, the loop alone runs past its own limit."""
+    matrix = small_matrix([2])
+    batch = Batch(Limits(seconds=1.0))
+    first, loop = add(batch, SOURCES["constant"], matrix), add(batch, LOOP, matrix)
+    last = add(batch, SOURCES["threshold"], matrix)
+    assert outcomes(first.result().table, matrix) == oracle(SOURCES["constant"], matrix)
+    assert outcomes(last.result().table, matrix) == oracle(SOURCES["threshold"], matrix)
+    with pytest.raises(Unevaluable, match="ran past"):
+        loop.result()
+
+
+@pytest.mark.parametrize(
+    "headers, payload",
+    [
+        ([], b""),  # fewer answers than items
+        ([{"reason": 3, "missing": None}], b""),  # a reason that is not text
+        (["text"], b""),  # an answer that is not an object
+        ([{"reason": "r", "missing": None}], b"\0\0\0\0"),  # codes left over
+    ],
+    ids=["count", "reason", "shape", "leftover"],
+)
+def test_a_malformed_batch_answer_is_refused(headers, payload):
+    with pytest.raises(Malformed):
+        _decode_each(headers, payload, sizes=[4])
