@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import ast
 import hashlib
+import re
 from typing import NamedTuple
 
 from harness.closure.index import IMPORT, index_module
@@ -75,6 +76,51 @@ def home_definition(
             return None
         path, name = further
     return None
+
+
+def unchanged(base: RevisionFiles, head: RevisionFiles, name: str, path: str) -> bool:
+    """Whether `home_definition` would surely be equal at both revisions, told from the
+    files' identities and texts without parsing them: each file on the way to the
+    definition is the same at both, and the last defines `name` at top level and imports
+    nothing by that name; or one revision lacks a file on the way (it has no definition
+    there: nothing to compare). False means: compare the definitions."""
+    for _ in range(HOPS):
+        if base.ident(path)[1] is None or head.ident(path)[1] is None:
+            return True  # a revision without the file has no definition to compare
+        if base.ident(path) != head.ident(path):
+            return False
+        text = head.read(path) or ""
+        forwards = _forwarded_from(text, name)
+        if forwards is None or len(forwards) > 1:
+            return False  # an `import a.name`, or several ways in: compare them
+        if not forwards:
+            return _defines(text, name)
+        dots, module = forwards[0]
+        path = head.module_file(module, path, len(dots))
+        if path is None:
+            return False
+    return False
+
+
+def _defines(text: str, name: str) -> bool:
+    """`name` bound at top level by a def, a class or an assignment (a chain included)."""
+    word = re.escape(name)
+    definition = rf"^(?:(?:async\s+)?def|class)\s+{word}\b"
+    assignment = rf"^(?:\w+\s*=\s*)*{word}\s*(?::[^=\n]*)?=(?!=)"
+    return re.search(f"{definition}|{assignment}", text, re.MULTILINE) is not None
+
+
+def _forwarded_from(text: str, name: str) -> list[tuple[str, str]] | None:
+    """(leading dots, module) of each `from M import` statement that may bind `name` (by
+    name, or `*`); None when an `import a.name` may (no module file answers it)."""
+    if re.search(rf"^\s*import\s[^\n]*\b{re.escape(name)}\b", text, re.MULTILINE):
+        return None
+    word = re.compile(rf"(?<![\w.]){re.escape(name)}(?!\w)|\*")
+    return [(dots, module) for dots, module, names in _FROM.findall(text) if word.search(names)]
+
+
+# `from M import a, b` and `from M import (a,\n b)`, anywhere in the file (conservative)
+_FROM = re.compile(r"\bfrom\s+(\.*)([\w.]*)\s+import\s*(\([^)]*\)|[^\n]*)")
 
 
 def _in_file(layout, statements: list[Statement], read: frozenset[str]) -> list[Statement]:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from harness.closure.homes import HomeDefinition, home_definition
+from harness.closure.homes import HomeDefinition, home_definition, unchanged
 from harness.errors import Unevaluable
 from harness.scan.spots import BlindSpot
 
@@ -30,10 +30,12 @@ def changed_stand_ins(versions: Any, revisions: dict, codes: dict) -> list[Blind
     if not keys:
         return []
     read = _read_by_world(versions)
-    found = {}
-    for side in ("base", "head"):
-        files = versions.files_at(revisions[side])
-        found[side] = [_definition(versions, files, key, read) for key in keys]
+    files = {side: versions.files_at(revisions[side]) for side in ("base", "head")}
+    keys = [key for key in keys if not unchanged(files["base"], files["head"], *key)]
+    found = {
+        side: [_definition(versions, files[side], key, read) for key in keys]
+        for side in ("base", "head")
+    }
     spots = []
     for key, base, head in zip(keys, found["base"], found["head"], strict=True):
         unread = [(s, d) for s, d in (("base", base), ("head", head)) if isinstance(d, str)]
