@@ -82,11 +82,11 @@ def unchanged(base: RevisionFiles, head: RevisionFiles, name: str, path: str) ->
     """Whether `home_definition` would surely be equal at both revisions, told from the
     files' identities and texts without parsing them: each file on the way to the
     definition is the same at both, and the last defines `name` at top level and imports
-    nothing by that name; or one revision lacks a file on the way (it has no definition
-    there: nothing to compare). False means: compare the definitions."""
+    nothing by that name; or one revision's file on the way never names it (it has no
+    definition there: nothing to compare). False means: compare the definitions."""
     for _ in range(HOPS):
-        if base.ident(path)[1] is None or head.ident(path)[1] is None:
-            return True  # a revision without the file has no definition to compare
+        if not (_may_bind(base, path, name) and _may_bind(head, path, name)):
+            return True  # a revision without it has no definition to compare
         if base.ident(path) != head.ident(path):
             return False
         text = head.read(path) or ""
@@ -100,6 +100,15 @@ def unchanged(base: RevisionFiles, head: RevisionFiles, name: str, path: str) ->
         if path is None:
             return False
     return False
+
+
+def _may_bind(files: RevisionFiles, path: str, name: str) -> bool:
+    """Whether the file exists and names `name`, or imports `*` (read as text)."""
+    text = files.read(path)
+    return text is not None and (name in text or _STAR.search(text) is not None)
+
+
+_STAR = re.compile(r"\bimport\s*\*")
 
 
 def _defines(text: str, name: str) -> bool:

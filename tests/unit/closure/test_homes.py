@@ -111,3 +111,11 @@ def test_a_revision_without_the_file_has_nothing_to_compare():
     base = RevisionFiles.of({TARGET: ""}, TARGET)
     assert unchanged(base, files(), "is_hip", UTILS)
     assert definitions(base, files())[0] is None
+
+
+def test_a_file_that_never_names_it_has_nothing_to_compare():
+    """The home file exists at the base but does not define the name yet (SGLang 0.5.18's
+    runtime_context.py and get_platform): known without parsing it."""
+    base = files(common=COMMON_TEXT.replace("is_hip", "is_rocm"))
+    assert unchanged(base, files(), "is_hip", COMMON)
+    assert definitions(base, files(), COMMON)[0] is None
