@@ -7,6 +7,7 @@ line on stderr and exit 2; anything else is a bug and keeps its traceback.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import errno
 import gc
 import os
@@ -14,6 +15,7 @@ import signal
 import sys
 import traceback
 from collections.abc import Sequence
+from typing import NoReturn
 
 from harness import __version__
 from harness.cli import (
@@ -29,6 +31,7 @@ from harness.cli import (
 )
 from harness.cli.preload import before_evaluation
 from harness.cli.streams import OutputClosed, settle
+from harness.engine import spawn
 from harness.errors import CannotTell, HarnessError, quieted
 from harness.gitcmd import GitError
 
@@ -108,7 +111,19 @@ def console_main() -> int:
     fewer_collections()
     stop_on_termination()
     settle()  # a closed or ASCII-only stdout: written escaped, or one line
-    return main()
+    leave(main())
+
+
+def leave(status: int) -> NoReturn:
+    """End the process with `status` once its output is out and its zygote stopped,
+    without the interpreter's teardown: freeing every parsed file and table one object
+    at a time took 1.5 s after a split inferred diff, for nothing (the process ends).
+    Files are closed where they are written; the remaining threads are daemons."""
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(OSError, ValueError):  # `main` said what a failed write was
+            stream.flush()
+    spawn.shutdown()
+    os._exit(status)
 
 
 class Terminated(KeyboardInterrupt):
