@@ -389,19 +389,19 @@ class Resolver:
     def _changers(self, path: str) -> list[tuple[Statement, frozenset[str], frozenset[str]]]:
         """The statements of `path` that may change data, with what they may change (per
         layout: the same file text is read once per run)."""
-        layout, memo_key = self.layouts[path], ("mutations", path)
-        last = self.cache.closures.get(memo_key)
-        if last is not None and last[0] is layout:
-            return last[1]
-        reach, found = self._reach(path), []
-        for slot, piece in enumerate(layout.pieces):
-            for position in range(len(piece.nodes)):
-                statement = layout.statement(slot, position)
-                changes = statement.memo("effects", effects)
-                if changes != NO_EFFECTS:
-                    found.append((statement, *reach.of(changes)))
-        self.cache.closures[memo_key] = (layout, found)
-        return found
+        reach = self._reach(path)
+
+        def compute(layout: Layout) -> list:
+            found = []
+            for slot, piece in enumerate(layout.pieces):
+                for position in range(len(piece.nodes)):
+                    statement = layout.statement(slot, position)
+                    changes = statement.memo("effects", effects)
+                    if changes != NO_EFFECTS:
+                        found.append((statement, *reach.of(changes)))
+            return found
+
+        return self.layouts[path].memo("mutations", compute)
 
     def _reach(self, path: str) -> Reach:
         if path not in self.reaches:
