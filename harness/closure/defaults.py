@@ -74,6 +74,22 @@ class Defaults:
     def empty(self) -> bool:
         return not self.fields and not self.inputs
 
+    def __reduce__(self) -> tuple:
+        """Pickled as rows of plain values: every worker job carries the class's hundreds
+        of fields, and dataclass objects pickle and unpickle several times slower."""
+        return _from_rows, (_rows(self.fields), self.source, _rows(self.inputs))
+
+
+def _rows(table: dict[str, Default]) -> list[tuple]:
+    return [(name, d.value, d.where, d.refusal) for name, d in table.items()]
+
+
+def _from_rows(fields: list[tuple], source: str, inputs: list[tuple]) -> Defaults:
+    def table(rows: list[tuple]) -> dict[str, Default]:
+        return {name: Default(value, where, refusal) for name, value, where, refusal in rows}
+
+    return Defaults(table(fields), source, table(inputs))
+
 
 NO_DEFAULTS = Defaults({})
 
