@@ -234,10 +234,15 @@ def parts_reports(setup: Setup, versions: Versions, matrices, base, head, args, 
         sides = zip((base, head), batches, strict=True)
         started[n] = (shared, [_start(shared, r, batch) for r, batch in sides])
     _submit(batches)
-    for n, part in enumerate(parts):
+    from harness.scan.diff import start_diff
+
+    finishing = {}
+    for n, part in enumerate(parts):  # each compared, its traces and searches started
         bar.stage(f"diff: evaluating {part.matrix.name} ({n + 1}/{len(parts)})")
         if n in started:
-            reports[n] = evaluated_report(part, base, head, args.exhaustive, *started[n])
+            finishing[n] = start_diff(*started[n][:1], base, head, part.where, started[n][1])
+    for n, finish in finishing.items():  # then each waited for, in order
+        reports[n] = kept_report(parts[n], base, head, args.exhaustive, finish())
     return reports
 
 
@@ -322,13 +327,16 @@ def cached_report(setup: Setup, base, head, exhaustive: bool) -> DiffReport | No
     return ReportCache(setup.cache).get(key, setup.matrix, base, head) if key else None
 
 
-def evaluated_report(
-    setup: Setup, base, head, exhaustive: bool, versions: Versions, started=None
-) -> DiffReport:
-    """The report evaluated on `versions` (`started`: its two states, started), and kept."""
+def evaluated_report(setup: Setup, base, head, exhaustive: bool, versions: Versions) -> DiffReport:
+    """The report evaluated on `versions`, and kept."""
     from harness.scan.diff import diff  # only now: a report read back needs none of it
 
-    report = build_report(diff(versions, base, head, setup.where, started))
+    return kept_report(setup, base, head, exhaustive, diff(versions, base, head, setup.where))
+
+
+def kept_report(setup: Setup, base, head, exhaustive: bool, found) -> DiffReport:
+    """The report of a diff, kept for the next run that compares the same way."""
+    report = build_report(found)
     key = report_key(setup.matrix, base, head, setup.where, (exhaustive, setup.limits))
     if key:
         ReportCache(setup.cache).put(key, report)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from array import array
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from harness.engine.outcome import ABSENT, CODE_TYPE
@@ -39,23 +40,39 @@ def diff(
     """Evaluate both revisions over the matrix (or find them cached) and compare. When a
     side cannot be told (see `comparable`), nothing is compared: no cell is listed.
     `started`: `versions.start` of BASE and HEAD, when the caller started them early."""
+    return start_diff(versions, base, head, where, started)()
+
+
+def start_diff(
+    versions: Versions,
+    base: Revision,
+    head: Revision,
+    where: tuple[int, ...] | None = None,
+    started: list | None = None,
+) -> Callable[[], Diff]:
+    """`diff`, up to the comparison, with its traces and blind-spot searches started in
+    workers: calling the answer waits for them. Several diffs started one after the
+    other keep the workers busy while the parent compares the next."""
     matrix = versions.matrix
     found = [versions.settle(p) for p in started] if started else versions.at_all([base, head])
     states = dict(zip(("base", "head"), found, strict=True))
     if not comparable(states["base"], states["head"]):
-        return Diff(matrix, base, head, states, nothing_compared(), [])
+        return lambda: Diff(matrix, base, head, states, nothing_compared(), [])
     revisions = {"base": base, "head": head}
     codes = _codes(versions, revisions, states)
     sides = _sides(versions, revisions, states, codes)
     defs = both_definitions(*sides)  # read once: blind spots and reasons compare them
     finding = start_finding(matrix, *sides, versions.limits, defs)  # while comparing
     comparison = compare(matrix, states["base"].table, states["head"].table, where)
-    rules = comparison.rules
-    explaining = start_explaining(versions, codes["base"], codes["head"], rules, defs)
-    because = explaining()
-    blind, unseen = finding()
-    blind += changed_stand_ins(versions, revisions, codes)
-    return Diff(matrix, base, head, states, comparison, because, blind, unseen)
+    explaining = start_explaining(versions, codes["base"], codes["head"], comparison.rules, defs)
+
+    def finished() -> Diff:
+        because = explaining()
+        blind, unseen = finding()
+        blind += changed_stand_ins(versions, revisions, codes)
+        return Diff(matrix, base, head, states, comparison, because, blind, unseen)
+
+    return finished
 
 
 def blind_spots(versions: Versions, base: Revision, head: Revision, found=None):
