@@ -78,7 +78,7 @@ def _answers(
 ) -> list[Answer]:
     """In the worker: each question answered."""
     world = world_named(matrix.world, matrix.source)
-    wide, promoted = widened(matrix, target, world, literals_of(target, world))
+    wide, promoted, widen = widened(matrix, target, world, literals_of(target, world))
     bound = with_defaults(bind(world, wide), target.defaults)
     events: list[tuple[int, int, int]] = []
     sites = Sites()
@@ -86,7 +86,7 @@ def _answers(
     bound.probe.read = 0
     fn = load()
     fresh = load if bound.probe.read else None  # module-level code read the cell: per run
-    runner = _Asker(fn, bound, wide, events, [site.kind for site in sites.sites], fresh)
+    runner = _Asker(fn, bound, wide, events, [site.kind for site in sites.sites], fresh, widen)
     return [runner.ask(q, (*matrix.cell(q.cell), *[0] * promoted)) for q in questions]
 
 
@@ -106,14 +106,26 @@ def _decode(item: Any) -> Answer:
 
 class _Asker:
     def __init__(
-        self, fn, bound: Any, wide: Matrix, events: list, kinds: list[str], fresh=None
-    ) -> None:
+        self, fn, bound: Any, wide: Matrix, events: list, kinds: list[str], fresh=None,
+        widen: Callable[[int], tuple[Any, ...]] | None = None,
+    ) -> None:  # fmt: skip
         """`fresh`, if given, loads the code again for each run (its module level reads
-        the cell, as SGLang's import does in each process)."""
-        self.fn, self.bound, self.wide, self.events = fn, bound, wide, events
+        the cell, as SGLang's import does in each process). `widen(axis)`: the values of an
+        input worth trying, made when a run first reads it (see `widened`)."""
+        self.fn, self.bound, self.events = fn, bound, events
+        self.names = [axis.name for axis in wide.axes]
+        self.values = bound.probe.values  # each axis's values, as the probe answers them
+        self.widen, self.wide_axes = widen, set()
         self.kinds = kinds  # each site's kind (TEST, OPERAND, BLOCK)
         self.budget = MAX_TOTAL  # calls left for every question after this one
         self.fresh = fresh
+
+    def widened(self, axes: int) -> None:
+        """The axes in the mask with every value worth trying (made once each)."""
+        for axis in bits_of(axes):
+            if self.widen is not None and axis not in self.wide_axes:
+                self.wide_axes.add(axis)
+                self.values[axis] = self.widen(axis)
 
     def run(self, cell: tuple[int, ...]) -> int:
         """Run one cell; the axes it read (at import too, when loaded for it)."""
@@ -153,15 +165,16 @@ class _Asker:
         if self.took(question) or (question.way != ANY and not reached):
             return Answer(())  # not what the evaluation saw on this cell: no answer is sure
         near = self.reads_at(question.site) if reached else 0
-        names = tuple(self.wide.axes[i].name for i in bits_of(near))
+        names = tuple(self.names[i] for i in bits_of(near))
+        self.widened(near | read)
         for runs, (axis, value) in enumerate(self.tries(cell, near, read)):
             if runs >= MAX_RUNS or self.budget <= 0:
                 break
             self.budget -= 1
             self.run((*cell[:axis], value, *cell[axis + 1 :]))
             if self.took(question):
-                values = self.wide.axes[axis].values
-                return Answer(names, self.wide.axes[axis].name, values[value], values[cell[axis]])
+                values = self.values[axis]
+                return Answer(names, self.names[axis], values[value], values[cell[axis]])
         return Answer(names)
 
     def tries(self, cell: tuple[int, ...], near: int, read: int) -> Iterator[tuple[int, int]]:
@@ -170,14 +183,12 @@ class _Asker:
         before their later ones (a condition reading only what earlier code declared, or
         never reached, may turn on any of them)."""
         for axis in bits_of(near):
-            yield from (
-                (axis, v) for v in range(len(self.wide.axes[axis].values)) if v != cell[axis]
-            )
+            yield from ((axis, v) for v in range(len(self.values[axis])) if v != cell[axis])
         rest = [axis for axis in bits_of(read) if not near >> axis & 1]
-        depth = max((len(self.wide.axes[axis].values) for axis in rest), default=0)
+        depth = max((len(self.values[axis]) for axis in rest), default=0)
         for value in range(depth):
             for axis in rest:
-                if value < len(self.wide.axes[axis].values) and value != cell[axis]:
+                if value < len(self.values[axis]) and value != cell[axis]:
                     yield axis, value
 
 
@@ -198,19 +209,29 @@ def _watchers(events: list, probe: Probe) -> dict[str, Callable[..., Any]]:
 
 def widened(
     matrix: Matrix, target: Closure | Pipeline, world: World, literals: Literals
-) -> tuple[Matrix, int]:
-    """The matrix with every named input an axis, each with values worth trying; and how
-    many axes were added after the matrix's own (each at its current value first)."""
+) -> tuple[Matrix, int, Callable[[int], tuple[Any, ...]]]:
+    """The matrix with every named input an axis; how many axes were added after the
+    matrix's own (each at its current value first); and `widen(axis)`, the axis's values
+    worth trying. The matrix's own axes have them already; an added one (there are
+    hundreds: every declared default) only its current value until a run reads it."""
     given = set(matrix.axis_names)
     promoted: dict[str, Any] = {}
     for name, value in _inputs(matrix, target, world):
         if name not in given and name not in promoted:
             promoted[name] = value
-    added = [_wider(matrix, world, Axis(n, (v,)), literals.candidates(n, world, v))
-             for n, v in promoted.items()]  # fmt: skip
+    added = [Axis(n, (v,)) for n, v in promoted.items()]
     own = [_wider(matrix, world, a, literals.candidates(a.name, world, a.values[0]))
            for a in matrix.axes]  # fmt: skip
-    return replace(matrix, axes=(*own, *added), fields={}), len(added)
+    wide = replace(matrix, axes=(*own, *added), fields={})
+
+    def widen(index: int) -> tuple[Any, ...]:
+        axis = wide.axes[index]
+        if index < len(own):
+            return axis.values
+        candidates = literals.candidates(axis.name, world, axis.values[0])
+        return _wider(matrix, world, axis, candidates).values
+
+    return wide, len(added), widen
 
 
 def _wider(matrix: Matrix, world: World, axis: Axis, candidates: list[Any]) -> Axis:
