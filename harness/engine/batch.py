@@ -11,8 +11,9 @@ of one revision runs in a batch, as the passes of one pipeline already run
 in one evaluation.
 
 The batch runs under the limits of one evaluation. When it overruns them, or
-its answer passes the worker's caps, each of its evaluations runs alone,
-under its own limits (so no evaluation waits more than twice its limit).
+its answers together take more than half of what one worker may send (each
+within its own budgets, eight big tables are not), each of its evaluations
+runs alone, under its own limits.
 """
 
 from __future__ import annotations
@@ -30,8 +31,8 @@ from harness.engine.explore import (
     start_evaluation,
 )
 from harness.engine.limits import Limits
-from harness.engine.plain import Malformed
-from harness.engine.worker import start
+from harness.engine.plain import Malformed, within_size
+from harness.engine.worker import MAX_HEADER, MAX_PAYLOAD, start
 from harness.errors import Unevaluable
 
 ITEM_BYTES = 4  # an outcome code's size in the payload (CODE_TYPE "I")
@@ -111,7 +112,10 @@ def _encode_each(answers: list[Evaluation | Unevaluable]) -> tuple[list, bytes]:
                 payloads.append(payload)
                 continue
         headers.append({"reason": str(answer), "missing": answer.missing})
-    return headers, b"".join(payloads)
+    payload = b"".join(payloads)
+    if len(payload) > MAX_PAYLOAD // 2:  # each item within its budgets, not all together
+        raise Unevaluable(f"the batch's tables take {len(payload):,} bytes: each alone")
+    return within_size(headers, "the batch's answers", MAX_HEADER // 2), payload
 
 
 def _decode_each(headers: Any, payload: bytes, sizes: list[int]) -> list:

@@ -3,13 +3,17 @@ be evaluated, or a batch that overruns, costs no other its answer."""
 
 from __future__ import annotations
 
+from array import array
+
 import pytest
 
 from harness.closure.extract import extract_closure
 from harness.closure.modules import RevisionFiles
 from harness.closure.pieces import SourceCache
-from harness.engine.batch import Batch, _decode_each
+from harness.engine.batch import Batch, _decode_each, _encode_each
+from harness.engine.explore import Evaluation
 from harness.engine.limits import Limits
+from harness.engine.outcome import CODE_TYPE, VALUE, Outcome, OutcomeTable
 from harness.engine.plain import Malformed
 from harness.errors import Unevaluable
 from harness.scan.versions import bind_matrix
@@ -81,3 +85,15 @@ def test_a_batch_that_overruns_runs_each_item_alone_under_its_own_limit():
 def test_a_malformed_batch_answer_is_refused(headers, payload):
     with pytest.raises(Malformed):
         _decode_each(headers, payload, sizes=[4])
+
+
+def test_answers_within_their_budgets_but_too_big_together_send_each_alone():
+    """Three tables of 12 MB of outcomes each: every one within its own budget, together
+    past the batch's share of what one worker may send, so the batch says so (and its
+    items then run alone) instead of sending an answer the parent cuts off."""
+    outcomes = [Outcome(VALUE, f"{n}" + "A" * (3 << 20)) for n in range(4)]  # 12 MB
+    table = OutcomeTable(outcomes, array(CODE_TYPE, [0, 1, 2, 3]))
+    evaluation = Evaluation(table, calls=4)
+    _encode_each([evaluation])  # one is within every cap
+    with pytest.raises(Unevaluable, match="the batch's answers"):
+        _encode_each([evaluation] * 3)
