@@ -49,6 +49,23 @@ axes:
 """
 
 
+def fa4_matrix(name: str) -> str:
+    """A small sglang-world matrix on `_fa4_page_constraint`: two backends, two
+    platforms, two input page sizes (the tests of what the world stands for share it)."""
+    return f"""\
+name: {name}
+target:
+  path: python/sglang/srt/arg_groups/overrides.py
+  function: _fa4_page_constraint
+  output: page_size
+world: sglang
+axes:
+  attention_backend: [fa3, fa4]
+  platform: [sm90, sm100]
+  page_size: [null, 1]
+"""
+
+
 def module(body: str, top: str = HEAVY_TOP) -> str:
     return top + "\n\n" + textwrap.dedent(body)
 

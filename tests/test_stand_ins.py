@@ -20,6 +20,7 @@ import pytest
 
 from harness.testing.gitrepo import FixtureRepo
 from tests.conftest import run_cli
+from tests.helpers import fa4_matrix
 
 PACKAGE = "python/sglang/srt"
 PASSES_PATH = f"{PACKAGE}/arg_groups/overrides.py"
@@ -83,18 +84,7 @@ def is_hip():
     return _vendor() == "amd"
 '''
 
-MATRIX = """\
-name: stand-ins
-target:
-  path: python/sglang/srt/arg_groups/overrides.py
-  function: _fa4_page_constraint
-  output: page_size
-world: sglang
-axes:
-  attention_backend: [fa3, fa4]
-  platform: [sm90, sm100]
-  page_size: [null, 1]
-"""
+MATRIX = fa4_matrix("stand-ins")
 
 
 def repository(tmp_path: Path, head: dict[str, str]) -> tuple[FixtureRepo, list[str]]:

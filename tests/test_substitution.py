@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import diff_versions, plain_matrix
+from tests.helpers import diff_versions, fa4_matrix, plain_matrix
 
 PACKAGE = "python/sglang/srt/arg_groups"
 PATH = f"{PACKAGE}/overrides.py"
@@ -193,18 +193,7 @@ def test_module_level_code_that_changes_nothing_read_is_left_out(tmp_path: Path)
 
 # --- names the world supplies ---------------------------------------------------------
 
-SGLANG_MATRIX = """\
-name: shadows
-target:
-  path: python/sglang/srt/arg_groups/overrides.py
-  function: _fa4_page_constraint
-  output: page_size
-world: sglang
-axes:
-  attention_backend: [fa3, fa4]
-  platform: [sm90, sm100]
-  page_size: [null, 1]
-"""
+SGLANG_MATRIX = fa4_matrix("shadows")
 
 PASSES = '''\
 """Post-process passes (a contributor's version)."""
