@@ -713,6 +713,12 @@ def commit_of(repo: Repo, revision: Revision) -> Commit:
     return Commit(revision.sha, parents[0] if parents else None, revision.date, revision.subject)
 
 
+def changed_files(repo: Repo, base: str, head: str) -> list[str]:
+    """The paths whose content differs between two commits (added and removed ones too)."""
+    out = repo.git.diff_tree("-r", "--no-commit-id", "--name-only", "-z", base, head)
+    return [path for path in out.split("\0") if path]
+
+
 def is_ancestor(repo: Repo, older: str, newer: str) -> bool:
     return start_is_ancestor(repo, older, newer)()
 

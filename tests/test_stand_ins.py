@@ -240,3 +240,71 @@ def test_a_home_file_past_the_parsing_bounds_is_cannot_tell_in_one_report(depth,
     assert done.code == 4, done.out + done.err
     [spot] = report["blind_spots"]
     assert spot["path"] == RUNTIME and "could not be read" in spot["hint"]
+
+
+def test_inferred_with_no_pass_changed_still_compares_the_definitions(tmp_path: Path):
+    """`--matrix inferred` finds no pass whose code changed: that is "nothing changed"
+    only if SGLang's definitions the passes draw on did not change either."""
+    registered = PASSES.replace(
+        "import logging\n",
+        "import logging\n\nfrom sglang.srt.arg_groups.registry import register_post_process\n",
+    ).replace("\ndef _fa4", "\n@register_post_process\ndef _fa4")
+    for name, runtime, code in (("swapped", SWAPPED, 4), ("unread", UNREAD_EDIT, 0)):
+        repo, _ = repository(tmp_path / name, {PASSES_PATH: registered, RUNTIME: runtime})
+        repo.commit("base again", {PASSES_PATH: registered, RUNTIME: RUNTIME_TEXT})
+        base = repo.commit("head again", {PASSES_PATH: registered, RUNTIME: runtime})
+        done = run_cli("diff", f"{base}~1", base, "--repo", str(repo.root), "--matrix",
+                       "inferred", "--no-cache")  # fmt: skip
+        assert done.code == code, done.out + done.err
+        assert ("get_platform" in done.err) is (code == 4), done.err
+
+
+UNREAD_EDIT = RUNTIME_TEXT.replace("return x + 1", "return 2")  # nothing draws on it
+
+
+def test_a_world_name_imported_inside_the_pass_is_compared_too(tmp_path: Path):
+    inside = PASSES.replace("from sglang.srt.runtime_context import get_platform\n", "").replace(
+        "def _fa4_page_constraint(view):\n",
+        "def _fa4_page_constraint(view):\n"
+        "    from sglang.srt.runtime_context import get_platform\n\n",
+    )
+    repo = FixtureRepo(tmp_path / "repo")
+    files = {PASSES_PATH: inside, RUNTIME: RUNTIME_TEXT, UTILS: "from .common import *\n",
+             COMMON: COMMON_TEXT}  # fmt: skip
+    shas = [repo.commit("base", files), repo.commit("head", {**files, RUNTIME: SWAPPED})]
+    (tmp_path / "matrix.yaml").write_text(MATRIX)
+    done = run_cli("diff", *shas, "--repo", str(repo.root), "--matrix",
+                   str(tmp_path / "matrix.yaml"), "--format", "json", "--no-cache")  # fmt: skip
+    assert done.code == 4, done.out + done.err
+    assert [s["function"] for s in json.loads(done.out)["blind_spots"]] == ["get_platform"]
+
+
+def test_a_definition_the_head_no_longer_has_where_its_code_imports_it_is_cannot_tell(tmp_path):
+    """The head's own code imports get_platform from runtime_context.py, which no longer
+    defines it statically (a function made at import): not "nothing to compare"."""
+    made = RUNTIME_TEXT.replace("def get_platform():", "def _make():").replace(
+        "def unrelated_helper", "get_platform = _make\n\n\ndef unrelated_helper"
+    )
+    made = made.replace("get_platform = _make", "globals()['get_platform'] = _make")
+    done, report = diff(tmp_path, {RUNTIME: made})
+    assert done.code == 4, done.out + done.err
+    [spot] = report["blind_spots"]
+    assert spot["function"] == "get_platform" and "could not be read" in spot["hint"]
+
+
+def test_a_pull_request_that_edits_only_its_pass_reads_no_definition(tmp_path: Path):
+    """Only the passes' file changed: no definition the world answers can have, and none is
+    read; a home file nested past the parsing bounds at both revisions says nothing."""
+    deep = RUNTIME_TEXT + "\n_DEEP = " + "-" * 5000 + "1\n"
+    repo = FixtureRepo(tmp_path / "repo")
+    files = {PASSES_PATH: PASSES, RUNTIME: deep, UTILS: "from .common import *\n",
+             COMMON: COMMON_TEXT}  # fmt: skip
+    shas = [
+        repo.commit("base", files),
+        repo.commit("head", {PASSES_PATH: PASSES.replace("128", "64")}),
+    ]
+    (tmp_path / "matrix.yaml").write_text(MATRIX)
+    done = run_cli("diff", *shas, "--repo", str(repo.root), "--matrix",
+                   str(tmp_path / "matrix.yaml"), "--format", "json", "--no-cache")  # fmt: skip
+    assert done.code == 1, done.out + done.err
+    assert json.loads(done.out)["blind_spots"] == []

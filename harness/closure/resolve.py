@@ -235,6 +235,8 @@ class Resolver:
             if not isinstance(node, ast.ImportFrom):
                 continue
             for alias in node.names:
+                if alias.name in self.bound and alias.name not in self.chosen:
+                    self._local_home(node, alias.name, path)
                 if alias.name in self.bound or alias.name == "*":
                     continue
                 found = self._source_of(node, alias.asname or alias.name, path)
@@ -246,6 +248,13 @@ class Resolver:
                 self.resolve(source_name, Use(source, statement, at))
                 entry = LocalImport(path, module, level, alias.name, source, source_name)
                 self.local_imports.add(entry)
+
+    def _local_home(self, node: ast.ImportFrom, name: str, path: str) -> None:
+        """A world name a function imports from its SGLang home: compared like a
+        top-level import of it (see `homes`)."""
+        module = self.files.module_file(node.module or "", path, node.level)
+        if module is not None and is_home(name, module):
+            self.homes.add((name, module))
 
     def _resolution_code(self, path: str) -> bool:
         """Whether the file at `path` is resolution code: next to the target, or the

@@ -12,7 +12,7 @@ from harness.matrix.model import Matrix
 from harness.scan.because import Reasons, start_explaining
 from harness.scan.blind import BlindSpot, Side, both_definitions, start_finding
 from harness.scan.compare import Comparison, compare
-from harness.scan.stand_ins import changed_stand_ins
+from harness.scan.stand_ins import changed_stand_ins, closures_of
 from harness.scan.versions import State, Versions
 
 
@@ -69,7 +69,7 @@ def start_diff(
     def finished() -> Diff:
         because = explaining()
         blind, unseen = finding()
-        blind += changed_stand_ins(versions, revisions, codes)
+        blind += changed_stand_ins(versions, revisions, _closures(codes))
         return Diff(matrix, base, head, states, comparison, because, blind, unseen)
 
     return finished
@@ -88,7 +88,11 @@ def blind_spots(versions: Versions, base: Revision, head: Revision, found=None):
     codes = _codes(versions, revisions, states)
     blind, unseen = start_finding(versions.matrix, *_sides(versions, revisions, states, codes),
                                   versions.limits)()  # fmt: skip
-    return blind + changed_stand_ins(versions, revisions, codes), unseen
+    return blind + changed_stand_ins(versions, revisions, _closures(codes)), unseen
+
+
+def _closures(codes: dict) -> dict:
+    return {side: closures_of(code) for side, code in codes.items()}
 
 
 def _codes(versions: Versions, revisions: dict, states: dict) -> dict:

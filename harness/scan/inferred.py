@@ -48,6 +48,7 @@ from harness.scan.infer import (
     start_discoveries,
     start_discovery,
 )
+from harness.scan.stand_ins import changed_stand_ins
 from harness.scan.versions import Versions
 
 INFERRED = "inferred"
@@ -87,6 +88,7 @@ def inferred_matrix(
     ]  # fmt: skip
     changed = [n for n in _names(*surveys) if n in differ or n in moved]
     if not changed:
+        _stand_ins_unchanged(versions, base, head, surveys)
         return None
     unseen = _swaps(orders, surveys)
     chosen = _with_readers(orders[1], changed, surveys)
@@ -120,6 +122,21 @@ def _at_least(parts: list[Matrix], surveys: list, chosen: list[str]) -> int:
             if axis.name not in declared:
                 classes[axis.name] = max(classes.get(axis.name, 0), len(axis.values))
     return math.prod(classes.values())
+
+
+def _stand_ins_unchanged(versions: Versions, base, head, surveys: list) -> None:
+    """No pass changed: nothing changed unless SGLang's own definition of a name the world
+    answers for them did (`harness.scan.stand_ins`); then CannotTell, naming it."""
+    closures = {side: [s.closure for s in found.values() if s.closure is not None]
+                for side, found in zip(("base", "head"), surveys, strict=True)}  # fmt: skip
+    spots = changed_stand_ins(versions, {"base": base, "head": head}, closures)
+    if spots:
+        first = spots[0]
+        raise CannotTell(
+            f"no registered pass's code, run order or declared defaults differ, but "
+            f"{len(spots)} definition(s) the world answers in their place did: "
+            f"{first.side} {first.where()} ({first.function}): {first.hint}"
+        )
 
 
 def _inferred(versions: Versions, sides: list, surveys: list, chosen: list[str],

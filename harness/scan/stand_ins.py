@@ -14,60 +14,79 @@ from __future__ import annotations
 
 from typing import Any
 
-from harness.closure.homes import HomeDefinition, home_definition, unchanged
+from harness.closure.homes import HomeDefinition, Unsure, home_definition, nothing_else_changed
 from harness.errors import Unevaluable
+from harness.gitio import changed_files
 from harness.scan.spots import BlindSpot
 
 NEVER_RUN = "never run"  # a blind spot's `seen`: the world answers in its place
 
 
-def changed_stand_ins(versions: Any, revisions: dict, codes: dict) -> list[BlindSpot]:
+def changed_stand_ins(versions: Any, revisions: dict, closures: dict) -> list[BlindSpot]:
     """A blind spot for each world name either side's code imports from its SGLang home
-    whose definition there differs between the revisions. A definition only one
-    revision has is new (or gone) code whose meaning the world gives: nothing to
-    compare it with."""
-    keys = sorted(set().union(*(_homes(code) for code in codes.values())))
-    if not keys:
+    whose definition there differs between the revisions, or cannot be read to compare
+    (`Unsure`), or cannot be found where a side's own code imports it from. A definition
+    only the other revision has is new (or gone) code whose meaning the world gives:
+    nothing to compare it with."""
+    homes = {side: {h for c in found for h in c.homes} for side, found in closures.items()}
+    keys = sorted(homes["base"] | homes["head"])
+    if not keys or _nothing_else_changed(versions, revisions):
         return []
     read = _read_by_world(versions)
     files = {side: versions.files_at(revisions[side]) for side in ("base", "head")}
-    keys = [key for key in keys if not unchanged(files["base"], files["head"], *key)]
-    found = {
-        side: [_definition(versions, files[side], key, read) for key in keys]
-        for side in ("base", "head")
-    }
     spots = []
-    for key, base, head in zip(keys, found["base"], found["head"], strict=True):
-        unread = [(s, d) for s, d in (("base", base), ("head", head)) if isinstance(d, str)]
-        if unread:
-            spots.append(_unread(key, *unread[-1]))
-        elif base is not None and head is not None and _differs(base, head):
-            spots.append(_spot(base, head, versions.matrix.edit_hint))
+    for key in keys:
+        found = {side: _definition(versions, files[side], key, read) for side in files}
+        spot = _judged(key, found, homes, versions.matrix.edit_hint)
+        if spot is not None:
+            spots.append(spot)
     return spots
 
 
+def _judged(key: tuple[str, str], found: dict, homes: dict, matrix: str) -> BlindSpot | None:
+    """The blind spot one definition makes, if any."""
+    for side in ("head", "base"):
+        if isinstance(found[side], Unsure):
+            return _unread(key, side, found[side].reason)
+        if found[side] is None and key in homes[side]:  # its code imports it from there
+            return _unread(key, side, f"no definition of {key[0]} is found in {key[1]}")
+    base, head = found["base"], found["head"]
+    if base is not None and head is not None and _differs(base, head):
+        return _spot(base, head, matrix)
+    return None
+
+
+def _nothing_else_changed(versions: Any, revisions: dict) -> bool:
+    """Whether only the target's file (or no Python) differs between two commits: then no
+    definition the world answers does (its homes are other files), and none is parsed."""
+    base, head = (revisions[side].sha for side in ("base", "head"))
+    if base is None or head is None or revisions["base"].release or revisions["head"].release:
+        return False
+    target = {versions.matrix.target.path}  # the passes' own file: what a PR edits most
+    return nothing_else_changed(changed_files(versions.repo, base, head), target)
+
+
+def closures_of(code: Any) -> list:
+    """A side's closures (each pass's, for a pipeline); none where it cannot run."""
+    if code is None:
+        return []
+    target = code.closure
+    passes = getattr(target, "passes", None)
+    return [target] if passes is None else [c for _, c in passes if c is not None]
+
+
 def _definition(versions: Any, files: Any, key: tuple[str, str], read: frozenset[str]):
-    """The home definition, None where the revision has none, or why it cannot be read."""
+    """The home definition, None where the revision has none, or Unsure."""
     try:
         return home_definition(versions.sources, files, *key, read=read)
     except Unevaluable as exc:  # a home file past the bounds on parsing
-        return str(exc)
+        return Unsure(key[1], str(exc))
 
 
 def _unread(key: tuple[str, str], side: str, reason: str) -> BlindSpot:
     name, path = key
     hint = f"SGLang's definition of {name} could not be read to compare it: {reason}"
     return BlindSpot(side, path, 1, f"the definition of {name}", name, NEVER_RUN, hint)
-
-
-def _homes(code: Any) -> set[tuple[str, str]]:
-    """(name, home) pairs a side's closure (or each pass of its pipeline) imports."""
-    if code is None:
-        return set()
-    target = code.closure
-    passes = getattr(target, "passes", None)
-    closures = [target] if passes is None else [c for _, c in passes if c is not None]
-    return {home for closure in closures for home in closure.homes}
 
 
 def _read_by_world(versions: Any) -> frozenset[str]:
@@ -88,9 +107,9 @@ def _spot(base: HomeDefinition, head: HomeDefinition, matrix: str) -> BlindSpot:
     piece = added or base.changed(head) or base.pieces[0]  # else only moved
     name = shown.name
     hint = (
-        f"SGLang's definition of {name} (with what it reads in {shown.path}) changed "
+        f"SGLang's definition of {name} (with what it reads) changed "
         f"between the revisions, and the world answers {name} in its place, so a change in "
         f"what it returns would not show: review it, or bind {name} under `bindings:` in "
         f"{matrix} to take it from the matrix on purpose"
     )
-    return BlindSpot(side, shown.path, piece.line, piece.text, name, NEVER_RUN, hint)
+    return BlindSpot(side, piece.path, piece.line, piece.text, name, NEVER_RUN, hint)

@@ -1,11 +1,11 @@
-"""SGLang's own definitions of world names: compared by statements, and skipped without
-parsing only when the files on the way are the same at both revisions."""
+"""SGLang's own definitions of world names, read as Python binds them: compared by the
+statements they draw on, across modules; `Unsure` where they cannot be read so."""
 
 from __future__ import annotations
 
 import pytest
 
-from harness.closure.homes import home_definition, unchanged
+from harness.closure.homes import HomeDefinition, Unsure, home_definition, nothing_else_changed
 from harness.closure.modules import RevisionFiles
 from harness.closure.pieces import SourceCache
 
@@ -13,6 +13,8 @@ TARGET = "pkg/passes.py"
 UTILS = "pkg/utils/__init__.py"
 COMMON = "pkg/utils/common.py"
 OTHER = "pkg/utils/other.py"
+EXTRA = "pkg/utils/extra.py"
+RUNTIME = "pkg/runtime.py"
 
 COMMON_TEXT = '''\
 """Probes."""
@@ -21,6 +23,8 @@ import os
 
 from .other import vendor_name
 
+_TABLE = {"amd": True}
+
 
 def _vendor():
     return os.environ.get("V", vendor_name())
@@ -28,94 +32,145 @@ def _vendor():
 
 def is_hip():
     """Whether the machine is AMD's."""
-    return _vendor() == "amd"
+    return _TABLE.get(_vendor(), False)
 
 
 def unrelated():
     return 1
 '''
+OTHER_TEXT = "def vendor_name():\n    return 'nvidia'\n"
+# get_platform answers through a probe table and a module imported in a function (0.5.23)
+RUNTIME_TEXT = """\
+_PROBES = {"is_amd": "is_hip"}
+
+
+class _Platform:
+    def __getattr__(self, name):
+        from pkg.utils import common as _common
+
+        return getattr(_common, _PROBES[name])()
+
+
+def get_platform():
+    return _Platform()
+"""
 
 
 def files(**changed: str) -> RevisionFiles:
     texts = {TARGET: "", UTILS: "from .common import *\n", COMMON: COMMON_TEXT,
-             OTHER: "def vendor_name():\n    return 'nvidia'\n"}  # fmt: skip
-    texts.update(
-        {{"utils": UTILS, "common": COMMON, "other": OTHER}[k]: v for k, v in changed.items()}
-    )
+             OTHER: OTHER_TEXT, EXTRA: "def is_hip():\n    return True\n",
+             RUNTIME: RUNTIME_TEXT}  # fmt: skip
+    paths = {"utils": UTILS, "common": COMMON, "other": OTHER, "runtime": RUNTIME}
+    texts.update({paths[k]: v for k, v in changed.items()})
     return RevisionFiles.of(texts, TARGET)
 
 
-def definitions(base: RevisionFiles, head: RevisionFiles, path: str = UTILS):
-    return [home_definition(SourceCache(), side, "is_hip", path) for side in (base, head)]
+def definition(side: RevisionFiles, name: str = "is_hip", path: str = UTILS):
+    return home_definition(SourceCache(), side, name, path)
 
 
-def digests(definition) -> list[str]:
+def digests(found) -> list[str]:
     """The statements as compared (their lines may move)."""
-    return [piece.digest for piece in definition.pieces]
+    assert isinstance(found, HomeDefinition), found
+    return [piece.digest for piece in found.pieces]
 
 
-def test_the_same_files_are_unchanged_without_parsing_and_compare_equal():
-    base, head = files(), files()
-    assert unchanged(base, head, "is_hip", UTILS)
-    first, second = definitions(base, head)
+def test_the_same_files_give_the_same_definition_followed_through_the_star():
+    first, second = definition(files()), definition(files())
     assert first.path == COMMON and digests(first) == digests(second)
+
+
+FLIP = COMMON_TEXT.replace('{"amd": True}', '{"amd": False}')
 
 
 @pytest.mark.parametrize(
     "edit, differs",
     [
-        (COMMON_TEXT.replace('== "amd"', '!= "amd"'), True),  # the definition itself
-        (COMMON_TEXT.replace('"V"', '"VENDOR"'), True),  # a helper it reads
-        (
-            COMMON_TEXT.replace("import os\n", "import os\nimport sys\n"),
-            False,
-        ),  # an import it does not read
-        (COMMON_TEXT.replace("return 1", "return 2"), False),  # a function it does not read
-        (COMMON_TEXT.replace('"""Whether the machine is AMD\'s."""', '"""AMD?"""'), False),
+        ({"common": COMMON_TEXT.replace("_vendor(), False", "_vendor(), True")}, True),
+        ({"common": FLIP}, True),  # data the definition reads
+        ({"common": COMMON_TEXT + '\n_TABLE["nvidia"] = True\n'}, True),  # changed at import
+        ({"common": COMMON_TEXT + "\n_TABLE.update(nvidia=True)\n"}, True),
+        ({"other": OTHER_TEXT.replace("nvidia", "amd")}, True),  # a helper in another file
+        ({"common": COMMON_TEXT.replace("return 1", "return 2")}, False),  # not read
+        ({"common": COMMON_TEXT.replace('"""Whether the machine is AMD\'s."""', "")}, False),
+        ({"common": COMMON_TEXT + "\n\n# a comment\n"}, False),
     ],
-    ids=["definition", "helper", "unread-import", "unread-function", "docstring"],
+    ids=[
+        "definition",
+        "data",
+        "item-set",
+        "update",
+        "other-file",
+        "unread",
+        "docstring",
+        "comment",
+    ],
 )
-def test_an_edit_of_the_home_file_is_compared_by_the_statements_it_reaches(edit, differs):
-    base, head = files(), files(common=edit)
-    assert not unchanged(base, head, "is_hip", UTILS)  # the file differs: parse and compare
-    first, second = definitions(base, head)
-    assert (digests(first) != digests(second)) is differs
+def test_a_change_is_seen_where_the_definition_draws_on_it(edit, differs):
+    assert (digests(definition(files())) != digests(definition(files(**edit)))) is differs
 
 
-def test_an_import_it_reads_is_compared_as_written_not_followed():
-    """`vendor_name` comes from other.py: the import statement is part of the definition,
-    other.py's text is not (the documented limit)."""
-    base, head = files(), files(other="def vendor_name():\n    return 'amd'\n")
-    first, second = definitions(base, head)
-    assert digests(first) == digests(second)
+def test_a_probe_read_through_a_module_imported_in_a_function_is_compared():
+    """`getattr(_common, _PROBES[name])`: every probe the table names is read of common."""
+    before = definition(files(), "get_platform", RUNTIME)
+    after = definition(files(common=FLIP), "get_platform", RUNTIME)
+    assert {p.path for p in before.pieces} >= {RUNTIME, COMMON}
+    assert digests(before) != digests(after)
 
 
 @pytest.mark.parametrize(
-    "utils",
+    "utils, source",
     [
-        "from .common import is_hip\n",
-        "from .common import (\n    is_hip,\n    unrelated,\n)\n",
-        "from .other import *\nfrom .common import *\n",  # two ways in: compare them
-        "import pkg.utils.common.is_hip\n",
+        ("from .common import *\nfrom .extra import *\n", EXTRA),  # the last star wins
+        ("def is_hip():\n    return 0\n\n\nfrom .extra import *\n", EXTRA),
+        ("from .extra import *\nfrom .common import is_hip\n", COMMON),
+        ("from .common import *\nfrom .other import *\n", COMMON),  # other binds no is_hip
+        ("from .common import _vendor as is_hip\n", COMMON),  # a renamed re-export
     ],
-    ids=["named", "parenthesized", "two-stars", "import"],
+    ids=["star-after-star", "star-after-def", "import-after-star", "star-without", "renamed"],
 )
-def test_the_way_to_the_definition_is_followed_or_compared(utils):
-    """However `__init__.py` forwards the name, a change in common.py is never skipped."""
-    base = files(utils=utils)
-    head = files(utils=utils, common=COMMON_TEXT.replace('== "amd"', '!= "amd"'))
-    assert not unchanged(base, head, "is_hip", UTILS)
+def test_the_binding_is_the_one_python_gives(utils, source):
+    assert definition(files(utils=utils)).path == source
 
 
-def test_a_revision_without_the_file_has_nothing_to_compare():
-    base = RevisionFiles.of({TARGET: ""}, TARGET)
-    assert unchanged(base, files(), "is_hip", UTILS)
-    assert definitions(base, files())[0] is None
+@pytest.mark.parametrize(
+    "changed, reason",
+    [
+        ({"utils": "globals()['is_hip'] = lambda: True\n"}, "binds names at run time"),
+        ({"utils": "exec('def is_hip(): return True')\n"}, "binds names at run time"),
+        ({"common": "__all__ = ['is_hip']\n" + COMMON_TEXT}, "__all__"),
+        ({"utils": "from unknown_package import *\n"}, "may bind is_hip"),
+    ],
+    ids=["globals", "exec", "all", "outside-star"],
+)
+def test_what_cannot_be_read_statically_is_unsure(changed, reason):
+    found = definition(files(**changed))
+    assert isinstance(found, Unsure) and reason in found.reason
 
 
-def test_a_file_that_never_names_it_has_nothing_to_compare():
-    """The home file exists at the base but does not define the name yet (SGLang 0.5.18's
-    runtime_context.py and get_platform): known without parsing it."""
-    base = files(common=COMMON_TEXT.replace("is_hip", "is_rocm"))
-    assert unchanged(base, files(), "is_hip", COMMON)
-    assert definitions(base, files(), COMMON)[0] is None
+def test_a_module_getattr_answers_a_name_nothing_binds():
+    utils = "current: object\n\n\ndef __getattr__(name):\n    return _make()\n\n\ndef _make():\n    return 1\n"
+    found = definition(files(utils=utils), "current")
+    assert [p.text for p in found.pieces] == ["def __getattr__(...)", "def _make(...)"]
+
+
+def test_re_exports_and_statements_past_the_bounds_are_unsure():
+    chain = {f"pkg/r{n}.py": f"from .r{n + 1} import *\n" for n in range(6)}
+    chain["pkg/r6.py"] = "def is_hip():\n    return 1\n"
+    found = home_definition(SourceCache(), RevisionFiles.of(chain, TARGET), "is_hip", "pkg/r0.py")
+    assert isinstance(found, Unsure) and "re-exported" in found.reason
+    many = "".join(f"_X = {n}\n" for n in range(3000)) + "def is_hip():\n    return _X\n"
+    found = definition(files(common=many), "is_hip", COMMON)
+    assert isinstance(found, Unsure) and "statements" in found.reason
+
+
+def test_a_revision_without_the_file_or_the_name_has_no_definition():
+    assert definition(RevisionFiles.of({TARGET: ""}, TARGET)) is None
+    assert (
+        definition(files(common=COMMON_TEXT.replace("is_hip", "is_rocm")), "is_hip", COMMON) is None
+    )
+
+
+def test_only_files_the_diff_reads_anyway_changed():
+    assert nothing_else_changed(["pkg/passes.py", "README.md"], {"pkg/passes.py"})
+    assert not nothing_else_changed(["pkg/passes.py", COMMON], {"pkg/passes.py"})
