@@ -224,8 +224,8 @@ def _dynamic(layout, path: str) -> Unsure | None:
     """Unsure when the file binds names in ways no statement shows: `globals()[...] =`,
     `exec`. (A module `__getattr__` is read as the definition of a name nothing binds,
     as Python looks it up.)"""
-    for statement, changed in _changers(layout):
-        if ANY in changed:
+    for statement, _ in _changers(layout):
+        if ANY in statement.memo("effects", effects).names:  # its own doing, not a call's
             return Unsure(path, f"{path}:{statement.lineno} binds names at run time")
     return None
 
