@@ -171,7 +171,7 @@ STAGES = (  # (module, function, what it is), timed where the diff calls them
     (inferred_module, "_surveys", "surveys"),
     (inferred_module, "_in_order", "run order"),
     (inferred_module, "_inferred", "matrix (runs on symbols)"),
-    (diff_command, "diff_report", "diff"),
+    (diff_command, "parts_reports", "diff"),
 )
 
 
