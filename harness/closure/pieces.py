@@ -171,6 +171,7 @@ class SourceCache:
         self.recent: dict[str, dict[str, Layout]] = {}  # per path: its last layouts, by blob
         self.closures: dict[Any, Any] = {}  # see harness.closure.extract
         self.walked: dict[Any, Any] = {}  # see harness.closure.order: per parsed function
+        self.homes: dict[Any, Any] = {}  # see harness.scan.stand_ins: per revision and name
         self.max_pieces = max_pieces
 
     def layout(self, source: str, path: str) -> Layout:

@@ -36,7 +36,8 @@ def changed_stand_ins(versions: Any, revisions: dict, closures: dict) -> list[Bl
     files = {side: versions.files_at(revisions[side]) for side in ("base", "head")}
     spots = []
     for key in keys:
-        found = {side: _definition(versions, files[side], key, read) for side in files}
+        found = {side: _definition(versions, revisions[side], files[side], key, read)
+                 for side in files}  # fmt: skip
         spot = _judged(key, found, homes, versions.matrix.edit_hint)
         if spot is not None:
             spots.append(spot)
@@ -75,12 +76,17 @@ def closures_of(code: Any) -> list:
     return [target] if passes is None else [c for _, c in passes if c is not None]
 
 
-def _definition(versions: Any, files: Any, key: tuple[str, str], read: frozenset[str]):
-    """The home definition, None where the revision has none, or Unsure."""
-    try:
-        return home_definition(versions.sources, files, *key, read=read)
-    except Unevaluable as exc:  # a home file past the bounds on parsing
-        return Unsure(key[1], str(exc))
+def _definition(versions: Any, revision: Any, files: Any, key: tuple[str, str], read):
+    """The home definition, None where the revision has none, or Unsure: read once per
+    revision and name in a run (the parts of a split inferred diff share it)."""
+    memo = versions.sources.homes
+    at = (revision.sha or revision.label, key, read)
+    if at not in memo:
+        try:
+            memo[at] = home_definition(versions.sources, files, *key, read=read)
+        except Unevaluable as exc:  # a home file past the bounds on parsing
+            memo[at] = Unsure(key[1], str(exc))
+    return memo[at]
 
 
 def _unread(key: tuple[str, str], side: str, reason: str) -> BlindSpot:
