@@ -103,6 +103,8 @@ def plain_stubs(state: SimpleNamespace) -> dict:
         "is_sm100_supported": lambda: state.platform == "sm100",
         "Backend": SimpleNamespace(FULL="full", BREAKABLE="breakable"),
         "logger": SimpleNamespace(info=lambda *a, **k: None),
+        "register_post_process": lambda fn: fn,  # the file's registry: nothing reads it here
+        "torch": SimpleNamespace(cuda=SimpleNamespace(device_count=lambda: 1)),
     }
 
 
