@@ -63,8 +63,11 @@ def _nothing_else_changed(versions: Any, revisions: dict) -> bool:
     base, head = (revisions[side].sha for side in ("base", "head"))
     if base is None or head is None or revisions["base"].release or revisions["head"].release:
         return False
+    memo, at = versions.sources.homes, ("changed files", base, head)
+    if at not in memo:  # once per run: the parts of a split inferred diff ask it each
+        memo[at] = changed_files(versions.repo, base, head)
     target = {versions.matrix.target.path}  # the passes' own file: what a PR edits most
-    return nothing_else_changed(changed_files(versions.repo, base, head), target)
+    return nothing_else_changed(memo[at], target)
 
 
 def closures_of(code: Any) -> list:
