@@ -66,6 +66,17 @@ axes:
 """
 
 
+# Every registered pass, run order by file, over two backends and two input page sizes.
+EVERY_PASS_MATRIX = """\
+name: every-pass
+target: {path: python/sglang/srt/arg_groups/overrides.py, passes: all, output: page_size}
+world: sglang
+axes:
+  attention_backend: [null, flashmla]
+  page_size: [null, 16]
+"""
+
+
 def module(body: str, top: str = HEAVY_TOP) -> str:
     return top + "\n\n" + textwrap.dedent(body)
 

@@ -27,7 +27,7 @@ from harness.engine.explore import evaluate_closure
 from harness.matrix.load import load_matrix
 from harness.scan.versions import Versions
 from tests.conftest import run_cli
-from tests.helpers import commit_versions, diff_versions, module, plain_matrix
+from tests.helpers import EVERY_PASS_MATRIX, commit_versions, diff_versions, module, plain_matrix
 
 AXES = {"backend": ["fa3", "fa4", "flashinfer"], "page_size": [None, 1, 64]}
 MATRIX = plain_matrix("first-call")
@@ -377,14 +377,7 @@ def test_a_pure_diff_says_nothing_of_every_cell(tmp_path: Path):
 
 # --- state one pass leaves for another in the same resolution -------------------------
 
-PASSES_MATRIX = """\
-name: every-pass
-target: {path: python/sglang/srt/arg_groups/overrides.py, passes: all, output: page_size}
-world: sglang
-axes:
-  attention_backend: [null, flashmla]
-  page_size: [null, 16]
-"""
+PASSES_MATRIX = EVERY_PASS_MATRIX
 TWO_PASSES = """
 @register_post_process
 def _a(view):

@@ -10,7 +10,7 @@ from harness.report.baseline import read
 from harness.testing.sglang_fixture import Overrides, overrides_source, package_files
 from tests import oracle
 from tests.conftest import run_cli
-from tests.helpers import commit_versions, module
+from tests.helpers import EVERY_PASS_MATRIX, commit_versions, module
 
 PIPELINE = "sglang-page-size-pipeline"
 # SGLang's order: the attention-backend handler's passes, then the default page size.
@@ -196,14 +196,7 @@ def test_the_cache_follows_a_helper_only_change(history, tmp_path):
     assert outcome.value == oracle.pipeline_page_size(cells[index], False, both_phases=True)
 
 
-ALL_MATRIX = """\
-name: every-pass
-target: {path: python/sglang/srt/arg_groups/overrides.py, passes: all, output: page_size}
-world: sglang
-axes:
-  attention_backend: [null, flashmla]
-  page_size: [null, 16]
-"""
+ALL_MATRIX = EVERY_PASS_MATRIX
 
 ALL_BODY = """
 @register_post_process

@@ -240,7 +240,8 @@ def parts_reports(setup: Setup, versions: Versions, matrices, base, head, args, 
     for n, part in enumerate(parts):  # each compared, its traces and searches started
         bar.stage(f"diff: evaluating {part.matrix.name} ({n + 1}/{len(parts)})")
         if n in started:
-            finishing[n] = start_diff(*started[n][:1], base, head, part.where, started[n][1])
+            shared, plans = started[n]
+            finishing[n] = start_diff(shared, base, head, part.where, plans)
     for n, finish in finishing.items():  # then each waited for, in order
         reports[n] = kept_report(parts[n], base, head, args.exhaustive, finish())
     return reports

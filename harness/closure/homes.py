@@ -98,7 +98,7 @@ class _Reader:
 
     def definition(self, name: str, path: str, modules: int) -> Found:
         found = self.binding(name, path)
-        if not isinstance(found, tuple) or isinstance(found, Unsure):
+        if found is None or isinstance(found, Unsure):
             return found
         path, statements = found
         pieces = self.pieces(path, statements, modules)
@@ -171,10 +171,11 @@ class _Reader:
         out: dict[tuple[str, str], None] = {}
         strings = {c.value for s in reached for c in ast.walk(s.node)
                    if isinstance(c, ast.Constant) and isinstance(c.value, str)}  # fmt: skip
+        read = set().union(*(shape(s, HELPER)[1] for s in reached))  # names the file reads
         for statement in reached:  # `from .other import helper` (in a function too)
             names = {n.id for n in ast.walk(statement.node) if isinstance(n, ast.Name)}
             if statement.member < 0 and isinstance(statement.node, ast.ImportFrom):
-                names = set().union(*(shape(s, HELPER)[1] for s in reached))
+                names = read
             for node in ast.walk(statement.node):
                 if not isinstance(node, ast.ImportFrom):
                     continue
