@@ -13,6 +13,7 @@ import contextlib
 import importlib.util
 import json
 import os
+import select
 import shutil
 import socket
 import socketserver
@@ -341,22 +342,37 @@ class _ProxyHandler(socketserver.StreamRequestHandler):
         upstream = self.server.outside.wrap_socket(
             socket.create_connection((host, int(port))), server_hostname=host
         )
-        other = threading.Thread(target=_relay, args=(upstream, client), daemon=True)
-        other.start()
-        _relay(client, upstream)
-        other.join(5)
+        _pump(client, upstream)
 
     def finish(self) -> None:
         pass
 
 
-def _relay(source, sink) -> None:
-    with contextlib.suppress(OSError):
-        while data := source.recv(1 << 16):
-            sink.sendall(data)
-    for end in (source, sink):
-        with contextlib.suppress(OSError):
-            end.close()
+def _pump(client: ssl.SSLSocket, upstream: ssl.SSLSocket) -> None:
+    """Relay both ways from one thread until either end closes: an SSL object is not safe
+    to read in one thread while another writes it (two relaying threads stalled a read)."""
+    other = {client: upstream, upstream: client}
+    with contextlib.suppress(OSError), contextlib.ExitStack() as closing:
+        for end in other:
+            closing.callback(end.close)
+            end.setblocking(False)
+        while readable := select.select(list(other), [], [], 60)[0]:
+            if not all(_drain(source, other[source]) for source in readable):
+                return
+
+
+def _drain(source: ssl.SSLSocket, sink: ssl.SSLSocket) -> bool:
+    """Send on everything `source` holds decrypted; False once it has closed."""
+    while True:
+        try:
+            data = source.recv(1 << 16)
+        except ssl.SSLWantReadError:
+            return True
+        if not data:
+            return False
+        sink.setblocking(True)
+        sink.sendall(data)
+        sink.setblocking(False)
 
 
 @pytest.fixture
