@@ -172,6 +172,7 @@ class SourceCache:
         self.closures: dict[Any, Any] = {}  # see harness.closure.extract
         self.walked: dict[Any, Any] = {}  # see harness.closure.order: per parsed function
         self.homes: dict[Any, Any] = {}  # see harness.scan.stand_ins: per revision and name
+        self.sited: dict[Any, Any] = {}  # see harness.engine.branches: per statement
         self.max_pieces = max_pieces
 
     def layout(self, source: str, path: str) -> Layout:

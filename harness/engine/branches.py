@@ -24,7 +24,7 @@ from __future__ import annotations
 import ast
 import copy
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from harness.closure.pieces import copy_tree
@@ -103,13 +103,37 @@ def closures_of(target: Any) -> list[Any]:
     return [closure for _, closure in passes if closure is not None]
 
 
-def sites_of(target: Any, load_order: Callable[[Any], list[str]]) -> tuple[Site, ...]:
-    """Every site of a closure or pipeline, numbered as the worker numbers them."""
+def sites_of(
+    target: Any, load_order: Callable[[Any], list[str]], memo: dict | None = None
+) -> tuple[Site, ...]:
+    """Every site of a closure or pipeline, numbered as the worker numbers them. `memo`:
+    each statement's own sites, kept by the run (a helper the parts of a split diff share
+    is one parsed node, rewritten once)."""
     sites = Sites()
     for closure in closures_of(target):
         for path in load_order(closure):
-            sites.rewrite(path, closure.nodes_of(path))
+            for node in closure.nodes_of(path):
+                _add_own(sites, _own_sites(path, node, {} if memo is None else memo))
     return tuple(sites.sites)
+
+
+def _own_sites(path: str, node: ast.stmt, memo: dict) -> list[Site]:
+    """The sites of one statement, numbered from 0 (a block's guard too)."""
+    found = memo.get((path, node))
+    if found is None:
+        own = Sites()
+        own.rewrite(path, [node])
+        found = memo[(path, node)] = own.sites
+    return found
+
+
+def _add_own(sites: Sites, own: list[Site]) -> None:
+    """A statement's sites, numbered on from those before it: each added in order, its
+    guard renumbered as the statement's own sites are (a site met before is that one)."""
+    numbers: list[int] = []
+    for site in own:
+        guard = None if site.guard is None else numbers[site.guard]
+        numbers.append(sites.add(site if guard == site.guard else replace(site, guard=guard)))
 
 
 class _Instrument(ast.NodeTransformer):

@@ -258,24 +258,28 @@ def find_blind_spots(matrix: Matrix, base: Side, head: Side, limits: Any) -> Fou
 
 
 def start_finding(
-    matrix: Matrix, base: Side, head: Side, limits: Any, defs: Definitions | None = None
-) -> Callable[[], Found]:
+    matrix: Matrix, base: Side, head: Side, limits: Any, defs: Definitions | None = None,
+    memo: dict | None = None, batches: dict | None = None,
+) -> Callable[[], Found]:  # fmt: skip
     """`find_blind_spots` with its searches started in workers: calling the answer waits.
-    `defs`: `both_definitions(base, head)`, when the caller has them."""
+    `defs`: `both_definitions(base, head)`, when the caller has them; `memo`: the run's
+    sites per statement (see `sites_of`); `batches`: per side, a batch of that
+    revision's jobs the side's search joins (see `harness.engine.batch`)."""
     changed = changed_by_side(base, head, defs)
     searches = []
     for side in (base, head):
         if side.target is None or not changed[side.name]:
             continue
-        sites = sites_of(side.target, load_order)
+        sites = sites_of(side.target, load_order, memo)
         if len(sites) != len(side.branches) or len(sites) != len(side.reached):
             unseen = f"the coverage of {side.label} does not match its code"
             return lambda: ([], unseen)
         missing = unmet(sites, side.branches, asks(sites, changed[side.name]))
         questions = [_question(sites, side, a) for a in missing[:MAX_SPOTS]]
-        running = (
-            start_asking(side.target, matrix, side.label, questions, limits) if questions else None
-        )
+        running = None
+        if questions:
+            batch = (batches or {}).get(side.name)
+            running = start_asking(side.target, matrix, side.label, questions, limits, batch)
         searches.append((side, sites, missing, running))
 
     def found() -> Found:

@@ -13,7 +13,7 @@ from harness.scan.because import Reasons, start_explaining
 from harness.scan.blind import BlindSpot, Side, both_definitions, start_finding
 from harness.scan.compare import Comparison, compare
 from harness.scan.stand_ins import changed_stand_ins, closures_of
-from harness.scan.versions import State, Versions
+from harness.scan.versions import Pending, State, Versions
 
 
 @dataclass
@@ -49,22 +49,27 @@ def start_diff(
     head: Revision,
     where: tuple[int, ...] | None = None,
     started: list | None = None,
+    batches: dict | None = None,
 ) -> Callable[[], Diff]:
     """`diff`, up to the comparison, with its traces and blind-spot searches started in
     workers: calling the answer waits for them. Several diffs started one after the
-    other keep the workers busy while the parent compares the next."""
-    matrix = versions.matrix
-    found = [versions.settle(p) for p in started] if started else versions.at_all([base, head])
-    states = dict(zip(("base", "head"), found, strict=True))
+    other keep the workers busy while the parent compares the next. `batches`: per
+    side, a batch of that revision's jobs its searches join, and under "traces" one its
+    traces join (each trace job holds both revisions' code already)."""
+    matrix, revisions = versions.matrix, {"base": base, "head": head}
+    plans = started or [versions.start(r) for r in (base, head)]
+    _read_stand_ins(versions, revisions, plans)  # while the evaluations run
+    states = dict(zip(("base", "head"), map(versions.settle, plans), strict=True))
     if not comparable(states["base"], states["head"]):
         return lambda: Diff(matrix, base, head, states, nothing_compared(), [])
-    revisions = {"base": base, "head": head}
     codes = _codes(versions, revisions, states)
     sides = _sides(versions, revisions, states, codes)
     defs = both_definitions(*sides)  # read once: blind spots and reasons compare them
-    finding = start_finding(matrix, *sides, versions.limits, defs)  # while comparing
+    finding = start_finding(matrix, *sides, versions.limits, defs, versions.sources.sited,
+                            batches)  # fmt: skip
     comparison = compare(matrix, states["base"].table, states["head"].table, where)
-    explaining = start_explaining(versions, codes["base"], codes["head"], comparison.rules, defs)
+    explaining = start_explaining(versions, codes["base"], codes["head"], comparison.rules, defs,
+                                  (batches or {}).get("traces"))  # fmt: skip
 
     def finished() -> Diff:
         because = explaining()
@@ -89,6 +94,16 @@ def blind_spots(versions: Versions, base: Revision, head: Revision, found=None):
     blind, unseen = start_finding(versions.matrix, *_sides(versions, revisions, states, codes),
                                   versions.limits)()  # fmt: skip
     return blind + changed_stand_ins(versions, revisions, _closures(codes)), unseen
+
+
+def _read_stand_ins(versions: Versions, revisions: dict, plans: list) -> None:
+    """Read SGLang's definitions of the world's names the planned code imports before
+    waiting for its evaluations: they need no outcome, and a run reads each once (see
+    `changed_stand_ins`), so `finished` finds them read. Which ones it judges is still
+    decided by the settled states (a side that fails to run has no code)."""
+    codes = {side: (p.state if isinstance(p, Pending) else p).code
+             for side, p in zip(("base", "head"), plans, strict=True)}  # fmt: skip
+    changed_stand_ins(versions, revisions, _closures(codes))
 
 
 def _closures(codes: dict) -> dict:
