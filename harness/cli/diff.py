@@ -218,41 +218,51 @@ def inferred_report(
 
 def parts_reports(setup: Setup, versions: Versions, matrices, base, head, args, bar) -> list:
     """The report of each inferred matrix, read back or evaluated. Every evaluation is
-    started before the first is waited for, BATCH parts' evaluations of one revision in
-    one worker (`harness.engine.batch`): the workers of later parts run while the parent
+    started before the first is waited for, and every blind-spot search before the first
+    report is finished; BATCH parts' evaluations (then searches) of one revision share
+    a worker (`harness.engine.batch`): the workers of later parts run while the parent
     compares and explains the earlier ones."""
     parts = [dataclass_replace(setup, matrix=matrix, where=None) for matrix in matrices]
     reports = [cached_report(part, base, head, args.exhaustive) for part in parts]
-    started, batches = {}, ()
+    started, evaluations = {}, _Batches(setup.limits, ("base", "head"))
     for n, part in enumerate(parts):
-        if reports[n] is not None:
-            continue
-        if len(started) % BATCH == 0:  # a worker per revision for the next BATCH parts
-            _submit(batches)
-            batches = (Batch(setup.limits), Batch(setup.limits))
-        shared = versions.sharing(part.matrix, args.exhaustive)
-        sides = zip((base, head), batches, strict=True)
-        started[n] = (shared, [_start(shared, r, batch) for r, batch in sides])
-    _submit(batches)
+        if reports[n] is None:
+            shared, batch = versions.sharing(part.matrix, args.exhaustive), evaluations.next()
+            plans = [_start(shared, base, batch["base"]), _start(shared, head, batch["head"])]
+            started[n] = (shared, plans)
+    evaluations.submit()
     from harness.scan.diff import start_diff
 
-    finishing = {}
-    for n, part in enumerate(parts):  # each compared, its traces and searches started
-        bar.stage(f"diff: evaluating {part.matrix.name} ({n + 1}/{len(parts)})")
-        if n in started:
-            shared, plans = started[n]
-            finishing[n] = start_diff(shared, base, head, part.where, plans)
+    finishing, helpers = {}, _Batches(setup.limits, ("base", "head", "traces"))
+    for n, (shared, plans) in started.items():  # each compared, its searches started
+        bar.stage(f"diff: evaluating {parts[n].matrix.name} ({n + 1}/{len(parts)})")
+        finishing[n] = start_diff(shared, base, head, parts[n].where, plans, helpers.next())
+    helpers.submit()
     for n, finish in finishing.items():  # then each waited for, in order
         reports[n] = kept_report(parts[n], base, head, args.exhaustive, finish())
     return reports
 
 
-BATCH = 8  # parts whose evaluations share a worker (per revision): the first answer early
+BATCH = 8  # parts whose jobs share a worker (per revision): the first answer early
 
 
-def _submit(batches: tuple[Batch, ...]) -> None:
-    for batch in batches:
-        batch.submit()
+class _Batches:
+    """A batch per name (each revision: "base", "head"), new for each next BATCH parts."""
+
+    def __init__(self, limits, names: tuple[str, ...]) -> None:
+        self.limits, self.names, self.parts = limits, names, 0
+        self.current: dict[str, Batch] = {}
+
+    def next(self) -> dict[str, Batch]:
+        if self.parts % BATCH == 0:
+            self.submit()
+            self.current = {name: Batch(self.limits) for name in self.names}
+        self.parts += 1
+        return self.current
+
+    def submit(self) -> None:
+        for batch in self.current.values():
+            batch.submit()
 
 
 def _start(versions: Versions, revision: gitio.Revision, batch: Batch):

@@ -92,10 +92,18 @@ def start_evaluation(
     caller judged purity for `every_cell`; `fresh` (run each cell in a fresh copy of the
     modules: the closure may keep state) is judged here when not given, and only for
     `every_cell` (a closure explored is pure)."""
-    cube = cube or matrix.full_masks()
+    return start(*evaluation_job(closure, matrix, bound, label, every_cell, cube, fresh), limits)
+
+
+def evaluation_job(
+    closure: Closure | Pipeline, matrix: Matrix, bound: Bound, label: str, every_cell: bool,
+    cube: Cube | None = None, fresh: bool | None = None,
+) -> tuple:  # fmt: skip
+    """(work, encode, decode) of `start_evaluation`, for a worker of its own or a batch's."""
     mode = evaluation_mode(closure, every_cell, fresh)
-    work = functools.partial(_evaluate, closure, matrix, bound, label, mode, cube)
-    return start(work, _encode, lambda h, p: _decode(h, p, matrix.size), limits)
+    work = functools.partial(_evaluate, closure, matrix, bound, label, mode,
+                             cube or matrix.full_masks())  # fmt: skip
+    return work, _encode, functools.partial(_decode, size=matrix.size)
 
 
 def evaluation_mode(closure: Closure | Pipeline, every_cell: bool, fresh: bool | None) -> str:

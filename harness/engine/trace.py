@@ -20,6 +20,7 @@ from typing import Any
 
 from harness.closure.extract import Closure, Pipeline
 from harness.closure.pieces import copy_tree
+from harness.engine.batch import Batch, started
 from harness.engine.events import CONDITION, OPERAND, PASS, RAISE, RETURN, Event, Trace
 from harness.engine.explore import run_cell
 from harness.engine.limits import DEFAULT_LIMITS, Limits
@@ -27,7 +28,6 @@ from harness.engine.outcome import decode_outcome, encode_outcome
 from harness.engine.plain import Malformed, decode, encode, shown, within_size
 from harness.engine.purity import impurity
 from harness.engine.sandbox import chain_maker, function_loader, guarded
-from harness.engine.worker import start
 from harness.engine.world import Bound, with_defaults
 from harness.matrix.model import Matrix
 
@@ -165,17 +165,21 @@ def trace_cells(
     return start_tracing(jobs, matrix, bound, limits).result()
 
 
-def start_tracing(jobs: list[Job], matrix: Matrix, bound: Bound, limits: Limits = DEFAULT_LIMITS):
-    """`trace_cells`, started: `.result()` waits for the traces (or raises Unevaluable)."""
-
+def start_tracing(
+    jobs: list[Job], matrix: Matrix, bound: Bound, limits: Limits = DEFAULT_LIMITS,
+    batch: Batch | None = None,
+):  # fmt: skip
+    """`trace_cells`, started (alone, or joining `batch`): `.result()` waits for the
+    traces (or raises Unevaluable)."""
     work = functools.partial(_traced_all, jobs, matrix, bound)
+    decode = functools.partial(_decode_all, count=len(jobs))
+    return started((work, _encode_all, decode), limits, batch)
 
-    def decode_all(header: Any, payload: bytes) -> list[Trace]:
-        if type(header) is not list or len(header) != len(jobs):
-            raise Malformed("not one trace per job")
-        return [_decode(item) for item in header]
 
-    return start(work, _encode_all, decode_all, limits)
+def _decode_all(header: Any, payload: bytes, count: int) -> list[Trace]:
+    if type(header) is not list or len(header) != count or payload:
+        raise Malformed("not one trace per job")
+    return [_decode(item) for item in header]
 
 
 def _encode_all(traces: list[Trace]) -> tuple[Any, bytes]:

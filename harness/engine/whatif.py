@@ -22,11 +22,11 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from harness.closure.extract import Closure, Pipeline
+from harness.engine.batch import Batch, started
 from harness.engine.branches import OPERAND, Sites, closures_of, recording
 from harness.engine.limits import DEFAULT_LIMITS, Limits
 from harness.engine.plain import MAX_ANSWERS, Malformed, decode, encode, within_size
 from harness.engine.sandbox import load_order, target_loader
-from harness.engine.worker import start
 from harness.engine.world import Native, Param, Probe, World, bind, with_defaults
 from harness.engine.worlds import world_named
 from harness.errors import HarnessError
@@ -60,17 +60,20 @@ def start_asking(
     label: str,
     questions: list[Question],
     limits: Limits = DEFAULT_LIMITS,
+    batch: Batch | None = None,
 ):
-    """The answers to `questions` about one revision's code, started in a worker:
-    `.result()` waits for them (one Answer per question)."""
+    """The answers to `questions` about one revision's code, started in a worker (or
+    joining `batch`, of the same revision's jobs): `.result()` waits for them (one
+    Answer per question)."""
     work = functools.partial(_answers, target, matrix, label, questions)
+    decode = functools.partial(_decode_all, count=len(questions))
+    return started((work, _encode_all, decode), limits, batch)
 
-    def decode_all(header: Any, payload: bytes) -> list[Answer]:
-        if type(header) is not list or len(header) != len(questions):
-            raise Malformed("not one answer per question")
-        return [_decode(item) for item in header]
 
-    return start(work, _encode_all, decode_all, limits)
+def _decode_all(header: Any, payload: bytes, count: int) -> list[Answer]:
+    if type(header) is not list or len(header) != count or payload:
+        raise Malformed("not one answer per question")
+    return [_decode(item) for item in header]
 
 
 def _answers(

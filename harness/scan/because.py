@@ -242,14 +242,16 @@ def explain_rules(versions, base, head, rules: list) -> list[Reasons]:
 
 
 def start_explaining(
-    versions, base, head, rules: list, defs: Definitions | None = None
+    versions, base, head, rules: list, defs: Definitions | None = None, batch=None
 ) -> Callable[[], list[Reasons]]:
-    """`explain_rules`, its traces started in a worker: calling the answer waits for them.
-    `defs`: the two sides' definitions, when the caller has read them."""
+    """`explain_rules`, its traces started in a worker (or joining `batch`, see
+    `harness.engine.batch`): calling the answer waits for them. `defs`: the two sides'
+    definitions, when the caller has read them."""
     if base is None or head is None:
         return lambda: [Reasons() for _ in rules]
     cells = [first_cell(rule.masks) for rule in rules[:MAX_EXPLAINED]]
-    traced = versions.start_trace([(code, cell) for cell in cells for code in (base, head)])
+    pairs = [(code, cell) for cell in cells for code in (base, head)]
+    traced = versions.start_trace(pairs, batch)
 
     def reasons() -> list[Reasons]:
         changes = changes_between(base, head, defs)  # while the worker traces

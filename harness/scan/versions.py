@@ -28,8 +28,8 @@ from harness.closure.modules import RevisionFiles
 from harness.closure.order import PassOrder, pass_order
 from harness.closure.pieces import Layout, SourceCache
 from harness.closure.survey import REGISTER, defaults_read, registered
-from harness.engine.batch import Batch
-from harness.engine.explore import start_evaluation
+from harness.engine.batch import Batch, started
+from harness.engine.explore import evaluation_job
 from harness.engine.limits import DEFAULT_LIMITS, Limits
 from harness.engine.outcome import OutcomeTable, revision_wide
 from harness.engine.purity import impurity
@@ -434,20 +434,22 @@ class Versions:
         while `batch` is set, added to that batch (see `harness.engine.batch`)."""
         matrix, bound, limits = self.matrix, self.bound, self.limits
         every = self.exhaustive or impure
-        if self.batch is not None:
-            return self.batch.add(closure, matrix, bound, label, every, impure)
-        return start_evaluation(closure, matrix, bound, label, every, limits=limits, fresh=impure)
+        return started(evaluation_job(closure, matrix, bound, label, every, fresh=impure),
+                       limits, self.batch)  # fmt: skip
 
     def trace(self, cells: list[tuple[Code, tuple[int, ...]]]) -> list[Trace]:
         """Each (code, cell), traced: all in one worker, under this run's limits."""
         return self.start_trace(cells)()
 
-    def start_trace(self, cells: list[tuple[Code, tuple[int, ...]]]) -> Callable[[], list[Trace]]:
-        """`trace`, started in a worker; calling the answer waits for the traces."""
+    def start_trace(
+        self, cells: list[tuple[Code, tuple[int, ...]]], batch: Batch | None = None
+    ) -> Callable[[], list[Trace]]:
+        """`trace`, started in a worker (or joining `batch`); calling the answer waits for
+        the traces."""
         jobs = [Job(code.closure, code.source, code.label, cell) for code, cell in cells]
         if not jobs:
             return list
-        return start_tracing(jobs, self.matrix, self.bound, self.limits).result
+        return start_tracing(jobs, self.matrix, self.bound, self.limits, batch).result
 
     def code_at(self, revision: gitio.Revision) -> Code | None:
         """The closure and source at `revision`, or None when it cannot be evaluated."""

@@ -1,5 +1,5 @@
-"""Several evaluations in one worker: each answers as it would alone, and one that cannot
-be evaluated, or a batch that overruns, costs no other its answer."""
+"""Several jobs in one worker: each answers as it would alone, and one that cannot be done,
+or a batch that overruns, costs no other its answer."""
 
 from __future__ import annotations
 
@@ -11,10 +11,13 @@ from harness.closure.extract import extract_closure
 from harness.closure.modules import RevisionFiles
 from harness.closure.pieces import SourceCache
 from harness.engine.batch import Batch, _decode_each, _encode_each
-from harness.engine.explore import Evaluation
+from harness.engine.branches import TEST, TRUE, sites_of
+from harness.engine.explore import Evaluation, _encode, evaluation_job
 from harness.engine.limits import Limits
 from harness.engine.outcome import CODE_TYPE, VALUE, Outcome, OutcomeTable
 from harness.engine.plain import Malformed
+from harness.engine.sandbox import load_order
+from harness.engine.whatif import Question, start_asking
 from harness.errors import Unevaluable
 from harness.scan.versions import bind_matrix
 from tests.unit.engine.test_explore import oracle, outcomes
@@ -37,7 +40,8 @@ def closure_of(source: str, matrix):
 
 
 def add(batch: Batch, source: str, matrix):
-    return batch.add(closure_of(source, matrix), matrix, bind_matrix(matrix), "rev", False, False)
+    closure = closure_of(source, matrix)
+    return batch.add(*evaluation_job(closure, matrix, bind_matrix(matrix), "rev", False))
 
 
 def test_each_evaluation_of_a_batch_answers_as_plain_python(tmp_path):
@@ -72,19 +76,34 @@ def test_a_batch_that_overruns_runs_each_item_alone_under_its_own_limit():
         loop.result()
 
 
+def _as_is(header, payload):
+    return header, payload
+
+
 @pytest.mark.parametrize(
     "headers, payload",
     [
-        ([], b""),  # fewer answers than items
+        ([], b""),  # fewer answers than jobs
         ([{"reason": 3, "missing": None}], b""),  # a reason that is not text
         (["text"], b""),  # an answer that is not an object
-        ([{"reason": "r", "missing": None}], b"\0\0\0\0"),  # codes left over
+        ([{"reason": "r", "missing": None}], b"\0\0\0\0"),  # bytes left over
+        ([{"answer": 1, "bytes": 5}], b"\0\0\0\0"),  # more bytes than were sent
+        ([{"answer": 1, "bytes": -1}], b""),  # a count that is no count
+        ([{"answer": 1, "bytes": "4"}], b"\0\0\0\0"),
     ],
-    ids=["count", "reason", "shape", "leftover"],
+    ids=["count", "reason", "shape", "leftover", "short", "negative", "text"],
 )
 def test_a_malformed_batch_answer_is_refused(headers, payload):
     with pytest.raises(Malformed):
-        _decode_each(headers, payload, sizes=[4])
+        _decode_each(headers, payload, decodes=[_as_is])
+
+
+def test_each_job_decodes_the_bytes_its_header_counts():
+    headers = [{"answer": "a", "bytes": 2}, {"reason": "no", "missing": None},
+               {"answer": "b", "bytes": 0}, {"answer": "c", "bytes": 3}]  # fmt: skip
+    first, second, third, fourth = _decode_each(headers, b"xyabc", decodes=[_as_is] * 4)
+    assert (first, third, fourth) == (("a", b"xy"), ("b", b""), ("c", b"abc"))
+    assert isinstance(second, Unevaluable) and str(second) == "no"
 
 
 def test_answers_within_their_budgets_but_too_big_together_send_each_alone():
@@ -93,7 +112,26 @@ def test_answers_within_their_budgets_but_too_big_together_send_each_alone():
     items then run alone) instead of sending an answer the parent cuts off."""
     outcomes = [Outcome(VALUE, f"{n}" + "A" * (3 << 20)) for n in range(4)]  # 12 MB
     table = OutcomeTable(outcomes, array(CODE_TYPE, [0, 1, 2, 3]))
-    evaluation = Evaluation(table, calls=4)
-    _encode_each([evaluation])  # one is within every cap
+    encoded = _encode(Evaluation(table, calls=4))
+    _encode_each([encoded])  # one is within every cap
     with pytest.raises(Unevaluable, match="the batch's answers"):
-        _encode_each([evaluation] * 3)
+        _encode_each([encoded] * 3)
+
+
+def test_searches_in_a_batch_answer_as_each_alone():
+    """Two blind-spot searches of one revision in one worker: each finds what it finds
+    alone. The condition `view.a0 > 1` holds on no cell of a0 in {0, 1}: the input that
+    takes it true is a0, at a value above 1."""
+    matrix = small_matrix([2, 2])
+    questions = []
+    for source in (SOURCES["threshold"], SOURCES["pair"]):
+        closure = closure_of(source, matrix)
+        tests = [n for n, s in enumerate(sites_of(closure, load_order)) if s.kind == TEST]
+        questions.append((closure, [Question(tests[0], TRUE, 0)]))
+    alone = [start_asking(c, matrix, "rev", q).result() for c, q in questions]
+    batch = Batch(Limits())
+    together = [start_asking(c, matrix, "rev", q, Limits(), batch) for c, q in questions]
+    batch.submit()
+    assert [item.result() for item in together] == alone
+    (threshold,) = alone[0]
+    assert threshold.name == "a0" and threshold.value > 1 and threshold.was == 0
