@@ -509,14 +509,14 @@ def test_a_lying_document_draws_no_grid_and_takes_no_time(history, tmp_path, lie
     done = run_cli("diff", "#30835^", "#30835", "--repo", history.repo(), "--format",
                    "json-sample")  # fmt: skip
     doc = LIES[lie](json.loads(done.out))
-    start = time.monotonic()
+    start = time.process_time()  # this process's CPU: what the rendering costs, whatever the load
     lines = markdown.grid_lines(doc, None)
     assert len(lines) == 2 and lines[1].startswith("(No grid: "), lines
     try:  # the whole comment, as harness comment makes it
         body_for(doc, 10, None)
     except HarnessError as exc:  # or one line, exit 2: an axis too long for a rule table
         assert "more than 62 values" in str(exc)
-    assert time.monotonic() - start < 10
+    assert time.process_time() - start < 10
 
 
 def test_an_unknown_grid_axis_lists_the_documents_axes_on_one_line(history, tmp_path):
@@ -555,6 +555,6 @@ def test_a_document_whose_rule_lists_a_long_axis_is_one_line_quickly(history, tm
     start = time.monotonic()
     bad = run_cli("comment", "--repo-slug", "octo/sglang", "--pr", "7", "--report",
                   str(report), "--dry-run")  # fmt: skip
-    assert time.monotonic() - start < 10
+    assert time.process_time() - start < 10
     assert bad.code == 2 and bad.out == "" and len(bad.err.splitlines()) == 1, bad.err
     assert "more than 62 values" in bad.err

@@ -38,6 +38,7 @@ from harness.report.model import (
     EXIT_CANNOT_TELL,
     EXIT_CHANGED,
     DiffReport,
+    axis_order,
     conditions_of,
     short_outcome,
 )
@@ -137,7 +138,7 @@ def diff_view(
         "revisions": {side: _revision(doc[side]) for side in ("base", "head")},
         "axes": axes,
         "axis_values": {a: [format_value(v) for v in doc["axes"][a]] for a in axes},
-        "rules": [rule_row(r, doc, code) for r in doc["summary"]],
+        "rules": rule_rows(doc["summary"], doc, code),
         "spots": spots_of(doc),
         "coverage": _coverage(doc),
         "grids": grids(report, first),
@@ -200,10 +201,16 @@ def _row(item: dict[str, Any], axes: list[str], fields: list[str]) -> list[str]:
     return values + [cut(short_outcome(item[s], fields), 80) for s in ("base", "head")]
 
 
-def rule_row(rule: dict[str, Any], doc: dict[str, Any], code: Callable | None) -> dict[str, Any]:
-    """A rule of a JSON document (its `where` over `doc["axes"]`) as the rule table shows
-    it; `code`: side -> the target file's text there, for the code beside each reason."""
-    conditions = conditions_of(rule["where"], doc["axes"])
+def rule_rows(rules: list, doc: dict[str, Any], code: Callable | None) -> list[dict[str, Any]]:
+    """Rules of a JSON document (each `where` over `doc["axes"]`) as the rule table shows
+    them; `code`: side -> the target file's text there, for the code beside each reason."""
+    order = axis_order(doc["axes"])
+    return [_rule_row(rule, doc, code, order) for rule in rules]
+
+
+def _rule_row(rule: dict[str, Any], doc: dict[str, Any], code: Callable | None,
+              order: dict[str, int]) -> dict[str, Any]:  # fmt: skip
+    conditions = conditions_of(rule["where"], doc["axes"], order)
     return {
         "cells": rule["cells"],
         "transition": cut(rule["transition"]),

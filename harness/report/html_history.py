@@ -15,7 +15,7 @@ from typing import Any
 from harness.matrix.model import Matrix
 from harness.report import bisect as bisect_report
 from harness.report import history as history_report
-from harness.report.html import cut, inert, page, rule_row
+from harness.report.html import cut, inert, page, rule_rows
 from harness.report.html import visible as flat
 from harness.report.jsonfmt import summary_json
 from harness.report.model import RuleView, axes_of, function_label, output_label
@@ -89,7 +89,7 @@ def rules_html(matrix: Matrix, rules: list[RuleView]) -> list[dict[str, Any]]:
     """Rules as the page's rule table shows them (no code beside the reasons: a history
     holds many revisions; the diff of two of them shows it)."""
     axes = {"axes": axes_of(matrix)}
-    return [rule_row(rule, axes, None) for rule in inert(summary_json(rules))]
+    return rule_rows(inert(summary_json(rules)), axes, None)
 
 
 def timeline(changes: list[dict[str, Any]], pairs: list[tuple[int, int]]) -> dict[str, Any]:

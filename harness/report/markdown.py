@@ -22,6 +22,7 @@ from harness.report.jsonfmt import document
 from harness.report.model import (
     DiffReport,
     RuleView,
+    axis_order,
     conditions_of,
     every_cell_note,
     sample_positions,
@@ -283,11 +284,12 @@ def rules_of(doc: dict[str, Any]) -> list[RuleView]:
     for rule in doc["summary"]:
         if any(len(values) > len(axes.get(name, ())) for name, values in rule["where"].items()):
             raise ValueError("a rule lists more values than its axis has")
-    return [_rule(r, axes) for r in doc["summary"]]
+    order = axis_order(axes)
+    return [_rule(r, axes, order) for r in doc["summary"]]
 
 
-def _rule(rule: dict[str, Any], axes: dict[str, list[Any]]) -> RuleView:
-    conditions = conditions_of(rule["where"], axes)
+def _rule(rule: dict[str, Any], axes: dict[str, list[Any]], order: dict[str, int]) -> RuleView:
+    conditions = conditions_of(rule["where"], axes, order)
     because = tuple(
         b if isinstance(b.get("source"), str) else b["text"] for b in rule.get("because", [])
     )

@@ -254,16 +254,26 @@ def where_of(matrix: Matrix, masks: tuple[int, ...]) -> dict[str, list[Any]]:
     return where
 
 
+def axis_order(axes: dict[str, list[Any]]) -> dict[str, int]:
+    """Each axis's place among them (see `conditions_of`)."""
+    return {name: n for n, name in enumerate(axes)}
+
+
 def axes_of(matrix: Matrix) -> dict[str, list[Any]]:
     return {axis.name: list(axis.values) for axis in matrix.axes}
 
 
-def conditions_of(where: dict[str, list[Any]], axes: dict[str, list[Any]]) -> tuple[Condition, ...]:
-    """A rule's `where` as conditions, each written the shorter way round (`!= fa4`)."""
+def conditions_of(
+    where: dict[str, list[Any]], axes: dict[str, list[Any]], order: dict[str, int] | None = None
+) -> tuple[Condition, ...]:
+    """A rule's `where` as conditions, in the axes' order, each written the shorter way
+    round (`!= fa4`). `order`: `axis_order(axes)`, when the caller has it: the rules of a
+    document share it, and made for each rule it costs every rule every axis (a hostile
+    document's 20,000 rules over 5,000 axes took 18 s)."""
+    order = axis_order(axes) if order is None else order
     conditions = []
-    for name, values in axes.items():
-        if name not in where:
-            continue
+    for name in sorted((n for n in where if n in order), key=order.__getitem__):
+        values = axes[name]
         chosen = [v for v in values if any(same_value(v, c) for c in where[name])]
         others = [v for v in values if not any(same_value(v, c) for c in where[name])]
         negated = len(others) < len(chosen)
