@@ -35,8 +35,8 @@ from harness.closure.resolve import (
     Resolver,
     Use,
     ViewClass,
+    placed_node,
     shape,
-    stripped_node,
 )
 from harness.errors import Absent, Unevaluable
 from harness.records import evolve
@@ -95,8 +95,7 @@ class Closure:
     def _nodes(self) -> dict[str, tuple[ast.stmt, ...]]:
         out: dict[str, list[ast.stmt]] = {}
         for part in self.parts:
-            node = stripped_node(part.statement.node, part.role)
-            out.setdefault(part.path, []).append(ast.increment_lineno(node, part.statement.offset))
+            out.setdefault(part.path, []).append(placed_node(part.statement, part.role))
         return {path: tuple(nodes) for path, nodes in out.items()}
 
     @property

@@ -577,6 +577,20 @@ def stripped_node(node: ast.stmt, role: str) -> ast.stmt:
     return stripped
 
 
+def placed_node(statement: Statement, role: str) -> ast.stmt:
+    """`stripped_node` of the statement, at its file lines: one copy per statement, role
+    and place, kept on its piece (the closures of a split diff's parts share helpers,
+    and each part's would otherwise copy them again). Only the last place is kept: a
+    history whose edits move the statement keeps one copy, not one per commit. Shared:
+    read it, never change it."""
+    key = ("placed", role, statement.position, statement.member)
+    found = statement.piece.facts.get(key)
+    if found is None or found[0] != statement.offset:
+        node = ast.increment_lineno(stripped_node(statement.node, role), statement.offset)
+        found = statement.piece.facts[key] = (statement.offset, node)
+    return found[1]
+
+
 def _decorator_name(node: ast.expr) -> str | None:
     node = node.func if isinstance(node, ast.Call) else node
     if isinstance(node, ast.Attribute):
