@@ -38,28 +38,35 @@ def _collect_globals(table: symtable.SymbolTable, names: set[str]) -> None:
         _collect_globals(child, names)
 
 
-class _AnnotationStripper(ast.NodeTransformer):
-    """Annotations are not behavior; without them, their names need no binding."""
-
-    def visit_arg(self, node: ast.arg) -> ast.arg:
-        node.annotation = None
-        return node
-
-    def visit_FunctionDef(self, node: ast.FunctionDef) -> ast.FunctionDef:
-        node.returns = None
-        self.generic_visit(node)
-        return node
-
-    visit_AsyncFunctionDef = visit_FunctionDef
-
-    def visit_AnnAssign(self, node: ast.AnnAssign) -> ast.stmt:
-        if node.value is None:
-            return ast.copy_location(ast.Pass(), node)
-        assign = ast.Assign(targets=[node.target], value=node.value)
-        return ast.copy_location(self.generic_visit(assign), node)
-
-
 def strip_annotations(node: ast.stmt) -> ast.stmt:
-    """A copy of `node` without annotations (keeps line numbers)."""
-    stripped = _AnnotationStripper().visit(copy_tree(node))
-    return ast.fix_missing_locations(stripped)
+    """A copy of `node` without annotations (keeps line numbers): annotations are not
+    behaviour, and without them their names need no binding. One loop over the nodes, not
+    a NodeTransformer's visit of each: a closure's statements are stripped by the
+    thousand."""
+    stripped = copy_tree(node)
+    if isinstance(stripped, ast.AnnAssign):
+        stripped = _unannotated(stripped)
+    stack = [stripped]
+    while stack:
+        current = stack.pop()
+        if isinstance(current, ast.arg):
+            current.annotation = None
+        elif isinstance(current, ast.FunctionDef | ast.AsyncFunctionDef):
+            current.returns = None
+        for name in current._fields:
+            value = getattr(current, name, None)
+            if type(value) is list:
+                if any(isinstance(item, ast.AnnAssign) for item in value):
+                    value[:] = [_unannotated(v) if isinstance(v, ast.AnnAssign) else v
+                                for v in value]  # fmt: skip
+                stack.extend(v for v in value if isinstance(v, ast.AST))
+            elif isinstance(value, ast.AST):
+                stack.append(value)
+    return stripped
+
+
+def _unannotated(node: ast.AnnAssign) -> ast.stmt:
+    """`x: T = v` as `x = v`; `x: T` as `pass`."""
+    if node.value is None:
+        return ast.copy_location(ast.Pass(), node)
+    return ast.copy_location(ast.Assign(targets=[node.target], value=node.value), node)
