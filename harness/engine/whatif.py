@@ -27,7 +27,7 @@ from harness.engine.branches import OPERAND, Sites, closures_of, recording
 from harness.engine.limits import DEFAULT_LIMITS, Limits
 from harness.engine.plain import MAX_ANSWERS, Malformed, decode, encode, within_size
 from harness.engine.sandbox import load_order, target_loader
-from harness.engine.world import Native, Param, Probe, World, bind, with_defaults
+from harness.engine.world import Native, Param, Probe, World, bind_with_defaults
 from harness.engine.worlds import world_named
 from harness.errors import HarnessError
 from harness.matrix.cells import bits_of
@@ -82,7 +82,7 @@ def _answers(
     """In the worker: each question answered."""
     world = world_named(matrix.world, matrix.source)
     wide, promoted, widen = widened(matrix, target, world, literals_of(target, world))
-    bound = with_defaults(bind(world, wide), target.defaults)
+    bound = bind_with_defaults(world, wide, target.defaults)
     events: list[tuple[int, int, int]] = []
     sites = Sites()
     load = target_loader(target, bound, label, (sites, _watchers(events, bound.probe)))

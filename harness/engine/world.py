@@ -535,18 +535,39 @@ class Bound:
     recipe: tuple | None = field(default=None, repr=False, compare=False)  # how to make it again
 
     def __reduce__(self) -> tuple:
-        """Pickled as the calls that made it (a worker's job): the worker makes it again,
-        with its own probe."""
+        """Pickled as the calls that made it (a worker's job), made again by the worker
+        when it is used (see `Deferred`), with its own probe."""
         if self.recipe is None:
             raise TypeError("this Bound was not made by bind or with_defaults: it cannot cross")
-        return self.recipe
+        return Deferred, (self.recipe,)
+
+
+class Deferred:
+    """A Bound as a worker's job carries it: the calls that make it, not made yet. A job
+    first gives it the code's defaults (`with_defaults`), which binds the world again when
+    they name inputs the matrix leaves out: made then, the world is bound once, not twice
+    (bound a few hundred times per split diff)."""
+
+    def __init__(self, recipe: tuple) -> None:
+        self.recipe = recipe
+
+    def made(self) -> Bound:
+        maker, args = self.recipe
+        return maker(*args)
+
+    def with_defaults(self, defaults: Any) -> Bound:
+        maker, args = self.recipe
+        if maker is not bind or defaults.empty or not defaults.inputs:
+            return with_defaults(self.made(), defaults)
+        world, matrix = args
+        _check_matrix(world, matrix)  # what bind(world, matrix) refuses, refused the same
+        bound = bind(world, with_input_fields(matrix, defaults))
+        return _with_fallback(bound, defaults, (with_defaults, (self, defaults)))
 
 
 def bind(world: World, matrix: Matrix) -> Bound:
     """Compile `world` (plus the matrix's own fields and bindings) against `matrix`."""
-    if world.validate is not None:
-        world.validate(matrix)
-    _check_outputs(world, matrix)
+    _check_matrix(world, matrix)
     ctx = Context(world, matrix)
     view_specs: dict[str, Spec] = dict(world.view_attrs)  # the matrix's own inputs win
     for axis in matrix.axes:
@@ -567,6 +588,12 @@ def bind(world: World, matrix: Matrix) -> Bound:
     return Bound(ctx.probe, view, names, ctx, view_specs, guards, (bind, (world, matrix)))
 
 
+def _check_matrix(world: World, matrix: Matrix) -> None:
+    if world.validate is not None:
+        world.validate(matrix)
+    _check_outputs(world, matrix)
+
+
 def _check_outputs(world: World, matrix: Matrix) -> None:
     """Each output is an input too (the value a cell keeps when nothing declares it): an
     axis, a field, or, in a world whose view stands for a class, the class's default."""
@@ -581,16 +608,28 @@ def _check_outputs(world: World, matrix: Matrix) -> None:
             )
 
 
-def with_defaults(bound: Bound, defaults: Any) -> Bound:
+def with_defaults(bound: Bound | Deferred, defaults: Any) -> Bound:
     """`bound` with a view that also answers the fields its class declares
     (`harness.closure.defaults.Defaults`) when neither the matrix nor the world does: a
     literal default is the answer; a field declared without one is refused, saying why.
     An output field the class does not declare (yet, or any more) is null."""
+    if isinstance(bound, Deferred):
+        return bound.with_defaults(defaults)
     if defaults.empty or bound.ctx is None:
         return bound
     original = bound
     if defaults.inputs:  # the world's inputs the matrix leaves out take the code's defaults
         bound = _with_input_defaults(bound, defaults)
+    return _with_fallback(bound, defaults, (with_defaults, (original, defaults)))
+
+
+def bind_with_defaults(world: World, matrix: Matrix, defaults: Any) -> Bound:
+    """`with_defaults(bind(world, matrix), defaults)`, the world bound once."""
+    return Deferred((bind, (world, matrix))).with_defaults(defaults)
+
+
+def _with_fallback(bound: Bound, defaults: Any, recipe: tuple) -> Bound:
+    """`bound` whose view answers the fields `defaults` declare (see `with_defaults`)."""
     ctx, fields = bound.ctx, defaults.fields
     outputs = ctx.matrix.target.outputs
 
@@ -610,7 +649,7 @@ def with_defaults(bound: Bound, defaults: Any) -> Bound:
         return Refused(f"view.{name}", fix, name)
 
     made = with_view_fallback(bound, fallback)
-    return replace(made, recipe=(with_defaults, (original, defaults)))
+    return replace(made, recipe=recipe)
 
 
 def with_view_fallback(bound: Bound, fallback: Callable[[str], Spec]) -> Bound:
@@ -624,11 +663,16 @@ def _with_input_defaults(bound: Bound, defaults: Any) -> Bound:
     """`bound` made again from a matrix whose fields also hold the code's defaults for the
     world's inputs it does not declare (`envs.X` reads the field X), the matrix's own
     declarations first."""
-    ctx = bound.ctx
-    given = {*ctx.matrix.fields, *ctx.matrix.axis_names}
+    ctx = bound.ctx  # its own probe: whoever runs the code uses this bound
+    return bind(ctx.world, with_input_fields(ctx.matrix, defaults))
+
+
+def with_input_fields(matrix: Matrix, defaults: Any) -> Matrix:
+    """`matrix` whose fields also hold the code's defaults for the world's inputs it does
+    not declare, its own declarations first."""
+    given = {*matrix.fields, *matrix.axis_names}
     extra = {n: d.value for n, d in defaults.inputs.items() if n not in given}
-    matrix = replace(ctx.matrix, fields={**extra, **ctx.matrix.fields})
-    return bind(ctx.world, matrix)  # its own probe: whoever runs the code uses this bound
+    return replace(matrix, fields={**extra, **matrix.fields})
 
 
 # --- declarative bindings --------------------------------------------------------
