@@ -169,25 +169,25 @@ class _Reader:
         as a module, `alias.name`, or, through `getattr(alias, ...)`, each string constant
         of the statements that the module binds."""
         out: dict[tuple[str, str], None] = {}
-        strings = {c.value for s in reached for c in ast.walk(s.node)
-                   if isinstance(c, ast.Constant) and isinstance(c.value, str)}  # fmt: skip
+        reads = [_reads(s) for s in reached]
+        strings = set().union(*(r.strings for r in reads))
         read = set().union(*(shape(s, HELPER)[1] for s in reached))  # names the file reads
-        for statement in reached:  # `from .other import helper` (in a function too)
-            names = {n.id for n in ast.walk(statement.node) if isinstance(n, ast.Name)}
+        for statement, found in zip(reached, reads, strict=True):  # `from .m import helper`
+            names = found.names  # (in a function too)
             if statement.member < 0 and isinstance(statement.node, ast.ImportFrom):
                 names = read
-            for node in ast.walk(statement.node):
+            for node in found.imports:
                 if not isinstance(node, ast.ImportFrom):
                     continue
                 module = self.files.module_file(node.module or "", path, node.level)
                 for alias in node.names if module is not None else ():
                     if (alias.asname or alias.name) in names and alias.name != "*":
                         out[(module, alias.name)] = None
-        for statement in reached:
-            for alias, module in _module_aliases(self.files, path, statement.node):
+        for found in reads:
+            for alias, module in _module_aliases(self.files, path, found.imports):
                 layout = self.cache.layout_of(self.files, module)
                 bound = index_module(layout) if layout is not None else {}
-                for name in sorted(_attributes(statement.node, alias, strings)):
+                for name in sorted(found.attributes_of(alias, strings)):
                     if name in bound:
                         out[(module, name)] = None
         return list(out)
@@ -277,18 +277,19 @@ def _changers(layout) -> list[tuple[Statement, frozenset[str]]]:
     return layout.memo("home-changers", compute)
 
 
-def _module_aliases(files: RevisionFiles, path: str, node: ast.AST) -> list[tuple[str, str]]:
-    """(alias, module file) for each import of a repository module as a module in `node`,
-    at any depth (`from sglang.srt.utils import common as _common` in a function)."""
+def _module_aliases(files: RevisionFiles, path: str, imports) -> list[tuple[str, str]]:
+    """(alias, module file) for each import of a repository module as a module among a
+    statement's `imports` (`from sglang.srt.utils import common as _common`, in a
+    function too)."""
     out = []
-    for child in ast.walk(node):
+    for child in imports:
         if isinstance(child, ast.ImportFrom):
             for alias in child.names:
                 base = f"{child.module}.{alias.name}" if child.module else alias.name
                 module = files.module_file(base, path, child.level)
                 if module is not None:
                     out.append((alias.asname or alias.name, module))
-        elif isinstance(child, ast.Import):
+        else:
             for alias in child.names:
                 module = files.module_file(alias.name, path)
                 if module is not None and alias.asname:
@@ -296,18 +297,45 @@ def _module_aliases(files: RevisionFiles, path: str, node: ast.AST) -> list[tupl
     return out
 
 
-def _attributes(node: ast.AST, alias: str, strings: set[str]) -> set[str]:
-    """The names `node` reads of the module bound to `alias`."""
-    found: set[str] = set()
-    for child in ast.walk(node):
-        if isinstance(child, ast.Attribute) and isinstance(child.value, ast.Name):
-            if child.value.id == alias:
-                found.add(child.attr)
-        elif isinstance(child, ast.Call) and isinstance(child.func, ast.Name):
-            first = child.args[0] if child.args else None
-            if child.func.id == "getattr" and isinstance(first, ast.Name) and first.id == alias:
-                found |= strings
-    return found
+class _Reads(NamedTuple):
+    """What one statement reads, as a definition's reach follows it (see `_reads`)."""
+
+    strings: frozenset[str]  # its string constants
+    names: frozenset[str]  # every name it mentions
+    imports: tuple[ast.Import | ast.ImportFrom, ...]  # at any depth, in order
+    attributes: frozenset[tuple[str, str]]  # (name, attribute) of each `name.attribute`
+    getattrs: frozenset[str]  # the names `getattr(name, ...)` reads attributes of
+
+    def attributes_of(self, alias: str, strings: set[str]) -> set[str]:
+        """The names read of the module bound to `alias`: `alias.name`, and, where it
+        reads `getattr(alias, ...)`, each of `strings`."""
+        found = {attribute for name, attribute in self.attributes if name == alias}
+        return found | strings if alias in self.getattrs else found
+
+
+def _reads(statement: Statement) -> _Reads:
+    """One walk of the statement, made once per parsed statement (the two revisions share
+    most of their pieces)."""
+
+    def compute(node: ast.stmt) -> _Reads:
+        strings, names, imports, attributes, getattrs = set(), set(), [], set(), set()
+        for child in ast.walk(node):
+            if isinstance(child, ast.Constant) and isinstance(child.value, str):
+                strings.add(child.value)
+            elif isinstance(child, ast.Name):
+                names.add(child.id)
+            elif isinstance(child, ast.Import | ast.ImportFrom):
+                imports.append(child)
+            elif isinstance(child, ast.Attribute) and isinstance(child.value, ast.Name):
+                attributes.add((child.value.id, child.attr))
+            elif isinstance(child, ast.Call) and isinstance(child.func, ast.Name):
+                first = child.args[0] if child.args else None
+                if child.func.id == "getattr" and isinstance(first, ast.Name):
+                    getattrs.add(first.id)
+        return _Reads(frozenset(strings), frozenset(names), tuple(imports),
+                      frozenset(attributes), frozenset(getattrs))  # fmt: skip
+
+    return statement.memo("home-reads", compute)
 
 
 def _imported_from(files: RevisionFiles, path: str, node, name: str) -> tuple[str, str] | None:
