@@ -256,7 +256,8 @@ class _Batches:
     def next(self) -> dict[str, Batch]:
         if self.parts % BATCH == 0:
             self.submit()
-            self.current = {name: Batch(self.limits) for name in self.names}
+            behind = min(2 * (self.parts // BATCH), 19)  # the first parts' workers first
+            self.current = {name: Batch(self.limits, behind=behind) for name in self.names}
         self.parts += 1
         return self.current
 

@@ -18,7 +18,9 @@ alone, under its own limits.
 
 from __future__ import annotations
 
+import contextlib
 import functools
+import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -38,6 +40,7 @@ class Batch:
     limits: Limits
     jobs: list[Job] = field(default_factory=list)
     running: Any = None
+    behind: int = 0  # its worker's niceness: a batch wanted later yields the CPU first
 
     def add(self, work: Callable[[], Any], encode: Encode, decode: Decode) -> Batched:
         """A job to run in the batch; its answer, when the batch has run."""
@@ -50,6 +53,8 @@ class Batch:
             work = functools.partial(_run_each, [(w, e) for w, e, _ in self.jobs])
             decode = functools.partial(_decode_each, decodes=[d for _, _, d in self.jobs])
             self.running = start(work, _encode_each, decode, self.limits)
+            if self.behind:
+                yielding(self.running, self.behind)
 
     def answers(self) -> list[Any]:
         self.submit()
@@ -74,6 +79,16 @@ class Batched:
         if isinstance(answer, Unevaluable):
             raise answer
         return answer
+
+
+def yielding(running: Any, niceness: int) -> None:
+    """The running job's worker at `niceness` (it only ever lowers a worker's priority);
+    nothing where that cannot be done."""
+    child = getattr(running, "child", None)
+    if child is None or not hasattr(os, "setpriority"):
+        return
+    with contextlib.suppress(OSError, RuntimeError):
+        os.setpriority(os.PRIO_PROCESS, child.pid(), niceness)
 
 
 def started(job: Job, limits: Limits, batch: Batch | None) -> Any:
