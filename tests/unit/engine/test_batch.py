@@ -3,6 +3,7 @@ or a batch that overruns, costs no other its answer."""
 
 from __future__ import annotations
 
+import os
 from array import array
 
 import pytest
@@ -135,3 +136,15 @@ def test_searches_in_a_batch_answer_as_each_alone():
     assert [item.result() for item in together] == alone
     (threshold,) = alone[0]
     assert threshold.name == "a0" and threshold.value > 1 and threshold.was == 0
+
+
+def test_a_batch_wanted_later_runs_at_a_lower_priority():
+    """A worker whose answer is wanted after others' yields the CPU to them: its niceness
+    is the batch's `behind` (read while it loops, up to its one-second limit)."""
+    matrix = small_matrix([2])
+    batch = Batch(Limits(seconds=1.0), behind=5)
+    looping = add(batch, LOOP, matrix)
+    batch.submit()
+    assert os.getpriority(os.PRIO_PROCESS, batch.running.child.pid()) == os.nice(0) + 5
+    with pytest.raises(Unevaluable, match="ran past"):
+        looping.result()
