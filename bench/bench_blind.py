@@ -15,9 +15,10 @@ overrides.py) and, given REPO (a repository of SGLang's released trees, as
   - the same diff with `--matrix inferred` against the FA4 diff, on the fixture
     and, given REPO, on #30835's clause committed on top of v0.5.23 (in a
     temporary clone; nothing of REPO is changed), and v0.5.18 against v0.5.23
-    (once each: the inferred matrix is split into one per changed pass); each followed
-    by one more run timed stage by stage (surveys, run order, the inferred matrix, the
-    diff).
+    (once each: the inferred matrix is split into one per changed pass); then the same
+    two commands as fresh processes, taking turns, best and mean of at least 5 each
+    (the figures that count: what a user runs); then one more run timed stage by stage
+    (surveys, run order, the inferred matrix, the diff).
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ import argparse
 import contextlib
 import io
 import resource
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -139,11 +141,37 @@ def inferred_line(label: str, repeat: int, repo: str, revs=("#30835^", "#30835")
     common = ("diff", *revs, "--repo", repo, "--no-cache")
     inferred = best_of(repeat, quiet_diff(*common, "--matrix", "inferred"))
     fa4 = best_of(repeat, quiet_diff(*common))
+    fresh = fresh_processes(max(repeat, FRESH), common)
     return (
         f"{label}: --matrix inferred {inferred[0]:.3f} s, the FA4 diff {fa4[0]:.3f} s, "
         f"ratio {inferred[0] / fa4[0]:.2f}; CPU (this process and its workers) "
         f"{inferred[1]:.3f} s and {fa4[1]:.3f} s, ratio {inferred[1] / fa4[1]:.2f}"
+        f"\n  as fresh processes, taking turns, best of {max(repeat, FRESH)} (mean): {fresh}"
         f"\n  where it goes: {stages(repo, revs)}"
+    )
+
+
+FRESH = 5  # runs of each command as its own process, at least
+
+
+def fresh_processes(repeat: int, common: tuple[str, ...]) -> str:
+    """`harness diff ... -q` with `--matrix inferred` and with the FA4 matrix, each a
+    process of its own as a user runs it, the two taking turns `repeat` times: best and
+    mean wall-clock time of each, and their ratios. In-process figures drift over one long
+    bench process (memory it keeps, a zygote it has); these do not."""
+    argv = [sys.executable, "-m", "harness", *common, "-q"]
+    commands = {"inferred": [*argv, "--matrix", "inferred"], "FA4": argv}
+    times: dict[str, list[float]] = {name: [] for name in commands}
+    for _ in range(repeat):
+        for name, command in commands.items():
+            start = time.perf_counter()
+            subprocess.run(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            times[name].append(time.perf_counter() - start)
+    best_, mean = ({k: f(v) for k, v in times.items()} for f in (min, statistics.mean))
+    return (
+        f"--matrix inferred {best_['inferred']:.2f} s ({mean['inferred']:.2f}), the FA4 diff "
+        f"{best_['FA4']:.2f} s ({mean['FA4']:.2f}), ratio {best_['inferred'] / best_['FA4']:.2f}"
+        f" ({mean['inferred'] / mean['FA4']:.2f})"
     )
 
 
