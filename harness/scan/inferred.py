@@ -92,30 +92,22 @@ def inferred_matrix(
         return None
     unseen = _swaps(orders, surveys)
     chosen = _with_readers(orders[1], changed, surveys)
-    revisions = {"base": base, "head": head}
-    parts = _parts(versions, sides, surveys, differ, revisions) if len(differ) > 1 else None
+    parts = _parts(versions, sides, surveys, differ) if len(differ) > 1 else None
     at_least = _at_least(parts, surveys, chosen) if parts else 0
     if at_least <= max_cells:  # else the one matrix is too large without making it
         whole = _inferred(versions, sides, surveys, chosen)
         if whole.size <= max_cells:
             return Inferred((whole,), unseen=unseen)
         at_least = whole.size
-    parts = parts or _parts(versions, sides, surveys, differ, revisions)
+    parts = parts or _parts(versions, sides, surveys, differ)
     too_large = tuple(_too_large(p, max_cells) for p in parts if p.size > max_cells)
     kept = tuple(p for p in parts if p.size <= max_cells)
     return Inferred(kept, at_least, unseen + too_large)
 
 
-def _parts(versions: Versions, sides: list, surveys: list, differ: list[str],
-           revisions: dict) -> list[Matrix]:  # fmt: skip
-    """One matrix per pass whose code or read default changed, on the inputs it reads.
-    While the runs on symbols run, SGLang's definitions of the world's names those
-    passes import are read (the run keeps them: each part's diff compares them)."""
-    finish = _each_discovering(versions, surveys, differ)
-    closures = {side: [s[n].closure for n in differ if n in s and s[n].closure]
-                for side, s in zip(("base", "head"), surveys, strict=True)}  # fmt: skip
-    changed_stand_ins(versions, revisions, closures)
-    found = finish()
+def _parts(versions: Versions, sides: list, surveys: list, differ: list[str]) -> list[Matrix]:
+    """One matrix per pass whose code or read default changed, on the inputs it reads."""
+    found = _each_discovered(versions, surveys, differ)
     return [_inferred(versions, sides, surveys, [n], f"{INFERRED}:{n}", found[n]) for n in differ]
 
 
@@ -260,11 +252,10 @@ def _discovery(versions: Versions, surveys: dict, chosen: list[str], outputs):
     return base_matrix(versions.world, path, chosen, outputs, every=True), closures
 
 
-def _each_discovering(versions: Versions, surveys: list, names: list[str]):
+def _each_discovered(versions: Versions, surveys: list, names: list[str]) -> dict[str, Found]:
     """What the runs on symbols find for each pass alone (as `_inferred` would for
-    `[name]`), each side's passes in one worker, the two sides side by side, started:
-    calling the answer waits for them. Where a side's batch overran, each of its passes
-    runs alone, under its own limits."""
+    `[name]`), each side's passes in one worker, the two sides side by side; where a
+    side's batch overran, each of its passes runs alone, under its own limits."""
     outputs = {n: _outputs(versions, surveys, [n]) for n in names}
     jobs = [
         {n: job for n in names if (job := _discovery(versions, s, [n], outputs[n]))}
@@ -273,12 +264,8 @@ def _each_discovering(versions: Versions, surveys: list, names: list[str]):
     world, limits = versions.world, versions.limits
     running = [start_discoveries(world, list(j.values()), limits, RUNS) if j else None
                for j in jobs]  # fmt: skip
-
-    def found() -> dict[str, Found]:
-        per_side = [_batch(versions, j, run) for j, run in zip(jobs, running, strict=True)]
-        return {n: merged(*(side.get(n, Found()) for side in per_side)) for n in names}
-
-    return found
+    per_side = [_batch(versions, j, run) for j, run in zip(jobs, running, strict=True)]
+    return {n: merged(*(side.get(n, Found()) for side in per_side)) for n in names}
 
 
 def _batch(versions: Versions, jobs: dict, running) -> dict[str, Found]:
