@@ -552,7 +552,7 @@ def test_a_document_whose_rule_lists_a_long_axis_is_one_line_quickly(history, tm
                 400_000)  # fmt: skip
     report = tmp_path / "comment.json"
     report.write_text(json.dumps(doc))
-    start = time.monotonic()
+    start = time.process_time()  # this process's CPU (the comment is made in-process)
     bad = run_cli("comment", "--repo-slug", "octo/sglang", "--pr", "7", "--report",
                   str(report), "--dry-run")  # fmt: skip
     assert time.process_time() - start < 10

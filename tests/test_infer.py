@@ -127,7 +127,7 @@ def test_a_pass_that_never_returns_is_one_line_within_the_time_limit(tmp_path):
     start = time.monotonic()
     result = run_cli("matrix", "--repo", str(tmp_path / "repo"), "--infer", "--time-limit", "1")
     line = one_line_error(result)
-    assert time.monotonic() - start < 10
+    assert time.monotonic() - start < 30  # the 1 s limit held: unheld, the default is 60 s
     assert "cannot infer a matrix" in line and "ran past 1 s" in line
 
 

@@ -355,9 +355,11 @@ def test_sigint_is_one_line_exit_130_and_leaves_no_worker(tmp_path):
     assert children, "the evaluation runs in a worker"
     time.sleep(0.3)  # into the evaluation
     run.send_signal(signal.SIGINT)
-    code, err = run.wait(timeout=10), run.stderr.read().strip()
+    code, err = run.wait(timeout=120), run.stderr.read().strip()  # a hang, not a busy machine
     assert (code, err) == (130, "harness: interrupted")
-    time.sleep(0.2)
+    deadline = time.monotonic() + 30
+    while [pid for pid in children if _alive(pid)] and time.monotonic() < deadline:
+        time.sleep(0.1)  # the zygote's children die with it: not always in the same instant
     assert not [pid for pid in children if _alive(pid)]
 
 
