@@ -19,6 +19,11 @@ def found(source: str) -> list[str]:
     "source, construct",
     [
         ("x.__class__", "attribute .__class__"),
+        ("helper.__globals__", "attribute .__globals__"),  # read directly, no __init__ first
+        ("helper.__code__", "attribute .__code__"),
+        ("helper.__closure__", "attribute .__closure__"),
+        ("helper.__defaults__", "attribute .__defaults__"),
+        ("view.__dict__", "attribute .__dict__"),
         ("x.gi_frame", "attribute .gi_frame"),
         ("x.f_back", "attribute .f_back"),
         ("x.tb_next", "attribute .tb_next"),
@@ -70,5 +75,6 @@ def test_sglang_shapes_pass():
 
 
 def test_the_runtime_guard_refuses_what_the_static_check_does():
-    assert all(map(forbidden_attribute, ("__class__", "gi_frame", "f_globals", "format", "mro")))
+    refused = ("__class__", "__globals__", "__code__", "gi_frame", "f_globals", "format", "mro")
+    assert all(map(forbidden_attribute, refused))
     assert not any(map(forbidden_attribute, ("_fa4_page_constraint", "page_size", "_x_", "fmt")))

@@ -89,3 +89,19 @@ def test_equal_values_of_other_types_differ():
     ints = table([0, 0, 0], [Outcome(VALUE, 1)])
     floats = table([0, 0, 0], [Outcome(VALUE, 1.0)])
     assert compare(matrix, ints, floats).changed == 3
+
+
+def test_a_kept_input_and_a_declared_value_of_another_type_differ():
+    """1, 1.0 and true are three matrix values: where one side keeps the input page_size
+    16 and the other declares 16.0 (or true), the cell changed; declaring 16 changes only
+    the cells whose input is not 16."""
+    matrix = small_matrix([2])
+    where = matrix.axis_index("page_size")
+    axis = matrix.axes[where]
+    inputs = [axis.values[matrix.cell(i)[where]] for i in range(matrix.size)]
+    kept = table([0] * matrix.size, [Outcome(KEPT)])
+    for declared, changed in ((16.0, set(range(matrix.size))), (True, set(range(matrix.size))),
+                              (16, {i for i, v in enumerate(inputs) if v != 16})):  # fmt: skip
+        head = table([0] * matrix.size, [Outcome(VALUE, declared)])
+        assert set(compare(matrix, kept, head).indices) == changed, declared
+        assert set(compare(matrix, head, kept).indices) == changed, declared
