@@ -97,3 +97,28 @@ def test_a_diff_of_several_matrices_computes_a_revisions_memo_once(tmp_path):
     computed.clear()
     found = [versions.texts_memo("scan", versions.files_at(r), compute) for r in revisions * 2]
     assert found == texts * 2 and computed == texts * 2  # a scan's run keeps the last one
+
+
+TARGET = """\
+from helper import LIMIT
+
+
+def target(view):
+    return {"page_size": 128} if view.a0 >= LIMIT else {}
+"""
+
+
+def test_a_state_found_by_the_target_blob_is_not_reused_when_a_file_it_read_changed(tmp_path):
+    """The target's text never changes; the helper's constant does, then comes back. The
+    state remembered for the target's blob holds only while the helper's blob is the one
+    it read: a0 >= 1 takes 128 at a0 = 1 and 2; a0 >= 2 only at a0 = 2."""
+    repo = FixtureRepo(tmp_path / "repo")
+    shas = [repo.commit(f"v{n}", {"m.py": TARGET, "helper.py": f"LIMIT = {limit}\n"})
+            for n, limit in enumerate((1, 2, 1))]  # fmt: skip
+    handle = gitio.open_repo(str(repo.root))
+    versions = Versions(handle, small_matrix([3]))
+    states = [versions.at(gitio.resolve(handle, sha)) for sha in shas]
+    kinds = [[states[n].table.outcome_at(i).kind for i in range(0, 9, 3)] for n in range(3)]
+    assert kinds == [["kept", "value", "value"], ["kept", "kept", "value"],
+                     ["kept", "value", "value"]]  # fmt: skip
+    assert versions.evaluations == 2  # the third is the first's state, found again
