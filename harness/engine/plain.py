@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import reprlib
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -136,6 +137,15 @@ def within_size(data: Any, what: str, limit: int = MAX_ENCODED) -> Any:
 
 class Malformed(ValueError):
     """What the worker sent is not in the form the harness writes."""
+
+
+def decode_items(header: Any, payload: bytes, count: int, item: Callable[[Any], Any],
+                 what: str) -> list:  # fmt: skip
+    """A worker's answer of exactly `count` items in a JSON list, each read by `item`, and
+    no payload; else Malformed ("not one `what`")."""
+    if type(header) is not list or len(header) != count or payload:
+        raise Malformed(f"not one {what}")
+    return [item(each) for each in header]
 
 
 def decode(data: Any, depth: int = 0) -> Any:

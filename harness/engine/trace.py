@@ -25,7 +25,7 @@ from harness.engine.events import CONDITION, OPERAND, PASS, RAISE, RETURN, Event
 from harness.engine.explore import run_cell
 from harness.engine.limits import DEFAULT_LIMITS, Limits
 from harness.engine.outcome import decode_outcome, encode_outcome
-from harness.engine.plain import Malformed, decode, encode, shown, within_size
+from harness.engine.plain import Malformed, decode, decode_items, encode, shown, within_size
 from harness.engine.purity import impurity
 from harness.engine.sandbox import chain_maker, function_loader, guarded
 from harness.engine.world import Bound, with_defaults
@@ -172,14 +172,8 @@ def start_tracing(
     """`trace_cells`, started (alone, or joining `batch`): `.result()` waits for the
     traces (or raises Unevaluable)."""
     work = functools.partial(_traced_all, jobs, matrix, bound)
-    decode = functools.partial(_decode_all, count=len(jobs))
+    decode = functools.partial(decode_items, count=len(jobs), item=_decode, what="trace per job")
     return started((work, _encode_all, decode), limits, batch)
-
-
-def _decode_all(header: Any, payload: bytes, count: int) -> list[Trace]:
-    if type(header) is not list or len(header) != count or payload:
-        raise Malformed("not one trace per job")
-    return [_decode(item) for item in header]
 
 
 def _encode_all(traces: list[Trace]) -> tuple[Any, bytes]:

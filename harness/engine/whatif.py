@@ -25,7 +25,7 @@ from harness.closure.extract import Closure, Pipeline
 from harness.engine.batch import Batch, started
 from harness.engine.branches import OPERAND, Sites, closures_of, recording
 from harness.engine.limits import DEFAULT_LIMITS, Limits
-from harness.engine.plain import MAX_ANSWERS, Malformed, decode, encode, within_size
+from harness.engine.plain import MAX_ANSWERS, Malformed, decode, decode_items, encode, within_size
 from harness.engine.sandbox import load_order, target_loader
 from harness.engine.world import Native, Param, Probe, World, bind_with_defaults
 from harness.engine.worlds import world_named
@@ -66,14 +66,9 @@ def start_asking(
     joining `batch`, of the same revision's jobs): `.result()` waits for them (one
     Answer per question)."""
     work = functools.partial(_answers, target, matrix, label, questions)
-    decode = functools.partial(_decode_all, count=len(questions))
+    decode = functools.partial(decode_items, count=len(questions), item=_decode,
+                               what="answer per question")  # fmt: skip
     return started((work, _encode_all, decode), limits, batch)
-
-
-def _decode_all(header: Any, payload: bytes, count: int) -> list[Answer]:
-    if type(header) is not list or len(header) != count or payload:
-        raise Malformed("not one answer per question")
-    return [_decode(item) for item in header]
 
 
 def _answers(
