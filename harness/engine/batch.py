@@ -6,9 +6,11 @@ jobs, each paying a worker's start, its confinement and its unpickling for a
 few milliseconds of work. A `Batch` gathers one side's jobs and runs them in
 one worker, each as it would run alone (an evaluation with its own loaded
 modules, recorder and runner; a search with its own budget); one that cannot
-be done is that job's reason, not the batch's. The two revisions never share
-a worker: only code of one revision runs in a batch, as the passes of one
-pipeline already run in one evaluation.
+be done is that job's reason, not the batch's. The two revisions' evaluations
+and searches never share a worker: only code of one revision runs in such a
+batch, as the passes of one pipeline already run in one evaluation (a trace
+job holds both revisions' code already, in any diff; traces share a batch of
+their own).
 
 The batch runs under the limits of one job. When it overruns them, or its
 answers together take more than half of what one worker may send (each
@@ -18,16 +20,15 @@ alone, under its own limits.
 
 from __future__ import annotations
 
-import contextlib
 import functools
-import os
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from harness.engine.limits import Limits
 from harness.engine.plain import Malformed, within_size
 from harness.engine.worker import MAX_HEADER, MAX_PAYLOAD, Decode, Encode, start
+from harness.engine.world import forget_attributes
 from harness.errors import Unevaluable
 
 Job = tuple[Callable[[], Any], Encode, Decode]  # what `harness.engine.worker.start` takes
@@ -40,7 +41,7 @@ class Batch:
     limits: Limits
     jobs: list[Job] = field(default_factory=list)
     running: Any = None
-    behind: int = 0  # its worker's niceness: a batch wanted later yields the CPU first
+    behind: int = 0  # its worker's niceness above the harness's: wanted later, it yields
 
     def add(self, work: Callable[[], Any], encode: Encode, decode: Decode) -> Batched:
         """A job to run in the batch; its answer, when the batch has run."""
@@ -52,9 +53,8 @@ class Batch:
         if self.running is None and self.jobs:
             work = functools.partial(_run_each, [(w, e) for w, e, _ in self.jobs])
             decode = functools.partial(_decode_each, decodes=[d for _, _, d in self.jobs])
-            self.running = start(work, _encode_each, decode, self.limits)
-            if self.behind:
-                yielding(self.running, self.behind)
+            limits = replace(self.limits, behind=self.behind) if self.behind else self.limits
+            self.running = start(work, _encode_each, decode, limits)
 
     def answers(self) -> list[Any]:
         self.submit()
@@ -81,16 +81,6 @@ class Batched:
         return answer
 
 
-def yielding(running: Any, niceness: int) -> None:
-    """The running job's worker at `niceness` (it only ever lowers a worker's priority);
-    nothing where that cannot be done."""
-    child = getattr(running, "child", None)
-    if child is None or not hasattr(os, "setpriority"):
-        return
-    with contextlib.suppress(OSError, RuntimeError):
-        os.setpriority(os.PRIO_PROCESS, child.pid(), niceness)
-
-
 def started(job: Job, limits: Limits, batch: Batch | None) -> Any:
     """The job joining `batch`, or (None) started alone in its own worker."""
     return start(*job, limits) if batch is None else batch.add(*job)
@@ -101,6 +91,7 @@ def _run_each(jobs: list[tuple[Callable[[], Any], Encode]]) -> list:
     cannot be made (past its own budgets, say)."""
     done: list = []
     for work, encode in jobs:
+        forget_attributes()  # each starts as alone: no attribute a job before set on the world
         try:
             done.append(encode(work()))
         except Unevaluable as exc:

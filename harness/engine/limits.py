@@ -14,6 +14,7 @@ class Limits:
     seconds: float = 60.0  # CPU time; the parent kills at twice this in wall-clock time
     memory: int = 2 * GIB  # address space the evaluation may add, bytes
     unconfined: bool = False  # run even where the machine gives no filesystem wall
+    behind: int = 0  # niceness added to the harness's own: a job whose answer is wanted later
 
     def describe_time(self) -> str:
         return f"{self.seconds:g} s"
