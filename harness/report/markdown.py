@@ -254,9 +254,9 @@ def _changed_defaults(doc: dict[str, Any]) -> list[str]:
 
 def _by_field(doc: dict[str, Any]) -> list[str]:
     """A table of rules per output field (the report's `fields`), 12 rules each."""
-    lines = []
+    lines, order = [], axis_order(doc["axes"])
     for name, group in doc["fields"].items():
-        rules = [_rule(r, doc["axes"]) for r in group["summary"]]
+        rules = [_rule(r, doc["axes"], order) for r in group["summary"]]
         title = OUTCOME_TITLE if name == OUTCOME else name
         lines += ["", f"{code(title)}: {int(group['cells']):,} cells", ""]
         lines.extend(rule_table(rules[:RULES_SHOWN]))
