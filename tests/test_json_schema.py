@@ -13,7 +13,13 @@ from jsonschema import Draft202012Validator
 
 from harness import gitio
 from tests.conftest import run_cli
-from tests.helpers import REPORT_SCHEMA, check_report, closed_kinds
+from tests.helpers import (
+    REPORT_SCHEMA,
+    _closed_validator,
+    _compiled_validator,
+    check_report,
+    closed_kinds,
+)
 from tests.releases import Index, Served, build_wheel, package_files
 
 SCHEMA = json.loads(REPORT_SCHEMA.read_text(encoding="utf-8"))
@@ -165,3 +171,33 @@ def test_the_schema_is_where_the_docs_say():
     docs = Path(REPORT_SCHEMA).parent
     assert "report.schema.json" in (docs / "cli.md").read_text()
     assert SCHEMA["$schema"] == "https://json-schema.org/draft/2020-12/schema"
+
+
+def mutants(doc: dict):
+    """The document, and versions of it with one key dropped, retyped or added, at the top
+    and one level down: what a report that drifts from the schema looks like."""
+    yield doc
+    for key in list(doc)[:8]:
+        yield {k: v for k, v in doc.items() if k != key}
+        yield {**doc, key: {"x": [1]}}
+        value = doc[key]
+        if isinstance(value, dict) and value:
+            yield {**doc, key: {**value, "undescribed": 1}}
+        if isinstance(value, list) and value and isinstance(value[0], dict):
+            first = dict(value[0])
+            yield {**doc, key: [{**first, "undescribed": 1}, *value[1:]]}
+            yield {**doc, key: [{k: v for k, v in first.items() if k != next(iter(first))}]}
+    yield {**doc, "undescribed": 1}
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_the_compiled_check_and_jsonschema_give_the_same_verdicts(name, history):
+    """check_report asks the compiled validator first (fast on a 138 MB report) and
+    jsonschema only to say where a report is wrong: both must take and refuse the same
+    documents, each command's and its mutants."""
+    from jsonschema.exceptions import best_match
+
+    argv, kind = CASES[name]
+    for doc in mutants(emitted(argv, history)):
+        by_jsonschema = best_match(_closed_validator(kind).iter_errors(doc)) is None
+        assert _compiled_validator(kind)(doc) == by_jsonschema, json.dumps(doc)[:300]
