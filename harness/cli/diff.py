@@ -257,7 +257,8 @@ class _Batches:
         if self.parts % BATCH == 0:
             self.submit()
             behind = min(2 * (self.parts // BATCH), 19)  # the first parts' workers first
-            self.current = {name: Batch(self.limits, behind=behind) for name in self.names}
+            limits = dataclass_replace(self.limits, behind=behind)
+            self.current = {name: Batch(limits) for name in self.names}
         self.parts += 1
         return self.current
 

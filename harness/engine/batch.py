@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 from harness.engine.limits import Limits
@@ -41,7 +41,6 @@ class Batch:
     limits: Limits
     jobs: list[Job] = field(default_factory=list)
     running: Any = None
-    behind: int = 0  # its worker's niceness above the harness's: wanted later, it yields
 
     def add(self, work: Callable[[], Any], encode: Encode, decode: Decode) -> Batched:
         """A job to run in the batch; its answer, when the batch has run."""
@@ -53,8 +52,7 @@ class Batch:
         if self.running is None and self.jobs:
             work = functools.partial(_run_each, [(w, e) for w, e, _ in self.jobs])
             decode = functools.partial(_decode_each, decodes=[d for _, _, d in self.jobs])
-            limits = replace(self.limits, behind=self.behind) if self.behind else self.limits
-            self.running = start(work, _encode_each, decode, limits)
+            self.running = start(work, _encode_each, decode, self.limits)
 
     def answers(self) -> list[Any]:
         self.submit()

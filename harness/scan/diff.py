@@ -6,13 +6,14 @@ from array import array
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from harness.engine.branches import closures_of
 from harness.engine.outcome import ABSENT, CODE_TYPE
 from harness.gitio import Revision
 from harness.matrix.model import Matrix
 from harness.scan.because import Reasons, start_explaining
 from harness.scan.blind import BlindSpot, Side, both_definitions, start_finding
 from harness.scan.compare import Comparison, compare
-from harness.scan.stand_ins import changed_stand_ins, closures_of
+from harness.scan.stand_ins import changed_stand_ins
 from harness.scan.versions import Pending, State, Versions
 
 
@@ -107,7 +108,8 @@ def _read_stand_ins(versions: Versions, revisions: dict, plans: list) -> None:
 
 
 def _closures(codes: dict) -> dict:
-    return {side: closures_of(code) for side, code in codes.items()}
+    """Each side's closures (each pass's, for a pipeline); none where it cannot run."""
+    return {side: [] if code is None else closures_of(code.closure) for side, code in codes.items()}
 
 
 def _codes(versions: Versions, revisions: dict, states: dict) -> dict:

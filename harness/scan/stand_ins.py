@@ -70,15 +70,6 @@ def _nothing_else_changed(versions: Any, revisions: dict) -> bool:
     return nothing_else_changed(memo[at], target)
 
 
-def closures_of(code: Any) -> list:
-    """A side's closures (each pass's, for a pipeline); none where it cannot run."""
-    if code is None:
-        return []
-    target = code.closure
-    passes = getattr(target, "passes", None)
-    return [target] if passes is None else [c for _, c in passes if c is not None]
-
-
 def _definition(versions: Any, revision: Any, files: Any, key: tuple[str, str], read):
     """The home definition, None where the revision has none, or Unsure: read once per
     revision and name in a run (the parts of a split inferred diff share it)."""

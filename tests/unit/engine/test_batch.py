@@ -141,10 +141,10 @@ def test_searches_in_a_batch_answer_as_each_alone():
 
 def test_a_batch_wanted_later_runs_at_a_lower_priority():
     """A worker whose answer is wanted after others' yields the CPU to them: its niceness
-    is the batch's `behind` above the harness's own, whatever that is (read while it
+    is its limits' `behind` above the harness's own, whatever that is (read while it
     loops, up to its one-second limit)."""
     matrix = small_matrix([2])
-    batch = Batch(Limits(seconds=1.0), behind=5)
+    batch = Batch(Limits(seconds=1.0, behind=5))
     looping = add(batch, LOOP, matrix)
     batch.submit()
     pid, wanted = batch.running.child.pid(), min(19, os.nice(0) + 5)
