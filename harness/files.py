@@ -92,21 +92,24 @@ def temporaries(directory: Path, older_than: float, now: float) -> list[Path]:
     return found
 
 
-def write_output(path: str, text: str | Iterable[str]) -> None:
-    """Write `text` (UTF-8; or pieces of it, written as they come and never joined: a large
-    JSON report) where `path` points: `-` or the file standard output already is
-    (`/dev/stdout`): standard output (likewise standard error); a regular file, or a new
-    one: atomically, through any symlinks (the link stays, its target is written), keeping
-    an existing file's mode; anything else (a FIFO, a device node): opened and written in
-    place. Raises OSError."""
+def write_output(path: str, text: str | Iterable[str], commands: bool = False) -> None:
+    """Write `text` (UTF-8, a lone surrogate as `\\udXXX`; or pieces of it, written as
+    they come and never joined: a large JSON report) where `path` points: `-` or the
+    file standard output already is (`/dev/stdout`): standard output (likewise
+    standard error); a regular file, or a new one: atomically, through any symlinks
+    (the link stays, its target is written), keeping an existing file's mode; anything
+    else (a FIFO, a device node): opened and written in place. `commands`: the text is
+    workflow commands harness composed, written to a standard stream as they are
+    (`harness.cli.streams.Inert.commands`). Raises OSError."""
     pieces = [text] if isinstance(text, str) else text
     stream = sys.stdout if path == "-" else _standard_stream(path)
     if stream is not None:
+        write = getattr(stream, "commands", stream.write) if commands else stream.write
         for piece in pieces:
-            stream.write(piece)
+            write(piece)
         stream.flush()
         return
-    data = (piece.encode("utf-8") for piece in pieces)
+    data = (piece.encode("utf-8", "backslashreplace") for piece in pieces)  # lone surrogates
     target = Path(os.path.realpath(path))
     try:
         info = os.stat(path)

@@ -6,6 +6,8 @@ workflow command line; `matrix --infer` writes hostile literals as quoted data."
 from __future__ import annotations
 
 import re
+import subprocess
+import sys
 import xml.etree.ElementTree as ET
 from collections import Counter
 from pathlib import Path
@@ -47,6 +49,7 @@ CORPUS = [
     "\\[escaped\\](x)",
     "[ref]: http://evil.invalid/ref",
     "$x$ $$y$$",
+    "##[warning]the commands' older form",
 ]
 BREAKS = [
     "line one\n# second line heading\n- list\n\n<img src=y>",
@@ -215,6 +218,7 @@ def test_junit_parses_whatever_the_code_returned(repos):
     assert all(item in seen for item in CORPUS) and LINE in seen
     assert "\\x00" in seen and "\\x1b" in seen and "\\ud800" in seen  # shown, not dropped
     assert "::error::lf" in seen  # a line that started with `::` reads back as written
+    assert old_commands(out) == [] and "##[warning]" in seen
 
 
 def command_lines(text: str) -> list[str]:
@@ -228,6 +232,35 @@ def test_no_hostile_text_starts_a_workflow_command(repos, fmt):
     assert command_lines(result.out) == [] and command_lines(result.err) == []
 
 
+def old_commands(text: str) -> list[str]:
+    """Where a runner could read the commands' older form (`##[name]`, anywhere)."""
+    return re.findall(r"##\[\w*", text)
+
+
+@pytest.mark.parametrize("fmt", ["text", "html", "markdown", "junit", "json"])
+def test_the_harness_process_prints_no_workflow_command(repos, fmt, tmp_path):
+    """The real process, whose standard streams carry no command whatever a renderer
+    missed (the text report prints values and errors as the code gave them), nor does a
+    text report it writes to a file."""
+    repo, shas, matrix = repos["hostile"]
+    argv = ["diff", shas[0], "HEAD", "--repo", str(repo), "--matrix", str(matrix)]
+    written = tmp_path / "report.txt"
+    result = subprocess.run([sys.executable, "-m", "harness", *argv, "--format", fmt,
+                             "--output", f"text={written}"],
+                            capture_output=True, timeout=300)  # fmt: skip
+    out, err = (result.stdout.decode(errors="surrogateescape"),
+                result.stderr.decode(errors="surrogateescape"))  # fmt: skip
+    assert result.returncode == 1, err
+    in_file = written.read_text(errors="surrogateescape")
+    assert command_lines(in_file) == old_commands(in_file) == [] and "\\x1b[31m" in in_file
+    assert command_lines(out) == command_lines(err) == []
+    assert old_commands(out) == old_commands(err) == []
+    if fmt == "text":  # the value is there, shown: word joiners aside, every line of it
+        shown_out = out.replace("\u2060", "")
+        assert all(line in shown_out for line in CORPUS)
+        assert "\\x1b[31m" in out and "\x1b" not in out and "\x07" not in out
+
+
 def test_github_annotations_are_one_line_each(repos):
     out = diff(repos, "hostile", "github").out
     plain = diff(repos, "plain", "github").out
@@ -235,6 +268,7 @@ def test_github_annotations_are_one_line_each(repos):
     assert len(out.splitlines()) == len(plain.splitlines())
     assert all(re.match(r"::(warning|notice) file=[^:]*::", line) for line in out.splitlines())
     assert "%0A::error::ls" in out and "\ud800" not in out and "\x1b" not in out
+    assert old_commands(out) == [] and "##\u2060[warning]" in out
 
 
 def test_parts_escape_the_reasons_no_part_evaluates():
@@ -244,7 +278,7 @@ def test_parts_escape_the_reasons_no_part_evaluates():
     xml = render(parts, "junit", junit.render, 10)
     (failure,) = ET.fromstring(xml.encode()).iter("failure")
     assert all(item in failure.get("message") for item in CORPUS)
-    assert command_lines(xml) == []
+    assert command_lines(xml) == [] and old_commands(xml) == old_commands(github) == []
 
 
 HOSTILE_LITERALS = [

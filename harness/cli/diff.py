@@ -23,6 +23,7 @@ from harness.cli.options import (
     set_up,
 )
 from harness.cli.progress import Progress, progress
+from harness.cli.streams import inert_text, write_commands
 from harness.engine.batch import Batch
 from harness.errors import HarnessError, Unevaluable
 from harness.files import write_output
@@ -150,7 +151,7 @@ def run(args: argparse.Namespace) -> int:
     formats = {args.format, *(fmt for fmt, _ in args.output)}
     code = code_sources(args, report) if "html" in formats else None
     for fmt, path in args.output:
-        write_file(path, chunks(report, fmt, args.sample, code, args.grid))  # streamed
+        write_file(path, chunks(report, fmt, args.sample, code, args.grid), fmt)  # streamed
     write(report, args.format, args.sample, code, args.grid)
     return args.status
 
@@ -299,7 +300,7 @@ def nothing_inferred(args: argparse.Namespace) -> int:
     """--matrix inferred with nothing to infer: the one line, in each format asked for (a
     JSON report is a document that says so, so that CI finds the file it expects)."""
     for fmt, path in args.output:
-        write_file(path, _unchanged(fmt))
+        write_file(path, _unchanged(fmt), fmt)
     sys.stdout.write(_unchanged(args.format))
     return 0
 
@@ -406,14 +407,15 @@ def write(
 ) -> None:
     batch: list[str] = []  # a large json report is thousands of chunks: write them in blocks
     size = 0  # of at most about a megabyte (a chunk of large outcomes is one already)
+    out = functools.partial(write_commands, sys.stdout) if fmt == "github" else sys.stdout.write
     for chunk in chunks(report, fmt, sample, code, grid):
         batch.append(chunk)
         size += len(chunk)
         if len(batch) >= 512 or size >= 1 << 20:
-            sys.stdout.write("".join(batch))
+            out("".join(batch))
             batch.clear()
             size = 0
-    sys.stdout.write("".join(batch))
+    out("".join(batch))
     sys.stdout.flush()
 
 
@@ -457,9 +459,13 @@ def chunks(
         yield text.render(report, sample)
 
 
-def write_file(path: str, text_: str | Iterator[str]) -> None:
+def write_file(path: str, text_: str | Iterator[str], fmt: str = "text") -> None:
+    """Write one `--output FORMAT=PATH`; a text report is written as standard output
+    shows it (`harness.cli.streams.Inert`): a log that prints the file runs no command."""
+    if fmt == "text":
+        text_ = inert_text(text_)
     try:
-        write_output(path, text_)  # "-": standard output
+        write_output(path, text_, commands=fmt == "github")  # "-": standard output
     except OSError as exc:
         raise HarnessError(f"--output {path}: cannot write it ({exc.strerror or exc})") from None
 

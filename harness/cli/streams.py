@@ -8,7 +8,11 @@ A report is written whatever state the streams are in, or fails as one line:
   own;
 - an encoding that cannot spell a character (`PYTHONIOENCODING=ascii`, `LANG=C`)
   writes it escaped (`\\xe8`, backslashreplace), as do lone surrogates (a path
-  that is not UTF-8): the report is written, never a UnicodeEncodeError.
+  that is not UTF-8): the report is written, never a UnicodeEncodeError;
+- nothing written starts a GitHub Actions workflow command (`Inert`): a value from
+  the analysed repository printed in a report (`16\\n::error::...`) is text in the
+  job's log, not an annotation, a mask or an output. The workflow commands harness
+  composes itself (`--format github`) are written with `commands`.
 """
 
 from __future__ import annotations
@@ -18,6 +22,15 @@ import errno
 import io
 import os
 import sys
+from collections.abc import Iterable, Iterator
+
+from harness.report.escape import inert_output
+
+# What a terminal would act on: C0 and C1 controls but tab and line feed (and, on
+# standard error, carriage return, which draws the progress line), and the Unicode line
+# and paragraph separators, shown as `\\xNN` / `\\uNNNN` on standard output.
+STDOUT_ESCAPED = "\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029"
+STDERR_ESCAPED = "\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u2028\u2029"
 
 
 class OutputClosed(OSError):
@@ -53,6 +66,62 @@ def settle() -> None:
     for stream in (sys.stdout, sys.stderr):
         with contextlib.suppress(AttributeError, ValueError):  # not a TextIOWrapper
             stream.reconfigure(errors="backslashreplace")
+    sys.stdout = Inert(sys.stdout, STDOUT_ESCAPED)
+    sys.stderr = Inert(sys.stderr, STDERR_ESCAPED)
+
+
+class Inert(io.TextIOBase):
+    """A text stream written through to `stream` with no workflow command in what is
+    written (`harness.report.escape.inert_output`), whatever way the text is cut into
+    writes; `commands` writes harness's own commands as they are."""
+
+    def __init__(self, stream, escaped: str) -> None:
+        self.stream, self.escaped, self.end = stream, escaped, "\n"
+
+    def writable(self) -> bool:
+        return True
+
+    def fileno(self) -> int:
+        return self.stream.fileno()
+
+    def isatty(self) -> bool:
+        return self.stream.isatty()
+
+    @property
+    def encoding(self) -> str:  # type: ignore[override]
+        return self.stream.encoding
+
+    def write(self, text: str) -> int:
+        self.stream.write(self._remember(inert_output(text, self.end, self.escaped)))
+        return len(text)
+
+    def commands(self, text: str) -> None:
+        """Write `text`, workflow commands harness composed (each value escaped), as is."""
+        self.stream.write(self._remember(text))
+
+    def flush(self) -> None:
+        self.stream.flush()
+
+    def _remember(self, text: str) -> str:
+        self.end = text[-64:] if len(text) >= 64 else (self.end + text)[-64:]
+        return text
+
+
+def inert_text(text: str | Iterable[str]) -> Iterator[str]:
+    """`text` (or its pieces, in turn) as standard output shows it (see `Inert`)."""
+    sink = io.StringIO()
+    stream = Inert(sink, STDOUT_ESCAPED)
+    for piece in [text] if isinstance(text, str) else text:
+        stream.write(piece)
+        yield sink.getvalue()
+        sink.seek(0)
+        sink.truncate()
+
+
+def write_commands(stream, text: str) -> None:
+    """Write harness's own workflow commands to `stream` (standard output or error, made
+    `Inert` by `settle`; any other stream as it is)."""
+    (stream.commands if isinstance(stream, Inert) else stream.write)(text)
 
 
 def _is_open(fd: int) -> bool:

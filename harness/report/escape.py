@@ -13,6 +13,7 @@ CommonMark parser and check the GitHub patterns separately.
 
 from __future__ import annotations
 
+import functools
 import re
 import unicodedata
 
@@ -106,10 +107,11 @@ _COMMAND_AT_LINE_START = re.compile(f"((?:^|[{LINE_BREAKS}])[^\\S{LINE_BREAKS}]*
 
 def xml_text(document: str) -> str:
     """A serialized XML document with each character XML 1.0 forbids (controls, U+FFFE,
-    U+FFFF, lone surrogates) written as a visible `\\xNN`/`\\uNNNN`, and each `:` that
-    would start a line with `::` (a workflow command when printed in CI) as `&#58;`."""
+    U+FFFF, lone surrogates) written as a visible `\\xNN`/`\\uNNNN`, each `:` that
+    would start a line with `::` (a workflow command when printed in CI) as `&#58;`, and
+    the `[` of each `##[` (the commands' older form) as `&#91;`."""
     shown = _NOT_XML.sub(lambda m: _visible(m[0]), document)
-    return _COMMAND_AT_LINE_START.sub(lambda m: f"{m[1]}&#58;", shown)
+    return _COMMAND_AT_LINE_START.sub(lambda m: f"{m[1]}&#58;", shown).replace("##[", "##&#91;")
 
 
 def _visible(ch: str) -> str:
@@ -121,11 +123,72 @@ def workflow_data(text: str) -> str:
     """Text safe as a workflow command's message: GitHub's escapes for %, CR and LF, and
     every other line break (NEL, U+2028, U+2029, ...) as an escaped LF, so the message
     stays on its line whatever the runner splits lines on; controls (a terminal's escape
-    sequences) and lone surrogates (unwritable) as U+FFFD."""
-    escaped = str(text).replace("%", "%25").replace("\r", "%0D")
+    sequences) and lone surrogates (unwritable) as U+FFFD; a word joiner inside `##[` (the
+    commands' older form, which a runner may look for anywhere in a line)."""
+    escaped = str(text).replace("%", "%25").replace("\r", "%0D").replace("##[", "##\u2060[")
     return _UNSAFE.sub("\ufffd", _FLAT.sub("%0A", escaped))
 
 
 def workflow_property(text: str) -> str:
     """Text safe as a workflow command's property value (`file=`, `title=`)."""
     return workflow_data(text).replace(":", "%3A").replace(",", "%2C")
+
+
+# What GitHub's runner trims before it looks for `::` (.NET's white space), with
+# Python's own and the zero-width characters: a line that starts with any of them and
+# then `::` is taken as a command.
+LEADING_SPACE = frozenset(
+    LINE_BREAKS + "\t \x1f\xa0\u1680\u180e\u202f\u205f\u3000\ufeff"
+    + "".join(map(chr, range(0x2000, 0x200C)))
+)  # fmt: skip
+_MARKS = re.compile(r"::|##\[")
+# After a write that ends so, the next write's first characters may finish a command.
+_SPACES = "".join(sorted(LEADING_SPACE))
+_OPEN_AT_END = re.compile(f"(?:(?:\\A|[{LINE_BREAKS}])[{_SPACES}]*:?|#{{1,2}})\\Z")
+
+
+def inert_output(text: str, before: str = "\n", escaped: str = "") -> str:
+    """`text`, written after `before` (the end of what was written so far, "\\n" at the
+    start), with no workflow command in it: a word joiner (invisible) inside each `::`
+    that starts a line and each `##[` (GitHub's older form, read anywhere in a line), and
+    each character of `escaped` (controls a terminal would act on) shown as `\\xNN`."""
+    if escaped and not text.replace("\n", "").replace("\t", "").isprintable():
+        text = _escaping(escaped).sub(lambda m: _visible(m[0]), text)  # in C, at 1 ms/MB
+    context = (_OPEN_AT_END.search(before[-64:]) or _NOTHING)[0]
+    joined = context + text
+    if "::" not in joined and "##[" not in joined:  # most text
+        return text
+    return _commands_broken(joined)[len(context) :]
+
+
+def _commands_broken(text: str) -> str:
+    """`text` with a word joiner after the first `:` of each `::` that starts a line, and
+    after the `##` of each `##[`."""
+    pieces, at = [], 0
+    for mark in _MARKS.finditer(text):
+        start = mark.start()
+        if mark[0] == "##[" or _starts_line(text, start):
+            cut = start + (2 if mark[0] == "##[" else 1)
+            pieces += [text[at:cut], WORD_JOINER]
+            at = cut
+    return "".join(pieces) + text[at:]
+
+
+def _starts_line(text: str, at: int) -> bool:
+    """Whether only white space stands between a line's start and `text[at]`."""
+    while at > 0 and text[at - 1] in LEADING_SPACE:
+        if text[at - 1] in LINE_BREAKS:
+            return True
+        at -= 1
+    return at == 0
+
+
+_NOTHING = re.match("", "")
+
+
+@functools.lru_cache(maxsize=4)
+def _escaping(characters: str) -> re.Pattern[str]:
+    return re.compile(f"[{characters}]")
+
+
+_NOTHING = re.match("", "")
