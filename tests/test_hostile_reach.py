@@ -372,3 +372,40 @@ def test_a_condition_on_a_world_object_is_traced_without_its_repr(tmp_path: Path
     assert {item["head"]["page_size"] for item in report["changed"]} == {128}
     because = json.dumps(report["summary"])
     assert '"value": "<view.cuda_graph_config.prefill>"' in because, because
+
+
+# `type` itself, reached as the type of a class, makes a class from a dict (no class
+# statement for the policy to read): a metaclass answering every isinstance, and a class
+# whose `__match_args__` names any attribute, read by `match` without a check.
+THROUGH_TYPE = """\
+def first(view):
+    return {{}}
+
+
+def target(view):
+    T = {reach}
+    M = T("M", (T,), {{"__instancecheck__": lambda c, i: True}})
+
+    def get(obj, name):
+        R = M("R", (object,), {{"__match_args__": (name,)}})
+        match obj:
+            case R(v):
+                return v
+
+    base = get(get((), "__class__"), "__base__")
+    for c in get(base, "__subclasses__")():
+        if get(c, "__name__") == "_wrap_close":
+            get(get(c, "__init__"), "__globals__")["system"]("touch {marker}")
+            return {{"page_size": 999}}
+    return {{"page_size": 5}}
+"""
+
+
+@pytest.mark.parametrize("reach", ["type(type(()))", "type(int)", "type(str)",
+                                   "[type(k) for k in (str, object)][0]"])  # fmt: skip
+def test_the_type_of_a_class_is_refused(reach: str, tmp_path: Path):
+    marker = tmp_path / "escaped"
+    text = THROUGH_TYPE.format(reach=reach, marker=marker)
+    code, report = diff(tmp_path, text)
+    assert_refused(code, report, text, "the type of a class (through type)", "T = ")
+    assert not marker.exists()

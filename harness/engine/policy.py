@@ -20,8 +20,11 @@ close the known ways out of a Python namespace:
   `obj` is an instance of, the harness's own included.
 
 At run time `getattr` and `hasattr` refuse the same names whatever string
-they are given, `type` refuses a `super` object and the world's stand-ins
-(`harness.engine.world.is_stand_in`; see `harness.engine.sandbox`),
+they are given, `type` refuses a `super` object, the world's stand-ins
+(`harness.engine.world.is_stand_in`; see `harness.engine.sandbox`) and a
+class (whose type is `type` itself or a metaclass: `type(type(()))` called
+with three arguments makes a class from a dict of special methods, and its
+`__match_args__` reads any attribute by a string no check sees),
 and a loaded file's `__name__` is its dotted module name, as the project
 imports it (`harness.closure.modules.module_name`); `import` binds only what
 the world supplies: no module is ever imported. A violation makes the

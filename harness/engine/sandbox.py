@@ -463,7 +463,10 @@ def safe_builtins(
             raise probe.refuse("the type of a super object (through type)", POLICY_FIX)
         if is_stand_in(obj):  # the world's stand-ins, the harness's own objects
             raise probe.refuse("the type of an object of the world (through type)", TYPE_FIX)
-        return type(obj)
+        found = type(obj)
+        if issubclass(found, type):  # `type(type(()))`: `type` itself, called with three
+            raise probe.refuse("the type of a class (through type)", POLICY_FIX)  # arguments
+        return found
 
     def silent(*args: Any, **kwargs: Any) -> None:
         return None
