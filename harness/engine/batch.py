@@ -28,7 +28,6 @@ from typing import Any
 from harness.engine.limits import Limits
 from harness.engine.plain import Malformed, within_size
 from harness.engine.worker import MAX_HEADER, MAX_PAYLOAD, Decode, Encode, start
-from harness.engine.world import forget_attributes
 from harness.errors import Unevaluable
 
 Job = tuple[Callable[[], Any], Encode, Decode]  # what `harness.engine.worker.start` takes
@@ -89,7 +88,6 @@ def _run_each(jobs: list[tuple[Callable[[], Any], Encode]]) -> list:
     cannot be made (past its own budgets, say)."""
     done: list = []
     for work, encode in jobs:
-        forget_attributes()  # each starts as alone: no attribute a job before set on the world
         try:
             done.append(encode(work()))
         except Unevaluable as exc:

@@ -43,7 +43,7 @@ from harness.engine.plain import Malformed, plain_problem
 from harness.engine.purity import impurity, shared_state
 from harness.engine.sandbox import describe, line_in, target_loader, unbound_reason
 from harness.engine.worker import start
-from harness.engine.world import Bound, assigned_attribute, forget_attributes, with_defaults
+from harness.engine.world import Bound, with_defaults
 from harness.errors import Unevaluable
 from harness.matrix.cells import Cube, bits_of, cube_runs, first_cell, iter_cells
 from harness.matrix.model import Matrix
@@ -122,7 +122,6 @@ def _evaluate(
     process resolves one configuration. Module-level code that reads an input of the
     cell (`_IS_HIP = is_hip()`) is run again for each call too, explored or not: its
     value is each cell's, and the inputs it read count among the call's."""
-    forget_attributes()
     shared = shared_state(closure) if mode == FRESH and isinstance(closure, Pipeline) else None
     if shared is not None:
         raise Unevaluable(shared)
@@ -222,9 +221,6 @@ class _Runner:
             outcome = Outcome(ERROR, describe(exc))
         if probe.unbound is not None:  # raised, whether or not the code caught it
             raise Unevaluable(unbound_reason(probe.unbound), probe.unbound.field)
-        assigned = assigned_attribute()
-        if assigned is not None:  # state no cell of SGLang's would see: refused, as on objects
-            raise Unevaluable(assigned)
         if isinstance(outcome, NameError):
             where = line_in(outcome.__traceback__)
             raise Unevaluable(f"{describe(outcome)} at {where}")

@@ -476,7 +476,7 @@ def safe_builtins(
     world = bound.names if names is None else names
     made["__import__"] = _import_from(bound, repository or {}, {} if spaces is None else spaces,
                                       world)  # fmt: skip
-    table.update({name: world_function(name, fn) for name, fn in made.items()})
+    table.update({name: world_function(name, fn, probe) for name, fn in made.items()})
     return table
 
 

@@ -15,9 +15,9 @@ what a pass returns, so what it sets elsewhere would go unseen.
 
 Nothing of the harness is reachable from what a world hands out: objects are
 stand-ins of classes made per compiled world (`stand_in_class`, module
-`world`), functions are compiled outside the harness's files
-(`world_function`), constant classes are copies under SGLang's module name
-(`constants_class`); their type, a new one and their `repr` are refused.
+`world`), functions too, answering only a call (`world_function`), constant
+classes are copies under SGLang's module name (`constants_class`); their
+type, a new one and their `repr` are refused.
 """
 
 from __future__ import annotations
@@ -117,7 +117,7 @@ class Function(Spec):
     answer: Callable[..., Any]
 
     def compile(self, ctx: Context) -> Resolver:
-        function = world_function(self.label, self.answer)
+        function = world_function(self.label, self.answer, ctx.probe)
         return lambda probe: function
 
 
@@ -191,7 +191,7 @@ class Call(Spec):
     """A callable taking any arguments and returning the spec's value."""
 
     returns: Spec
-    label: str = "function"
+    label: str = ""  # how a refusal names the function: else the name it is bound to
 
     def compile(self, ctx: Context) -> Resolver:
         get, probe = self.returns.compile(ctx), ctx.probe
@@ -199,8 +199,13 @@ class Call(Spec):
         def answer(*args: Any, **kwargs: Any) -> Any:
             return get(probe)
 
-        stub = world_function(self.label, answer)
+        stub = world_function(self.label or "function", answer, probe)
         return lambda _: stub
+
+
+def named(spec: Spec, name: str) -> Spec:
+    """`spec`, a function (`Call`) with no label of its own named `name`, as it is bound."""
+    return replace(spec, label=name) if isinstance(spec, Call) and not spec.label else spec
 
 
 @dataclass(frozen=True)
@@ -213,7 +218,7 @@ class Obj(Spec):
     kind: str = ""  # its class's name, as SGLang's object's (else the label)
 
     def compile(self, ctx: Context) -> Resolver:
-        attrs = {k: s.compile(ctx) for k, s in self.attrs.items()}
+        attrs = {k: named(s, k).compile(ctx) for k, s in self.attrs.items()}
         obj = strict_object(self.label, attrs, ctx, self.fallback, self.kind)
         return lambda probe: obj
 
@@ -398,42 +403,44 @@ def is_stand_in(obj: Any) -> bool:
     return type(module) is str and (module == "harness" or module.startswith("harness."))
 
 
-_ATTRIBUTES: dict[str, Any] = {}  # the __dict__ of every world function: see world_function
+FUNCTION_FIX = (
+    "the world stands in for what SGLang's function returns, not for the function "
+    "(SGLang's may be an lru_cache wrapper, a builtin, ...): call it instead"
+)
 
 
-def assigned_attribute() -> str | None:
-    """Why the evaluation stops, if evaluated code set an attribute on a function of the
-    world (none of them holds one: they share one empty `__dict__`, so a write anywhere
-    is seen here at once, and state no fresh SGLang process would have cannot pass
-    from one cell to the next through them)."""
-    if not _ATTRIBUTES:
-        return None
-    name = str(next(iter(_ATTRIBUTES)))[:80]
-    return (
-        f"an attribute {name} is assigned on a function of the world: harness compares "
-        "what the function returns, and the world's functions are not the code's: return "
-        "the fields it sets as a dict instead (see docs/your-project.md)"
-    )
+def world_function(
+    label: str, answer: Callable[..., Any], probe: Probe | None = None
+) -> Callable[..., Any]:
+    """A stand-in for one of SGLang's functions (or a builtin the sandbox guards): calling
+    it calls `answer`. Anything else evaluated code could ask of it is refused on `probe`
+    (a TypeError without one): its type, `repr`, `str`, `format`, an attribute read
+    (`hasattr(f, "cache_info")`), written or deleted, a new one or a subclass. SGLang's
+    functions differ from any stand-in in each of these (many are `lru_cache` wrappers,
+    with `cache_info` and a `repr` of their own), so code could otherwise tell the two
+    apart, without a condition for a blind spot to name; and nothing set on one can
+    outlive a cell, as nothing would in SGLang's process, which resolves one
+    configuration. Python's own lookups of special names (`isinstance` asks
+    `__class__`) find none, as on every stand-in."""
+    name = function_name(label)
 
+    def __call__(self: Any, *args: Any, **kwargs: Any) -> Any:
+        return answer(*args, **kwargs)
 
-def forget_attributes() -> None:
-    """Start an evaluation with no attribute on any world function."""
-    _ATTRIBUTES.clear()
+    def __getattribute__(self: Any, attr: str) -> Any:
+        if attr.startswith("__"):
+            raise AttributeError(attr)
+        raise refusal(probe, f"{name}.{attr}", FUNCTION_FIX)
 
+    def __setattr__(self: Any, attr: str, value: Any) -> None:
+        raise refusal(probe, f"{name}.{attr}", FUNCTION_FIX, ASSIGNED)
 
-_FUNCTION = compile("def call(*args, **kwargs):\n    return answer(*args, **kwargs)\n",
-                    "<world>", "exec")  # fmt: skip
+    def __delattr__(self: Any, attr: str) -> None:
+        raise refusal(probe, f"{name}.{attr}", FUNCTION_FIX, DELETED)
 
-
-def world_function(label: str, answer: Callable[..., Any]) -> Callable[..., Any]:
-    """A plain function (as SGLang's are) calling `answer`, whose code and module are not
-    the harness's: what the world hands evaluated code to call."""
-    space = {"__builtins__": {}, "__name__": STAND_IN_MODULE, "answer": answer}
-    exec(_FUNCTION, space)
-    function = space["call"]
-    function.__name__ = function.__qualname__ = function_name(label)
-    function.__dict__ = _ATTRIBUTES  # what code sets on one is seen: `assigned_attribute`
-    return function
+    methods = {"__call__": __call__, "__getattribute__": __getattribute__,
+               "__setattr__": __setattr__, "__delattr__": __delattr__}  # fmt: skip
+    return object.__new__(stand_in_class(name, methods, probe, name="function"))
 
 
 def function_name(label: str) -> str:
@@ -577,7 +584,7 @@ def bind(world: World, matrix: Matrix) -> Bound:
         if name not in world.consumed and "." not in name:  # dotted: a probe's answer
             view_specs[name] = Const(value)
     view = Obj("view", view_specs, kind=world.view_type).compile(ctx)(ctx.probe)
-    names = {name: spec.compile(ctx)(ctx.probe) for name, spec in world.names.items()}
+    names = {name: named(spec, name).compile(ctx)(ctx.probe) for name, spec in world.names.items()}
     for name, raw in matrix.bindings.items():
         spec = parse_binding(raw, f"{matrix.source}: bindings.{name}", name)
         names[name] = spec.compile(ctx)(ctx.probe)

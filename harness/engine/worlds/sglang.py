@@ -75,7 +75,7 @@ class EnabledFor(Spec):
                 return False
             return asked >= _numeric_level(level(probe), probe)
 
-        function = world_function("isEnabledFor", answer)
+        function = world_function("isEnabledFor", answer, probe)
         return lambda probe: function
 
 
@@ -108,7 +108,7 @@ class LogCall(Spec):
                     raise probe.refuse(f"logger.{name}() with an argument of type {kind}", fix)
             return None
 
-        function = world_function(name, answer)
+        function = world_function(name, answer, probe)
         return lambda probe: function
 
 

@@ -12,7 +12,7 @@ import pytest
 from harness.closure.extract import extract_closure
 from harness.closure.modules import RevisionFiles
 from harness.closure.pieces import SourceCache
-from harness.engine.batch import Batch, _decode_each, _encode_each, _run_each
+from harness.engine.batch import Batch, _decode_each, _encode_each
 from harness.engine.branches import TEST, TRUE, sites_of
 from harness.engine.explore import Evaluation, _encode, evaluation_job
 from harness.engine.limits import Limits
@@ -154,24 +154,3 @@ def test_a_batch_wanted_later_runs_at_a_lower_priority():
     assert os.getpriority(os.PRIO_PROCESS, pid) == wanted
     with pytest.raises(Unevaluable, match="ran past"):
         looping.result()
-
-
-def _mark_the_world():
-    from harness.engine.world import world_function
-
-    world_function("get_platform", lambda: None).flag = 1  # every world function's __dict__
-    return 1
-
-
-def _read_the_world():
-    from harness.engine.world import assigned_attribute
-
-    return assigned_attribute()
-
-
-def test_each_job_of_a_batch_starts_with_the_world_as_alone():
-    """What one job set on a function of the world is not there for the next (in a fresh
-    worker it would not be): an attribute the first sets, the second does not see."""
-    plain = lambda value: (value, b"")  # noqa: E731 (run in this process: no pickling)
-    first, second = _run_each([(_mark_the_world, plain), (_read_the_world, plain)])
-    assert first == (1, b"") and second == (None, b"")
