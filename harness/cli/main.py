@@ -174,7 +174,7 @@ def _handled(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     except GitError as exc:
         if not exc.reason:  # git said nothing that explains it: harness asked wrongly
-            raise
+            return _bug()
         print(f"harness: error: git {exc.args_run[0]} failed: git says {exc.reason!r}; fix "
               "what git names (`git fsck` checks the repository), or clone it again",
               file=sys.stderr)  # fmt: skip
@@ -188,8 +188,8 @@ def _handled(args: argparse.Namespace) -> int:
               file=sys.stderr)  # fmt: skip
         return EXIT_USAGE
     except OSError as exc:
-        if exc.errno not in OUTPUT_ERRORS:
-            raise
+        if exc.errno not in OUTPUT_ERRORS:  # raised out of the interpreter, it would be exit 1
+            return _bug()
         _stdout_gone()
         print(f"harness: error: cannot write the output: {exc.strerror}", file=sys.stderr)
         return EXIT_USAGE
@@ -198,10 +198,15 @@ def _handled(args: argparse.Namespace) -> int:
         print(f"harness: interrupted{why}", file=sys.stderr)
         return EXIT_INTERRUPTED
     except Exception:
-        print(redacted(traceback.format_exc()), end="", file=sys.stderr)
-        print(
-            "harness: internal error: this is a bug in harness; please report it with the "
-            "traceback above",
-            file=sys.stderr,
-        )
-        return EXIT_BUG
+        return _bug()
+
+
+def _bug() -> int:
+    """Say that the exception being handled is harness's own bug: its traceback, one line."""
+    print(redacted(traceback.format_exc()), end="", file=sys.stderr)
+    print(
+        "harness: internal error: this is a bug in harness; please report it with the "
+        "traceback above",
+        file=sys.stderr,
+    )
+    return EXIT_BUG

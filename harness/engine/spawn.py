@@ -8,6 +8,7 @@ comes back on the status pipe, then its wait status.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import pickle
@@ -35,6 +36,11 @@ class ZygoteFailed(RuntimeError):
     """The zygote could not start or went away: a harness bug or a broken install."""
 
 
+class Unstartable(ZygoteFailed):
+    """The zygote's interpreter cannot be run at all (this user may not execute it): the
+    setup's to fix, said in one line."""
+
+
 @dataclass
 class Submitted:
     """A job's child: the parent's ends of its pipes. The status pipe first carries the
@@ -59,16 +65,24 @@ class Zygote:
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         argv = [sys.executable, "-I", "-S", "-c", BOOT, str(theirs.fileno()),
                 os.environ.get(SKIP_ENV, ""), json.dumps(import_path())]  # fmt: skip
-        self.process = subprocess.Popen(
-            argv,
-            env={},
-            pass_fds=(theirs.fileno(),),
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            cwd="/",
-            start_new_session=True,  # a terminal's Ctrl-C is the harness's alone
-        )
-        theirs.close()
+        try:
+            self.process = subprocess.Popen(
+                argv,
+                env={},
+                pass_fds=(theirs.fileno(),),
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                cwd="/",
+                start_new_session=True,  # a terminal's Ctrl-C is the harness's alone
+            )
+        except OSError as exc:  # not executable by this user, gone, out of processes
+            ours.close()
+            raise Unstartable(
+                f"cannot start the interpreter that evaluates ({sys.executable}): "
+                f"{exc.strerror or exc}; run harness with a Python this user may execute"
+            ) from None
+        finally:
+            theirs.close()
         self.sock = ours
         self.ready = False
 
@@ -189,9 +203,11 @@ def zygote() -> Zygote:
 
 
 def warm() -> None:
-    """Spawn the zygote now, so that it imports while the harness reads git."""
+    """Spawn the zygote now, so that it imports while the harness reads git (if it cannot
+    start, the first job tries again and its evaluation says why)."""
     if hasattr(os, "fork") and hasattr(socket, "send_fds"):
-        zygote()
+        with contextlib.suppress(ZygoteFailed):
+            zygote()
 
 
 def shutdown() -> None:

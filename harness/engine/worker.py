@@ -77,6 +77,8 @@ def start(work: Callable[[], T], encode: Encode, decode: Decode, limits: Limits)
     job = spawn.job_bytes(work, encode, limits)
     try:
         child = spawn.zygote().submit(job)
+    except spawn.Unstartable as exc:
+        raise HarnessError(str(exc)) from None
     except spawn.ZygoteFailed as exc:
         raise WorkerFailed(str(exc)) from None
     return Running(child, decode, limits)

@@ -413,3 +413,21 @@ def test_a_module_in_the_working_directory_never_reaches_the_zygote(history, tmp
     )  # fmt: skip
     assert done.returncode == 1, done.stderr
     assert not marker.exists()
+
+
+def test_an_interpreter_this_user_cannot_run_is_one_line(tmp_path, monkeypatch):
+    """The zygote's Python not executable by the user (a venv linking into another user's
+    home, as CI set up by root gives): the first job says so, as an error with its fix,
+    never a traceback out of the interpreter (whose exit status, 1, reads 'changed')."""
+    locked = tmp_path / "python"
+    locked.write_text("")
+    locked.chmod(0o644)  # no execute bit: not even root may run it
+    spawn.shutdown()
+    monkeypatch.setattr(sys, "executable", str(locked))
+    try:
+        spawn.warm()  # what a command does first: it must not raise
+        with pytest.raises(HarnessError, match=r"cannot start the interpreter .*python\): "
+                                               r"Permission denied; run harness with"):  # fmt: skip
+            run(functools.partial(os.getpid))
+    finally:
+        spawn.shutdown()
