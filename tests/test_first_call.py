@@ -121,6 +121,38 @@ FIRST_CALL_NEW = {
                 return {"page_size": 64 if len(_SEEN) == 1 else 128}
             return {}
         """,
+    "generator-of-a-lambda": """
+        _SIZES = (lambda: (yield from [64, 128, 128, 128, 128, 128, 128, 128, 128]))()
+
+
+        def target(view):
+            if view.backend == "fa4":
+                return {"page_size": next(_SIZES)}
+            return {}
+        """,
+    "iterator-by-an-alias": """
+        _make = iter
+        _SIZES = _make([64])
+
+
+        def target(view):
+            if view.backend == "fa4":
+                return {"page_size": next(_SIZES, 128)}
+            return {}
+        """,
+    "iterator-from-a-helper": """
+        def _sizes():
+            return iter([64])
+
+
+        _SIZES = _sizes()
+
+
+        def target(view):
+            if view.backend == "fa4":
+                return {"page_size": next(_SIZES, 128)}
+            return {}
+        """,
     "flag-in-a-helper-module": """
         from .state import FLAGS
 
@@ -204,6 +236,29 @@ def test_a_change_only_later_calls_make_is_no_change(name: str, tmp_path: Path):
     assert changed_cells(report) == {}, report["changed"]
     assert done.code in (0, 4), (done.err, report["notes"])
     assert not report["notes"], report["notes"]  # evaluated: 4 only for a one-way condition
+
+
+@pytest.mark.parametrize("name", ['"append"', '"app" + "end"'])
+def test_a_mutating_method_by_getattr_is_refused(name: str, tmp_path: Path):
+    """`getattr(X, "append")`, or by a name no static check can read: the read is refused
+    when the name is a mutating method's (the call would change state a later call sees,
+    SGLang's one call per process never)."""
+    body = f"""
+        _CALLS = []
+
+
+        def target(view):
+            getattr(_CALLS, {name})(1)
+            if view.backend == "fa4":
+                return {{"page_size": 64 if len(_CALLS) == 1 else 128}}
+            return {{}}
+        """
+    text = head(body)
+    done, report = diff_versions(tmp_path, MATRIX, [BASE, text])
+    assert done.code == 4 and report["changed"] == [], (done.err, report)
+    line = next(n for n, t in enumerate(text.splitlines(), 1) if "getattr(" in t)
+    note = report["notes"]["head"]
+    assert "the method append (through getattr)" in note and f"overrides.py:{line}" in note
 
 
 def test_module_level_code_sees_the_cell_it_is_loaded_for(tmp_path: Path):

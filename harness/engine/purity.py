@@ -8,8 +8,8 @@ its own fresh objects:
 
 - `global` and `nonlocal` are writes to shared state;
 - assigning or deleting an attribute or item, calling a mutating method
-  (`append`, `update`, `setdefault`, ...) or `setattr`/`delattr`, and taking
-  a mutating method as a value (`push = TABLE.append`), are writes unless the
+  (`append`, `update`, `setdefault`, ...) or `setattr`/`delattr`, taking a
+  mutating method as a value (`push = TABLE.append`), are writes unless the
   object is a local the function itself made fresh (a list, dict or set
   display or comprehension, or `list()`/`dict()`/`set()`), and was never
   given anything else;
@@ -21,9 +21,14 @@ its own fresh objects:
 Code at module level runs once per load, before any cell; it is judged for
 state it leaves for the calls: an iterator or generator kept there (`iter()`,
 `map()`, a generator expression, `itertools.count()`, a call of a generator
-function), or a mutating method taken as a value. The check is conservative:
-an alias it cannot follow counts as a write. An impure closure is run on every
-cell, and the report says why.
+function or lambda), a mutating method taken as a value, or what any call
+returns when it is kept and the callee is not known to return plain data
+(`_mk = iter; _IT = _mk(...)`, a helper that returns an iterator): known are
+the world's functions and objects (their answers are plain data or
+stand-ins), the builtins that make new values, and the closure's classes
+(whose methods are judged as functions). The check is conservative: an alias
+it cannot follow counts as a write. An impure closure is run on every cell,
+and the report says why.
 """
 
 from __future__ import annotations
@@ -64,6 +69,11 @@ NEW_VALUES = frozenset(
     {"len", "int", "float", "str", "bool", "sum", "abs", "round", "list", "dict", "set",
      "tuple", "frozenset", "sorted", "range", "repr", "format", "hash", "ord", "chr"}
 )  # fmt: skip
+# Builtins and types whose call at module level keeps no state (see `_kept_call`).
+PLAIN_CALLS = frozenset({"tuple", "frozenset", "bytes", "complex", "bool", "min", "max", "any",
+                         "all", "divmod", "pow", "bin", "hex", "oct", "ascii", "callable",
+                         "isinstance", "issubclass", "getattr", "hasattr", "property",
+                         "staticmethod", "classmethod", "object", "type"})  # fmt: skip
 PASS_THROUGH = frozenset(("min", "max"))  # one of their arguments: new if all of them are
 ITERATORS = frozenset(("iter", "map", "filter", "zip", "enumerate", "reversed"))
 # Calls that use an iterator up at once (it is not kept).
@@ -78,9 +88,10 @@ def impurity(target: Closure | Pipeline) -> str | None:
     closures = [c for _, c in target.passes if c] if isinstance(target, Pipeline) else [target]
     for closure in closures:
         generators = _generator_functions(closure)
+        known = _known_callees(closure)
         for path in closure.files:
             for node in closure.nodes_of(path):
-                found = _module_state(node, generators)
+                found = _module_state(node, generators, known)
                 for function in _functions(node):
                     found = found or _writes(function)
                 if found:
@@ -129,16 +140,42 @@ def _generator_functions(closure: Closure) -> frozenset[str]:
     )
 
 
-def _module_state(node: ast.stmt, generators: frozenset[str]) -> tuple[int, str] | None:
+def _module_state(
+    node: ast.stmt, generators: frozenset[str], known: frozenset[str]
+) -> tuple[int, str] | None:
     """State a module-level statement leaves for the calls: an iterator kept (not used up
-    where it is made), or a mutating method taken as a value."""
-    parents = {id(c): p for p in _load_time_nodes(node) for c in ast.iter_child_nodes(p)}
-    for child in _load_time_nodes(node):
+    where it is made), a mutating method taken as a value, or what a call of a callee not
+    `known` returns, kept."""
+    nodes = _load_time_nodes(node)
+    parents = {id(c): p for p in nodes for c in ast.iter_child_nodes(p)}
+    for child in nodes:
         if _makes_iterator(child, generators) and not _used_up(child, parents):
             return child.lineno, f"keeps an iterator at module level ({ast.unparse(child)})"
         if _mutator_taken(child, parents):
             return child.lineno, f"keeps the bound method {ast.unparse(child)}"
+        if _kept_call(child, parents, known):
+            shown = ast.unparse(child.func)[:80]
+            return child.lineno, f"keeps what {shown}() returns at module level (it may keep state)"
     return None
+
+
+def _known_callees(closure: Closure) -> frozenset[str]:
+    """Names whose calls at module level leave no state: the world's, the builtins that
+    make new values, the closure's classes (their methods are judged as functions)."""
+    classes = {node.name for path in closure.files for node in closure.nodes_of(path)
+               if isinstance(node, ast.ClassDef)}  # fmt: skip
+    return frozenset({n.name for n in closure.needs} | NEW_VALUES | FRESH_CALLS | PLAIN_CALLS
+                     | classes)  # fmt: skip
+
+
+def _kept_call(node: ast.AST, parents: dict[int, ast.AST], known: frozenset[str]) -> bool:
+    """A call whose result the module keeps, of a callee not known to return plain data (a
+    decorator's call is the function's own: its writes are judged with it)."""
+    if not isinstance(node, ast.Call) or _used_up(node, parents):
+        return False
+    if isinstance(parents.get(id(node)), ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+        return False  # `@factory(...)`: a decorator, applied once
+    return _root(node.func) not in known
 
 
 def _load_time_nodes(node: ast.AST) -> list[ast.AST]:
@@ -161,6 +198,8 @@ def _makes_iterator(node: ast.AST, generators: frozenset[str]) -> bool:
     if not isinstance(node, ast.Call):
         return False
     func = node.func
+    if isinstance(func, ast.Lambda):  # `(lambda: (yield ...))()`
+        return any(isinstance(n, ast.Yield | ast.YieldFrom) for n in ast.walk(func.body))
     if isinstance(func, ast.Name):
         return func.id in ITERATORS or func.id in generators or func.id == "count"
     return isinstance(func, ast.Attribute) and _root(func) == "itertools"

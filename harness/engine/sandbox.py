@@ -22,6 +22,7 @@ from harness.closure.extract import Closure, Pipeline
 from harness.closure.modules import module_name
 from harness.engine.branches import Sites
 from harness.engine.policy import ALLOWED_BUILTINS, POLICY_FIX, check_closure, forbidden_attribute
+from harness.engine.purity import MUTATORS
 from harness.engine.world import (
     ASSIGNED,
     DELETED,
@@ -434,6 +435,13 @@ def _loaded(spaces: dict[str, dict], path: str, name: str) -> Any:
         raise Unevaluable(f"{name} from {path} is imported before it is defined") from None
 
 
+MUTATOR_FIX = (
+    "a mutating method taken by a name harness cannot read before running may change "
+    "state a later call sees, which SGLang's one call per process never does: call it "
+    "as x.append(...) instead"
+)
+
+
 def safe_builtins(
     bound: Bound,
     repository: dict[tuple, dict] | None = None,
@@ -450,6 +458,8 @@ def safe_builtins(
         if type(name) is not str or forbidden_attribute(name):
             shown = name if type(name) is str else type(name).__name__
             raise probe.refuse(f"attribute {shown[:80]} (through {through})", POLICY_FIX)
+        if name in MUTATORS:  # a name the purity check could not read: state it missed
+            raise probe.refuse(f"the method {name} (through {through})", MUTATOR_FIX)
         return name
 
     def guarded_getattr(obj: Any, name: Any, *default: Any) -> Any:
