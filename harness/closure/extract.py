@@ -15,7 +15,7 @@ from __future__ import annotations
 import ast
 import hashlib
 import sys
-from collections.abc import Collection
+from collections.abc import Collection, Iterable, Iterator
 from dataclasses import dataclass
 from functools import cached_property
 
@@ -70,6 +70,7 @@ class Closure:
     local_imports: tuple[LocalImport, ...] = ()  # imports inside functions, into the repository
     defaults: Defaults = NO_DEFAULTS  # what the view's class declares (see `with_defaults`)
     homes: tuple[tuple[str, str], ...] = ()  # (world name, the SGLang file it is imported from)
+    postponed: tuple[str, ...] = ()  # files under `from __future__ import annotations`
 
     def method_functions(self, spaces: dict[str, dict]) -> dict[str, object]:
         """The loaded view methods, by name, from the files' namespaces."""
@@ -170,12 +171,33 @@ def build_closure(path: str, function: str, target: Statement, resolver: Resolve
     links = tuple(sorted(resolver.links.values()))
     methods = tuple(sorted(resolver.methods.items()))
     local = tuple(sorted(resolver.local_imports))
-    digest = _digest(parts, needs, links + methods + local)
+    postponed = tuple(p for p in order if postpones(statements_of(resolver.layouts.get(p))))
+    digest = _digest(parts, needs, links + methods + local + postponed)
     return Closure(
         path, function, target.lineno, parts, needs, links, digest,
         tuple(sorted(resolver.builtins)), tuple(order), methods, local,
-        homes=tuple(sorted(resolver.homes)),
+        homes=tuple(sorted(resolver.homes)), postponed=postponed,
     )  # fmt: skip
+
+
+def statements_of(layout: Layout | None) -> Iterator[ast.stmt]:
+    """The file's top-level statements, in order (none: no such file)."""
+    if layout is not None:
+        yield from (node for piece in layout.pieces for node in piece.nodes)
+
+
+def postpones(nodes: Iterable[ast.stmt]) -> bool:
+    """Whether a file whose top-level statements are `nodes` starts with `from __future__
+    import annotations` (among its other future imports, after its docstring): Python
+    then evaluates no annotation of it."""
+    for n, node in enumerate(nodes):
+        if n == 0 and isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant):
+            continue  # the docstring
+        if not (isinstance(node, ast.ImportFrom) and node.module == "__future__"):
+            return False
+        if any(alias.name == "annotations" for alias in node.names):
+            return True
+    return False
 
 
 @dataclass(frozen=True)

@@ -249,16 +249,45 @@ def _walk(node: ast.AST, inside: bool) -> list[ast.AST]:
 def _call_into(call: ast.Call, names: set[str], calls: set[str], results: set[str]) -> None:
     func = call.func
     arguments = [*call.args, *(k.value for k in call.keywords)]
+    if _got(func):  # `getattr(T, "update")(...)`: a method of T, which it may change
+        names.update(_names_read(func.args[0]))
     if isinstance(func, ast.Name) and func.id in SETTERS and hasattr(builtins, func.id):
         arguments = arguments[:1]
     elif isinstance(func, ast.Name) and func.id in PURE_BUILTINS:
-        arguments = []
+        if not any(_hands_a_changer(argument) for argument in arguments):
+            arguments = []  # `map(dict.update, [T], ...)` does change T
     elif isinstance(func, ast.Name):
         calls.add(func.id)
     else:
         _root_into(func, names, calls, results)  # `X.update(...)` may change X
     for argument in arguments:
         names.update(_names_read(argument))
+
+
+def _got(func: ast.expr) -> bool:
+    """`getattr(X, ...)` as a callee: a method of X, called."""
+    return (
+        isinstance(func, ast.Call)
+        and isinstance(func.func, ast.Name)
+        and func.func.id == "getattr"
+        and bool(func.args)
+    )
+
+
+CHANGERS = frozenset({"append", "extend", "insert", "remove", "pop", "clear", "sort",
+                      "reverse", "add", "discard", "update", "setdefault", "popitem",
+                      "difference_update", "intersection_update",
+                      "symmetric_difference_update", "__setitem__", "__delitem__"})  # fmt: skip
+
+
+def _hands_a_changer(argument: ast.expr) -> bool:
+    """Whether an argument is (or holds) a function that changes what it is given: a
+    mutating method named as a value (`dict.update`), `setattr`, `delattr`."""
+    return any(
+        (isinstance(n, ast.Attribute) and n.attr in CHANGERS)
+        or (isinstance(n, ast.Name) and n.id in SETTERS | {"getattr"})
+        for n in ast.walk(argument)
+    )
 
 
 def _root_into(node: ast.expr, names: set[str], calls: set[str], results: set[str]) -> None:

@@ -38,31 +38,57 @@ def _collect_globals(table: symtable.SymbolTable, names: set[str]) -> None:
         _collect_globals(child, names)
 
 
-def strip_annotations(node: ast.stmt) -> ast.stmt:
+def strip_annotations(node: ast.stmt, every: bool = False) -> ast.stmt:
     """A copy of `node` without annotations (keeps line numbers): annotations are not
-    behaviour, and without them their names need no binding. One loop over the nodes, not
-    a NodeTransformer's visit of each: a closure's statements are stripped by the
-    thousand."""
+    behaviour, and without them their names need no binding. An annotation that may act
+    when Python evaluates it at import (a call in `x: T.update(...)`, a def's parameter)
+    is kept: SGLang's import runs it, unless its file postpones annotations (`every`:
+    then none is kept). One loop over the nodes, not a NodeTransformer's visit of each:
+    a closure's statements are stripped by the thousand."""
     stripped = copy_tree(node)
-    if isinstance(stripped, ast.AnnAssign):
+    _acts = _never if every else _acting
+    if isinstance(stripped, ast.AnnAssign) and not _acts(stripped.annotation):
         stripped = _unannotated(stripped)
-    stack = [stripped]
+    stack: list[tuple[ast.AST, bool]] = [(stripped, False)]  # (node, inside a function)
     while stack:
-        current = stack.pop()
-        if isinstance(current, ast.arg):
+        current, inside = stack.pop()
+        if isinstance(current, ast.arg) and not _acts(current.annotation):
             current.annotation = None
-        elif isinstance(current, ast.FunctionDef | ast.AsyncFunctionDef):
+        elif isinstance(current, ast.FunctionDef | ast.AsyncFunctionDef) and not _acts(
+            current.returns
+        ):
             current.returns = None
+        inner = every or inside or isinstance(current, ast.FunctionDef | ast.AsyncFunctionDef
+                                              | ast.Lambda)  # fmt: skip
         for name in current._fields:
             value = getattr(current, name, None)
             if type(value) is list:
                 if any(isinstance(item, ast.AnnAssign) for item in value):
-                    value[:] = [_unannotated(v) if isinstance(v, ast.AnnAssign) else v
+                    value[:] = [_unannotated(v) if _dropped(v, inner) else v
                                 for v in value]  # fmt: skip
-                stack.extend(v for v in value if isinstance(v, ast.AST))
+                stack.extend((v, inner) for v in value if isinstance(v, ast.AST))
             elif isinstance(value, ast.AST):
-                stack.append(value)
+                stack.append((value, inner))
     return stripped
+
+
+ACTING = (ast.Call, ast.NamedExpr, ast.Lambda, ast.Await, ast.Yield, ast.YieldFrom,
+          ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)  # fmt: skip
+
+
+def _never(annotation: ast.expr | None) -> bool:
+    return False
+
+
+def _acting(annotation: ast.expr | None) -> bool:
+    """Whether evaluating an annotation may do more than name a type."""
+    return annotation is not None and any(isinstance(n, ACTING) for n in ast.walk(annotation))
+
+
+def _dropped(node: ast.AST, inside: bool) -> bool:
+    """Whether an annotated assignment loses its annotation: always in a function (Python
+    never evaluates it there), else unless evaluating it may act."""
+    return isinstance(node, ast.AnnAssign) and (inside or not _acting(node.annotation))
 
 
 def _unannotated(node: ast.AnnAssign) -> ast.stmt:

@@ -142,6 +142,13 @@ def is_home(name: str, path: str) -> bool:
                for home in IMPORTED_HOMES.get(name, UTILS))  # fmt: skip
 
 
+def is_home_file(path: str) -> bool:
+    """Whether `path` is a file where SGLang defines names the world answers (compared
+    between revisions as definitions: `harness.closure.homes`)."""
+    homes = {home for found in IMPORTED_HOMES.values() for home in found} | set(UTILS)
+    return any(path == home or path.endswith("/" + home) for home in homes)
+
+
 def registry_of(node: ast.AST) -> tuple[str, ...] | None:
     """The registries a registering decorator adds its argument to, when it returns the
     argument unchanged and does nothing else (a docstring, `R.append(fn)`, `R.add(fn)`,

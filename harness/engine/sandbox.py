@@ -9,6 +9,7 @@ are loaded one by one and chained over an overlaid view.
 """
 
 from __future__ import annotations
+import __future__
 
 import ast
 import builtins
@@ -204,7 +205,8 @@ class _Loader:
                  nodes: tuple[ast.stmt, ...] | None, rewrite: Any) -> None:  # fmt: skip
         self.closure, self.bound = closure, bound
         self.order = order = load_order(closure)
-        self.codes = [_compiled(_body(closure, path, nodes, rewrite), code_name(path, label))
+        self.codes = [_compiled(_body(closure, path, nodes, rewrite), code_name(path, label),
+                                path in closure.postponed)
                       for path in order]  # fmt: skip
         self.extra = [extra if path == closure.path or rewrite is not None else {}
                       for path in order]  # fmt: skip
@@ -362,9 +364,13 @@ def _unresolved(link) -> str:
     )
 
 
-def _compiled(module: ast.Module, filename: str) -> CodeType:
+def _compiled(module: ast.Module, filename: str, postponed: bool = False) -> CodeType:
+    """The file's code as Python compiles it: with the file's own `from __future__ import
+    annotations` (`postponed`: annotations kept because they may act are then never
+    evaluated, as in SGLang), never the harness's."""
+    flags = __future__.annotations.compiler_flag if postponed else 0
     try:
-        return compile(module, filename, "exec")
+        return compile(module, filename, "exec", flags=flags, dont_inherit=True)
     except BaseException as exc:  # a construct Python itself refuses (`nonlocal` at the top)
         where = line_in(exc.__traceback__)
         raise Unevaluable(

@@ -14,6 +14,7 @@ from harness.scan.because import Reasons, start_explaining
 from harness.scan.blind import BlindSpot, Side, both_definitions, start_finding
 from harness.scan.compare import Comparison, compare
 from harness.scan.stand_ins import changed_stand_ins
+from harness.scan.unrun import unrun_changes
 from harness.scan.versions import Pending, State, Versions
 
 
@@ -75,7 +76,7 @@ def start_diff(
     def finished() -> Diff:
         because = explaining()
         blind, unseen = finding()
-        blind += changed_stand_ins(versions, revisions, _closures(codes))
+        blind += never_run(versions, revisions, _closures(codes))
         return Diff(matrix, base, head, states, comparison, because, blind, unseen)
 
     return finished
@@ -94,17 +95,26 @@ def blind_spots(versions: Versions, base: Revision, head: Revision, found=None):
     codes = _codes(versions, revisions, states)
     blind, unseen = start_finding(versions.matrix, *_sides(versions, revisions, states, codes),
                                   versions.limits)()  # fmt: skip
-    return blind + changed_stand_ins(versions, revisions, _closures(codes)), unseen
+    return blind + never_run(versions, revisions, _closures(codes)), unseen
+
+
+def never_run(versions: Versions, revisions: dict, closures: dict) -> list:
+    """Changed code the harness does not run for these closures: SGLang's definitions the
+    world answers (`harness.scan.stand_ins`), module-level code (`harness.scan.unrun`)."""
+    return changed_stand_ins(versions, revisions, closures) + unrun_changes(
+        versions, revisions, closures
+    )
 
 
 def _read_stand_ins(versions: Versions, revisions: dict, plans: list) -> None:
-    """Read SGLang's definitions of the world's names the planned code imports before
-    waiting for its evaluations: they need no outcome, and a run reads each once (see
-    `changed_stand_ins`), so `finished` finds them read. Which ones it judges is still
-    decided by the settled states (a side that fails to run has no code)."""
+    """Read SGLang's definitions of the world's names the planned code imports, and the
+    module-level code around it, before waiting for its evaluations: they need no
+    outcome, and a run reads each once (see `never_run`), so `finished` finds them read.
+    Which ones it judges is still decided by the settled states (a side that fails to
+    run has no code)."""
     codes = {side: (p.state if isinstance(p, Pending) else p).code
              for side, p in zip(("base", "head"), plans, strict=True)}  # fmt: skip
-    changed_stand_ins(versions, revisions, _closures(codes))
+    never_run(versions, revisions, _closures(codes))
 
 
 def _closures(codes: dict) -> dict:

@@ -40,6 +40,7 @@ from harness.closure.survey import PassSurvey, registered, survey_pass
 from harness.engine.world import World
 from harness.errors import Absent, CannotTell, Unevaluable
 from harness.matrix.model import Axis, Matrix
+from harness.scan.diff import never_run
 from harness.scan.infer import (
     Found,
     base_matrix,
@@ -48,7 +49,6 @@ from harness.scan.infer import (
     start_discoveries,
     start_discovery,
 )
-from harness.scan.stand_ins import changed_stand_ins
 from harness.scan.versions import Versions
 
 INFERRED = "inferred"
@@ -125,16 +125,17 @@ def _at_least(parts: list[Matrix], surveys: list, chosen: list[str]) -> int:
 
 
 def _stand_ins_unchanged(versions: Versions, base, head, surveys: list) -> None:
-    """No pass changed: nothing changed unless SGLang's own definition of a name the world
-    answers for them did (`harness.scan.stand_ins`); then CannotTell, naming it."""
+    """No pass changed: nothing changed unless code the harness does not run for them did
+    (SGLang's own definition of a name the world answers, module-level code: see
+    `harness.scan.diff.never_run`); then CannotTell, naming it."""
     closures = {side: [s.closure for s in found.values() if s.closure is not None]
                 for side, found in zip(("base", "head"), surveys, strict=True)}  # fmt: skip
-    spots = changed_stand_ins(versions, {"base": base, "head": head}, closures)
+    spots = never_run(versions, {"base": base, "head": head}, closures)
     if spots:
         first = spots[0]
         raise CannotTell(
             f"no registered pass's code, run order or declared defaults differ, but "
-            f"{len(spots)} definition(s) the world answers in their place did: "
+            f"{len(spots)} piece(s) of code harness does not run for them did: "
             f"{first.side} {first.where()} ({first.function}): {first.hint}"
         )
 

@@ -1,0 +1,366 @@
+"""Module-level code that changed and that the harness does not run, said as blind spots.
+
+SGLang imports a module whole: every top-level statement of a pass's files, of
+their packages' `__init__.py` files and of the repository modules they import
+runs before any pass does. A closure keeps the statements that bind or change
+what its code reads in its own files (`harness.closure.mutations`); a statement
+it leaves out runs in SGLang and not here. One that changed between the two
+revisions (or newly runs: a module the head imports and the base did not) is
+named, seen "never run" ("no change" becomes "cannot tell"), when what it may
+change (read as `harness.closure.mutations.effects` reads it, through the
+file's aliases and functions) is what the closure reads from another file:
+
+- a name the closure reads, of one of its files (`TABLE["x"] = 1` in a
+  package's `__init__.py`, after `from .consts import TABLE`);
+- a module itself, the repository's or not (`import sglang.srt.utils as u;
+  u.is_hip = ...`, `os.environ[...] = ...`, which SGLang's `envs` read), or a
+  name imported from SGLang's home of what the world answers;
+- anything at all (`globals()`, `exec`, `sys.modules`).
+
+A call of a function another module defines is not followed (what it
+changes is that module's business: a registry of its own, say).
+"""
+
+from __future__ import annotations
+
+import ast
+import posixpath
+from collections.abc import Iterator
+from typing import Any
+
+from harness.closure.extract import postpones
+from harness.closure.mutations import ANY, CHANGERS, Reach, effects
+from harness.closure.names import strip_annotations
+from harness.closure.shadows import is_home, is_home_file, names_bound_at_import
+from harness.errors import Unevaluable
+from harness.scan.spots import BlindSpot
+
+NEVER_RUN = "never run"
+MODULE_LEVEL = "module level"
+MAX_NEW_MODULES = 8  # newly imported modules read per side, at most
+HINT = (
+    "this module-level code changed, runs when SGLang imports its module and may change "
+    "what the passes read, but harness does not run it, so what it does would not show "
+    "in any cell: review it"
+)
+
+
+def unrun_changes(versions: Any, revisions: dict, closures: dict) -> list[BlindSpot]:
+    """A blind spot for each module-level statement, of the files SGLang imports for
+    either side's closures, that changed between the revisions, is not in the closure,
+    and may change what it reads from another file (see the module)."""
+    files = {side: versions.files_at(revisions[side]) for side in ("base", "head")}
+    facts = {side: _facts_of(versions, revisions[side], files[side]) for side in files}
+    scanned = {side: _files_of(files[side], closures[side]) for side in files}
+    read = {side: _read(closures[side]) for side in files}
+    spots: list[BlindSpot] = []
+    for path in sorted(set(scanned["base"]) | set(scanned["head"])):
+        if is_home_file(path) or files["base"].ident(path) == files["head"].ident(path):
+            continue  # a home's definitions are compared as such (`stand_ins`)
+        for side, other in (("head", "base"), ("base", "head")):
+            mine, theirs = facts[side](path), facts[other](path)
+            spots += _judged(side, mine, mine.retyped(theirs), read[side], theirs)
+    return spots + _newly_imported(facts, scanned, read)
+
+
+def _newly_imported(facts: dict, scanned: dict, read: dict) -> list[BlindSpot]:
+    """Spots for the modules the head's files import that the base's did not (and the
+    base's that the head no longer does): all their code newly runs (or no longer)."""
+    spots: list[BlindSpot] = []
+    for side, other in (("head", "base"), ("base", "head")):
+        before = set(scanned[other]).union(*(facts[other](p).imported for p in scanned[other]))
+        queue = sorted(set().union(*(facts[side](p).imported for p in scanned[side])) - before)
+        seen: set[str] = set()
+        while queue:
+            path = queue.pop(0)
+            if path in seen or path in scanned[side] or is_home_file(path):
+                continue
+            seen.add(path)
+            if len(seen) > MAX_NEW_MODULES:
+                why = f"more than {MAX_NEW_MODULES} modules newly imported to read"
+                spots.append(BlindSpot(side, path, 1, why, MODULE_LEVEL, NEVER_RUN, HINT))
+                break
+            found = facts[side](path)
+            spots += _judged(side, found, range(len(found.statements)), read[side])
+            queue += sorted(found.imported - before - seen)
+    return spots
+
+
+class _Facts:
+    """What one file at one revision tells this reading, worked out once per run (the
+    parts of a split inferred diff ask for the same files)."""
+
+    def __init__(self, versions: Any, files: Any, path: str) -> None:
+        self.path = path
+        self.statements, self.texts = _statements(versions, files, path)
+        nodes = [node for _, node in self.statements]
+        self._dumps: dict[int, str] = {}
+        self._fresh: dict[int, list[int]] = {}
+        self._dump_set: set[str] | None = None  # of the statements the other side lacks
+        self.imports = _import_targets(files, path, self.statements)
+        self.imported = _imported(files, path, self.statements)
+        self.postponed = postpones(nodes)  # then no annotation runs
+        bindings = _bindings(self.statements)
+        self.reach = Reach(lambda name: bindings.get(name, []))
+        self.changes: dict[int, tuple[frozenset[str], bool]] = {}
+
+    def retyped(self, other: _Facts) -> list[int]:
+        """Indexes of the statements in pieces of text `other` (the same file at the other
+        revision) does not hold: changed, or only reformatted (see `new_to`)."""
+        if id(other) not in self._fresh:
+            texts = set(other.texts)
+            self._fresh[id(other)] = [n for n, text in enumerate(self.texts) if text not in texts]
+        return self._fresh[id(other)]
+
+    def new_to(self, index: int, other: _Facts) -> bool:
+        """Whether statement `index` is a tree `other` holds nowhere (formatting and
+        comments aside)."""
+        if other._dump_set is None:
+            mine = set(self.texts)
+            other._dump_set = {other.dump(n) for n, t in enumerate(other.texts) if t not in mine}
+        return self.dump(index) not in other._dump_set
+
+    def dump(self, index: int) -> str:
+        if index not in self._dumps:
+            self._dumps[index] = ast.dump(self.statements[index][1])
+        return self._dumps[index]
+
+    def changed(self, index: int) -> tuple[frozenset[str], bool]:
+        """(names of the file statement `index` may change, whether it writes a module)."""
+        if index not in self.changes:
+            node = self.statements[index][1]
+            if _binds_only(node):
+                self.changes[index] = (frozenset(), False)
+                return self.changes[index]
+            runs = strip_annotations(node, every=True) if self.postponed else node
+            names = self.reach.of(effects(runs))[0]
+            self.changes[index] = (names, _writes_a_module(runs, self.imports))
+        return self.changes[index]
+
+
+def _facts_of(versions: Any, revision: Any, files: Any):
+    """The facts of a revision's files, by path, kept by the run."""
+    memo = versions.sources.homes
+    key = revision.sha or revision.label
+
+    def facts(path: str) -> _Facts:
+        at = ("unrun", key, path)
+        if at not in memo:
+            memo[at] = _Facts(versions, files, path)
+        return memo[at]
+
+    return facts
+
+
+def _judged(
+    side: str, facts: _Facts, fresh: Any, read: dict, other: _Facts | None = None
+) -> list[BlindSpot]:
+    """Spots for the statements `fresh` (indexes) of a file that the closure does not run,
+    that may change what it reads and (`other`: the file at the other revision) that
+    are not there in another form."""
+    drawn = read.get(facts.path, {}).get("lines", set())
+    spots = []
+    for index in fresh:
+        line, node = facts.statements[index]
+        if line in drawn:
+            continue
+        names, writes = facts.changed(index)
+        if not (writes or _reaches(names, facts.path, facts.imports, read)):
+            continue
+        if other is None or facts.new_to(index, other):
+            spots.append(_spot(side, facts.path, line, node))
+    return spots
+
+
+def _reaches(changed: frozenset[str], path: str, imports: dict, read: dict) -> bool:
+    """Whether names of the file a statement may change are what the closure reads."""
+    if ANY in changed:
+        return True
+    for name in changed:
+        target = imports.get(name)
+        if target is None:  # the file's own
+            if name in read.get(path, {}).get("names", set()):
+                return True
+        elif target[1] is not None and target[0] in read and not is_home(target[1], target[0]):
+            return True  # a name of a closure file (a world name's: only written, below)
+    return False
+
+
+def _writes_a_module(node: ast.stmt, imports: dict) -> bool:
+    """Whether the statement, as it runs at import, writes to an imported module (or to
+    what one holds) or to a name imported from SGLang's home of what the world answers:
+    an attribute or item assigned or deleted, a mutating method called, `setattr` (a
+    module's own functions called, `logging.getLogger(...)`, change nothing here)."""
+    modules = {name for name, (path, imported) in imports.items()
+               if imported is None or is_home(imported, path)}  # fmt: skip
+    if not modules:
+        return False
+    for child in _at_import(node):
+        if isinstance(child, ast.Attribute | ast.Subscript) and isinstance(
+            child.ctx, ast.Store | ast.Del
+        ):
+            root = _root(child)
+        elif isinstance(child, ast.Call) and isinstance(child.func, ast.Attribute):
+            root = _root(child.func.value) if child.func.attr in CHANGERS else None
+        elif isinstance(child, ast.Call) and isinstance(child.func, ast.Name):
+            setter = child.func.id in ("setattr", "delattr") and child.args
+            root = _root(child.args[0]) if setter else None
+        else:
+            root = None
+        if root in modules:
+            return True
+    return False
+
+
+def _at_import(node: ast.AST) -> list[ast.AST]:
+    """The nodes of a top-level statement that run when its module is imported: not a
+    function's body (its decorators, defaults and annotations), a class's body."""
+    out, stack = [], [node]
+    while stack:
+        child = stack.pop()
+        out.append(child)
+        if isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda):
+            stack.extend(getattr(child, "decorator_list", []))
+            stack.append(child.args)
+            stack.extend([child.returns] if getattr(child, "returns", None) else [])
+        else:
+            stack.extend(ast.iter_child_nodes(child))
+    return out
+
+
+def _root(node: ast.expr) -> str | None:
+    while isinstance(node, ast.Attribute | ast.Subscript):
+        node = node.value
+    return node.id if isinstance(node, ast.Name) else None
+
+
+def _bindings(found: list) -> dict[str, list[ast.stmt]]:
+    nodes = [node for _, node in found]
+    out: dict[str, list[ast.stmt]] = {}
+    for position, names in names_bound_at_import(nodes):
+        for name in names:
+            out.setdefault(name, []).append(nodes[position])
+    return out
+
+
+def _import_targets(files: Any, path: str, found: list) -> dict[str, tuple[str, str | None]]:
+    """Each name the file binds by importing: (the repository file, and the name imported
+    from it; or the module, repository's or not, and None: the module object itself)."""
+    out: dict[str, tuple[str, str | None]] = {}
+    for node in _module_level([node for _, node in found]):
+        if isinstance(node, ast.Import):  # any module: SGLang's own, `os` (its environ)...
+            for alias in node.names:
+                target = files.module_file(alias.name, path) or alias.name
+                out[(alias.asname or alias.name).split(".")[0]] = (target, None)
+        elif isinstance(node, ast.ImportFrom):
+            source = files.module_file(node.module or "", path, node.level)
+            for alias in node.names:
+                module = files.module_file(f"{node.module}.{alias.name}" if node.module
+                                           else alias.name, path, node.level)  # fmt: skip
+                if module is not None:
+                    out[alias.asname or alias.name] = (module, None)
+                elif source is not None:
+                    out[alias.asname or alias.name] = (source, alias.name)
+    return out
+
+
+def _read(closures: list) -> dict[str, dict[str, set]]:
+    """What the closures run, by file: the lines of their statements, the names those
+    bind."""
+    out: dict[str, dict[str, set]] = {}
+    for closure in closures:
+        for path in closure.files:
+            nodes = list(closure.nodes_of(path))
+            entry = out.setdefault(path, {"lines": set(), "names": set()})
+            entry["lines"].update(n.lineno for n in nodes)
+            entry["names"].update(n for _, names in names_bound_at_import(nodes) for n in names)
+    return out
+
+
+def _files_of(files: Any, closures: list) -> list[str]:
+    """The closures' files and the `__init__.py` of every package above them."""
+    out: dict[str, None] = {}
+    for closure in closures:
+        for path in closure.files:
+            out[path] = None
+            for init in _package_inits(files, path):
+                out[init] = None
+    return list(out)
+
+
+def _package_inits(files: Any, path: str) -> Iterator[str]:
+    directory = posixpath.dirname(path)
+    while directory:
+        init = f"{directory}/__init__.py"
+        if init != path and files.exists(init):
+            yield init
+        directory = posixpath.dirname(directory)
+
+
+def _imported(files: Any, path: str, found: list) -> set[str]:
+    """Repository files the module-level imports of a file name (not SGLang's homes of
+    what the world answers: those are compared as definitions)."""
+    out: set[str] = set()
+    for module, level, names in _imports(found):
+        target = files.module_file(module, path, level)
+        if target is not None and target != path and not _all_home(names, target):
+            out.add(target)
+    return out
+
+
+def _all_home(names: list[str], path: str) -> bool:
+    return bool(names) and all(is_home(name, path) for name in names)
+
+
+def _imports(found: list[tuple[int, ast.stmt]]) -> Iterator[tuple[str, int, list[str]]]:
+    """(module, level, names) of each import that runs at module level."""
+    for node in _module_level([node for _, node in found]):
+        if isinstance(node, ast.Import):
+            yield from ((alias.name, 0, []) for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            yield node.module or "", node.level, [a.name for a in node.names]
+
+
+def _module_level(body: list[ast.stmt]) -> Iterator[ast.stmt]:
+    """The statements that run at import, inside top-level `if`, `try` and `with` too."""
+    for node in body:
+        yield node
+        if isinstance(node, ast.If | ast.Try | ast.With | ast.For | ast.While):
+            for field in ("body", "orelse", "finalbody"):
+                yield from _module_level(getattr(node, field, []))
+            for handler in getattr(node, "handlers", []):
+                yield from _module_level(handler.body)
+
+
+def _statements(versions: Any, files: Any, path: str) -> tuple[list, list[str]]:
+    """(file line, node) of each top-level statement of the file, and the text of the
+    piece holding each (none: no such file, or one that does not parse, which the
+    closure says where it reads it)."""
+    try:
+        layout = versions.sources.layout_of(files, path)
+    except Unevaluable:
+        return [], []
+    if layout is None:
+        return [], []
+    pairs = [((offset + node.lineno, node), piece.text)
+             for piece, offset in zip(layout.pieces, layout.lines, strict=True)
+             for node in piece.nodes]  # fmt: skip
+    return [pair for pair, _ in pairs], [text for _, text in pairs]
+
+
+def _binds_only(node: ast.stmt) -> bool:
+    """A statement that can only bind names at import: an import, a docstring, `pass`, a
+    def with no decorator, and no call in its defaults or annotations."""
+    if isinstance(node, ast.Import | ast.ImportFrom | ast.Pass):
+        return True
+    if isinstance(node, ast.Expr):
+        return isinstance(node.value, ast.Constant)
+    if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and not node.decorator_list:
+        return not any(isinstance(n, ast.Call | ast.NamedExpr)
+                       for n in _at_import(node) if n is not node)  # fmt: skip
+    return False
+
+
+def _spot(side: str, path: str, line: int, node: ast.stmt) -> BlindSpot:
+    text = ast.unparse(node).splitlines()[0][:200]
+    return BlindSpot(side, path, line, text, MODULE_LEVEL, NEVER_RUN, HINT)

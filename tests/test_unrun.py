@@ -1,0 +1,157 @@
+"""Module-level code SGLang runs and the harness does not: a change there is named.
+
+A pass reads `TABLE` from its package's `consts.py`. A pull request that leaves
+the pass alone but changes what `TABLE` holds by the time SGLang calls it, from
+code no closure draws (a package's `__init__.py`, a module the pass's file now
+imports, a write to a module's attribute), changes SGLang's page size and
+nothing the harness evaluates. What SGLang computes is worked out here by
+importing the checked-out files in a plain Python process; the diff must then
+say "cannot tell" (exit 4) naming the statement, never "no change". Changes
+that cannot reach what the pass reads stay silent (exit 0).
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from harness.testing.gitrepo import FixtureRepo
+from tests.conftest import run_cli
+from tests.helpers import plain_matrix
+
+PACKAGE = "python/sglang/srt/arg_groups"
+PASSES = f"{PACKAGE}/overrides.py"
+CONSTS = f"{PACKAGE}/consts.py"
+PASS = '''\
+"""Post-process passes (a contributor's version)."""
+
+from sglang.srt.arg_groups.consts import TABLE
+{extra}
+
+def target(view):
+    if view.backend == "fa4":
+        return {{"page_size": TABLE["fa4"]}}
+    return {{}}
+'''
+BASE = {PASSES: PASS.format(extra=""), CONSTS: 'TABLE = {"fa4": 128}\n'}
+
+# name: (files the head adds or changes, the statement the diff must name: path, text)
+REACHING = {
+    "a package's __init__": (
+        {f"{PACKAGE}/__init__.py": 'from sglang.srt.arg_groups.consts import TABLE\n\n'
+                                   'TABLE["fa4"] = 64\n'},
+        (f"{PACKAGE}/__init__.py", 'TABLE["fa4"] = 64'),
+    ),
+    "a module newly imported": (
+        {PASSES: PASS.format(extra="import sglang.srt.arg_groups.tuning\n"),
+         f"{PACKAGE}/tuning.py": 'from .consts import TABLE\n\nTABLE.update({"fa4": 64})\n'},
+        (f"{PACKAGE}/tuning.py", 'TABLE.update({"fa4": 64})'),
+    ),
+    "a module's attribute": (
+        {"python/sglang/srt/__init__.py": "import sglang.srt.arg_groups.consts as _c\n\n"
+                                         '_c.TABLE = {"fa4": 64}\n'},
+        ("python/sglang/srt/__init__.py", "_c.TABLE = {'fa4': 64}"),
+    ),
+}  # fmt: skip
+# Changes that cannot reach TABLE: SGLang's page size stays 128, and so does the report.
+SILENT = {
+    "data of its own the pass never reads": {
+        PASSES: PASS.format(extra='\n_SEEN = {}\n_SEEN["x"] = 1\n'),
+    },
+    "a new import of a module of definitions": {
+        PASSES: PASS.format(extra="import sglang.srt.arg_groups.helpers\n"),
+        f"{PACKAGE}/helpers.py": '"""Helpers."""\n\nLIMIT = 4\n\n\ndef twice(x):\n    return 2 * x\n',
+    },
+    "a package's __init__ that only imports": {
+        f"{PACKAGE}/__init__.py": "from sglang.srt.arg_groups.consts import TABLE\n",
+    },
+}  # fmt: skip
+
+
+def repository(tmp_path: Path, head: dict[str, str], base: dict | None = None):
+    repo = FixtureRepo(tmp_path / "repo")
+    first = repo.commit("base", base or BASE)
+    second = repo.commit("head", head)
+    return repo, first, second
+
+
+def sglang_page_size(repo: FixtureRepo, sha: str, tmp_path: Path) -> object:
+    """What SGLang's import of the pass gives an fa4 configuration at `sha`: the files
+    checked out and imported by plain Python (our own trusted fixture text)."""
+    out = tmp_path / f"checkout-{sha[:8]}"
+    subprocess.run(["git", "-C", str(repo.root), "worktree", "add", "-q", str(out), sha],
+                   check=True)  # fmt: skip
+    code = textwrap.dedent("""\
+        import types
+        from sglang.srt.arg_groups.overrides import target
+        print(target(types.SimpleNamespace(backend="fa4")).get("page_size"))
+    """)
+    done = subprocess.run([sys.executable, "-c", code], cwd=out / "python", text=True,
+                          capture_output=True, check=True)  # fmt: skip
+    return json.loads(done.stdout)
+
+
+def diff(tmp_path: Path, first: str, second: str, repo: FixtureRepo):
+    (tmp_path / "m.yaml").write_text(plain_matrix("unrun"))
+    done = run_cli("diff", first, second, "--repo", str(repo.root), "--matrix",
+                   str(tmp_path / "m.yaml"), "--format", "json", "--no-cache")  # fmt: skip
+    return done, json.loads(done.out)
+
+
+@pytest.mark.parametrize("name", sorted(REACHING))
+def test_code_that_changes_what_the_pass_reads_is_named(name: str, tmp_path: Path):
+    head, (path, text) = REACHING[name]
+    repo, first, second = repository(tmp_path, head)
+    assert sglang_page_size(repo, first, tmp_path) == 128
+    assert sglang_page_size(repo, second, tmp_path) == 64  # SGLang's page size changed
+    done, report = diff(tmp_path, first, second, repo)
+    assert done.code == 4 and report["changed"] == [], (done.err, report)
+    spots = [(s["path"], s["condition"].replace("'", '"'), s["seen"])
+             for s in report["blind_spots"]]  # fmt: skip
+    assert (path, text.replace("'", '"'), "never run") in spots, spots
+    (spot,) = [s for s in report["blind_spots"] if s["path"] == path]
+    source = (tmp_path / f"checkout-{second[:8]}" / path).read_text()
+    assert source.splitlines()[spot["line"] - 1].replace('"', "'") == text.replace('"', "'")
+
+
+@pytest.mark.parametrize("name", sorted(SILENT))
+def test_code_that_cannot_reach_it_stays_silent(name: str, tmp_path: Path):
+    repo, first, second = repository(tmp_path, SILENT[name])
+    assert sglang_page_size(repo, first, tmp_path) == 128
+    assert sglang_page_size(repo, second, tmp_path) == 128
+    done, report = diff(tmp_path, first, second, repo)
+    assert done.code == 0 and report["blind_spots"] == [], (done.err, report)
+
+
+def test_a_reformatted_statement_is_no_change(tmp_path: Path):
+    """The same statement, spaced and commented otherwise: nothing new runs."""
+    init = f"{PACKAGE}/__init__.py"
+    base = {**BASE, init: 'from .consts import TABLE\n\nTABLE["fa4"] = 128\n'}
+    head = {init: 'from .consts import TABLE\n\nTABLE[ "fa4" ] = (128)  # the same\n'}
+    repo, first, second = repository(tmp_path, head, base)
+    done, report = diff(tmp_path, first, second, repo)
+    assert done.code == 0 and report["blind_spots"] == [], (done.err, report)
+
+
+@pytest.mark.parametrize(
+    "statement",
+    ['getattr(TABLE, "update")({"fa4": 64})', 'list(map(dict.update, [TABLE], [{"fa4": 64}]))',
+     '_note: TABLE.update({"fa4": 64})'],
+)  # fmt: skip
+def test_a_change_in_the_passes_file_is_run_whatever_spells_it(statement: str, tmp_path: Path):
+    """Written in the pass's own file, the statement is drawn into the closure and run as
+    SGLang runs it: a change (exit 1), or refused (getattr of a mutating method: exit 4)."""
+    head = {PASSES: PASS.format(extra="\n" + statement + "\n")}
+    repo, first, second = repository(tmp_path, head)
+    assert sglang_page_size(repo, second, tmp_path) == 64
+    done, report = diff(tmp_path, first, second, repo)
+    assert done.code in (1, 4), (done.err, report)
+    if done.code == 1:
+        assert {c["head"]["page_size"] for c in report["changed"]} == {64}
+    else:
+        assert "the method update (through getattr)" in report["notes"]["head"]
