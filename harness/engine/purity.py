@@ -146,7 +146,7 @@ def _module_state(
     """State a module-level statement leaves for the calls: an iterator kept (not used up
     where it is made), a mutating method taken as a value, or what a call of a callee not
     `known` returns, kept."""
-    nodes = _load_time_nodes(node)
+    nodes = load_time_nodes(node)
     parents = {id(c): p for p in nodes for c in ast.iter_child_nodes(p)}
     for child in nodes:
         if _makes_iterator(child, generators) and not _used_up(child, parents):
@@ -178,15 +178,16 @@ def _kept_call(node: ast.AST, parents: dict[int, ast.AST], known: frozenset[str]
     return _root(node.func) not in known
 
 
-def _load_time_nodes(node: ast.AST) -> list[ast.AST]:
-    """The nodes of a top-level statement that run when its module loads (a function's
-    decorators and defaults, a class's body; not a function's body)."""
+def load_time_nodes(node: ast.AST) -> list[ast.AST]:
+    """The nodes of a top-level statement that run when its module loads: not a
+    function's body (its decorators, defaults and annotations), a class's body."""
     out, stack = [], [node]
     while stack:
         child = stack.pop()
         out.append(child)
         if isinstance(child, Function):
             stack.extend([*getattr(child, "decorator_list", []), child.args])
+            stack.extend([child.returns] if getattr(child, "returns", None) else [])
         else:
             stack.extend(ast.iter_child_nodes(child))
     return out

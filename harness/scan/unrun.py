@@ -32,6 +32,7 @@ from harness.closure.extract import postpones
 from harness.closure.mutations import ANY, CHANGERS, Reach, effects
 from harness.closure.names import strip_annotations
 from harness.closure.shadows import is_home, is_home_file, names_bound_at_import
+from harness.engine.purity import load_time_nodes
 from harness.errors import Unevaluable
 from harness.scan.spots import BlindSpot
 
@@ -195,7 +196,7 @@ def _writes_a_module(node: ast.stmt, imports: dict) -> bool:
                if imported is None or is_home(imported, path)}  # fmt: skip
     if not modules:
         return False
-    for child in _at_import(node):
+    for child in load_time_nodes(node):
         if isinstance(child, ast.Attribute | ast.Subscript) and isinstance(
             child.ctx, ast.Store | ast.Del
         ):
@@ -210,22 +211,6 @@ def _writes_a_module(node: ast.stmt, imports: dict) -> bool:
         if root in modules:
             return True
     return False
-
-
-def _at_import(node: ast.AST) -> list[ast.AST]:
-    """The nodes of a top-level statement that run when its module is imported: not a
-    function's body (its decorators, defaults and annotations), a class's body."""
-    out, stack = [], [node]
-    while stack:
-        child = stack.pop()
-        out.append(child)
-        if isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda):
-            stack.extend(getattr(child, "decorator_list", []))
-            stack.append(child.args)
-            stack.extend([child.returns] if getattr(child, "returns", None) else [])
-        else:
-            stack.extend(ast.iter_child_nodes(child))
-    return out
 
 
 def _root(node: ast.expr) -> str | None:
@@ -357,7 +342,7 @@ def _binds_only(node: ast.stmt) -> bool:
         return isinstance(node.value, ast.Constant)
     if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and not node.decorator_list:
         return not any(isinstance(n, ast.Call | ast.NamedExpr)
-                       for n in _at_import(node) if n is not node)  # fmt: skip
+                       for n in load_time_nodes(node) if n is not node)  # fmt: skip
     return False
 
 
