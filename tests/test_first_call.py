@@ -121,6 +121,18 @@ FIRST_CALL_NEW = {
                 return {"page_size": 64 if len(_SEEN) == 1 else 128}
             return {}
         """,
+    "write-through-an-item-of-a-new-list": """
+        _TABLE = {"fa4": 128}
+
+
+        def target(view):
+            box = [_TABLE]
+            size = 192 - _TABLE["fa4"]
+            box[0]["fa4"] = 64
+            if view.backend == "fa4":
+                return {"page_size": size}
+            return {}
+        """,
     "generator-of-a-lambda": """
         _SIZES = (lambda: (yield from [64, 128, 128, 128, 128, 128, 128, 128, 128]))()
 

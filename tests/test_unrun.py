@@ -52,12 +52,37 @@ REACHING = {
          f"{PACKAGE}/tuning.py": 'from .consts import TABLE\n\nTABLE.update({"fa4": 64})\n'},
         (f"{PACKAGE}/tuning.py", 'TABLE.update({"fa4": 64})'),
     ),
+    "a module imported as a package's name": (
+        {f"{PACKAGE}/__init__.py": "from . import tuning\n",
+         f"{PACKAGE}/tuning.py": 'from .consts import TABLE\n\nTABLE.update({"fa4": 64})\n'},
+        (f"{PACKAGE}/tuning.py", 'TABLE.update({"fa4": 64})'),
+    ),
+    "an alias through a loop": (
+        {f"{PACKAGE}/__init__.py": 'from .consts import TABLE\n\nfor _t in (TABLE,):\n'
+                                   '    _t["fa4"] = 64\n'},
+        (f"{PACKAGE}/__init__.py", "for _t in (TABLE,):"),
+    ),
+    "an annotation of a def": (
+        {f"{PACKAGE}/__init__.py": 'from .consts import TABLE\n\n\n'
+                                   'def _h(x: TABLE.update({"fa4": 64})):\n    return x\n'},
+        (f"{PACKAGE}/__init__.py", "def _h(x: TABLE.update({'fa4': 64})):"),
+    ),
+    "a function of the closure's file": (
+        {f"{PACKAGE}/__init__.py": "from .consts import set_fa4\n\nset_fa4(64)\n",
+         CONSTS: 'TABLE = {"fa4": 128}\n\n\ndef set_fa4(value):\n    TABLE["fa4"] = value\n'},
+        (f"{PACKAGE}/__init__.py", "set_fa4(64)"),
+    ),
     "a module's attribute": (
         {"python/sglang/srt/__init__.py": "import sglang.srt.arg_groups.consts as _c\n\n"
                                          '_c.TABLE = {"fa4": 64}\n'},
         ("python/sglang/srt/__init__.py", "_c.TABLE = {'fa4': 64}"),
     ),
 }  # fmt: skip
+# A module both revisions import, changed (name: base files, head files, the statement).
+BOTH = {
+    f"{PACKAGE}/tuning.py": "from .consts import TABLE\n",
+    PASSES: PASS.format(extra="import sglang.srt.arg_groups.tuning\n"),
+}
 # Changes that cannot reach TABLE: SGLang's page size stays 128, and so does the report.
 SILENT = {
     "data of its own the pass never reads": {
@@ -155,3 +180,44 @@ def test_a_change_in_the_passes_file_is_run_whatever_spells_it(statement: str, t
         assert {c["head"]["page_size"] for c in report["changed"]} == {64}
     else:
         assert "the method update (through getattr)" in report["notes"]["head"]
+
+
+def test_a_changed_module_both_revisions_import_is_read(tmp_path: Path):
+    base = {**BASE, **BOTH}
+    head = {f"{PACKAGE}/tuning.py": 'from .consts import TABLE\n\nTABLE.update({"fa4": 64})\n'}
+    repo, first, second = repository(tmp_path, head, base)
+    assert sglang_page_size(repo, second, tmp_path) == 64
+    done, report = diff(tmp_path, first, second, repo)
+    assert done.code == 4, (done.err, report)
+    where = [(s["path"], s["line"]) for s in report["blind_spots"]]
+    assert where == [(f"{PACKAGE}/tuning.py", 3)], report["blind_spots"]
+
+
+def test_a_file_it_cannot_read_is_said(tmp_path: Path):
+    """An `__init__.py` nested past the parser's bounds: Python imports it, the harness
+    cannot read it, and says so rather than take it for empty."""
+    deep = "+".join(["0"] * 400)
+    head = {f"{PACKAGE}/__init__.py": f'from .consts import TABLE\n\nTABLE["fa4"] = {deep} + 64\n'}
+    repo, first, second = repository(tmp_path, head)
+    assert sglang_page_size(repo, second, tmp_path) == 64
+    done, report = diff(tmp_path, first, second, repo)
+    assert done.code == 4, (done.err, report)
+    (spot,) = report["blind_spots"]
+    assert spot["path"] == f"{PACKAGE}/__init__.py" and "cannot be read" in spot["condition"]
+
+
+def test_a_module_imported_further_down_already_is_not_new(tmp_path: Path):
+    """The head imports a module that imports one the base imported already, two imports
+    away: that one's code ran at both revisions."""
+    writes = 'import os\n\nos.environ.setdefault("FIXTURE_FLAG", "1")\n'
+    base = {
+        **BASE,
+        PASSES: PASS.format(extra="import sglang.srt.arg_groups.a\n"),
+        f"{PACKAGE}/a.py": "import sglang.srt.arg_groups.b\n",
+        f"{PACKAGE}/b.py": writes,
+    }
+    head = {PASSES: PASS.format(extra="import sglang.srt.arg_groups.a\nimport sglang.srt.arg_groups.c\n"),
+            f"{PACKAGE}/c.py": "import sglang.srt.arg_groups.b\n"}  # fmt: skip
+    repo, first, second = repository(tmp_path, head, base)
+    done, report = diff(tmp_path, first, second, repo)
+    assert done.code == 0 and report["blind_spots"] == [], (done.err, report)

@@ -141,8 +141,8 @@ class Reach:
         what the file's functions called there read)."""
         data, foreign = {name}, set()
         for node in self.definitions(name):
-            value = getattr(node, "value", None)
-            if not isinstance(node, ast.Assign | ast.AnnAssign) or value is None:
+            value = _bound_from(node, name)
+            if value is None:
                 continue
             called = _called_names(value)
             for read in _names_read(value):
@@ -181,6 +181,21 @@ class Reach:
         return data, foreign
 
 
+def _bound_from(node: ast.stmt, name: str) -> ast.expr | None:
+    """What a top-level statement binding `name` gives it: an assignment's value, a loop's
+    or a `with`'s source, a `:=`'s value (an alias of whatever those hold)."""
+    if isinstance(node, ast.Assign | ast.AnnAssign):
+        return node.value
+    if isinstance(node, ast.For | ast.AsyncFor):
+        return node.iter
+    if isinstance(node, ast.With | ast.AsyncWith):
+        sources = [item.context_expr for item in node.items]
+        return ast.Tuple(elts=sources, ctx=ast.Load())
+    walrus = [n.value for n in ast.walk(node) if isinstance(n, ast.NamedExpr)
+              and isinstance(n.target, ast.Name) and n.target.id == name]  # fmt: skip
+    return walrus[0] if walrus else None
+
+
 def _decorators(node: ast.stmt) -> list[ast.expr]:
     """The decorators a top-level statement applies at import (a class's methods' too)."""
     if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
@@ -193,8 +208,12 @@ def _decorators(node: ast.stmt) -> list[ast.expr]:
 def _load_time(node: ast.stmt) -> list[ast.AST]:
     """The parts of a top-level statement that run when the module is imported."""
     if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
-        defaults = [*node.args.defaults, *(d for d in node.args.kw_defaults if d)]
-        return [*node.decorator_list, *defaults]
+        args = node.args
+        defaults = [*args.defaults, *(d for d in args.kw_defaults if d)]
+        every = [*args.posonlyargs, *args.args, *args.kwonlyargs, args.vararg, args.kwarg]
+        notes = [a.annotation for a in every if a is not None and a.annotation is not None]
+        returns = [node.returns] if node.returns is not None else []
+        return [*node.decorator_list, *defaults, *notes, *returns]  # run when the def runs
     if isinstance(node, ast.ClassDef):
         parts: list[ast.AST] = [*node.decorator_list, *node.bases, *node.keywords]
         for item in node.body:
@@ -304,6 +323,8 @@ def _root_into(node: ast.expr, names: set[str], calls: set[str], results: set[st
             _root_into(func, names, calls, results)
     elif isinstance(node, ast.Name):
         names.add(node.id)
+    else:  # `[T][0]["x"] = 1`, `(t := T)["x"] = 1`: whatever the display or value holds
+        names.update(_names_read(node))
 
 
 def _names_read(node: ast.AST) -> set[str]:

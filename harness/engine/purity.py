@@ -247,7 +247,7 @@ def _writes(function: Function) -> tuple[int, str] | None:
             kind = "global" if isinstance(node, ast.Global) else "nonlocal"
             return node.lineno, f"{kind} {', '.join(node.names)}"
         for target in _stored(node):
-            if isinstance(target, ast.Attribute | ast.Subscript) and _root(target) not in fresh:
+            if isinstance(target, ast.Attribute | ast.Subscript) and not _local(target, fresh):
                 return node.lineno, f"writes to {ast.unparse(target)}"
         found = _call_write(node, fresh) or _in_place(node, new)
         if found:
@@ -261,7 +261,7 @@ def _call_write(node: ast.AST, fresh: set[str]) -> str | None:
     if not isinstance(node, ast.Call):
         return None
     func = node.func
-    if isinstance(func, ast.Attribute) and func.attr in MUTATORS and _root(func.value) not in fresh:
+    if isinstance(func, ast.Attribute) and func.attr in MUTATORS and not _local(func, fresh):
         return f"calls {ast.unparse(func)}()"
     setter = isinstance(func, ast.Name) and func.id in SETTERS and node.args
     if setter and _root(node.args[0]) not in fresh:
@@ -366,10 +366,22 @@ def _root(node: ast.expr) -> str | None:
     return node.id if isinstance(node, ast.Name) else None
 
 
+def _local(target: ast.Attribute | ast.Subscript, fresh: Collection[str]) -> bool:
+    """Whether a write to `target` changes only a fresh local: the container itself
+    (`box[k] = v`, `box.append(v)`), or, deeper (`box[0]["x"] = v`), one whose items are
+    all new (`fresh` holds such names with a `+deep` mark)."""
+    root = _root(target.value)
+    if root not in fresh:
+        return False
+    through_item = isinstance(target.value, ast.Attribute | ast.Subscript | ast.Call)
+    return not through_item or f"{root}+deep" in fresh
+
+
 def _fresh_locals(function: Function) -> set[str]:
     """Local names only ever bound to a new list, dict or set made in this function."""
     params = {a.arg for a in ast.walk(function.args) if isinstance(a, ast.arg)}
     fresh: set[str] = set()
+    deep: dict[str, bool] = {}  # whether every value given holds only new items
     spoiled: set[str] = set(params)
     for node in _own_nodes(function):
         value = node.value if isinstance(node, ast.Assign | ast.AnnAssign) else None
@@ -382,9 +394,12 @@ def _fresh_locals(function: Function) -> set[str]:
                 and isinstance(node, ast.Assign | ast.AnnAssign)
             ):
                 fresh.add(target.id)
+                deep.setdefault(target.id, True)
+                deep[target.id] = deep[target.id] and _holds_nothing_shared(value)
             else:
                 spoiled.add(target.id)
-    return fresh - spoiled
+    kept = fresh - spoiled
+    return kept | {f"{name}+deep" for name in kept if deep.get(name)}
 
 
 def _is_fresh(value: ast.expr) -> bool:
@@ -395,3 +410,14 @@ def _is_fresh(value: ast.expr) -> bool:
         and isinstance(value.func, ast.Name)
         and value.func.id in FRESH_CALLS
     )
+
+
+def _holds_nothing_shared(value: ast.expr) -> bool:
+    """Whether a new container's items are new too (constants, containers of them): a
+    write through an item (`box[0]["x"] = 1`) then changes nothing shared. `[TABLE]`
+    holds TABLE: writing through `box[0]` writes TABLE."""
+    return all(
+        isinstance(n, ast.Constant | ast.List | ast.Tuple | ast.Set | ast.Dict
+                   | ast.expr_context | ast.operator | ast.unaryop | ast.BinOp | ast.UnaryOp)
+        for child in ast.iter_child_nodes(value) for n in ast.walk(child)
+    )  # fmt: skip

@@ -29,7 +29,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from harness.closure.extract import postpones
-from harness.closure.mutations import ANY, CHANGERS, Reach, effects
+from harness.closure.mutations import ANY, CHANGERS, Reach, effects, function_effects
 from harness.closure.names import strip_annotations
 from harness.closure.shadows import is_home, is_home_file, names_bound_at_import
 from harness.engine.purity import load_time_nodes
@@ -38,7 +38,8 @@ from harness.scan.spots import BlindSpot
 
 NEVER_RUN = "never run"
 MODULE_LEVEL = "module level"
-MAX_NEW_MODULES = 8  # newly imported modules read per side, at most
+MAX_MODULES = 16  # changed or newly imported modules read per side, at most
+MAX_REACHED = 64  # modules followed down to know what the other side imports already
 HINT = (
     "this module-level code changed, runs when SGLang imports its module and may change "
     "what the passes read, but harness does not run it, so what it does would not show "
@@ -52,39 +53,69 @@ def unrun_changes(versions: Any, revisions: dict, closures: dict) -> list[BlindS
     and may change what it reads from another file (see the module)."""
     files = {side: versions.files_at(revisions[side]) for side in ("base", "head")}
     facts = {side: _facts_of(versions, revisions[side], files[side]) for side in files}
-    scanned = {side: _files_of(files[side], closures[side]) for side in files}
+    roots = {side: _files_of(files[side], closures[side]) for side in files}
+    near = {side: _with_imports(roots[side], facts[side]) for side in files}
     read = {side: _read(closures[side]) for side in files}
     spots: list[BlindSpot] = []
-    for path in sorted(set(scanned["base"]) | set(scanned["head"])):
-        if is_home_file(path) or files["base"].ident(path) == files["head"].ident(path):
-            continue  # a home's definitions are compared as such (`stand_ins`)
+    base, head = files["base"], files["head"]
+    both = sorted(p for p in set(near["base"]) & set(near["head"])
+                  if not is_home_file(p) and base.ident(p) != head.ident(p))  # fmt: skip
+    for n, path in enumerate(both):
+        if n == MAX_MODULES:
+            spots.append(_unread("head", path, f"more than {MAX_MODULES} changed modules"))
+            break
         for side, other in (("head", "base"), ("base", "head")):
             mine, theirs = facts[side](path), facts[other](path)
-            spots += _judged(side, mine, mine.retyped(theirs), read[side], theirs)
-    return spots + _newly_imported(facts, scanned, read)
+            spots += _judged(side, mine, mine.retyped(theirs), read[side], facts[side], theirs)
+    return spots + _newly_imported(facts, near, read)
 
 
-def _newly_imported(facts: dict, scanned: dict, read: dict) -> list[BlindSpot]:
+def _with_imports(paths: list[str], facts: Any) -> list[str]:
+    """`paths` and the repository modules their module-level imports name."""
+    out = dict.fromkeys(paths)
+    for path in paths:
+        out.update(dict.fromkeys(sorted(facts(path).imported)))
+    return list(out)
+
+
+def _newly_imported(facts: dict, near: dict, read: dict) -> list[BlindSpot]:
     """Spots for the modules the head's files import that the base's did not (and the
     base's that the head no longer does): all their code newly runs (or no longer)."""
     spots: list[BlindSpot] = []
     for side, other in (("head", "base"), ("base", "head")):
-        before = set(scanned[other]).union(*(facts[other](p).imported for p in scanned[other]))
-        queue = sorted(set().union(*(facts[side](p).imported for p in scanned[side])) - before)
+        queue = sorted(set(near[side]) - set(near[other]))
+        if not queue:
+            continue
+        before = _reachable(near[other], facts[other])  # imported already, further down
         seen: set[str] = set()
         while queue:
             path = queue.pop(0)
-            if path in seen or path in scanned[side] or is_home_file(path):
+            if path in seen or path in before or is_home_file(path):
                 continue
             seen.add(path)
-            if len(seen) > MAX_NEW_MODULES:
-                why = f"more than {MAX_NEW_MODULES} modules newly imported to read"
-                spots.append(BlindSpot(side, path, 1, why, MODULE_LEVEL, NEVER_RUN, HINT))
+            if len(seen) > MAX_MODULES:
+                spots.append(_unread(side, path, f"more than {MAX_MODULES} modules newly imported"))
                 break
             found = facts[side](path)
-            spots += _judged(side, found, range(len(found.statements)), read[side])
+            spots += _judged(side, found, range(len(found.statements)), read[side], facts[side])
             queue += sorted(found.imported - before - seen)
     return spots
+
+
+def _reachable(paths: list[str], facts: Any) -> set[str]:
+    """The modules `paths` import, and theirs, up to a bound (a module imported further
+    down runs at both revisions: its code is not new)."""
+    found, queue = set(paths), list(paths)
+    while queue and len(found) < MAX_REACHED:
+        for module in sorted(facts(queue.pop(0)).imported - found):
+            found.add(module)
+            queue.append(module)
+    return found
+
+
+def _unread(side: str, path: str, why: str) -> BlindSpot:
+    text = f"{why}: not read"
+    return BlindSpot(side, path, 1, text, MODULE_LEVEL, NEVER_RUN, HINT)
 
 
 class _Facts:
@@ -93,7 +124,7 @@ class _Facts:
 
     def __init__(self, versions: Any, files: Any, path: str) -> None:
         self.path = path
-        self.statements, self.texts = _statements(versions, files, path)
+        self.statements, self.texts, self.unreadable = _statements(versions, files, path)
         nodes = [node for _, node in self.statements]
         self._dumps: dict[int, str] = {}
         self._fresh: dict[int, list[int]] = {}
@@ -103,7 +134,7 @@ class _Facts:
         self.postponed = postpones(nodes)  # then no annotation runs
         bindings = _bindings(self.statements)
         self.reach = Reach(lambda name: bindings.get(name, []))
-        self.changes: dict[int, tuple[frozenset[str], bool]] = {}
+        self.changes: dict[int, tuple[frozenset[str], frozenset[str], bool]] = {}
 
     def retyped(self, other: _Facts) -> list[int]:
         """Indexes of the statements in pieces of text `other` (the same file at the other
@@ -126,17 +157,26 @@ class _Facts:
             self._dumps[index] = ast.dump(self.statements[index][1])
         return self._dumps[index]
 
-    def changed(self, index: int) -> tuple[frozenset[str], bool]:
-        """(names of the file statement `index` may change, whether it writes a module)."""
+    def changed(self, index: int) -> tuple[frozenset[str], frozenset[str], bool]:
+        """(names of the file statement `index` may change, functions of other files it
+        calls, whether it writes a module)."""
         if index not in self.changes:
             node = self.statements[index][1]
             if _binds_only(node):
-                self.changes[index] = (frozenset(), False)
+                self.changes[index] = (frozenset(), frozenset(), False)
                 return self.changes[index]
             runs = strip_annotations(node, every=True) if self.postponed else node
-            names = self.reach.of(effects(runs))[0]
-            self.changes[index] = (names, _writes_a_module(runs, self.imports))
+            names, foreign = self.reach.of(effects(runs))
+            self.changes[index] = (names, foreign, _writes_a_module(runs, self.imports))
         return self.changes[index]
+
+    def function_changes(self, name: str) -> frozenset[str]:
+        """Names of this file that calling its function `name` may change."""
+        found: set[str] = set()
+        for node in self.reach.definitions(name):
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                found |= self.reach.of(function_effects(node))[0]
+        return frozenset(found)
 
 
 def _facts_of(versions: Any, revision: Any, files: Any):
@@ -154,19 +194,23 @@ def _facts_of(versions: Any, revision: Any, files: Any):
 
 
 def _judged(
-    side: str, facts: _Facts, fresh: Any, read: dict, other: _Facts | None = None
+    side: str, facts: _Facts, fresh: Any, read: dict, every: Any, other: _Facts | None = None
 ) -> list[BlindSpot]:
     """Spots for the statements `fresh` (indexes) of a file that the closure does not run,
     that may change what it reads and (`other`: the file at the other revision) that
-    are not there in another form."""
+    are not there in another form; one for the file when it cannot be read. `every`:
+    the facts of the side's other files (a function of one called here)."""
+    if facts.unreadable:
+        return [_unread(side, facts.path, f"cannot be read ({facts.unreadable[:200]})")]
     drawn = read.get(facts.path, {}).get("lines", set())
     spots = []
     for index in fresh:
         line, node = facts.statements[index]
         if line in drawn:
             continue
-        names, writes = facts.changed(index)
-        if not (writes or _reaches(names, facts.path, facts.imports, read)):
+        names, foreign, writes = facts.changed(index)
+        if not (writes or _reaches(names, facts.path, facts.imports, read)
+                or _calls_into(foreign, facts.imports, read, every)):  # fmt: skip
             continue
         if other is None or facts.new_to(index, other):
             spots.append(_spot(side, facts.path, line, node))
@@ -184,6 +228,19 @@ def _reaches(changed: frozenset[str], path: str, imports: dict, read: dict) -> b
                 return True
         elif target[1] is not None and target[0] in read and not is_home(target[1], target[0]):
             return True  # a name of a closure file (a world name's: only written, below)
+    return False
+
+
+def _calls_into(foreign: frozenset[str], imports: dict, read: dict, every: Any) -> bool:
+    """Whether a function imported from one of the closure's files, called here, may
+    change what the closure reads there (`set_fa4(64)` after `from .consts import
+    set_fa4`)."""
+    for name in foreign:
+        path, imported = imports.get(name, (None, None))
+        if imported is None or path not in read:
+            continue
+        if every(path).function_changes(imported) & read[path]["names"]:
+            return True
     return False
 
 
@@ -304,6 +361,9 @@ def _imports(found: list[tuple[int, ast.stmt]]) -> Iterator[tuple[str, int, list
             yield from ((alias.name, 0, []) for alias in node.names)
         elif isinstance(node, ast.ImportFrom):
             yield node.module or "", node.level, [a.name for a in node.names]
+            for alias in node.names:  # `from pkg import module`: the module too
+                module = f"{node.module}.{alias.name}" if node.module else alias.name
+                yield module, node.level, []
 
 
 def _module_level(body: list[ast.stmt]) -> Iterator[ast.stmt]:
@@ -317,20 +377,19 @@ def _module_level(body: list[ast.stmt]) -> Iterator[ast.stmt]:
                 yield from _module_level(handler.body)
 
 
-def _statements(versions: Any, files: Any, path: str) -> tuple[list, list[str]]:
-    """(file line, node) of each top-level statement of the file, and the text of the
-    piece holding each (none: no such file, or one that does not parse, which the
-    closure says where it reads it)."""
+def _statements(versions: Any, files: Any, path: str) -> tuple[list, list[str], str]:
+    """(file line, node) of each top-level statement of the file, the text of the piece
+    holding each, and why it could not be read, if so (none: no such file)."""
     try:
         layout = versions.sources.layout_of(files, path)
-    except Unevaluable:
-        return [], []
+    except Unevaluable as exc:  # past the bounds, does not parse: SGLang may import it
+        return [], [], str(exc)
     if layout is None:
-        return [], []
+        return [], [], ""
     pairs = [((offset + node.lineno, node), piece.text)
              for piece, offset in zip(layout.pieces, layout.lines, strict=True)
              for node in piece.nodes]  # fmt: skip
-    return [pair for pair, _ in pairs], [text for _, text in pairs]
+    return [pair for pair, _ in pairs], [text for _, text in pairs], ""
 
 
 def _binds_only(node: ast.stmt) -> bool:
