@@ -308,3 +308,39 @@ def test_a_pull_request_that_edits_only_its_pass_reads_no_definition(tmp_path: P
                    str(tmp_path / "matrix.yaml"), "--format", "json", "--no-cache")  # fmt: skip
     assert done.code == 1, done.out + done.err
     assert json.loads(done.out)["blind_spots"] == []
+
+
+SWALLOWED = """class _Swallow:
+    def __init__(self):
+        self.failed = []
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, kind, value, traceback):
+        self.failed.append(kind is not None)
+        return True
+
+
+def _fa4_page_constraint(view):
+    caught = _Swallow()
+    with caught:
+        is_hip(view)
+    size = {True: 64, False: 128}[any(caught.failed)]
+"""
+
+
+def test_a_helper_sglang_defines_with_no_parameter_refuses_an_argument(tmp_path: Path):
+    """SGLang's `is_hip()` takes nothing: called with the view it raises TypeError, which a
+    context manager can swallow with no condition for a blind spot to name. The world's
+    raises it too, so the page size is SGLang's."""
+    text = PASSES.replace("def _fa4_page_constraint(view):\n", SWALLOWED).replace(
+        'return {"page_size": 128}', 'return {"page_size": size}'
+    )
+    head = {PASSES_PATH: text}
+    assert as_sglang_runs_it(tmp_path / "sglang", head, 1) == {"page_size": 64}
+    done, report = diff(tmp_path, head)
+    assert done.code == 1, (done.err, report)
+    changed = {(c["cell"]["attention_backend"], c["cell"]["platform"]): c["head"]["page_size"]
+               for c in report["changed"]}  # fmt: skip
+    assert changed == {("fa4", "sm100"): 64}

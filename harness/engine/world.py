@@ -192,11 +192,19 @@ class Call(Spec):
 
     returns: Spec
     label: str = ""  # how a refusal names the function: else the name it is bound to
+    takes_nothing: bool = False  # SGLang's takes no argument: any is its TypeError
 
     def compile(self, ctx: Context) -> Resolver:
-        get, probe = self.returns.compile(ctx), ctx.probe
+        get, probe, strict = self.returns.compile(ctx), ctx.probe, self.takes_nothing
+        name = function_name(self.label or "function")
 
         def answer(*args: Any, **kwargs: Any) -> Any:
+            if strict and (args or kwargs):  # as Python says it for SGLang's `def f():`
+                if kwargs:
+                    raise TypeError(f"{name}() got an unexpected keyword argument "
+                                    f"'{next(iter(kwargs))}'")  # fmt: skip
+                raise TypeError(f"{name}() takes 0 positional arguments but {len(args)} "
+                                f"{'was' if len(args) == 1 else 'were'} given")  # fmt: skip
             return get(probe)
 
         stub = world_function(self.label or "function", answer, probe)

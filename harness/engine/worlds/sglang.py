@@ -200,6 +200,12 @@ HELPERS = {
     "is_sm110_supported": "is_sm110",
 }
 
+# Helpers SGLang defines with no parameter (`def is_hip() -> bool`, 0.5.16-0.5.23): a call
+# with an argument is a TypeError there, and here.
+TAKES_NOTHING = frozenset(
+    {"is_cuda", "is_cuda_alike", "is_hip", "is_musa", "is_npu", "is_xpu", "is_cpu", "is_mps"}
+)
+
 # Device probes answered by a field (default in PROBE_DEFAULTS).
 PROBES = {
     "cpu_has_amx_support": "platform.has_amx",
@@ -326,7 +332,8 @@ def _names() -> dict[str, Spec]:
     }
     names.update({name: Function(name, _identity) for name in VIEW_FUNCTIONS})
     for helper, flag in HELPERS.items():
-        names[helper] = Call(_platform_flag(flag, f"{helper}()"), label=f"{helper}()")
+        names[helper] = Call(_platform_flag(flag, f"{helper}()"), label=f"{helper}()",
+                             takes_nothing=helper in TAKES_NOTHING)  # fmt: skip
     for probe, field_name in PROBES.items():
         names[probe] = Call(field_param(field_name, f"{probe}()"), label=f"{probe}()")
     return names
