@@ -38,8 +38,8 @@ from harness.scan.spots import BlindSpot
 
 NEVER_RUN = "never run"
 MODULE_LEVEL = "module level"
-MAX_MODULES = 16  # changed or newly imported modules read per side, at most
-MAX_REACHED = 64  # modules followed down to know what the other side imports already
+MAX_MODULES = 8  # changed or newly imported modules read per side, at most
+MAX_REACHED = 24  # modules followed down to know what the other side imports already
 HINT = (
     "this module-level code changed, runs when SGLang imports its module and may change "
     "what the passes read, but harness does not run it, so what it does would not show "
