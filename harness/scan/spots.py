@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+NEVER_RUN = "never run"  # a blind spot's `seen` for code the harness does not run
+
 
 @dataclass(frozen=True)
 class BlindSpot:

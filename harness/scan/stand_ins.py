@@ -17,9 +17,7 @@ from typing import Any
 from harness.closure.homes import HomeDefinition, Unsure, home_definition, nothing_else_changed
 from harness.errors import Unevaluable
 from harness.gitio import changed_files
-from harness.scan.spots import BlindSpot
-
-NEVER_RUN = "never run"  # a blind spot's `seen`: the world answers in its place
+from harness.scan.spots import NEVER_RUN, BlindSpot
 
 
 def changed_stand_ins(versions: Any, revisions: dict, closures: dict) -> list[BlindSpot]:

@@ -34,9 +34,8 @@ from harness.closure.names import strip_annotations
 from harness.closure.shadows import is_home, is_home_file, names_bound_at_import
 from harness.engine.purity import load_time_nodes
 from harness.errors import Unevaluable
-from harness.scan.spots import BlindSpot
+from harness.scan.spots import NEVER_RUN, BlindSpot
 
-NEVER_RUN = "never run"
 MODULE_LEVEL = "module level"
 MAX_MODULES = 8  # changed or newly imported modules read per side, at most
 MAX_REACHED = 24  # modules followed down to know what the other side imports already
