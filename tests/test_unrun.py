@@ -221,3 +221,16 @@ def test_a_module_imported_further_down_already_is_not_new(tmp_path: Path):
     repo, first, second = repository(tmp_path, head, base)
     done, report = diff(tmp_path, first, second, repo)
     assert done.code == 0 and report["blind_spots"] == [], (done.err, report)
+
+
+def test_a_new_import_of_a_module_the_same_at_both_is_not_new_code(tmp_path: Path):
+    """SGLang's server imports its package widely: a module the same at both revisions
+    runs there either way, so importing it from the passes' file runs no new code (its
+    own module-level code reads `globals()`, which would name any name)."""
+    reflect = f"{PACKAGE}/reflect.py"
+    base = {**BASE, reflect: "_NAMES = sorted(globals())\n"}
+    head = {PASSES: PASS.format(extra="import sglang.srt.arg_groups.reflect\n")}
+    repo, first, second = repository(tmp_path, head, base)
+    assert sglang_page_size(repo, first, tmp_path) == sglang_page_size(repo, second, tmp_path)
+    done, report = diff(tmp_path, first, second, repo)
+    assert done.code == 0 and report["blind_spots"] == [], (done.err, report)

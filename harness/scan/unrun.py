@@ -66,7 +66,7 @@ def unrun_changes(versions: Any, revisions: dict, closures: dict) -> list[BlindS
         for side, other in (("head", "base"), ("base", "head")):
             mine, theirs = facts[side](path), facts[other](path)
             spots += _judged(side, mine, mine.retyped(theirs), read[side], facts[side], theirs)
-    return spots + _newly_imported(facts, near, read)
+    return spots + _newly_imported(facts, near, read, files)
 
 
 def _with_imports(paths: list[str], facts: Any) -> list[str]:
@@ -77,19 +77,23 @@ def _with_imports(paths: list[str], facts: Any) -> list[str]:
     return list(out)
 
 
-def _newly_imported(facts: dict, near: dict, read: dict) -> list[BlindSpot]:
-    """Spots for the modules the head's files import that the base's did not (and the
-    base's that the head no longer does): all their code newly runs (or no longer)."""
+def _newly_imported(facts: dict, near: dict, read: dict, files: dict) -> list[BlindSpot]:
+    """Spots for the changed modules the head's files import that the base's did not (and
+    the base's that the head no longer does): their code newly runs (or no longer). A
+    module the same at both revisions is passed over: SGLang's server imports its
+    package widely, so its code runs there either way."""
     spots: list[BlindSpot] = []
     for side, other in (("head", "base"), ("base", "head")):
         queue = sorted(set(near[side]) - set(near[other]))
-        if not queue:
-            continue
-        before = _reachable(near[other], facts[other])  # imported already, further down
+        before: set[str] | None = None  # what the other side imports further down, if asked
         seen: set[str] = set()
         while queue:
             path = queue.pop(0)
-            if path in seen or path in before or is_home_file(path):
+            same = files[side].ident(path) == files[other].ident(path)
+            if same or path in seen or is_home_file(path):
+                continue
+            before = _reachable(near[other], facts[other]) if before is None else before
+            if path in before:
                 continue
             seen.add(path)
             if len(seen) > MAX_MODULES:
