@@ -257,7 +257,7 @@ def _writes(function: Function) -> tuple[int, str] | None:
     return None
 
 
-def _call_write(node: ast.AST, fresh: set[str]) -> str | None:
+def _call_write(node: ast.AST, fresh: Fresh) -> str | None:
     if not isinstance(node, ast.Call):
         return None
     func = node.func
@@ -366,18 +366,30 @@ def _root(node: ast.expr) -> str | None:
     return node.id if isinstance(node, ast.Name) else None
 
 
-def _local(target: ast.Attribute | ast.Subscript, fresh: Collection[str]) -> bool:
+def _local(target: ast.Attribute | ast.Subscript, fresh: Fresh) -> bool:
     """Whether a write to `target` changes only a fresh local: the container itself
     (`box[k] = v`, `box.append(v)`), or, deeper (`box[0]["x"] = v`), one whose items are
-    all new (`fresh` holds such names with a `+deep` mark)."""
+    all new (`fresh.deep`)."""
     root = _root(target.value)
     if root not in fresh:
         return False
     through_item = isinstance(target.value, ast.Attribute | ast.Subscript | ast.Call)
-    return not through_item or f"{root}+deep" in fresh
+    return not through_item or root in fresh.deep
 
 
-def _fresh_locals(function: Function) -> set[str]:
+class Fresh(frozenset):
+    """Local names only ever bound to a new container, and (`deep`) those of them whose
+    items are all new too."""
+
+    deep: frozenset[str]
+
+    def __new__(cls, names: set[str], deep: set[str]) -> Fresh:
+        made = super().__new__(cls, names)
+        made.deep = frozenset(deep)
+        return made
+
+
+def _fresh_locals(function: Function) -> Fresh:
     """Local names only ever bound to a new list, dict or set made in this function."""
     params = {a.arg for a in ast.walk(function.args) if isinstance(a, ast.arg)}
     fresh: set[str] = set()
@@ -399,7 +411,7 @@ def _fresh_locals(function: Function) -> set[str]:
             else:
                 spoiled.add(target.id)
     kept = fresh - spoiled
-    return kept | {f"{name}+deep" for name in kept if deep.get(name)}
+    return Fresh(kept, {name for name in kept if deep.get(name)})
 
 
 def _is_fresh(value: ast.expr) -> bool:

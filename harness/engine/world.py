@@ -195,20 +195,26 @@ class Call(Spec):
     takes_nothing: bool = False  # SGLang's takes no argument: any is its TypeError
 
     def compile(self, ctx: Context) -> Resolver:
-        get, probe, strict = self.returns.compile(ctx), ctx.probe, self.takes_nothing
-        name = function_name(self.label or "function")
+        get, probe = self.returns.compile(ctx), ctx.probe
+        bare = _no_parameters(self.label or "function") if self.takes_nothing else None
 
         def answer(*args: Any, **kwargs: Any) -> Any:
-            if strict and (args or kwargs):  # as Python says it for SGLang's `def f():`
-                if kwargs:
-                    raise TypeError(f"{name}() got an unexpected keyword argument "
-                                    f"'{next(iter(kwargs))}'")  # fmt: skip
-                raise TypeError(f"{name}() takes 0 positional arguments but {len(args)} "
-                                f"{'was' if len(args) == 1 else 'were'} given")  # fmt: skip
+            if bare is not None:  # any argument: Python's own TypeError for `def f():`
+                bare(*args, **kwargs)
             return get(probe)
 
         stub = world_function(self.label or "function", answer, probe)
         return lambda _: stub
+
+
+def _no_parameters(label: str) -> Callable[[], None]:
+    """A function of no parameter named as SGLang's (Python's messages name it)."""
+
+    def bare() -> None:
+        return None
+
+    bare.__name__ = bare.__qualname__ = function_name(label)
+    return bare
 
 
 def named(spec: Spec, name: str) -> Spec:

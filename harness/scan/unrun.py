@@ -131,7 +131,7 @@ class _Facts:
         nodes = [node for _, node in self.statements]
         self._dumps: dict[int, str] = {}
         self._fresh: dict[int, list[int]] = {}
-        self._dump_set: set[str] | None = None  # of the statements the other side lacks
+        self._dump_sets: dict[int, set[str]] = {}  # by partner: the trees it lacks here
         self.imports = _import_targets(files, path, self.statements)
         self.imported = _imported(files, path, self.statements)
         self.postponed = postpones(nodes)  # then no annotation runs
@@ -150,10 +150,11 @@ class _Facts:
     def new_to(self, index: int, other: _Facts) -> bool:
         """Whether statement `index` is a tree `other` holds nowhere (formatting and
         comments aside)."""
-        if other._dump_set is None:
-            mine = set(self.texts)
-            other._dump_set = {other.dump(n) for n, t in enumerate(other.texts) if t not in mine}
-        return self.dump(index) not in other._dump_set
+        if id(self) not in other._dump_sets:  # a file at one revision meets several others
+            mine = set(self.texts)  # (a bisect's steps): what it lacks is per partner
+            found = {other.dump(n) for n, t in enumerate(other.texts) if t not in mine}
+            other._dump_sets[id(self)] = found
+        return self.dump(index) not in other._dump_sets[id(self)]
 
     def dump(self, index: int) -> str:
         if index not in self._dumps:
