@@ -525,9 +525,10 @@ class FilesAt:
         at a commit, its text in the working tree."""
         if self.sha is None:
             return ("text", self.read(path))
-        blob = self.known[path] if path in self.known else blob_of(self.repo, self.sha, path)
-        self.blobs[path] = blob
-        return ("blob", blob)
+        if path not in self.blobs:  # a commit's trees never change: asked once
+            known = self.known
+            self.blobs[path] = known[path] if path in known else blob_of(self.repo, self.sha, path)
+        return ("blob", self.blobs[path])
 
 
 @dataclass(frozen=True, slots=True)

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import ast
+import copy
+import operator
 import symtable
+from typing import Any
 
 from harness.closure.pieces import copy_tree
 
@@ -70,6 +73,39 @@ def strip_annotations(node: ast.stmt, every: bool = False) -> ast.stmt:
             elif isinstance(value, ast.AST):
                 stack.append((value, inner))
     return stripped
+
+
+def never_annotated(node: ast.AST) -> ast.AST:
+    """`node` as Python runs it in a file that postpones annotations: none is evaluated
+    (`from __future__ import annotations`). Unlike `strip_annotations`, not a copy to
+    change: the nodes on the way to an annotation are new, the rest are `node`'s own
+    (a class of a thousand annotated fields is read, not pickled)."""
+    if isinstance(node, ast.AnnAssign):
+        node = _unannotated(node)
+    changes: dict[str, Any] = {}
+    for name in node._fields:
+        value = getattr(node, name, None)
+        if _annotation_field(node, name):
+            if value is not None:
+                changes[name] = None
+        elif isinstance(value, list):
+            items = [never_annotated(v) if isinstance(v, ast.AST) else v for v in value]
+            if any(map(operator.is_not, items, value)):
+                changes[name] = items
+        elif isinstance(value, ast.AST) and (new := never_annotated(value)) is not value:
+            changes[name] = new
+    if not changes:
+        return node
+    made = copy.copy(node)
+    for name, value in changes.items():
+        setattr(made, name, value)
+    return made
+
+
+def _annotation_field(node: ast.AST, name: str) -> bool:
+    if name == "annotation":
+        return isinstance(node, ast.arg)
+    return name == "returns" and isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
 
 
 ACTING = (ast.Call, ast.NamedExpr, ast.Lambda, ast.Await, ast.Yield, ast.YieldFrom,

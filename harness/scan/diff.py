@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import operator
 from array import array
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -60,7 +61,7 @@ def start_diff(
     traces join (each trace job holds both revisions' code already)."""
     matrix, revisions = versions.matrix, {"base": base, "head": head}
     plans = started or [versions.start(r) for r in (base, head)]
-    _read_stand_ins(versions, revisions, plans)  # while the evaluations run
+    early = _read_stand_ins(versions, revisions, plans)  # while the evaluations run
     states = dict(zip(("base", "head"), map(versions.settle, plans), strict=True))
     if not comparable(states["base"], states["head"]):
         return lambda: Diff(matrix, base, head, states, nothing_compared(), [])
@@ -76,7 +77,8 @@ def start_diff(
     def finished() -> Diff:
         because = explaining()
         blind, unseen = finding()
-        blind += never_run(versions, revisions, _closures(codes))
+        closures = _closures(codes)
+        blind += early[1] if _same(early[0], closures) else never_run(versions, revisions, closures)
         return Diff(matrix, base, head, states, comparison, because, blind, unseen)
 
     return finished
@@ -106,15 +108,25 @@ def never_run(versions: Versions, revisions: dict, closures: dict) -> list:
     )
 
 
-def _read_stand_ins(versions: Versions, revisions: dict, plans: list) -> None:
+def _read_stand_ins(versions: Versions, revisions: dict, plans: list) -> tuple[dict, list]:
     """Read SGLang's definitions of the world's names the planned code imports, and the
     module-level code around it, before waiting for its evaluations: they need no
     outcome, and a run reads each once (see `never_run`), so `finished` finds them read.
     Which ones it judges is still decided by the settled states (a side that fails to
-    run has no code)."""
+    run has no code): the answer is (the closures judged, the spots), so that the same
+    closures are not judged twice."""
     codes = {side: (p.state if isinstance(p, Pending) else p).code
              for side, p in zip(("base", "head"), plans, strict=True)}  # fmt: skip
-    never_run(versions, revisions, _closures(codes))
+    closures = _closures(codes)
+    return closures, never_run(versions, revisions, closures)
+
+
+def _same(judged: dict, closures: dict) -> bool:
+    """Whether each side's closures are the very objects judged already."""
+    return all(
+        len(judged[side]) == len(found) and all(map(operator.is_, judged[side], found))
+        for side, found in closures.items()
+    )
 
 
 def _closures(codes: dict) -> dict:

@@ -30,7 +30,7 @@ from typing import Any
 
 from harness.closure.extract import postpones
 from harness.closure.mutations import ANY, CHANGERS, Reach, effects, function_effects
-from harness.closure.names import strip_annotations
+from harness.closure.names import never_annotated
 from harness.closure.shadows import is_home, is_home_file, names_bound_at_import
 from harness.engine.purity import load_time_nodes
 from harness.errors import Unevaluable
@@ -50,7 +50,7 @@ def unrun_changes(versions: Any, revisions: dict, closures: dict) -> list[BlindS
     """A blind spot for each module-level statement, of the files SGLang imports for
     either side's closures, that changed between the revisions, is not in the closure,
     and may change what it reads from another file (see the module)."""
-    files = {side: versions.files_at(revisions[side]) for side in ("base", "head")}
+    files = {side: _files_at(versions, revisions[side]) for side in ("base", "head")}
     facts = {side: _facts_of(versions, revisions[side], files[side]) for side in files}
     roots = {side: _files_of(files[side], closures[side]) for side in files}
     near = {side: _with_imports(roots[side], facts[side]) for side in files}
@@ -169,10 +169,15 @@ class _Facts:
             if _binds_only(node):
                 self.changes[index] = (frozenset(), frozenset(), False)
                 return self.changes[index]
-            runs = strip_annotations(node, every=True) if self.postponed else node
-            names, foreign = self.reach.of(effects(runs))
-            self.changes[index] = (names, foreign, _writes_a_module(runs, self.imports))
+            found = self._changes(node)
+            if any(found) and self.postponed:  # then its annotations never run
+                found = self._changes(never_annotated(node))
+            self.changes[index] = found
         return self.changes[index]
+
+    def _changes(self, node: ast.stmt) -> tuple[frozenset[str], frozenset[str], bool]:
+        names, foreign = self.reach.of(effects(node))
+        return names, foreign, _writes_a_module(node, self.imports)
 
     def function_changes(self, name: str) -> frozenset[str]:
         """Names of this file that calling its function `name` may change."""
@@ -183,10 +188,22 @@ class _Facts:
         return frozenset(found)
 
 
+def _files_at(versions: Any, revision: Any) -> Any:
+    """The revision's files, one reader per run (it keeps the blob ids it looked up: the
+    parts of a split inferred diff ask for the same files)."""
+    memo, at = versions.sources.homes, ("unrun files", _key(revision))
+    if at not in memo:
+        memo[at] = versions.files_at(revision)
+    return memo[at]
+
+
+def _key(revision: Any) -> str:
+    return revision.sha or revision.label
+
+
 def _facts_of(versions: Any, revision: Any, files: Any):
     """The facts of a revision's files, by path, kept by the run."""
-    memo = versions.sources.homes
-    key = revision.sha or revision.label
+    memo, key = versions.sources.homes, _key(revision)
 
     def facts(path: str) -> _Facts:
         at = ("unrun", key, path)
