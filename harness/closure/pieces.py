@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import ast
 import bisect
+import copy
 import itertools
 import pickle
 import re
@@ -63,6 +64,30 @@ class Piece:
             self.facts[name] = compute(self.nodes)
         return self.facts[name]
 
+    def alone(self, position: int, member: int) -> Piece:
+        """The piece as one of its statements needs it in a worker: that statement's node
+        (and a class's shell around a method), the facts computed about it; a `pass` in
+        place of the others. A job pickles a statement this way (see `Statement`): a
+        method of SGLang's ServerArgs would otherwise carry the whole class, thousands
+        of fields and their facts, which a worker reads back slower than Python parses
+        them."""
+        nodes = [node if n == position else _HOLE for n, node in enumerate(self.nodes)]
+        if member >= 0:
+            shell = copy.copy(nodes[position])
+            shell.body = [node if n == member else _HOLE for n, node in enumerate(shell.body)]
+            nodes[position] = shell
+        facts = {key: value for key, value in self.facts.items() if _about(key, position, member)}
+        return Piece(self.text, nodes, facts)
+
+
+_HOLE = ast.Pass(lineno=1, col_offset=0, end_lineno=1, end_col_offset=4)
+
+
+def _about(key: Any, position: int, member: int) -> bool:
+    """Whether a fact's key is about the statement at (position, member): a statement's
+    own facts end with them (see `Statement.memo`, `harness.closure.resolve.placed_node`)."""
+    return type(key) is tuple and len(key) >= 3 and key[-2:] == (position, member)
+
 
 class Statement(NamedTuple):
     """A top-level statement of one file, or (`member` >= 0) one statement of a top-level
@@ -83,6 +108,11 @@ class Statement(NamedTuple):
     @property
     def lineno(self) -> int:
         return self.node.lineno + self.offset
+
+    def __reduce__(self) -> tuple:
+        """Pickled (for a worker) with its piece `alone`."""
+        piece = self.piece.alone(self.position, self.member)
+        return (Statement, (piece, self.position, self.offset, self.slot, self.member))
 
     def memo(self, name: str, compute) -> Any:
         """A fact about this statement that does not depend on where it stands in the file."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 import copy
 import gc
+import pickle
 import random
 import weakref
 
@@ -335,3 +336,28 @@ def test_layouts_made_from_git_s_patches_are_the_trees_one_parse_gives(tmp_path,
                 parsed += 1
                 by_patch += not read
     assert by_patch >= parsed // 3  # the patch path is what was tested
+
+
+def test_a_method_crosses_to_a_worker_without_its_class():
+    """A job pickles a statement with its own node only: a method of a class of many
+    annotated fields (SGLang's ServerArgs) does not carry the fields' trees, nor the
+    facts computed about other statements; read back, it is the same statement."""
+    fields = "".join(f"    f{n}: Annotated[int, Arg(help='field {n}')] = {n}\n" for n in range(300))
+    source = f"class Args:\n{fields}\n    def page(self):\n        return self.f1\n"
+    layout = SourceCache().layout(source, "args.py")
+    position = next(n for n, node in enumerate(layout.pieces[0].nodes)
+                    if isinstance(node, ast.ClassDef))  # fmt: skip
+    piece = layout.pieces[0]
+    statement = layout.statement(0, position)._replace(member=300)
+    statement.memo("mine", ast.dump)
+    layout.statement(0, position)._replace(member=5).memo("theirs", ast.dump)
+    crossed = pickle.loads(pickle.dumps(statement))
+    assert ast.dump(crossed.node, include_attributes=True) == ast.dump(
+        statement.node, include_attributes=True
+    )
+    assert crossed.lineno == statement.lineno == 303
+    kept = [n for n in crossed.piece.nodes[position].body if not isinstance(n, ast.Pass)]
+    assert kept == [crossed.node]
+    assert [key[0] for key in crossed.piece.facts] == ["mine"]
+    whole = len(pickle.dumps(piece.nodes))
+    assert len(pickle.dumps(statement)) < len(source) + whole // 20
