@@ -232,8 +232,15 @@ class Obj(Spec):
     kind: str = ""  # its class's name, as SGLang's object's (else the label)
 
     def compile(self, ctx: Context) -> Resolver:
-        attrs = {k: named(s, k).compile(ctx) for k, s in self.attrs.items()}
-        obj = strict_object(self.label, attrs, ctx, self.fallback, self.kind)
+        specs = self.attrs
+
+        def fallback(name: str) -> Spec | None:  # each attribute compiled when first read
+            spec = specs.get(name)
+            if spec is not None:
+                return named(spec, name)
+            return None if self.fallback is None else self.fallback(name)
+
+        obj = strict_object(self.label, {}, ctx, fallback, self.kind)
         return lambda probe: obj
 
 
@@ -271,11 +278,13 @@ def strict_object(
     label: str,
     attrs: dict[str, Resolver],
     ctx: Context,
-    fallback: Callable[[str], Spec] | None = None,
+    fallback: Callable[[str], Spec | None] | None = None,
     kind: str = "",
 ) -> Any:
-    """A read-only object answering only the attributes it declares; assigning to or
-    deleting any attribute is refused (on the probe, as a read nothing answers).
+    """A read-only object answering only the attributes it declares (`attrs`, and those
+    `fallback` gives a spec for, compiled at the first read; None: it has none);
+    assigning to or deleting any attribute is refused (on the probe, as a read nothing
+    answers).
 
     Its state lives in this function's closure, not on the object, so evaluated
     code reading any attribute gets an answer or a refusal, never an internal; its
@@ -285,8 +294,9 @@ def strict_object(
     def missing(name: str) -> Resolver:
         if name.startswith("__"):
             raise AttributeError(name)
-        if fallback is not None:
-            resolve = attrs[name] = fallback(name).compile(ctx)
+        spec = None if fallback is None else fallback(name)
+        if spec is not None:
+            resolve = attrs[name] = spec.compile(ctx)
             return resolve
         field = name if label == "view" else None
         raise probe.refuse(f"{label}.{name}", ctx.fix_for(label, name), field)

@@ -1,0 +1,47 @@
+"""A world's object answers each attribute as its spec says, compiled at the first read:
+a bind makes no stand-in for an attribute the code never reads (a world object has
+hundreds: SGLang's `envs`)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+
+from harness.engine.world import Context, Obj, Spec, Unbound
+from harness.engine.worlds import world_named
+from tests.unit.tables import small_matrix
+
+
+@dataclass(frozen=True)
+class Counted(Spec):
+    """A constant that notes each time it is compiled."""
+
+    value: Any
+    compiled: list = field(default_factory=list)
+
+    def compile(self, ctx: Context):
+        self.compiled.append(ctx)
+        return lambda probe: self.value
+
+
+def test_an_attribute_is_compiled_once_when_first_read_and_never_when_not():
+    ctx = Context(world_named("plain", "test"), small_matrix([2]))
+    used, unused = Counted(1), Counted(2)
+    thing = Obj("thing", {"used": used, "unused": unused}).compile(ctx)(ctx.probe)
+    assert used.compiled == [] and unused.compiled == []
+    assert (thing.used, thing.used) == (1, 1)
+    assert used.compiled == [ctx] and unused.compiled == []
+
+
+def test_what_the_object_lacks_is_refused_on_the_probe_and_a_fallback_answers_the_rest():
+    ctx = Context(world_named("plain", "test"), small_matrix([2]))
+    plain = Obj("thing", {"used": Counted(1)}).compile(ctx)(ctx.probe)
+    with pytest.raises(Unbound) as refused:
+        plain.other  # noqa: B018
+    assert refused.value.what == "thing.other" and ctx.probe.unbound is refused.value
+    with pytest.raises(Unbound):
+        plain.used = 3
+    wider = Obj("thing", {"used": Counted(1)}, fallback=lambda name: Counted(name)).compile(ctx)
+    assert (wider(ctx.probe).used, wider(ctx.probe).other) == (1, "other")
