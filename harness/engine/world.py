@@ -439,32 +439,56 @@ def world_function(
     """A stand-in for one of SGLang's functions (or a builtin the sandbox guards): calling
     it calls `answer`. Anything else evaluated code could ask of it is refused on `probe`
     (a TypeError without one): its type, `repr`, `str`, `format`, an attribute read
-    (`hasattr(f, "cache_info")`), written or deleted, a new one or a subclass. SGLang's
-    functions differ from any stand-in in each of these (many are `lru_cache` wrappers,
-    with `cache_info` and a `repr` of their own), so code could otherwise tell the two
-    apart, without a condition for a blind spot to name; and nothing set on one can
-    outlive a cell, as nothing would in SGLang's process, which resolves one
-    configuration. Python's own lookups of special names (`isinstance` asks
-    `__class__`) find none, as on every stand-in."""
-    name = function_name(label)
+    (`hasattr(f, "cache_info")`), written or deleted. SGLang's functions differ from any
+    stand-in in each of these (many are `lru_cache` wrappers, with `cache_info` and a
+    `repr` of their own), so code could otherwise tell the two apart, without a
+    condition for a blind spot to name; and nothing set on one can outlive a cell, as
+    nothing would in SGLang's process, which resolves one configuration. Python's own
+    lookups of special names (`isinstance` asks `__class__`) find none, as on every
+    stand-in. Every one is of one class (a bind makes dozens): what it answers lives in
+    slots no attribute read reaches (each special name is refused, as is `type()`)."""
+    function = object.__new__(_FUNCTION)
+    _SLOTS["answer"].__set__(function, answer)
+    _SLOTS["name"].__set__(function, function_name(label))
+    _SLOTS["probe"].__set__(function, probe)
+    return function
+
+
+def _function_class() -> tuple[type, dict[str, Any]]:
+    """The class of the world's functions and its slots' descriptors, by field."""
+    slots = {"answer": "answer", "name": "name", "probe": "probe"}
+    found: dict[str, Any] = {}
 
     def __call__(self: Any, *args: Any, **kwargs: Any) -> Any:
-        return answer(*args, **kwargs)
+        return found["answer"].__get__(self)(*args, **kwargs)
+
+    def refused(self: Any, what: str, fix: str, done: str = READ) -> BaseException:
+        name = found["name"].__get__(self)
+        return refusal(found["probe"].__get__(self), what.format(name=name), fix, done)
 
     def __getattribute__(self: Any, attr: str) -> Any:
         if attr.startswith("__"):
             raise AttributeError(attr)
-        raise refusal(probe, f"{name}.{attr}", FUNCTION_FIX)
+        raise refused(self, f"{{name}}.{attr}", FUNCTION_FIX)
 
     def __setattr__(self: Any, attr: str, value: Any) -> None:
-        raise refusal(probe, f"{name}.{attr}", FUNCTION_FIX, ASSIGNED)
+        raise refused(self, f"{{name}}.{attr}", FUNCTION_FIX, ASSIGNED)
 
     def __delattr__(self: Any, attr: str) -> None:
-        raise refusal(probe, f"{name}.{attr}", FUNCTION_FIX, DELETED)
+        raise refused(self, f"{{name}}.{attr}", FUNCTION_FIX, DELETED)
+
+    def __repr__(self: Any) -> str:
+        raise refused(self, "repr({name})", REPR_FIX)
 
     methods = {"__call__": __call__, "__getattribute__": __getattribute__,
-               "__setattr__": __setattr__, "__delattr__": __delattr__}  # fmt: skip
-    return object.__new__(stand_in_class(name, methods, probe, name="function"))
+               "__setattr__": __setattr__, "__delattr__": __delattr__,
+               "__repr__": __repr__}  # fmt: skip
+    cls = stand_in_class("function", methods, None, tuple(slots.values()))
+    found.update({field: vars(cls)[slot] for field, slot in slots.items()})
+    return cls, found
+
+
+_FUNCTION, _SLOTS = _function_class()
 
 
 def function_name(label: str) -> str:
