@@ -344,3 +344,67 @@ def test_a_helper_sglang_defines_with_no_parameter_refuses_an_argument(tmp_path:
     changed = {(c["cell"]["attention_backend"], c["cell"]["platform"]): c["head"]["page_size"]
                for c in report["changed"]}  # fmt: skip
     assert changed == {("fa4", "sm100"): 64}
+
+
+PARTIAL_COMMON = '''\
+"""Machine probes."""
+
+import os
+from functools import lru_cache, partial
+
+
+def _check_device(majors):
+    return os.environ.get("FIXTURE_GPU", "") in [f"SM{major}0" for major in majors]
+
+
+is_sm100_supported = lru_cache(maxsize=1)(partial(_check_device, majors=(10,)))
+'''
+
+PARTIAL_PASSES = '''\
+"""Post-process passes."""
+
+from sglang.srt.utils import is_sm100_supported
+
+
+def _fa4_page_constraint(view):
+    if view.attention_backend == "fa4" and is_sm100_supported():
+        return {"page_size": 128}
+    return {}
+'''
+
+
+def test_a_check_sglang_makes_from_a_partial_refuses_arguments(tmp_path: Path):
+    """SGLang's `is_sm100_supported` is an lru_cache of a partial: a keyword replaces what
+    the partial fixes, so `is_sm100_supported(majors=(9,))` asks about SM90 (plain Python,
+    on an SM100 machine: the page size is gone). The world cannot answer that: the call
+    is refused and the diff cannot tell, never "no change"."""
+    head = PARTIAL_PASSES.replace("is_sm100_supported()", "is_sm100_supported(majors=(9,))")
+    files = {COMMON: PARTIAL_COMMON, UTILS: "from .common import *\n",
+             f"{PACKAGE}/arg_groups/__init__.py": ""}  # fmt: skip
+    assert _runs(tmp_path / "base", {**files, PASSES_PATH: PARTIAL_PASSES}) == {"page_size": 128}
+    assert _runs(tmp_path / "head", {**files, PASSES_PATH: head}) == {}
+    repo = FixtureRepo(tmp_path / "repo")
+    shas = [repo.commit("base", {**files, PASSES_PATH: PARTIAL_PASSES}),
+            repo.commit("head", {PASSES_PATH: head})]  # fmt: skip
+    (tmp_path / "matrix.yaml").write_text(MATRIX)
+    done = run_cli("diff", *shas, "--repo", str(repo.root), "--matrix",
+                   str(tmp_path / "matrix.yaml"), "--no-cache")  # fmt: skip
+    assert done.code == 4, done.out + done.err
+    assert "is_sm100_supported() called with arguments" in done.out + done.err
+
+
+def _runs(root: Path, files: dict[str, str]) -> dict:
+    """What the pass returns for fa4 when plain Python imports `files` on an SM100 machine."""
+    for path, text in files.items():
+        (root / path).parent.mkdir(parents=True, exist_ok=True)
+        (root / path).write_text(text)
+    script = (
+        "import json, sys; sys.path.insert(0, 'python')\n"
+        "from types import SimpleNamespace\n"
+        "from sglang.srt.arg_groups.overrides import _fa4_page_constraint\n"
+        "print(json.dumps(_fa4_page_constraint(SimpleNamespace(attention_backend='fa4'))))\n"
+    )
+    env = {**os.environ, "FIXTURE_GPU": "SM100"}
+    run = subprocess.run([sys.executable, "-c", script], cwd=root, env=env,
+                         capture_output=True, text=True, check=True)  # fmt: skip
+    return json.loads(run.stdout)

@@ -193,18 +193,31 @@ class Call(Spec):
     returns: Spec
     label: str = ""  # how a refusal names the function: else the name it is bound to
     takes_nothing: bool = False  # SGLang's takes no argument: any is its TypeError
+    refuses_arguments: bool = False  # SGLang's answer would depend on them: refused
 
     def compile(self, ctx: Context) -> Resolver:
         get, probe = self.returns.compile(ctx), ctx.probe
-        bare = _no_parameters(self.label or "function") if self.takes_nothing else None
+        label = self.label or "function"
+        bare = _no_parameters(label) if self.takes_nothing else None
+        refuses = self.refuses_arguments
 
         def answer(*args: Any, **kwargs: Any) -> Any:
             if bare is not None:  # any argument: Python's own TypeError for `def f():`
                 bare(*args, **kwargs)
+            elif refuses and (args or kwargs):
+                raise probe.refuse(f"{label} called with arguments", ARGUMENTS_FIX)
             return get(probe)
 
         stub = world_function(self.label or "function", answer, probe)
         return lambda _: stub
+
+
+ARGUMENTS_FIX = (
+    "the world answers this function called without arguments, as SGLang's passes call "
+    "it; with arguments SGLang's answer depends on them (a keyword replaces what its "
+    "partial fixes), which no world models: call it without arguments, or bind the name "
+    "under `bindings:` in the matrix (see docs/matrix-files.md)"
+)
 
 
 def _no_parameters(label: str) -> Callable[[], None]:

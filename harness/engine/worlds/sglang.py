@@ -203,7 +203,40 @@ HELPERS = {
 # Helpers SGLang defines with no parameter (`def is_hip() -> bool`, 0.5.16-0.5.23): a call
 # with an argument is a TypeError there, and here.
 TAKES_NOTHING = frozenset(
-    {"is_cuda", "is_cuda_alike", "is_hip", "is_musa", "is_npu", "is_xpu", "is_cpu", "is_mps"}
+    [
+        "is_cuda",
+        "is_cuda_alike",
+        "is_hip",
+        "is_musa",
+        "is_npu",
+        "is_xpu",
+        "is_cpu",
+        "is_mps",
+        "is_flashinfer_available",
+        "get_platform",
+        "get_device_sm",
+        "cpu_has_amx_support",
+        "xpu_has_xmx_support",
+        "is_gfx95_supported",
+        "is_mnnvl_fabric_device",
+        "is_triton_kernels_available",
+        "use_mlx",
+    ]
+)
+# Helpers SGLang makes as `lru_cache(partial(_check_cuda_device_version, majors..., cuda...))`
+# (0.5.16-0.5.23): an argument is a TypeError there, or a keyword that replaces what the
+# partial fixes (`is_sm100_supported(device_capability_majors=[9])` checks SM90): the world
+# answers them called without arguments only, and refuses the rest.
+PARTIAL_CHECKS = frozenset(
+    [
+        "is_sm90_supported",
+        "is_sm100_supported",
+        "is_sm110_supported",
+        "is_sm120_supported",
+        "is_blackwell",
+        "is_blackwell_supported",
+        "is_hopper_with_cuda_12_3",
+    ]
 )
 
 # Device probes answered by a field (default in PROBE_DEFAULTS).
@@ -321,21 +354,23 @@ def _names() -> dict[str, Spec]:
         "AttentionArch": Constants(AttentionArch, "sglang.srt.configs.model_config"),
         "logger": _logger(),
         "register_post_process": Function("register_post_process", register_post_process),
-        "get_platform": Call(_platform_object(), label="get_platform()"),
+        "get_platform": Call(_platform_object(), label="get_platform()", takes_nothing=True),
         "current_platform": _current_platform(),
         "torch": _torch(),
         "use_mla_backend": Call(Param("use_mla", reader="use_mla_backend(view)")),
         "model_config_of": Call(_model_config(), label="model_config_of()"),
         "envs": Obj("envs", fallback=_env_var),
         "get_device_capability": Call(Map(Param("platform"), capability)),
-        "get_device_sm": Call(Map(Param("platform"), _device_sm)),
+        "get_device_sm": Call(Map(Param("platform"), _device_sm), takes_nothing=True),
     }
     names.update({name: Function(name, _identity) for name in VIEW_FUNCTIONS})
     for helper, flag in HELPERS.items():
         names[helper] = Call(_platform_flag(flag, f"{helper}()"), label=f"{helper}()",
-                             takes_nothing=helper in TAKES_NOTHING)  # fmt: skip
+                             takes_nothing=helper in TAKES_NOTHING,
+                             refuses_arguments=helper in PARTIAL_CHECKS)  # fmt: skip
     for probe, field_name in PROBES.items():
-        names[probe] = Call(field_param(field_name, f"{probe}()"), label=f"{probe}()")
+        names[probe] = Call(field_param(field_name, f"{probe}()"), label=f"{probe}()",
+                            takes_nothing=probe in TAKES_NOTHING)  # fmt: skip
     return names
 
 
