@@ -40,6 +40,7 @@ def target(view):
 '''
 BASE = {PASSES: PASS.format(extra=""), CONSTS: 'TABLE = {"fa4": 128}\n'}
 
+TUNING = 'from .consts import TABLE\n\nTABLE.update({"fa4": 64})\n'
 # name: (files the head adds or changes, the statement the diff must name: path, text)
 REACHING = {
     "a package's __init__": (
@@ -72,6 +73,35 @@ REACHING = {
          CONSTS: 'TABLE = {"fa4": 128}\n\n\ndef set_fa4(value):\n    TABLE["fa4"] = value\n'},
         (f"{PACKAGE}/__init__.py", "set_fa4(64)"),
     ),
+    "a module imported in a class's body": (
+        {f"{PACKAGE}/__init__.py": "class _Loader:\n    import sglang.srt.arg_groups.tuning\n",
+         f"{PACKAGE}/tuning.py": TUNING},
+        (f"{PACKAGE}/tuning.py", 'TABLE.update({"fa4": 64})'),
+    ),
+    "a module imported by a function called at import": (
+        {f"{PACKAGE}/__init__.py": "def _load():\n    from . import tuning\n\n\n_load()\n",
+         f"{PACKAGE}/tuning.py": TUNING},
+        (f"{PACKAGE}/tuning.py", 'TABLE.update({"fa4": 64})'),
+    ),
+    "a module the pass imports when it runs": (
+        {PASSES: PASS.format(extra="").replace(
+            "    if view.backend", "    import sglang.srt.arg_groups.tuning  # noqa: F401\n"
+                                   "    if view.backend"),
+         f"{PACKAGE}/tuning.py": TUNING},
+        (f"{PACKAGE}/tuning.py", 'TABLE.update({"fa4": 64})'),
+    ),
+    "a module importlib imports": (
+        {f"{PACKAGE}/__init__.py": 'import importlib\n\nimportlib.import_module(".tuning", '
+                                   '"sglang.srt.arg_groups")\n',
+         f"{PACKAGE}/tuning.py": TUNING},
+        (f"{PACKAGE}/tuning.py", 'TABLE.update({"fa4": 64})'),
+    ),
+    "a module importlib imports by a name made at run time": (
+        {f"{PACKAGE}/__init__.py": 'import importlib\n\n_NAME = "sglang.srt.arg_groups." + "tuning"'
+                                   "\nimportlib.import_module(_NAME)\n",
+         f"{PACKAGE}/tuning.py": TUNING},
+        (f"{PACKAGE}/__init__.py", "importlib.import_module(_NAME)"),
+    ),
     "a module's attribute": (
         {"python/sglang/srt/__init__.py": "import sglang.srt.arg_groups.consts as _c\n\n"
                                          '_c.TABLE = {"fa4": 64}\n'},
@@ -91,6 +121,12 @@ SILENT = {
     "a new import of a module of definitions": {
         PASSES: PASS.format(extra="import sglang.srt.arg_groups.helpers\n"),
         f"{PACKAGE}/helpers.py": '"""Helpers."""\n\nLIMIT = 4\n\n\ndef twice(x):\n    return 2 * x\n',
+    },
+    "a new import, inside the pass, of a module of definitions": {
+        PASSES: PASS.format(extra="").replace(
+            "    if view.backend", "    import sglang.srt.arg_groups.helpers  # noqa: F401\n"
+                                   "    if view.backend"),
+        f"{PACKAGE}/helpers.py": '"""Helpers."""\n\nLIMIT = 4\n',
     },
     "a package's __init__ that only imports": {
         f"{PACKAGE}/__init__.py": "from sglang.srt.arg_groups.consts import TABLE\n",

@@ -24,6 +24,7 @@ changes is that module's business: a registry of its own, say).
 from __future__ import annotations
 
 import ast
+import importlib.util
 import posixpath
 from collections.abc import Iterator
 from typing import Any
@@ -53,7 +54,8 @@ def unrun_changes(versions: Any, revisions: dict, closures: dict) -> list[BlindS
     files = {side: _files_at(versions, revisions[side]) for side in ("base", "head")}
     facts = {side: _facts_of(versions, revisions[side], files[side]) for side in files}
     roots = {side: _files_of(files[side], closures[side]) for side in files}
-    near = {side: _with_imports(roots[side], facts[side]) for side in files}
+    near = {side: _with_imports(roots[side], facts[side], _run_imports(files[side], closures[side]))
+            for side in files}  # fmt: skip
     read = {side: _read(closures[side]) for side in files}
     spots: list[BlindSpot] = []
     base, head = files["base"], files["head"]
@@ -69,11 +71,26 @@ def unrun_changes(versions: Any, revisions: dict, closures: dict) -> list[BlindS
     return spots + _newly_imported(facts, near, read, files)
 
 
-def _with_imports(paths: list[str], facts: Any) -> list[str]:
-    """`paths` and the repository modules their module-level imports name."""
+def _with_imports(paths: list[str], facts: Any, more: list[str]) -> list[str]:
+    """`paths`, the repository modules their imports at import time name, and `more`."""
     out = dict.fromkeys(paths)
     for path in paths:
         out.update(dict.fromkeys(sorted(facts(path).imported)))
+    out.update(dict.fromkeys(more))
+    return list(out)
+
+
+def _run_imports(files: Any, closures: list) -> list[str]:
+    """The repository modules the closures' own code imports where it runs (`import m`
+    inside the pass: SGLang runs m's module-level code when it calls the pass)."""
+    out: dict[str, None] = {}
+    for closure in closures:
+        for part in closure.parts:
+            found = part.statement.memo("unrun-imports", lambda node: tuple(_imports_in(node)))
+            for module, level, names in found:
+                target = files.module_file(module, part.path, level)
+                if target is not None and target != part.path and not _all_home(names, target):
+                    out[target] = None
     return list(out)
 
 
@@ -133,7 +150,7 @@ class _Facts:
         self._fresh: dict[int, list[int]] = {}
         self._dump_sets: dict[int, set[str]] = {}  # by partner: the trees it lacks here
         self.imports = _import_targets(files, path, self.statements)
-        self.imported = _imported(files, path, self.statements)
+        self.imported = _imported(files, path, self.statements, self.texts)
         self.postponed = postpones(nodes)  # then no annotation runs
         bindings = _bindings(self.statements)
         self.reach = Reach(lambda name: bindings.get(name, []))
@@ -177,6 +194,8 @@ class _Facts:
 
     def _changes(self, node: ast.stmt) -> tuple[frozenset[str], frozenset[str], bool]:
         names, foreign = self.reach.of(effects(node))
+        if _imports_at_run_time(node):
+            names |= {ANY}
         return names, foreign, _writes_a_module(node, self.imports)
 
     def function_changes(self, name: str) -> frozenset[str]:
@@ -360,11 +379,13 @@ def _package_inits(files: Any, path: str) -> Iterator[str]:
         directory = posixpath.dirname(directory)
 
 
-def _imported(files: Any, path: str, found: list) -> set[str]:
-    """Repository files the module-level imports of a file name (not SGLang's homes of
-    what the world answers: those are compared as definitions)."""
+def _imported(files: Any, path: str, found: list, texts: list[str]) -> set[str]:
+    """Repository files the file's imports name that run when SGLang imports it: at module
+    level, in a class's body, in a function the module level calls, or as
+    `importlib.import_module("m")`. Not SGLang's homes of what the world answers: those
+    are compared as definitions."""
     out: set[str] = set()
-    for module, level, names in _imports(found):
+    for module, level, names in _imports(found, texts):
         target = files.module_file(module, path, level)
         if target is not None and target != path and not _all_home(names, target):
             out.add(target)
@@ -375,16 +396,80 @@ def _all_home(names: list[str], path: str) -> bool:
     return bool(names) and all(is_home(name, path) for name in names)
 
 
-def _imports(found: list[tuple[int, ast.stmt]]) -> Iterator[tuple[str, int, list[str]]]:
-    """(module, level, names) of each import that runs at module level."""
-    for node in _module_level([node for _, node in found]):
-        if isinstance(node, ast.Import):
-            yield from ((alias.name, 0, []) for alias in node.names)
-        elif isinstance(node, ast.ImportFrom):
-            yield node.module or "", node.level, [a.name for a in node.names]
-            for alias in node.names:  # `from pkg import module`: the module too
-                module = f"{node.module}.{alias.name}" if node.module else alias.name
-                yield module, node.level, []
+def _imports(found: list, texts: list[str]) -> Iterator[tuple[str, int, list[str]]]:
+    """(module, level, names) of each import the statements run at import time, and in
+    the functions of the file they call then (the text of each statement tells which
+    can hold an import, unparsed)."""
+    pairs = [(node, text) for (_, node), text in zip(found, texts, strict=True)]
+    functions = {node.name: node for node, text in pairs if "import" in text
+                 and isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)}  # fmt: skip
+    called: set[str] = set()
+    for node, text in pairs:
+        if "import" in text:
+            for child in load_time_nodes(node):
+                yield from _import_of(child)
+        if any(name in text for name in functions):
+            called.update(_names_called(node))
+    for name in sorted(called & set(functions)):  # `_load()` at module level: its imports
+        yield from _imports_in(functions[name])
+
+
+def _names_called(node: ast.stmt) -> set[str]:
+    """Names the statement calls by a plain name when it runs at import."""
+    return {child.func.id for child in load_time_nodes(node)
+            if isinstance(child, ast.Call) and isinstance(child.func, ast.Name)}  # fmt: skip
+
+
+def _imports_in(node: ast.AST) -> Iterator[tuple[str, int, list[str]]]:
+    """(module, level, names) of each import anywhere in `node`."""
+    for child in ast.walk(node):
+        yield from _import_of(child)
+
+
+def _import_of(node: ast.AST) -> Iterator[tuple[str, int, list[str]]]:
+    if isinstance(node, ast.Import):
+        yield from ((alias.name, 0, []) for alias in node.names)
+    elif isinstance(node, ast.ImportFrom):
+        yield node.module or "", node.level, [a.name for a in node.names]
+        for alias in node.names:  # `from pkg import module`: the module too
+            module = f"{node.module}.{alias.name}" if node.module else alias.name
+            yield module, node.level, []
+    elif isinstance(node, ast.Call) and (named := _import_call(node)) is not None:
+        yield named, 0, []
+
+
+IMPORTERS = ("import_module", "__import__")
+
+
+def _import_call(call: ast.Call) -> str | None:
+    """The module `importlib.import_module("m")` (or `__import__("m")`) imports, when its
+    arguments say it (a relative name with its package too); None otherwise."""
+    name = _callee(call)
+    constants = [a.value for a in call.args[:2] if isinstance(a, ast.Constant)]
+    if name not in IMPORTERS or not constants or not isinstance(constants[0], str):
+        return None
+    module = constants[0]
+    if not module.startswith("."):
+        return module
+    package = constants[1] if len(constants) == 2 and name == "import_module" else None
+    if not isinstance(package, str):
+        return None
+    try:
+        return importlib.util.resolve_name(module, package)
+    except (ImportError, ValueError):
+        return None
+
+
+def _imports_at_run_time(node: ast.stmt) -> bool:
+    """Whether the statement, as it runs at import, imports a module it names only at run
+    time (`importlib.import_module(name)`): what runs then cannot be read."""
+    return any(isinstance(child, ast.Call) and _import_call(child) is None
+               and _callee(child) in IMPORTERS for child in load_time_nodes(node))  # fmt: skip
+
+
+def _callee(call: ast.Call) -> str | None:
+    func = call.func
+    return func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", None)
 
 
 def _module_level(body: list[ast.stmt]) -> Iterator[ast.stmt]:
