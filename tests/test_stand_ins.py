@@ -117,6 +117,12 @@ def as_sglang_runs_it(tmp_path: Path, head: dict[str, str], sha_index: int) -> d
     root, tree = repo.root, tmp_path / f"tree{sha_index}"
     subprocess.run(["git", "-C", str(root), "worktree", "add", "-q", str(tree), shas[sha_index]],
                    check=True, capture_output=True)  # fmt: skip
+    return fa4_result(tree)
+
+
+def fa4_result(tree: Path) -> dict:
+    """What the pass returns for fa4 when plain Python imports the files under `tree` on an
+    SM100 machine."""
     script = (
         "import json, sys; sys.path.insert(0, 'python')\n"
         "from types import SimpleNamespace\n"
@@ -394,17 +400,8 @@ def test_a_check_sglang_makes_from_a_partial_refuses_arguments(tmp_path: Path):
 
 
 def _runs(root: Path, files: dict[str, str]) -> dict:
-    """What the pass returns for fa4 when plain Python imports `files` on an SM100 machine."""
+    """`fa4_result` of `files` written under `root`."""
     for path, text in files.items():
         (root / path).parent.mkdir(parents=True, exist_ok=True)
         (root / path).write_text(text)
-    script = (
-        "import json, sys; sys.path.insert(0, 'python')\n"
-        "from types import SimpleNamespace\n"
-        "from sglang.srt.arg_groups.overrides import _fa4_page_constraint\n"
-        "print(json.dumps(_fa4_page_constraint(SimpleNamespace(attention_backend='fa4'))))\n"
-    )
-    env = {**os.environ, "FIXTURE_GPU": "SM100"}
-    run = subprocess.run([sys.executable, "-c", script], cwd=root, env=env,
-                         capture_output=True, text=True, check=True)  # fmt: skip
-    return json.loads(run.stdout)
+    return fa4_result(root)
