@@ -99,9 +99,10 @@ def confine(
     _fixed_descriptors(out, trace)
     os.environ.clear()
     sys.dont_write_bytecode = True
-    _die_with_parent()
+    parent = os.getppid()
     space = _address_space()
     _not_root()
+    _die_with_parent(parent)  # after the change of user, which clears it
     abi = 0 if "landlock" in skip else landlock_abi()
     network, filesystem = _namespaces(abi < 1 and "mount" not in skip)
     if abi >= 1:
@@ -146,10 +147,14 @@ def _libc() -> ctypes.CDLL | None:
         return None
 
 
-def _die_with_parent() -> None:
+def _die_with_parent(parent: int) -> None:
+    """SIGKILL when the process that forked this one dies; and now, if it died already
+    (before the kernel was asked)."""
     libc = _libc()
     if libc is not None:
         libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    if os.getppid() != parent:
+        os._exit(70)
 
 
 def _not_root() -> None:

@@ -358,6 +358,36 @@ def test_the_workers_die_with_the_harness():
     assert alive == []
 
 
+@pytest.mark.skipif(not Path("/proc/self/task").exists(), reason="needs /proc")
+def test_a_worker_dies_when_its_zygote_is_killed():
+    """Killed outright, the zygote kills no one: each worker, confined (and, under root,
+    no longer root), still dies with it (the kernel's parent-death signal, which a change
+    of user would otherwise clear)."""
+    root = str(Path(__file__).resolve().parents[3])
+    holder = subprocess.Popen([sys.executable, "-c", HOLDER], stdout=subprocess.PIPE, cwd=root)
+    try:
+        zygote = int(holder.stdout.readline())
+        deadline = time.monotonic() + 10
+        while not (sealed := [p for p in descendants(zygote) if _sealed(p)]):
+            assert time.monotonic() < deadline, "no worker confined itself in 10 s"
+            time.sleep(0.05)
+        os.kill(zygote, signal.SIGKILL)
+        deadline = time.monotonic() + 5
+        while any(_running(pid) for pid in sealed) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert [pid for pid in sealed if _running(pid)] == []
+    finally:
+        holder.kill()
+        holder.wait()
+
+
+def _sealed(pid: int) -> bool:
+    """Whether the process runs under a seccomp filter (the worker, once confined)."""
+    with contextlib.suppress(OSError):
+        return "Seccomp:\t2" in Path(f"/proc/{pid}/status").read_text()
+    return False
+
+
 def _running(pid: int) -> bool:
     try:
         state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
