@@ -82,9 +82,10 @@ def reason(stderr: str) -> str:
 class NotARepository(Exception):
     """`discover` found no repository (`reason`: git's own words)."""
 
-    def __init__(self, reason: str, top: str | None = None) -> None:
+    def __init__(self, reason: str, top: str | None = None, fix: str = "") -> None:
         super().__init__(reason)
         self.reason, self.top = reason, top  # top: the repository a subdirectory is in
+        self.fix = fix  # a repository git will not read as this user: how to let it
 
 
 class Repo:
@@ -251,8 +252,15 @@ def _rev_parse(where: str, *args: str) -> str:
     except OSError as exc:
         raise NotARepository(f"cannot run git ({exc.strerror or exc})") from None
     if done.returncode != 0:
-        said = done.stderr.decode(errors="replace").strip().splitlines()
-        raise NotARepository(said[-1] if said else f"git exited with {done.returncode}")
+        text = done.stderr.decode(errors="replace")
+        said = reason(text) or f"git exited with {done.returncode}"
+        fix = ""
+        if "dubious ownership" in said:  # another user's repository: git's safe.directory
+            fix = (
+                "it belongs to another user: trust it with `git config --global --add "
+                f"safe.directory {where}` as this user, or run harness as its owner"
+            )
+        raise NotARepository(said, fix=fix)
     return os.fsdecode(done.stdout).removesuffix("\n")  # a path (it may end in " ")
 
 

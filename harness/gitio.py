@@ -65,6 +65,8 @@ def open_repo(path: str | None) -> Repo:
     try:
         return discover(where, search_parents=path is None)
     except NotARepository as exc:
+        if exc.fix:
+            raise HarnessError(f"git will not read {where} ({exc.reason}): {exc.fix}") from None
         if exc.top is not None:
             hint = f"point --repo at the repository's top, {exc.top}"
         elif path is None:
@@ -116,13 +118,31 @@ def _commit_named(repo: Repo, expr: str, found: str) -> tuple[str, str, str]:
         try:
             kind = repo.git.cat_file("-t", found)
         except GitError:
-            raise HarnessError(_unknown(repo, expr, found, exc.reason)) from None
+            said = exc.reason or _unreadable_object(repo, found)
+            raise HarnessError(_unknown(repo, expr, found, said)) from None
         raise HarnessError(
             f"revision {expr!r} names a {kind} ({found[:10]}), not a commit: name a commit "
             "(a sha, branch, tag, HEAD~N, :/TEXT or #PR)"
         ) from None
     sha, date, subject = out.split("\0", 2)  # the subject last: any bytes but NUL
     return sha, date, subject
+
+
+def _unreadable_object(repo: Repo, sha: str) -> str:
+    """Why git could not read the object `sha` a name resolved to, when it is a folder of
+    loose objects this user may not read (git itself says only "bad object")."""
+    for objects in {Path(repo.git_dir, "objects"), Path(_common_dir(repo), "objects")}:
+        folder = objects / sha[:2]
+        if folder.is_dir() and not os.access(folder, os.R_OK | os.X_OK):
+            return f"cannot open {folder}: Permission denied"
+    return ""
+
+
+def _common_dir(repo: Repo) -> str:
+    try:
+        return repo.git.rev_parse("--path-format=absolute", "--git-common-dir")
+    except GitError:
+        return repo.git_dir
 
 
 def _unknown(repo: Repo, expr: str, spelled: str, said: str = "") -> str:

@@ -102,10 +102,11 @@ def test_objects_harness_may_not_read_are_named_with_gits_reason(tmp_path):
     folder.chmod(0)
     try:
         line = one_line(repo, shas[0], "HEAD")
-        said = git_says(repo, "rev-parse", "--verify", "HEAD")
+        said = subprocess.run(["git", "cat-file", "-t", shas[1]], cwd=repo, capture_output=True)
     finally:
         folder.chmod(0o755)
-    assert any(s in line for s in said) and "ermission denied" in line
+    assert said.returncode != 0  # git cannot read it either (and says only "bad object")
+    assert f"cannot open {folder}: Permission denied" in line and "HEAD" in line
 
 
 def test_an_object_git_cannot_open_is_named_with_gits_reason(tmp_path):
@@ -150,3 +151,24 @@ def test_a_corrupt_commit_inside_a_history_is_named_as_git_names_it(tmp_path):
     said = git_says(repo.root, "log", "--format=%H", "HEAD")
     said = [s for s in said if "corrupt" in s and shas[1] in s]
     assert said and said[0].split(" (stored in ")[0] in lines[0] and "git fsck" in lines[0]
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="giving a repository to another user needs root")
+def test_a_repository_of_another_user_says_how_to_trust_it(tmp_path):
+    """A CI checkout owned by another user: git refuses it ("dubious ownership"); the one
+    line says so, and how this user may trust it."""
+    repo, shas = two_commits(tmp_path / "repo")
+    subprocess.run(["chown", "-R", "65534", str(repo)], check=True)
+    home = tmp_path / "home"  # no global configuration that trusts every directory
+    home.mkdir()
+    matrix = tmp_path / "m.yaml"
+    matrix.write_text(plain_matrix("reasons", PATH), encoding="utf-8")
+    done = subprocess.run([*HARNESS, "diff", *shas, "--repo", str(repo), "--matrix", str(matrix)],
+                          capture_output=True, text=True, timeout=180,
+                          env={**os.environ, "HOME": str(home)})  # fmt: skip
+    said = subprocess.run(["git", "status"], cwd=repo, capture_output=True, text=True,
+                          env={**os.environ, "HOME": str(home)})  # fmt: skip
+    assert "dubious ownership" in said.stderr  # git's own refusal
+    [line] = done.stderr.splitlines()
+    assert done.returncode == 2 and "dubious ownership" in line, done.stderr
+    assert f"git config --global --add safe.directory {repo}" in line
