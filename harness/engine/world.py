@@ -475,23 +475,25 @@ def _function_class() -> tuple[type, dict[str, Any]]:
     def __call__(self: Any, *args: Any, **kwargs: Any) -> Any:
         return found["answer"].__get__(self)(*args, **kwargs)
 
-    def refused(self: Any, what: str, fix: str, done: str = READ) -> BaseException:
+    def refused(self: Any, attr: str | None, fix: str, done: str = READ) -> BaseException:
+        """The refusal of `attr` of this function (None: of its repr), on its probe."""
         name = found["name"].__get__(self)
-        return refusal(found["probe"].__get__(self), what.format(name=name), fix, done)
+        what = f"repr({name})" if attr is None else f"{name}.{attr}"
+        return refusal(found["probe"].__get__(self), what, fix, done)
 
     def __getattribute__(self: Any, attr: str) -> Any:
         if attr.startswith("__"):
             raise AttributeError(attr)
-        raise refused(self, f"{{name}}.{attr}", FUNCTION_FIX)
+        raise refused(self, attr, FUNCTION_FIX)
 
     def __setattr__(self: Any, attr: str, value: Any) -> None:
-        raise refused(self, f"{{name}}.{attr}", FUNCTION_FIX, ASSIGNED)
+        raise refused(self, attr, FUNCTION_FIX, ASSIGNED)
 
     def __delattr__(self: Any, attr: str) -> None:
-        raise refused(self, f"{{name}}.{attr}", FUNCTION_FIX, DELETED)
+        raise refused(self, attr, FUNCTION_FIX, DELETED)
 
     def __repr__(self: Any) -> str:
-        raise refused(self, "repr({name})", REPR_FIX)
+        raise refused(self, None, REPR_FIX)
 
     methods = {"__call__": __call__, "__getattribute__": __getattribute__,
                "__setattr__": __setattr__, "__delattr__": __delattr__,

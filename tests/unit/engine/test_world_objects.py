@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from harness.engine.world import Context, Obj, Spec, Unbound
+from harness.engine.world import Context, Obj, Spec, Unbound, world_function
 from harness.engine.worlds import world_named
 from tests.unit.tables import small_matrix
 
@@ -45,3 +45,19 @@ def test_what_the_object_lacks_is_refused_on_the_probe_and_a_fallback_answers_th
         plain.used = 3
     wider = Obj("thing", {"used": Counted(1)}, fallback=lambda name: Counted(name)).compile(ctx)
     assert (wider(ctx.probe).used, wider(ctx.probe).other) == (1, "other")
+
+
+@pytest.mark.parametrize("attr", ["cache_info", "{name.__class__}", "{0}", "%s"])
+def test_a_world_function_refuses_any_attribute_naming_it_as_asked(attr):
+    """Every stand-in function is of one class: what it answers and how it is named are
+    its own, and an attribute's name is never read as a template."""
+    ctx = Context(world_named("plain", "test"), small_matrix([2]))
+    first = world_function("is_hip()", lambda: True, ctx.probe)
+    second = world_function("get_platform()", lambda: "sm100", ctx.probe)
+    assert (first(), second()) == (True, "sm100")
+    with pytest.raises(Unbound) as refused:
+        getattr(second, attr)
+    assert refused.value.what == f"get_platform.{attr}"
+    with pytest.raises(Unbound) as refused:
+        repr(first)
+    assert refused.value.what == "repr(is_hip)"
