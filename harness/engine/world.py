@@ -194,15 +194,16 @@ class Call(Spec):
     label: str = ""  # how a refusal names the function: else the name it is bound to
     takes_nothing: bool = False  # SGLang's takes no argument: any is its TypeError
     refuses_arguments: bool = False  # SGLang's answer would depend on them: refused
+    parameters: Callable[..., None] | None = None  # SGLang's: a call binds them, or fails
 
     def compile(self, ctx: Context) -> Resolver:
         get, probe = self.returns.compile(ctx), ctx.probe
         label = self.label or "function"
-        bare = _no_parameters(label) if self.takes_nothing else None
+        bare = _no_parameters(label) if self.takes_nothing else self.parameters
         refuses = self.refuses_arguments
 
         def answer(*args: Any, **kwargs: Any) -> Any:
-            if bare is not None:  # any argument: Python's own TypeError for `def f():`
+            if bare is not None:  # Python's own TypeError for arguments SGLang's refuses
                 bare(*args, **kwargs)
             elif refuses and (args or kwargs):
                 raise probe.refuse(f"{label} called with arguments", ARGUMENTS_FIX)

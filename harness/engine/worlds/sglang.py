@@ -254,6 +254,12 @@ PROBES = {
 VIEW_FUNCTIONS = ("resolving_view", "resolved_view", "record_of")
 
 
+def get_device_capability(device_id: int = 0) -> None:
+    """SGLang's `get_device_capability(device_id=0)` (0.5.16-0.5.23), as a call binds its
+    arguments: any other is Python's own TypeError, as there (every device of a cell's
+    machine is the platform's, so the answer is the same for each)."""
+
+
 def capability(platform: Any) -> tuple[int | None, int | None]:
     """`torch.cuda.get_device_capability()`: (10, 0) for sm100, (10, 3) for sm103."""
     major = gpu_major(platform)
@@ -360,7 +366,9 @@ def _names() -> dict[str, Spec]:
         "use_mla_backend": Call(Param("use_mla", reader="use_mla_backend(view)")),
         "model_config_of": Call(_model_config(), label="model_config_of()"),
         "envs": Obj("envs", fallback=_env_var),
-        "get_device_capability": Call(Map(Param("platform"), capability)),
+        "get_device_capability": Call(
+            Map(Param("platform"), capability), parameters=get_device_capability
+        ),
         "get_device_sm": Call(Map(Param("platform"), _device_sm), takes_nothing=True),
     }
     names.update({name: Function(name, _identity) for name in VIEW_FUNCTIONS})

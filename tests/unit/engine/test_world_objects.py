@@ -9,8 +9,9 @@ from typing import Any
 
 import pytest
 
-from harness.engine.world import Context, Obj, Spec, Unbound, world_function
+from harness.engine.world import Call, Const, Context, Obj, Spec, Unbound, world_function
 from harness.engine.worlds import world_named
+from harness.engine.worlds.sglang import get_device_capability
 from tests.unit.tables import small_matrix
 
 
@@ -61,3 +62,16 @@ def test_a_world_function_refuses_any_attribute_naming_it_as_asked(attr):
     with pytest.raises(Unbound) as refused:
         repr(first)
     assert refused.value.what == "repr(is_hip)"
+
+
+def test_a_world_function_takes_the_arguments_sglang_s_takes():
+    """SGLang's `get_device_capability(device_id=0)`: a call it would refuse raises
+    Python's own TypeError here too (code that catches it takes the same way in both)."""
+    ctx = Context(world_named("plain", "test"), small_matrix([2]))
+    spec = Call(Const((10, 0)), label="get_device_capability", parameters=get_device_capability)
+    function = spec.compile(ctx)(ctx.probe)
+    assert function() == function(1) == function(device_id=2) == (10, 0)
+    for args, kwargs in (((0, 1), {}), ((), {"device": 0})):
+        with pytest.raises(TypeError, match="get_device_capability"):
+            function(*args, **kwargs)
+    assert ctx.probe.unbound is None  # SGLang's own error, not a refusal of the world's
