@@ -270,3 +270,15 @@ def test_a_new_import_of_a_module_the_same_at_both_is_not_new_code(tmp_path: Pat
     assert sglang_page_size(repo, first, tmp_path) == sglang_page_size(repo, second, tmp_path)
     done, report = diff(tmp_path, first, second, repo)
     assert done.code == 0 and report["blind_spots"] == [], (done.err, report)
+
+
+def test_a_package_added_where_the_pass_imports_a_module_is_what_it_reads(tmp_path: Path):
+    """A package `consts/` added beside `consts.py`: Python imports the package (a package
+    wins), so SGLang's page size follows it; the head's closure is read from it, not the
+    base's taken again because the files it read are unchanged."""
+    head = {f"{PACKAGE}/consts/__init__.py": 'TABLE = {"fa4": 64}\n'}
+    repo, first, second = repository(tmp_path, head)
+    assert sglang_page_size(repo, second, tmp_path) == 64
+    done, report = diff(tmp_path, first, second, repo)
+    assert done.code == 1, (done.err, report)
+    assert {c["head"]["page_size"] for c in report["changed"]} == {64}

@@ -145,7 +145,8 @@ def extract_closure(
         ) from None
     check_registries(resolver)
     closure = build_closure(path, function, target, resolver)
-    last = LastClosure(dict(resolver.layouts), names, key, closure, resolver.watched())
+    last = LastClosure(dict(resolver.layouts), names, key, closure, resolver.watched(),
+                       resolver.missing())  # fmt: skip
     remember_closure(cache, last)
     return closure
 
@@ -264,6 +265,7 @@ class LastClosure:
     key: tuple  # (target path, function, matrix file, view class, names chosen)
     closure: Closure
     watched: dict[str, frozenset[str]]
+    missing: frozenset[str] = frozenset()  # paths its imports were not found at
 
 
 def remember_closure(cache: SourceCache, last: LastClosure) -> None:
@@ -274,9 +276,12 @@ def reuse_closure(
     cache: SourceCache, files: RevisionFiles, key: tuple, bound: frozenset[str]
 ) -> Closure | None:
     """The last closure, if each of its files is unchanged or edited only where no name
-    it looked up there is bound."""
+    it looked up there is bound, and no file is added where one of its imports was not
+    found (a package that shadows a module, a module earlier on the path)."""
     last = cache.closures.get(key)
     if last is None or last.bound != bound:
+        return None
+    if any(files.exists(path) for path in last.missing):  # an import now finds a new file
         return None
     layouts = {}
     for path, old in last.layouts.items():

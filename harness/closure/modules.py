@@ -32,6 +32,7 @@ class RevisionFiles:
         self._texts: dict[str, str | None] = {}
         self._asked: dict[str, None] = {}  # every path read or identified, in order
         self.made: dict[str, Any] = {}  # path -> its layout (see SourceCache.layout_of)
+        self.missed: list[str] = []  # each path an import was looked for at and not found
 
     @classmethod
     def of(cls, files: dict[str, str], target: str, roots: tuple[str, ...] = ()) -> RevisionFiles:
@@ -83,6 +84,7 @@ class RevisionFiles:
             for path in (f"{stem}/__init__.py", f"{stem}.py"):  # a package wins, as in Python
                 if self.exists(path):
                     return path
+                self.missed.append(path)  # a file added there would be found instead
         return None
 
     def _bases(self, module: str, importer: str, level: int) -> list[str]:

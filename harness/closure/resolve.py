@@ -133,6 +133,7 @@ class Resolver:
         self.blocked: list[tuple[str, str]] | None = None  # set: collect, do not raise
         self.indexes: dict[str, dict[str, list[Binding]]] = {}
         self.layouts: dict = {}
+        self.first_missed = len(files.missed)  # what `missing` counts from
         self.included: dict[tuple[str, int, int], Part] = {}  # by (file, line, member)
         self.needs: dict[tuple[str, str], str] = {}
         self.links: dict[tuple[str, str], Link] = {}
@@ -188,6 +189,11 @@ class Resolver:
         for path, name in self.seen | set(self.links):
             out.setdefault(path, set()).add(name)
         return {path: frozenset(names) for path, names in out.items()}
+
+    def missing(self) -> frozenset[str]:
+        """Every path an import was looked for at, and not found, since this resolver was
+        made: a file added at one of them would be imported instead."""
+        return frozenset(self.files.missed[self.first_missed :])
 
     # --- definitions and imports ---------------------------------------------------
 

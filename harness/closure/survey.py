@@ -87,7 +87,8 @@ def survey_pass(cache, files, function, bound, matrix_file, view) -> PassSurvey:
     found, resolver = _surveyed(cache, files, function, names, matrix_file, view)
     if found.closure is not None:  # a blocked survey is made again: its reasons may change
         layouts, watched = dict(resolver.layouts), resolver.watched()
-        remember_closure(cache, SurveyedClosure(layouts, names, key, found.closure, watched, found))
+        remember_closure(cache, SurveyedClosure(layouts, names, key, found.closure, watched,
+                                                resolver.missing(), found))  # fmt: skip
     return found
 
 
