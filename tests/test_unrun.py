@@ -102,6 +102,50 @@ REACHING = {
          f"{PACKAGE}/tuning.py": TUNING},
         (f"{PACKAGE}/__init__.py", "importlib.import_module(_NAME)"),
     ),
+    "a package above a module newly imported": (
+        {PASSES: PASS.format(extra="import sglang.srt.arg_groups.sub.empty\n"),
+         f"{PACKAGE}/sub/__init__.py": 'from ..consts import TABLE\n\nTABLE.update({"fa4": 64})\n',
+         f"{PACKAGE}/sub/empty.py": "X = 1\n"},
+        (f"{PACKAGE}/sub/__init__.py", 'TABLE.update({"fa4": 64})'),
+    ),
+    "a module importlib imports under another name": (
+        {f"{PACKAGE}/__init__.py": "from importlib import import_module as _im\n\n"
+                                   '_im("sglang.srt.arg_groups.tuning")\n',
+         f"{PACKAGE}/tuning.py": TUNING},
+        (f"{PACKAGE}/__init__.py", '_im("sglang.srt.arg_groups.tuning")'),
+    ),
+    "a module runpy runs": (
+        {f"{PACKAGE}/__init__.py": 'import runpy\n\nrunpy.run_module("sglang.srt.arg_groups.tuning", '
+                                   'run_name="sglang.srt.arg_groups.tuning")\n',
+         f"{PACKAGE}/tuning.py": 'from sglang.srt.arg_groups.consts import TABLE\n\n'
+                                 'TABLE.update({"fa4": 64})\n'},
+        (f"{PACKAGE}/__init__.py", 'runpy.run_module("sglang.srt.arg_groups.tuning", '
+                                   'run_name="sglang.srt.arg_groups.tuning")'),
+    ),
+    "a module imported two calls down": (
+        {f"{PACKAGE}/__init__.py": "def _inner():\n    from . import tuning\n\n\n"
+                                   "def _load():\n    _inner()\n\n\n_load()\n",
+         f"{PACKAGE}/tuning.py": TUNING},
+        (f"{PACKAGE}/tuning.py", 'TABLE.update({"fa4": 64})'),
+    ),
+    "a module a class imports when made": (
+        {f"{PACKAGE}/__init__.py": "class _Loader:\n    def __init__(self):\n"
+                                   "        from . import tuning\n\n\n_Loader()\n",
+         f"{PACKAGE}/tuning.py": TUNING},
+        (f"{PACKAGE}/tuning.py", 'TABLE.update({"fa4": 64})'),
+    ),
+    "a module a decorator imports": (
+        {f"{PACKAGE}/__init__.py": "def _reg(fn):\n    from . import tuning\n    return fn\n\n\n"
+                                   "@_reg\ndef _f():\n    pass\n",
+         f"{PACKAGE}/tuning.py": TUNING},
+        (f"{PACKAGE}/tuning.py", 'TABLE.update({"fa4": 64})'),
+    ),
+    "a module a lambda imports": (
+        {f"{PACKAGE}/__init__.py": "import importlib\n\n(lambda: importlib.import_module("
+                                   '"sglang.srt.arg_groups.tuning"))()\n',
+         f"{PACKAGE}/tuning.py": TUNING},
+        (f"{PACKAGE}/tuning.py", 'TABLE.update({"fa4": 64})'),
+    ),
     "a module's attribute": (
         {"python/sglang/srt/__init__.py": "import sglang.srt.arg_groups.consts as _c\n\n"
                                          '_c.TABLE = {"fa4": 64}\n'},

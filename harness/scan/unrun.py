@@ -90,7 +90,7 @@ def _run_imports(files: Any, closures: list) -> list[str]:
             for module, level, names in found:
                 target = files.module_file(module, part.path, level)
                 if target is not None and target != part.path and not _all_home(names, target):
-                    out[target] = None
+                    out.update(dict.fromkeys([target, *_package_inits(files, target)]))
     return list(out)
 
 
@@ -151,6 +151,7 @@ class _Facts:
         self._dump_sets: dict[int, set[str]] = {}  # by partner: the trees it lacks here
         self.imports = _import_targets(files, path, self.statements)
         self.imported = _imported(files, path, self.statements, self.texts)
+        self.importers = _importers(self.statements)
         self.postponed = postpones(nodes)  # then no annotation runs
         bindings = _bindings(self.statements)
         self.reach = Reach(lambda name: bindings.get(name, []))
@@ -194,7 +195,7 @@ class _Facts:
 
     def _changes(self, node: ast.stmt) -> tuple[frozenset[str], frozenset[str], bool]:
         names, foreign = self.reach.of(effects(node))
-        if _imports_at_run_time(node):
+        if _imports_at_run_time(node, self.importers):
             names |= {ANY}
         return names, foreign, _writes_a_module(node, self.imports)
 
@@ -311,9 +312,14 @@ def _writes_a_module(node: ast.stmt, imports: dict) -> bool:
 
 
 def _root(node: ast.expr) -> str | None:
+    found = _root_name(node)
+    return None if found is None else found.id
+
+
+def _root_name(node: ast.expr) -> ast.Name | None:
     while isinstance(node, ast.Attribute | ast.Subscript):
         node = node.value
-    return node.id if isinstance(node, ast.Name) else None
+    return node if isinstance(node, ast.Name) else None
 
 
 def _bindings(found: list) -> dict[str, list[ast.stmt]]:
@@ -389,6 +395,7 @@ def _imported(files: Any, path: str, found: list, texts: list[str]) -> set[str]:
         target = files.module_file(module, path, level)
         if target is not None and target != path and not _all_home(names, target):
             out.add(target)
+            out.update(init for init in _package_inits(files, target) if init != path)
     return out
 
 
@@ -397,27 +404,58 @@ def _all_home(names: list[str], path: str) -> bool:
 
 
 def _imports(found: list, texts: list[str]) -> Iterator[tuple[str, int, list[str]]]:
-    """(module, level, names) of each import the statements run at import time, and in
-    the functions of the file they call then (the text of each statement tells which
-    can hold an import, unparsed)."""
+    """(module, level, names) of each import the statements run at import time (a lambda
+    they call included), and in the file's functions and classes they read then (called,
+    made, decorating: each may run), and in those these read, and so on. The text of a
+    statement tells, unparsed, whether it can hold an import or name such a function."""
     pairs = [(node, text) for (_, node), text in zip(found, texts, strict=True)]
-    functions = {node.name: node for node, text in pairs if "import" in text
-                 and isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)}  # fmt: skip
-    called: set[str] = set()
+    defs = {node.name: node for node, _ in pairs if isinstance(node, DEFINITIONS)}
+    reaching = _reaching({node.name: text for node, text in pairs
+                          if isinstance(node, DEFINITIONS)})  # fmt: skip
+    todo: set[str] = set()
     for node, text in pairs:
         if "import" in text:
-            for child in load_time_nodes(node):
+            for child in _run_nodes(node):
                 yield from _import_of(child)
-        if any(name in text for name in functions):
-            called.update(_names_called(node))
-    for name in sorted(called & set(functions)):  # `_load()` at module level: its imports
-        yield from _imports_in(functions[name])
+        if reaching and any(name in text for name in reaching):
+            todo |= _names_in(_run_nodes(node)) & reaching
+    done: set[str] = set()
+    while todo:
+        name = min(todo)
+        todo.discard(name)
+        done.add(name)
+        yield from _imports_in(defs[name])
+        todo |= (_names_in(ast.walk(defs[name])) & reaching) - done
 
 
-def _names_called(node: ast.stmt) -> set[str]:
-    """Names the statement calls by a plain name when it runs at import."""
-    return {child.func.id for child in load_time_nodes(node)
-            if isinstance(child, ast.Call) and isinstance(child.func, ast.Name)}  # fmt: skip
+DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+
+
+def _reaching(texts: dict[str, str]) -> set[str]:
+    """The file's functions and classes (by name: their text) that hold an import, or name
+    one that does (by its text: a superset)."""
+    found = {name for name, text in texts.items() if "import" in text}
+    while True:
+        more = {name for name, text in texts.items()
+                if name not in found and any(other in text for other in found)}  # fmt: skip
+        if not more:
+            return found
+        found |= more
+
+
+def _run_nodes(node: ast.stmt) -> list[ast.AST]:
+    """The nodes of a top-level statement that run at import (`load_time_nodes`), and the
+    bodies of the lambdas among them (which the statement may call)."""
+    out = []
+    for child in load_time_nodes(node):
+        out.append(child)
+        if isinstance(child, ast.Lambda):
+            out.extend(ast.walk(child.body))
+    return out
+
+
+def _names_in(nodes) -> set[str]:
+    return {child.id for child in nodes if isinstance(child, ast.Name)}
 
 
 def _imports_in(node: ast.AST) -> Iterator[tuple[str, int, list[str]]]:
@@ -460,11 +498,42 @@ def _import_call(call: ast.Call) -> str | None:
         return None
 
 
-def _imports_at_run_time(node: ast.stmt) -> bool:
-    """Whether the statement, as it runs at import, imports a module it names only at run
-    time (`importlib.import_module(name)`): what runs then cannot be read."""
-    return any(isinstance(child, ast.Call) and _import_call(child) is None
-               and _callee(child) in IMPORTERS for child in load_time_nodes(node))  # fmt: skip
+IMPORT_MACHINERY = ("importlib", "runpy")  # modules whose functions import or run one
+
+
+def _importers(found: list) -> frozenset[str]:
+    """The names the file binds to the import machinery (`import importlib`, `from
+    importlib import import_module as _im`, `import runpy`)."""
+    out: set[str] = set()
+    for node in _module_level([node for _, node in found]):
+        if isinstance(node, ast.Import):
+            out.update((a.asname or a.name).split(".")[0] for a in node.names
+                       if a.name.split(".")[0] in IMPORT_MACHINERY)  # fmt: skip
+        elif isinstance(node, ast.ImportFrom) and not node.level and _machinery(node.module):
+            out.update(a.asname or a.name for a in node.names)
+    return frozenset(out)
+
+
+def _machinery(module: str | None) -> bool:
+    return bool(module) and module.split(".")[0] in IMPORT_MACHINERY
+
+
+def _imports_at_run_time(node: ast.stmt, importers: frozenset[str]) -> bool:
+    """Whether the statement, as it runs at import, may import (or run) a module it does
+    not name plainly: `import_module(name)`, the machinery under another name (`_im(...)`,
+    `runpy.run_module`, `getattr(importlib, ...)`): what runs then cannot be read. A call
+    that names its module (`importlib.import_module("m")`) is an import, followed."""
+    nodes = _run_nodes(node)
+    plain = {id(_root_name(child.func)) for child in nodes
+             if isinstance(child, ast.Call) and _import_call(child) is not None}  # fmt: skip
+    for child in nodes:
+        if isinstance(child, ast.Call) and _callee(child) in IMPORTERS:
+            if _import_call(child) is None:
+                return True
+        elif (isinstance(child, ast.Name) and isinstance(child.ctx, ast.Load)
+              and child.id in importers and id(child) not in plain):  # fmt: skip
+            return True
+    return False
 
 
 def _callee(call: ast.Call) -> str | None:
