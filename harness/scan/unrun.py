@@ -26,6 +26,7 @@ from __future__ import annotations
 import ast
 import importlib.util
 import posixpath
+import re
 from collections.abc import Iterator
 from typing import Any
 
@@ -414,33 +415,60 @@ def _imports(found: list, texts: list[str]) -> Iterator[tuple[str, int, list[str
                           if isinstance(node, DEFINITIONS)})  # fmt: skip
     todo: set[str] = set()
     for node, text in pairs:
-        if "import" in text:
+        if "import_module" in text or "__import__" in text:  # a call that imports: anywhere
             for child in _run_nodes(node):
                 yield from _import_of(child)
-        if reaching and any(name in text for name in reaching):
+        elif "import" in text:  # an import statement: among the statements that run
+            for child in _load_statements(node):
+                yield from _import_of(child)
+        if reaching and not reaching.isdisjoint(_WORD.findall(text)):
             todo |= _names_in(_run_nodes(node)) & reaching
     done: set[str] = set()
     while todo:
         name = min(todo)
         todo.discard(name)
         done.add(name)
-        yield from _imports_in(defs[name])
-        todo |= (_names_in(ast.walk(defs[name])) & reaching) - done
+        nodes = _every_node(defs[name])
+        for child in nodes:
+            yield from _import_of(child)
+        todo |= (_names_in(nodes) & reaching) - done
 
 
 DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 
 
+_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")  # a name, as the text spells it (unparsed)
+
+
 def _reaching(texts: dict[str, str]) -> set[str]:
     """The file's functions and classes (by name: their text) that hold an import, or name
-    one that does (by its text: a superset)."""
+    one that does (by the names their text spells: a superset)."""
     found = {name for name, text in texts.items() if "import" in text}
+    words = {name: set(_WORD.findall(text)) for name, text in texts.items() if name not in found}
     while True:
-        more = {name for name, text in texts.items()
-                if name not in found and any(other in text for other in found)}  # fmt: skip
+        more = {name for name, said in words.items()
+                if name not in found and not found.isdisjoint(said)}  # fmt: skip
         if not more:
             return found
         found |= more
+
+
+BLOCKS = (ast.stmt, ast.excepthandler, ast.match_case)  # what a block holds
+
+
+def _load_statements(node: ast.stmt) -> Iterator[ast.AST]:
+    """The statement and those inside it that run at import (blocks and classes' bodies,
+    not functions' bodies): where an import statement can stand."""
+    stack: list[ast.AST] = [node]
+    while stack:
+        current = stack.pop()
+        yield current
+        if isinstance(current, ast.FunctionDef | ast.AsyncFunctionDef):
+            continue
+        for field in current._fields:
+            value = getattr(current, field, None)
+            if type(value) is list:
+                stack.extend(v for v in value if isinstance(v, BLOCKS))
 
 
 def _run_nodes(node: ast.stmt) -> list[ast.AST]:
@@ -460,8 +488,23 @@ def _names_in(nodes) -> set[str]:
 
 def _imports_in(node: ast.AST) -> Iterator[tuple[str, int, list[str]]]:
     """(module, level, names) of each import anywhere in `node`."""
-    for child in ast.walk(node):
+    for child in _every_node(node):
         yield from _import_of(child)
+
+
+def _every_node(node: ast.AST) -> list[ast.AST]:
+    """Every node of the tree (as `ast.walk`, in one list, with no generator per node)."""
+    out, at, tree = [node], 0, ast.AST
+    while at < len(out):
+        current = out[at]
+        at += 1
+        for field in current._fields:
+            value = getattr(current, field, None)
+            if type(value) is list:
+                out.extend(v for v in value if isinstance(v, tree))
+            elif isinstance(value, tree):
+                out.append(value)
+    return out
 
 
 def _import_of(node: ast.AST) -> Iterator[tuple[str, int, list[str]]]:
