@@ -192,18 +192,18 @@ class Call(Spec):
 
     returns: Spec
     label: str = ""  # how a refusal names the function: else the name it is bound to
-    takes_nothing: bool = False  # SGLang's takes no argument: any is its TypeError
+    # SGLang's parameters, as a function that takes them (`no_parameters`: none): a call
+    # binds its arguments there first, so what SGLang's refuses is Python's own TypeError
+    parameters: Callable[..., None] | None = None
     refuses_arguments: bool = False  # SGLang's answer would depend on them: refused
-    parameters: Callable[..., None] | None = None  # SGLang's: a call binds them, or fails
 
     def compile(self, ctx: Context) -> Resolver:
         get, probe = self.returns.compile(ctx), ctx.probe
         label = self.label or "function"
-        bare = _no_parameters(label) if self.takes_nothing else self.parameters
-        refuses = self.refuses_arguments
+        bare, refuses = self.parameters, self.refuses_arguments
 
         def answer(*args: Any, **kwargs: Any) -> Any:
-            if bare is not None:  # Python's own TypeError for arguments SGLang's refuses
+            if bare is not None:
                 bare(*args, **kwargs)
             elif refuses and (args or kwargs):
                 raise probe.refuse(f"{label} called with arguments", ARGUMENTS_FIX)
@@ -221,8 +221,9 @@ ARGUMENTS_FIX = (
 )
 
 
-def _no_parameters(label: str) -> Callable[[], None]:
-    """A function of no parameter named as SGLang's (Python's messages name it)."""
+def no_parameters(label: str) -> Callable[[], None]:
+    """A function of no parameter named as SGLang's (Python's messages name it): the
+    `parameters` of a `Call` SGLang defines with none."""
 
     def bare() -> None:
         return None

@@ -456,14 +456,15 @@ def _reaching(texts: dict[str, str]) -> set[str]:
 BLOCKS = (ast.stmt, ast.excepthandler, ast.match_case)  # what a block holds
 
 
-def _load_statements(node: ast.stmt) -> Iterator[ast.AST]:
-    """The statement and those inside it that run at import (blocks and classes' bodies,
-    not functions' bodies): where an import statement can stand."""
+def _load_statements(node: ast.stmt, classes: bool = True) -> Iterator[ast.AST]:
+    """The statement and those inside it that run at import (blocks, and with `classes`
+    classes' bodies; never functions' bodies): where an import statement can stand."""
     stack: list[ast.AST] = [node]
+    closed = (ast.FunctionDef, ast.AsyncFunctionDef) if classes else DEFINITIONS
     while stack:
         current = stack.pop()
         yield current
-        if isinstance(current, ast.FunctionDef | ast.AsyncFunctionDef):
+        if isinstance(current, closed):
             continue
         for field in current._fields:
             value = getattr(current, field, None)
@@ -584,15 +585,11 @@ def _callee(call: ast.Call) -> str | None:
     return func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", None)
 
 
-def _module_level(body: list[ast.stmt]) -> Iterator[ast.stmt]:
-    """The statements that run at import, inside top-level `if`, `try` and `with` too."""
+def _module_level(body: list[ast.stmt]) -> Iterator[ast.AST]:
+    """The statements that run at import and bind module names: inside top-level `if`,
+    `try`, `with` and loops too, not in a class's body."""
     for node in body:
-        yield node
-        if isinstance(node, ast.If | ast.Try | ast.With | ast.For | ast.While):
-            for field in ("body", "orelse", "finalbody"):
-                yield from _module_level(getattr(node, field, []))
-            for handler in getattr(node, "handlers", []):
-                yield from _module_level(handler.body)
+        yield from _load_statements(node, classes=False)
 
 
 def _statements(versions: Any, files: Any, path: str) -> tuple[list, list[str], str]:

@@ -38,6 +38,7 @@ from harness.engine.world import (
     Spec,
     Test,
     World,
+    no_parameters,
     world_function,
 )
 from harness.errors import HarnessError
@@ -260,6 +261,11 @@ def get_device_capability(device_id: int = 0) -> None:
     machine is the platform's, so the answer is the same for each)."""
 
 
+def _takes_nothing(name: str) -> Callable[[], None] | None:
+    """The parameters of SGLang's helper `name` when it has none (see TAKES_NOTHING)."""
+    return no_parameters(name) if name in TAKES_NOTHING else None
+
+
 def capability(platform: Any) -> tuple[int | None, int | None]:
     """`torch.cuda.get_device_capability()`: (10, 0) for sm100, (10, 3) for sm103."""
     major = gpu_major(platform)
@@ -360,7 +366,9 @@ def _names() -> dict[str, Spec]:
         "AttentionArch": Constants(AttentionArch, "sglang.srt.configs.model_config"),
         "logger": _logger(),
         "register_post_process": Function("register_post_process", register_post_process),
-        "get_platform": Call(_platform_object(), label="get_platform()", takes_nothing=True),
+        "get_platform": Call(
+            _platform_object(), label="get_platform()", parameters=no_parameters("get_platform")
+        ),
         "current_platform": _current_platform(),
         "torch": _torch(),
         "use_mla_backend": Call(Param("use_mla", reader="use_mla_backend(view)")),
@@ -369,16 +377,18 @@ def _names() -> dict[str, Spec]:
         "get_device_capability": Call(
             Map(Param("platform"), capability), parameters=get_device_capability
         ),
-        "get_device_sm": Call(Map(Param("platform"), _device_sm), takes_nothing=True),
+        "get_device_sm": Call(
+            Map(Param("platform"), _device_sm), parameters=no_parameters("get_device_sm")
+        ),
     }
     names.update({name: Function(name, _identity) for name in VIEW_FUNCTIONS})
     for helper, flag in HELPERS.items():
         names[helper] = Call(_platform_flag(flag, f"{helper}()"), label=f"{helper}()",
-                             takes_nothing=helper in TAKES_NOTHING,
+                             parameters=_takes_nothing(helper),
                              refuses_arguments=helper in PARTIAL_CHECKS)  # fmt: skip
     for probe, field_name in PROBES.items():
         names[probe] = Call(field_param(field_name, f"{probe}()"), label=f"{probe}()",
-                            takes_nothing=probe in TAKES_NOTHING)  # fmt: skip
+                            parameters=_takes_nothing(probe))  # fmt: skip
     return names
 
 
