@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pytest
 
+from harness.scan import unrun
 from harness.testing.gitrepo import FixtureRepo
 from tests.conftest import run_cli
 from tests.helpers import plain_matrix
@@ -178,6 +179,55 @@ SILENT = {
 }  # fmt: skip
 
 
+# Two imports down or more, in modules both revisions import (name: the base's files
+# besides BASE, the head's changes, the statement the diff must name: path, text).
+IMPORTS_A = PASS.format(extra="import sglang.srt.arg_groups.a\n")
+CALLS_SETUP = "from .helpers import setup\n\nsetup()\n"
+DEEPER = {
+    "a module two imports down": (
+        {PASSES: IMPORTS_A, f"{PACKAGE}/a.py": "from . import b\n",
+         f"{PACKAGE}/b.py": "from .consts import TABLE\n"},
+        {f"{PACKAGE}/b.py": TUNING},
+        (f"{PACKAGE}/b.py", 'TABLE.update({"fa4": 64})'),
+    ),
+    "a function another module calls at import": (
+        {PASSES: IMPORTS_A, f"{PACKAGE}/a.py": CALLS_SETUP,
+         f"{PACKAGE}/helpers.py": "def setup():\n    pass\n"},
+        {f"{PACKAGE}/helpers.py": 'def setup():\n    from .consts import TABLE\n\n'
+                                  '    TABLE["fa4"] = 64\n'},
+        (f"{PACKAGE}/helpers.py", "def setup():"),
+    ),
+    "a function another module calls, through what its file imports": (
+        {PASSES: IMPORTS_A, f"{PACKAGE}/a.py": CALLS_SETUP,
+         f"{PACKAGE}/helpers.py": "def setup():\n    pass\n"},
+        {f"{PACKAGE}/helpers.py": 'from . import consts\n\n\ndef setup():\n'
+                                  '    consts.TABLE["fa4"] = 64\n'},
+        (f"{PACKAGE}/helpers.py", "def setup():"),
+    ),
+    "a module a function of another module imports": (
+        {PASSES: IMPORTS_A, f"{PACKAGE}/a.py": CALLS_SETUP,
+         f"{PACKAGE}/helpers.py": "def setup():\n    pass\n"},
+        {f"{PACKAGE}/helpers.py": "def setup():\n    from . import tuning  # noqa: F401\n",
+         f"{PACKAGE}/tuning.py": TUNING},
+        (f"{PACKAGE}/tuning.py", 'TABLE.update({"fa4": 64})'),
+    ),
+}  # fmt: skip
+# The same shapes, changed where they cannot reach TABLE: SGLang's page size stays 128.
+DEEPER_SILENT = {
+    "a module two imports down": (
+        {PASSES: IMPORTS_A, f"{PACKAGE}/a.py": "from . import b\n",
+         f"{PACKAGE}/b.py": "from .consts import TABLE\n\nLIMIT = 1\n"},
+        {f"{PACKAGE}/b.py": "from .consts import TABLE\n\nLIMIT = 2\n"},
+    ),
+    "a function another module calls at import": (
+        {PASSES: IMPORTS_A, f"{PACKAGE}/a.py": CALLS_SETUP,
+         f"{PACKAGE}/helpers.py": "def setup():\n    pass\n"},
+        {f"{PACKAGE}/helpers.py": "from .consts import TABLE\n\n\ndef setup():\n"
+                                  '    return TABLE["fa4"] * 2\n'},
+    ),
+}  # fmt: skip
+
+
 def repository(tmp_path: Path, head: dict[str, str], base: dict | None = None):
     repo = FixtureRepo(tmp_path / "repo")
     first = repo.commit("base", base or BASE)
@@ -231,6 +281,45 @@ def test_code_that_cannot_reach_it_stays_silent(name: str, tmp_path: Path):
     assert sglang_page_size(repo, second, tmp_path) == 128
     done, report = diff(tmp_path, first, second, repo)
     assert done.code == 0 and report["blind_spots"] == [], (done.err, report)
+
+
+@pytest.mark.parametrize("name", sorted(DEEPER))
+def test_a_change_further_down_that_reaches_it_is_named(name: str, tmp_path: Path):
+    """SGLang's import of its package runs these, the base's and the head's alike; the
+    change is not in a module the passes' file imports itself."""
+    before, head, (path, text) = DEEPER[name]
+    repo, first, second = repository(tmp_path, head, {**BASE, **before})
+    assert sglang_page_size(repo, first, tmp_path) == 128
+    assert sglang_page_size(repo, second, tmp_path) == 64
+    done, report = diff(tmp_path, first, second, repo)
+    assert done.code == 4 and report["changed"] == [], (done.err, report)
+    spots = [(s["path"], s["condition"].replace("'", '"')) for s in report["blind_spots"]]
+    assert (path, text.replace("'", '"')) in spots, spots
+
+
+@pytest.mark.parametrize("name", sorted(DEEPER_SILENT))
+def test_a_change_further_down_that_cannot_reach_it_stays_silent(name: str, tmp_path: Path):
+    before, head = DEEPER_SILENT[name]
+    repo, first, second = repository(tmp_path, head, {**BASE, **before})
+    assert sglang_page_size(repo, first, tmp_path) == 128
+    assert sglang_page_size(repo, second, tmp_path) == 128
+    done, report = diff(tmp_path, first, second, repo)
+    assert done.code == 0 and report["blind_spots"] == [], (done.err, report)
+
+
+def test_more_changed_modules_further_down_than_it_reads_is_said(tmp_path: Path):
+    """Past the bound, the modules not judged are said (cannot tell), not passed over."""
+    count = unrun.MAX_DEEPER + 1
+    names = [f"{PACKAGE}/m{n:02}.py" for n in range(count)]
+    base = {**BASE, **{name: "from .consts import TABLE\n\nX = 1\n" for name in names}}
+    head = {name: "from .consts import TABLE\n\nX = 2\n" for name in names}
+    repo, first, second = repository(tmp_path, head, base)
+    done, report = diff(tmp_path, first, second, repo)
+    assert done.code == 4, (done.err, report)
+    (spot,) = report["blind_spots"]
+    assert spot["path"] == "python/sglang", spot
+    said = f"{count} other changed modules of python/sglang name the passes' modules"
+    assert said in spot["condition"] and f"more than {unrun.MAX_DEEPER}" in spot["condition"]
 
 
 def test_a_reformatted_statement_is_no_change(tmp_path: Path):

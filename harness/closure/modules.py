@@ -120,6 +120,13 @@ def module_name(path: str, roots: tuple[str, ...] = (), tops: tuple[str, ...] = 
     return ".".join(names)
 
 
+def package_dir(path: str, roots: tuple[str, ...] = (), tops: tuple[str, ...] = ()) -> str:
+    """The directory of the top-level package holding `path`, found as `module_name` finds
+    its name (`python/sglang` for `python/sglang/srt/utils.py`)."""
+    parts = path.split("/")
+    return "/".join(parts[: _package_root(parts, roots, tops) + 1])
+
+
 def _package_root(parts: list[str], roots: tuple[str, ...], tops: tuple[str, ...]) -> int:
     """How many leading components of the path `parts` are the source root's."""
     for root in roots:

@@ -417,11 +417,7 @@ def package_roots(bound: Bound) -> tuple[tuple[str, ...], tuple[str, ...]]:
     what gives a loaded file's `__name__` as the project imports it (`module_name`)."""
     if bound.ctx is None:
         return (), ()
-    world = bound.ctx.world
-    named = [world.view_class, world.input_defaults, *world.run_entries]
-    modules = [pair[0] for pair in named if pair is not None]
-    tops = tuple(dict.fromkeys(m.split(".")[0] for m in modules))
-    return bound.ctx.matrix.target.roots, tops
+    return bound.ctx.matrix.target.roots, bound.ctx.world.tops
 
 
 def _repository_imports(closure: Closure, spaces: dict[str, dict]) -> dict[tuple, dict]:

@@ -555,6 +555,13 @@ class World:
     classes: dict[str, tuple] = field(default_factory=dict)  # every value its probes tell apart
     input_defaults: tuple[str, str] | None = None  # (module, class) declaring inputs' defaults
 
+    @property
+    def tops(self) -> tuple[str, ...]:
+        """The top-level packages of the modules the world names (`sglang`): where the
+        project's own files are, and what gives a file's dotted name as it imports it."""
+        named = [self.view_class, self.input_defaults, *self.run_entries]
+        return tuple(dict.fromkeys(pair[0].split(".")[0] for pair in named if pair is not None))
+
     def __reduce__(self) -> tuple:
         """Pickled by name (a worker's job): the registered world of that name."""
         return _registered_world, (self.name,)

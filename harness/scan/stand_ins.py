@@ -58,14 +58,22 @@ def _judged(key: tuple[str, str], found: dict, homes: dict, matrix: str) -> Blin
 def _nothing_else_changed(versions: Any, revisions: dict) -> bool:
     """Whether only the target's file (or no Python) differs between two commits: then no
     definition the world answers does (its homes are other files), and none is parsed."""
+    changed = changed_paths(versions, revisions)
+    target = {versions.matrix.target.path}  # the passes' own file: what a PR edits most
+    return changed is not None and nothing_else_changed(changed, target)
+
+
+def changed_paths(versions: Any, revisions: dict) -> list[str] | None:
+    """The paths that differ between two commits, asked of git once per run (the parts of
+    a split inferred diff ask it each); None when a side is not a commit (the working
+    tree, a release): then nothing lists them."""
     base, head = (revisions[side].sha for side in ("base", "head"))
     if base is None or head is None or revisions["base"].release or revisions["head"].release:
-        return False
+        return None
     memo, at = versions.sources.homes, ("changed files", base, head)
-    if at not in memo:  # once per run: the parts of a split inferred diff ask it each
+    if at not in memo:
         memo[at] = changed_files(versions.repo, base, head)
-    target = {versions.matrix.target.path}  # the passes' own file: what a PR edits most
-    return nothing_else_changed(memo[at], target)
+    return memo[at]
 
 
 def _definition(versions: Any, revision: Any, files: Any, key: tuple[str, str], read):

@@ -31,16 +31,21 @@ from collections.abc import Iterator
 from typing import Any
 
 from harness.closure.extract import postpones
+from harness.closure.modules import module_name, package_dir
 from harness.closure.mutations import ANY, CHANGERS, Reach, effects, function_effects
 from harness.closure.names import never_annotated
 from harness.closure.shadows import is_home, is_home_file, names_bound_at_import
 from harness.engine.purity import load_time_nodes
 from harness.errors import Unevaluable
 from harness.scan.spots import NEVER_RUN, BlindSpot
+from harness.scan.stand_ins import changed_paths
 
 MODULE_LEVEL = "module level"
 MAX_MODULES = 8  # changed or newly imported modules read per side, at most
 MAX_REACHED = 24  # modules followed down to know what the other side imports already
+MAX_LISTED = 400  # other changed files of the package, read for what they name, at most
+MAX_DEEPER = 32  # of those, the ones that name what the closures read, judged at most
+DYNAMIC = ("modules", "import_module", "__import__", "environ", "setattr", "globals")
 HINT = (
     "this module-level code changed, runs when SGLang imports its module and may change "
     "what the passes read, but harness does not run it, so what it does would not show "
@@ -69,7 +74,8 @@ def unrun_changes(versions: Any, revisions: dict, closures: dict) -> list[BlindS
         for side, other in (("head", "base"), ("base", "head")):
             mine, theirs = facts[side](path), facts[other](path)
             spots += _judged(side, mine, mine.retyped(theirs), read[side], facts[side], theirs)
-    return spots + _newly_imported(facts, near, read, files)
+    spots += _newly_imported(facts, near, read, files)
+    return spots + _deeper(versions, revisions, facts, near, read, files)
 
 
 def _with_imports(paths: list[str], facts: Any, more: list[str]) -> list[str]:
@@ -123,6 +129,58 @@ def _newly_imported(facts: dict, near: dict, read: dict, files: dict) -> list[Bl
     return spots
 
 
+def _deeper(versions: Any, revisions: dict, facts: dict, near: dict, read: dict,
+            files: dict) -> list[BlindSpot]:  # fmt: skip
+    """Spots in the package's other changed modules (between two commits) that name a
+    closure file's module, or what reaches any (`sys.modules`, `setattr`, the import
+    machinery, `os.environ`): SGLang's import of its package runs them, at both
+    revisions, two imports down or more. Which module imports which is not followed
+    that far (a release's package holds over a thousand; 70 s to parse): each is judged
+    as if imported, and more of them than the bounds is said, not passed over."""
+    changed = changed_paths(versions, revisions)
+    if not changed:
+        return []
+    roots, tops = versions.matrix.target.roots, versions.world.tops
+    closures = {*read["base"], *read["head"]}
+    packages = {_package_prefix(path, roots, tops) for path in closures}
+    judged = {*near["base"], *near["head"]}
+    others = [p for p in changed if p.endswith(".py") and p not in judged
+              and not is_home_file(p) and p.startswith(tuple(packages))]  # fmt: skip
+    where = min(packages).rstrip("/") or "the repository"
+    if len(others) > MAX_LISTED:
+        why = f"{len(others)} other changed modules of {where} (more than {MAX_LISTED})"
+        return [_unread("head", where, why)]
+    words = _spelled(closures, roots, tops)
+    named = [p for p in others if any(words.search(files[side].read(p) or "") for side in files)]
+    if len(named) > MAX_DEEPER:
+        why = f"{len(named)} other changed modules of {where} name the passes' modules"
+        return [_unread("head", where, f"{why} (more than {MAX_DEEPER})")]
+    spots: list[BlindSpot] = []
+    for path in named:
+        for side, other in (("head", "base"), ("base", "head")):
+            mine, theirs = facts[side](path), facts[other](path)
+            spots += _judged(side, mine, mine.retyped(theirs), read[side], facts[side], theirs)
+    return spots
+
+
+def _package_prefix(path: str, roots: tuple[str, ...], tops: tuple[str, ...]) -> str:
+    """What the paths of the package holding `path` start with (`python/sglang/`; all
+    paths, "", for a module at the top of the source root)."""
+    found = package_dir(path, roots, tops)
+    found = posixpath.dirname(found) if found.endswith(".py") else found
+    return f"{found}/" if found else ""
+
+
+def _spelled(paths: set[str], roots: tuple[str, ...], tops: tuple[str, ...]) -> re.Pattern:
+    """What a file's text spells when it may reach the closure files `paths`: the last two
+    names of each one's module (`arg_groups`, `consts`: an import, absolute or relative,
+    of it or of its package), and the names that reach any module (`DYNAMIC`)."""
+    words = set(DYNAMIC)
+    for path in paths:
+        words.update(module_name(path, roots, tops).split(".")[-2:])
+    return re.compile(r"\b(?:" + "|".join(sorted(map(re.escape, words))) + r")\b")
+
+
 def _reachable(paths: list[str], facts: Any) -> set[str]:
     """The modules `paths` import, and theirs, up to a bound (a module imported further
     down runs at both revisions: its code is not new)."""
@@ -144,7 +202,7 @@ class _Facts:
     parts of a split inferred diff ask for the same files)."""
 
     def __init__(self, versions: Any, files: Any, path: str) -> None:
-        self.path = path
+        self.path, self.files = path, files
         self.statements, self.texts, self.unreadable = _statements(versions, files, path)
         nodes = [node for _, node in self.statements]
         self._dumps: dict[int, str] = {}
@@ -200,6 +258,26 @@ class _Facts:
             names |= {ANY}
         return names, foreign, _writes_a_module(node, self.imports)
 
+    def call_writes(self, index: int, read: dict, every: Any) -> bool:
+        """Whether calling the function statement `index` may write to what the closure
+        reads of another file: a closure file's module or a name imported from one
+        (through the file's imports or the function's own), or one of their functions
+        that does. Its caller may be anywhere (another module's import of this one), so
+        a changed function of a file the closure does not read is judged by its body."""
+        node = self.statements[index][1]
+        if not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            return False
+        own = _import_targets(self.files, self.path, [(0, child) for child in node.body])
+        targets = {**self.imports, **own}
+        reached = {name for name, (path, got) in targets.items()
+                   if path in read or (got is not None and is_home(got, path))}  # fmt: skip
+        nodes = _every_node(node)
+        if not reached.isdisjoint(_written_roots(nodes)):
+            return True
+        called = frozenset(c.func.id for c in nodes
+                           if isinstance(c, ast.Call) and isinstance(c.func, ast.Name))  # fmt: skip
+        return _calls_into(called, targets, read, every)
+
     def function_changes(self, name: str) -> frozenset[str]:
         """Names of this file that calling its function `name` may change."""
         found: set[str] = set()
@@ -252,7 +330,8 @@ def _judged(
             continue
         names, foreign, writes = facts.changed(index)
         if not (writes or _reaches(names, facts.path, facts.imports, read)
-                or _calls_into(foreign, facts.imports, read, every)):  # fmt: skip
+                or _calls_into(foreign, facts.imports, read, every)
+                or (facts.path not in read and facts.call_writes(index, read, every))):  # fmt: skip
             continue
         if other is None or facts.new_to(index, other):
             spots.append(_spot(side, facts.path, line, node))
@@ -293,23 +372,25 @@ def _writes_a_module(node: ast.stmt, imports: dict) -> bool:
     module's own functions called, `logging.getLogger(...)`, change nothing here)."""
     modules = {name for name, (path, imported) in imports.items()
                if imported is None or is_home(imported, path)}  # fmt: skip
-    if not modules:
-        return False
-    for child in load_time_nodes(node):
+    return bool(modules) and not modules.isdisjoint(_written_roots(load_time_nodes(node)))
+
+
+def _written_roots(nodes: list[ast.AST]) -> set[str]:
+    """The names at the root of what the nodes write: an attribute or item assigned or
+    deleted (`m.TABLE["x"] = 1`: m), a mutating method called, `setattr`."""
+    out: set[str | None] = set()
+    for child in nodes:
         if isinstance(child, ast.Attribute | ast.Subscript) and isinstance(
             child.ctx, ast.Store | ast.Del
         ):
-            root = _root(child)
+            out.add(_root(child))
         elif isinstance(child, ast.Call) and isinstance(child.func, ast.Attribute):
-            root = _root(child.func.value) if child.func.attr in CHANGERS else None
+            out.add(_root(child.func.value) if child.func.attr in CHANGERS else None)
         elif isinstance(child, ast.Call) and isinstance(child.func, ast.Name):
             setter = child.func.id in ("setattr", "delattr") and child.args
-            root = _root(child.args[0]) if setter else None
-        else:
-            root = None
-        if root in modules:
-            return True
-    return False
+            out.add(_root(child.args[0]) if setter else None)
+    out.discard(None)
+    return out  # type: ignore[return-value]
 
 
 def _root(node: ast.expr) -> str | None:
