@@ -322,6 +322,21 @@ def test_more_changed_modules_further_down_than_it_reads_is_said(tmp_path: Path)
     assert said in spot["condition"] and f"more than {unrun.MAX_DEEPER}" in spot["condition"]
 
 
+def test_a_long_chain_of_calls_is_read_without_running_out_of_stack(tmp_path: Path):
+    """400 functions, each calling the next, the last writing TABLE: Python runs it at
+    import; reading it follows so far, then takes it to change anything (exit 4)."""
+    count = 400
+    chain = "".join(f"def f{n}():\n    f{n + 1}()\n\n\n" for n in range(count))
+    init = (f'from . import consts\n\n\n{chain}def f{count}():\n    consts.TABLE["fa4"] = 64'
+            "\n\n\nf0()\n")  # fmt: skip
+    repo, first, second = repository(tmp_path, {f"{PACKAGE}/__init__.py": init})
+    assert sglang_page_size(repo, second, tmp_path) == 64
+    done, report = diff(tmp_path, first, second, repo)
+    assert done.code == 4 and report["changed"] == [], (done.err, report)
+    assert ("f0()", f"{PACKAGE}/__init__.py") in {(s["condition"], s["path"])
+                                                 for s in report["blind_spots"]}  # fmt: skip
+
+
 def test_a_reformatted_statement_is_no_change(tmp_path: Path):
     """The same statement, spaced and commented otherwise: nothing new runs."""
     init = f"{PACKAGE}/__init__.py"

@@ -36,6 +36,7 @@ PURE_BUILTINS = frozenset(
     }
 )  # fmt: skip
 SETTERS = frozenset({"setattr", "delattr"})
+MAX_REACH_DEPTH = 100  # aliases and calls followed one inside the other; past it, ANY
 ANY = "*"  # a statement that may change any name of its module (`globals()[...] = ...`)
 REFLECTION = frozenset({"globals", "vars", "locals"})  # called without arguments
 DYNAMIC = frozenset({"exec", "eval", "compile", "__import__"})  # code the reading cannot see
@@ -111,6 +112,7 @@ class Reach:
     def __init__(self, definitions: Callable[[str], list[ast.stmt]]) -> None:
         self.definitions = definitions  # name -> the top-level statements binding it
         self.memo: dict[tuple[str, str], tuple[frozenset[str], frozenset[str]]] = {}
+        self.depth = 0  # aliases and calls being followed, one inside the other
 
     def of(self, found: Effects) -> tuple[frozenset[str], frozenset[str]]:
         """(names of the file it may change, functions it calls that the file lacks)."""
@@ -129,10 +131,16 @@ class Reach:
 
     def _memo(self, key: tuple[str, str]) -> tuple[frozenset[str], frozenset[str]]:
         if key not in self.memo:
+            if self.depth >= MAX_REACH_DEPTH:  # a chain that long (PR text): may change any
+                return frozenset({ANY}), frozenset()
             self.memo[key] = (frozenset(), frozenset())  # a cycle stops here
             kind, name = key
             compute = {"alias": self._alias, "call": self._called, "returned": self._returned}
-            data, foreign = compute[kind](name)
+            self.depth += 1
+            try:
+                data, foreign = compute[kind](name)
+            finally:
+                self.depth -= 1
             self.memo[key] = (frozenset(data), frozenset(foreign))
         return self.memo[key]
 

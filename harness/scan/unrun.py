@@ -138,10 +138,10 @@ def _deeper(versions: Any, revisions: dict, facts: dict, near: dict, read: dict,
     that far (a release's package holds over a thousand; 70 s to parse): each is judged
     as if imported, and more of them than the bounds is said, not passed over."""
     changed = changed_paths(versions, revisions)
-    if not changed:
+    closures = {*read["base"], *read["head"]}
+    if not changed or not closures:  # no closure read: nothing it reads to reach
         return []
     roots, tops = versions.matrix.target.roots, versions.world.tops
-    closures = {*read["base"], *read["head"]}
     packages = {_package_prefix(path, roots, tops) for path in closures}
     judged = {*near["base"], *near["head"]}
     others = [p for p in changed if p.endswith(".py") and p not in judged
