@@ -1,18 +1,23 @@
-"""A function that assigns to (or deletes) an attribute of its view, or of any object the
-world gives it, makes its revision unevaluable: harness compares what the function
-returns, so what it sets elsewhere goes unseen, and an edit of the value it assigns
-would otherwise pass as "no change" (both revisions raising the same error on every
-cell). The diff exits 4 with one reason naming the line and the fix, whether or not the
-code catches what the assignment raised.
+"""A function that assigns to its view, with `world: plain`, declares what it assigns:
+the harness compares the field's final value, as plain Python running the function
+on an object holding the cell's values leaves it (a later read gives the value
+assigned; a returned dict wins over an assignment). Deleting an attribute of the
+view, writing to any other object the world gives, and writing to SGLang's view
+(read-only there: its passes return declarations) make the revision unevaluable:
+the diff exits 4 with one reason naming the line and the fix, whether or not the
+code catches what the write raised.
 
-Each case's two revisions differ only in the value assigned; the expected line is found
-in the text the test wrote, not asked of harness.
+Each case's two revisions differ only in the value assigned; expected cells come
+from running the two texts in plain Python here, and the expected line is found in
+the text the test wrote, not asked of harness.
 """
 
 from __future__ import annotations
 
+import itertools
 import json
 import textwrap
+import types
 from pathlib import Path
 
 import pytest
@@ -96,32 +101,128 @@ def apply_timeout(config):
 """
 
 
-@pytest.mark.parametrize(
-    ("body", "piece", "done"),
-    [(ASSIGNS, "config.timeout =", ASSIGNED), (CATCHES, "config.timeout =", ASSIGNED),
-     (CATCHES_ALL, "config.timeout =", ASSIGNED), (DELETES, "del config", DELETED)],
-    ids=["assigns", "catches-attribute-error", "catches-base-exception", "deletes"],
-)  # fmt: skip
-def test_a_write_to_the_view_is_cannot_tell_naming_its_line_and_the_fix(
-    tmp_path, body, piece, done
-):
-    texts = versions(body)
+WRITE_THEN_READ = """
+def apply_timeout(config):
+    config.timeout = config.timeout or 10
+    if config.method == "GET" and config.timeout == 10:
+        config.timeout = {value}
+"""
+ASSIGNS_AND_RETURNS = """
+def apply_timeout(config):
+    config.timeout = {value}
+    if config.method == "POST":
+        return {{"timeout": 1}}
+    return {{}}
+"""
+AUGMENTS = """
+def apply_timeout(config):
+    if config.timeout is not None:
+        config.timeout += {value}
+"""
+HANDLERS = """
+def _timeouts(config):
+    if config.timeout is None:
+        config.timeout = {value} if config.method in ("PUT", "POST") else 10
+
+
+def _retries(config):
+    config.retries = 3 if config.timeout > 20 else 1
+
+
+def apply_timeout(config):
+    _timeouts(config)
+    _retries(config)
+"""
+DECLARING = {"handlers": HANDLERS, "assigns": ASSIGNS, "catches-attribute-error": CATCHES,
+             "catches-base-exception": CATCHES_ALL, "write-then-read": WRITE_THEN_READ,
+             "assigns-and-returns": ASSIGNS_AND_RETURNS, "augments": AUGMENTS}  # fmt: skip
+AXES = {"method": ["GET", "PUT", "POST"], "timeout": [None, 5]}
+
+
+def plain_outcome(text: str, cell: dict) -> object:
+    """What running the function in plain Python on an object holding the cell's values
+    leaves as its timeout: a returned dict's value, else the attribute's."""
+    namespace: dict = {}
+    exec(compile(text, "fixture", "exec"), namespace)
+    config = types.SimpleNamespace(**cell)
+    result = namespace["apply_timeout"](config)
+    return (result or {}).get("timeout", config.timeout)
+
+
+@pytest.mark.parametrize("name", sorted(DECLARING))
+def test_a_write_to_the_view_is_what_the_function_declares(tmp_path, name):
+    texts = versions(DECLARING[name])
+    expected = {}
+    for values in itertools.product(*AXES.values()):
+        cell = dict(zip(AXES, values, strict=True))
+        sides = [plain_outcome(text, cell) for text in texts]
+        if sides[0] != sides[1]:
+            expected[values] = tuple(sides)
+    assert expected  # each case's edit changes some cell
     shas = commit_versions(tmp_path / "repo", texts)
     (tmp_path / "timeouts.yaml").write_text(PLAIN)
     code, report = diff(tmp_path / "repo", shas, "--matrix", str(tmp_path / "timeouts.yaml"))
-    line = line_of(texts[1], piece)
-    assert_cannot_tell(code, report, f"view.timeout is {done} at {PATH}:{line}: ")
+    found = {(c["cell"]["method"], c["cell"]["timeout"]): (c["base"]["timeout"], c["head"]["timeout"])
+             for c in report["changed"]}  # fmt: skip
+    assert code == 1 and found == expected, report
+    assert report["notes"] == {}, report
+    # each call's writes are its own: explored by decision paths, not run on every cell
+    assert "every_cell" not in report["base"] and "every_cell" not in report["head"], report
+
+
+SHARED_SETTER = """
+class _Defaults:
+    timeout = None
+
+
+_DEFAULTS = _Defaults()
+
+
+def _set(config, value):
+    config.timeout = value
+
+
+def apply_timeout(config):
+    _set(_DEFAULTS, 1)
+    if config.timeout is None:
+        _set(config, {value})
+"""
+
+
+def test_a_helper_also_handed_another_object_runs_on_every_cell(tmp_path):
+    """`_set` writes to a module-level object too: calls may share state, so each cell
+    is run (and still declares what plain Python leaves on the view)."""
+    texts = versions(SHARED_SETTER)
+    cells = [dict(zip(AXES, v, strict=True)) for v in itertools.product(*AXES.values())]
+    expected = {(c["method"], c["timeout"]): tuple(plain_outcome(t, c) for t in texts)
+                for c in cells if plain_outcome(texts[0], c) != plain_outcome(texts[1], c)}  # fmt: skip
+    shas = commit_versions(tmp_path / "repo", texts)
+    (tmp_path / "timeouts.yaml").write_text(PLAIN)
+    code, report = diff(tmp_path / "repo", shas, "--matrix", str(tmp_path / "timeouts.yaml"))
+    found = {(c["cell"]["method"], c["cell"]["timeout"]): (c["base"]["timeout"], c["head"]["timeout"])
+             for c in report["changed"]}  # fmt: skip
+    assert code == 1 and found == expected, report
+    assert "_DEFAULTS" in report["head"]["every_cell"] or "config.timeout" in report["head"]["every_cell"]
+
+
+def test_a_deletion_from_the_view_is_cannot_tell_naming_its_line_and_the_fix(tmp_path):
+    texts = versions(DELETES)
+    shas = commit_versions(tmp_path / "repo", texts)
+    (tmp_path / "timeouts.yaml").write_text(PLAIN)
+    code, report = diff(tmp_path / "repo", shas, "--matrix", str(tmp_path / "timeouts.yaml"))
+    line = line_of(texts[1], "del config")
+    assert_cannot_tell(code, report, f"view.timeout is {DELETED} at {PATH}:{line}: ")
     assert FIX in report["notes"]["head"]
 
 
 def test_the_text_report_says_it_in_one_line_per_side(tmp_path):
-    texts = versions(ASSIGNS)
+    texts = versions(DELETES)
     shas = commit_versions(tmp_path / "repo", texts)
     (tmp_path / "timeouts.yaml").write_text(PLAIN)
     done = run_cli("diff", *shas, "--repo", str(tmp_path / "repo"), "--no-cache",
                    "--matrix", str(tmp_path / "timeouts.yaml"))  # fmt: skip
     assert done.code == 4
-    reason = f"view.timeout is assigned at {PATH}:{line_of(texts[1], 'config.timeout =')}: "
+    reason = f"view.timeout is deleted at {PATH}:{line_of(texts[1], 'del config')}: "
     assert len([s for s in done.out.splitlines() if reason in s and FIX in s]) == 2
     assert "No cell changes" not in done.out and "AttributeError" not in done.out
 

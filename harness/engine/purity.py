@@ -7,6 +7,11 @@ function in it (the target, helpers, methods, lambdas) writes anything but
 its own fresh objects:
 
 - `global` and `nonlocal` are writes to shared state;
+- an attribute assigned to the target function's view (`config.x = 1`, its
+  first parameter, never rebound), or to the view a function of the closure is
+  only ever handed (`_handle_timeouts(config)`), is not: each call sees the
+  view afresh, and what it assigns there is what it declares (or refused,
+  where the world refuses it);
 - assigning or deleting an attribute or item, calling a mutating method
   (`append`, `update`, `setdefault`, ...) or `setattr`/`delattr`, taking a
   mutating method as a value (`push = TABLE.append`), are writes unless the
@@ -89,11 +94,12 @@ def impurity(target: Closure | Pipeline) -> str | None:
     for closure in closures:
         generators = _generator_functions(closure)
         known = _known_callees(closure)
+        views = _views(closure)
         for path in closure.files:
             for node in closure.nodes_of(path):
                 found = _module_state(node, generators, known)
                 for function in _functions(node):
-                    found = found or _writes(function)
+                    found = found or _writes(function, views.get(id(function)))
                 if found:
                     return f"{path}:{found[0]}: {found[1]}"
     return None
@@ -237,7 +243,76 @@ def _functions(node: ast.AST) -> list[Function]:
     return [n for n in ast.walk(node) if isinstance(n, Function)]
 
 
-def _writes(function: Function) -> tuple[int, str] | None:
+def _views(closure: Closure) -> dict[int, str]:
+    """The view parameter of each function (by node id) that is always handed the call's
+    view: the target's first parameter, and the first of a function of the closure that
+    is only ever called, by name, with a view as its first argument (a handler,
+    `_handle_timeouts(config)`), and so on down. A function named anywhere else (kept,
+    passed along, decorated, defined twice) has none."""
+    defs: dict[str, list[Function]] = {}
+    statements = [(path, node) for path in closure.files for node in closure.nodes_of(path)]
+    for _, node in statements:
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            defs.setdefault(node.name, []).append(node)
+    sites, named = _call_sites([node for _, node in statements], defs)
+    target = next((n for p, n in statements if p == closure.path and _named(n, closure.function)),
+                  None)  # fmt: skip
+    views = {id(target): view} if target and (view := _view_of(target)) else {}
+    grew = True
+    while grew:
+        grew = False
+        for name, found in defs.items():
+            if len(found) != 1 or name in named or id(found[0]) in views or not sites[name]:
+                continue
+            if all(_hands_view(call, views.get(id(caller))) for caller, call in sites[name]):
+                view = _view_of(found[0])
+                if view is not None:
+                    views[id(found[0])] = view
+                    grew = True
+    return views
+
+
+def _call_sites(statements: list[ast.stmt], defs: dict) -> tuple[dict[str, list], set[str]]:
+    """Each call by name of one of `defs` in a function ((caller, call)), and the names
+    of `defs` used otherwise (at module level, as a value)."""
+    sites: dict[str, list[tuple[Function, ast.Call]]] = {name: [] for name in defs}
+    called: set[int] = set()
+    for node in statements:
+        for function in _functions(node):
+            for child in _own_nodes(function):
+                func = child.func if isinstance(child, ast.Call) else None
+                if isinstance(func, ast.Name) and func.id in sites:
+                    sites[func.id].append((function, child))
+                    called.add(id(func))
+    named = {child.id for node in statements for child in ast.walk(node)
+             if isinstance(child, ast.Name) and child.id in defs
+             and id(child) not in called}  # fmt: skip
+    return sites, named
+
+
+def _hands_view(call: ast.Call, view: str | None) -> bool:
+    first = call.args[0] if call.args else None
+    return view is not None and isinstance(first, ast.Name) and first.id == view
+
+
+def _named(node: ast.stmt, name: str) -> bool:
+    return isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.name == name
+
+
+def _view_of(function: Function) -> str | None:
+    """The target function's view: its first parameter, when nothing rebinds it (an
+    attribute assigned to it is a declaration of this call, see
+    `harness.engine.sandbox._recording`, or refused where the world refuses it)."""
+    args = function.args.posonlyargs + function.args.args
+    if not args:
+        return None
+    name = args[0].arg
+    rebound = any(isinstance(t, ast.Name) and t.id == name
+                  for node in _own_nodes(function) for t in _stored(node))  # fmt: skip
+    return None if rebound else name
+
+
+def _writes(function: Function, view: str | None = None) -> tuple[int, str] | None:
     fresh = _fresh_locals(function)
     nodes = _own_nodes(function)
     parents = {id(c): p for p in nodes for c in ast.iter_child_nodes(p)}
@@ -247,6 +322,8 @@ def _writes(function: Function) -> tuple[int, str] | None:
             kind = "global" if isinstance(node, ast.Global) else "nonlocal"
             return node.lineno, f"{kind} {', '.join(node.names)}"
         for target in _stored(node):
+            if _declares(node, target, view):
+                continue
             if isinstance(target, ast.Attribute | ast.Subscript) and not _local(target, fresh):
                 return node.lineno, f"writes to {ast.unparse(target)}"
         found = _call_write(node, fresh) or _in_place(node, new)
@@ -255,6 +332,13 @@ def _writes(function: Function) -> tuple[int, str] | None:
         if _mutator_taken(node, parents, fresh):
             return node.lineno, f"takes the bound method {ast.unparse(node)}"
     return None
+
+
+def _declares(node: ast.AST, target: ast.expr, view: str | None) -> bool:
+    """`view.x = ...` (or `+=`): an attribute assigned to the call's own view."""
+    return (view is not None and not isinstance(node, ast.Delete)
+            and isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name)
+            and target.value.id == view)  # fmt: skip
 
 
 def _call_write(node: ast.AST, fresh: Fresh) -> str | None:

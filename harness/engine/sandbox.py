@@ -121,11 +121,13 @@ def overlay_maker(
     otherwise: Reader | None = None,
     write: Callable[[Any, str, str], BaseException] | None = None,
     name: str = "",
+    record: bool = False,
 ) -> Callable[[Any, dict[str, Any]], Any]:
     """`make(inner, declared)`: an object answering a name `declared` holds (through
     `answer(obj, value)`, if given; never one starting with `__`), else `otherwise(inner,
-    name)` (by default, the inner object's attribute). A write goes to `inner`, or raises
-    `write(inner, name, done)`.
+    name)` (by default, the inner object's attribute). A write goes into `declared` with
+    `record` (a name not starting with `__`), else to `inner`, or raises `write(inner,
+    name, done)`.
 
     Its class is a stand-in (`harness.engine.world.stand_in_class`), made once per
     maker: only special methods, state in slots read through their descriptors kept
@@ -141,9 +143,12 @@ def overlay_maker(
         return read(get_inner(self), name)
 
     def __setattr__(self: Any, name: str, value: Any) -> None:
-        if write is not None:
+        if record and not name.startswith("__"):
+            get_declared(self)[name] = value
+        elif write is not None:
             raise write(get_inner(self), name, ASSIGNED)
-        setattr(get_inner(self), name, value)
+        else:
+            setattr(get_inner(self), name, value)
 
     def __delattr__(self: Any, name: str) -> None:
         if write is not None:
@@ -216,6 +221,7 @@ class _Loader:
         self.module_names = [module_name(path, roots, tops) for path in order]
         self.module = module_maker(bound.probe, roots, tops)
         self.viewer = method_viewer(bound.probe, view_type(bound)) if closure.methods else None
+        self.recorder = _recorder(bound)
         self.world, self.refresh = fresh_names(bound.names)
         self.spaces: dict[str, dict[str, Any]] = {}
         self.importers: dict[str, dict[str, Any]] = {}  # each file's namespace, before it runs
@@ -241,9 +247,40 @@ class _Loader:
         if probe.unbound is not None:  # refused at load time, and caught there
             raise Unevaluable(unbound_reason(probe.unbound), probe.unbound.field)
         function = spaces[closure.path][closure.function]
-        if self.viewer is None:
-            return function
-        return _with_viewer(function, closure.method_functions(dict(spaces)), self.viewer)
+        if self.viewer is not None:
+            function = _with_viewer(function, closure.method_functions(dict(spaces)), self.viewer)
+        return function if self.recorder is None else _recording(function, self.recorder)
+
+
+def _recorder(bound: Bound) -> Callable[[Any, dict[str, Any]], Any] | None:
+    """The overlay a call's view is seen through when the world declares what code assigns
+    to the view (`World.view_writes`); None when it refuses that (SGLang's passes: their
+    view is read-only there too)."""
+    world = None if bound.ctx is None else bound.ctx.world
+    if world is None or not world.view_writes:
+        return None
+    return overlay_maker("view", bound.probe, name=view_type(bound), record=True)
+
+
+def _recording(
+    function: Callable[..., Any], recorder: Callable[[Any, dict[str, Any]], Any]
+) -> Callable[..., Any]:
+    """`function`, called with the view seen through `recorder`: each call's writes are
+    its own (a fresh overlay), read back after they are made (never the input: no axis
+    is read), and declared under what it returns (a dict wins; None declares the writes
+    alone)."""
+
+    @functools.wraps(function)
+    def call(view: Any) -> Any:
+        written: dict[str, Any] = {}
+        result = function(recorder(view, written))
+        if result is None:
+            return dict(written)
+        if type(result) is dict and written:
+            return {**written, **result}
+        return result
+
+    return call
 
 
 MUTABLE = (list, dict, set, bytearray)  # plain data a world may bind a name to, changeable

@@ -554,6 +554,7 @@ class World:
     suggested: dict[str, tuple] = field(default_factory=dict)  # inputs it reads: a first axis
     classes: dict[str, tuple] = field(default_factory=dict)  # every value its probes tell apart
     input_defaults: tuple[str, str] | None = None  # (module, class) declaring inputs' defaults
+    view_writes: bool = False  # an attribute assigned to the view is declared (not refused)
 
     @property
     def tops(self) -> tuple[str, ...]:

@@ -7,9 +7,9 @@ from harness.engine.worlds import sglang
 from harness.errors import HarnessError
 
 WORLDS: dict[str, World] = {
-    "plain": register_world(
-        World(name="plain")
-    ),  # binds nothing: axes and fields are view attributes
+    # binds nothing: axes and fields are view attributes, and what the code assigns to
+    # the view is what it declares (a project's `config.timeout = 5`)
+    "plain": register_world(World(name="plain", view_writes=True)),
     "sglang": register_world(sglang.WORLD),
 }
 
