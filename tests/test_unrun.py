@@ -211,9 +211,59 @@ DEEPER = {
          f"{PACKAGE}/tuning.py": TUNING},
         (f"{PACKAGE}/tuning.py", 'TABLE.update({"fa4": 64})'),
     ),
+    "a name written through a third module that imports it": (
+        {PASSES: IMPORTS_A, f"{PACKAGE}/a.py": "from . import b\n",
+         f"{PACKAGE}/c.py": "from .consts import TABLE as T\n", f"{PACKAGE}/b.py": "X = 1\n"},
+        {f"{PACKAGE}/b.py": 'from .c import T\n\nT["fa4"] = 64\n'},
+        (f"{PACKAGE}/b.py", 'T["fa4"] = 64'),
+    ),
+    "a changed value unchanged code writes into the table": (
+        {f"{PACKAGE}/__init__.py": "from .consts import TABLE\nfrom .defaults import FA4\n\n"
+                                   'TABLE["fa4"] = FA4\n', f"{PACKAGE}/defaults.py": "FA4 = 128\n"},
+        {f"{PACKAGE}/defaults.py": "FA4 = 64\n"},
+        (f"{PACKAGE}/defaults.py", "FA4 = 64"),
+    ),
+    "a changed function unchanged code hands the table to": (
+        {PASSES: IMPORTS_A, f"{PACKAGE}/a.py": "from .consts import TABLE\nfrom .helpers import "
+                                               "setup\n\nsetup(TABLE)\n",
+         f"{PACKAGE}/helpers.py": "def setup(t):\n    pass\n"},
+        {f"{PACKAGE}/helpers.py": 'def setup(t):\n    t["fa4"] = 64\n'},
+        (f"{PACKAGE}/helpers.py", "def setup(t):"),
+    ),
+    "a changed method of a class made at import": (
+        {PASSES: IMPORTS_A, f"{PACKAGE}/a.py": "from .helpers import Setup\n\nSetup().run()\n",
+         f"{PACKAGE}/helpers.py": "from .consts import TABLE\n\n\nclass Setup:\n"
+                                  "    def run(self):\n        pass\n"},
+        {f"{PACKAGE}/helpers.py": "from .consts import TABLE\n\n\nclass Setup:\n"
+                                  '    def run(self):\n        TABLE["fa4"] = 64\n'},
+        (f"{PACKAGE}/helpers.py", "class Setup:"),
+    ),
+    "a changed function that calls an unchanged writer": (
+        {PASSES: IMPORTS_A, f"{PACKAGE}/a.py": CALLS_SETUP,
+         f"{PACKAGE}/writer.py": 'from . import consts\n\n\ndef poke():\n    consts.TABLE["fa4"] = 64\n',
+         f"{PACKAGE}/helpers.py": "from .writer import poke\n\n\ndef setup():\n    pass\n"},
+        {f"{PACKAGE}/helpers.py": "from .writer import poke\n\n\ndef setup():\n    poke()\n"},
+        (f"{PACKAGE}/helpers.py", "def setup():"),
+    ),
+    "a module's namespace written through vars": (
+        {PASSES: IMPORTS_A, f"{PACKAGE}/a.py": "from . import b\n", f"{PACKAGE}/b.py": "X = 1\n"},
+        {f"{PACKAGE}/b.py": 'from . import consts\n\nvars(consts)["TABLE"]["fa4"] = 64\n'},
+        (f"{PACKAGE}/b.py", 'vars(consts)["TABLE"]["fa4"] = 64'),
+    ),
 }  # fmt: skip
 # The same shapes, changed where they cannot reach TABLE: SGLang's page size stays 128.
 DEEPER_SILENT = {
+    "a function that changes what it is handed, not the table": (
+        {PASSES: IMPORTS_A, f"{PACKAGE}/a.py": "from . import helpers\n",
+         f"{PACKAGE}/helpers.py": "from .consts import TABLE\n"},
+        {f"{PACKAGE}/helpers.py": "from .consts import TABLE\n\n\ndef fill(d):\n    d.update(TABLE)\n"},
+    ),
+    "a registry of another module the passes do not read": (
+        {PASSES: IMPORTS_A, f"{PACKAGE}/a.py": "from . import b\n", f"{PACKAGE}/registry.py": "REG = {}\n",
+         f"{PACKAGE}/b.py": "from . import registry\nfrom .consts import TABLE\n"},
+        {f"{PACKAGE}/b.py": 'from . import registry\nfrom .consts import TABLE\n\n'
+                            'registry.REG["fa4"] = TABLE["fa4"]\n'},
+    ),
     "a module two imports down": (
         {PASSES: IMPORTS_A, f"{PACKAGE}/a.py": "from . import b\n",
          f"{PACKAGE}/b.py": "from .consts import TABLE\n\nLIMIT = 1\n"},
@@ -317,8 +367,8 @@ def test_more_changed_modules_further_down_than_it_reads_is_said(tmp_path: Path)
     done, report = diff(tmp_path, first, second, repo)
     assert done.code == 4, (done.err, report)
     (spot,) = report["blind_spots"]
-    assert spot["path"] == "python/sglang", spot
-    said = f"{count} other changed modules of python/sglang name the passes' modules"
+    assert spot["path"] == "python", spot
+    said = f"{count} other changed modules under python/ name the passes' modules"
     assert said in spot["condition"] and f"more than {unrun.MAX_DEEPER}" in spot["condition"]
 
 

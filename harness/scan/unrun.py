@@ -45,7 +45,9 @@ MAX_MODULES = 8  # changed or newly imported modules read per side, at most
 MAX_REACHED = 24  # modules followed down to know what the other side imports already
 MAX_LISTED = 400  # other changed files of the package, read for what they name, at most
 MAX_DEEPER = 32  # of those, the ones that name what the closures read, judged at most
-DYNAMIC = ("modules", "import_module", "__import__", "environ", "setattr", "globals")
+# what reaches any module (`sys.modules`), spelled
+DYNAMIC = ("sys", "import_module", "__import__", "pkgutil", "runpy", "environ", "setattr",
+           "globals", "vars", "exec")  # fmt: skip
 HINT = (
     "this module-level code changed, runs when SGLang imports its module and may change "
     "what the passes read, but harness does not run it, so what it does would not show "
@@ -75,7 +77,58 @@ def unrun_changes(versions: Any, revisions: dict, closures: dict) -> list[BlindS
             mine, theirs = facts[side](path), facts[other](path)
             spots += _judged(side, mine, mine.retyped(theirs), read[side], facts[side], theirs)
     spots += _newly_imported(facts, near, read, files)
-    return spots + _deeper(versions, revisions, facts, near, read, files)
+    deeper, judged = _deeper(versions, revisions, facts, near, read, files)
+    fed = _fed(facts, {side: [*near[side], *judged] for side in files}, read, files)
+    return _unique(spots + deeper + fed)
+
+
+def _unique(spots: list[BlindSpot]) -> list[BlindSpot]:
+    return list(dict.fromkeys(spots))
+
+
+def _fed(facts: dict, judged: dict, read: dict, files: dict) -> list[BlindSpot]:
+    """Spots for changed definitions that unchanged module-level code takes in where that
+    code may change what the closure reads: `TABLE["fa4"] = FA4` after `from .defaults
+    import FA4`, where defaults.py's `FA4 = 64` changed; `TABLE.update(patch())`;
+    `setup(TABLE)`. (A changed statement is judged itself.)"""
+    spots: list[BlindSpot] = []
+    for side, other in (("head", "base"), ("base", "head")):
+        for path in dict.fromkeys(judged[side]):
+            spots += _fed_in(facts[side](path), side, other, facts, read[side], files)
+    return spots
+
+
+def _fed_in(mine: _Facts, side: str, other: str, facts: dict, read: dict,
+            files: dict) -> list[BlindSpot]:  # fmt: skip
+    """`_fed` for one file at one side."""
+    imported = {name for name, (target, got) in mine.imports.items()
+                if got is not None and target.endswith(".py") and target != mine.path}  # fmt: skip
+    if mine.unreadable or not imported:
+        return []
+    drawn = read.get(mine.path, {}).get("lines", set())
+    fresh = set(mine.retyped(facts[other](mine.path)))
+    spots: list[BlindSpot] = []
+    for index, (line, node) in enumerate(mine.statements):
+        if index in fresh or line in drawn or _binds_only(node):
+            continue
+        used = _loaded(_run_nodes(node)) & imported
+        if used and mine.reaches(index, read, facts[side]):
+            for name in sorted(used):
+                origin = _origin(facts[side], *mine.imports[name])
+                spots += _changed_definition(side, other, facts, files, *origin)
+    return spots
+
+
+def _changed_definition(side: str, other: str, facts: dict, files: dict, path: str,
+                        name: str) -> list[BlindSpot]:  # fmt: skip
+    """A spot for each statement binding `name` in `path` that changed between the sides."""
+    if is_home_file(path) or files[side].ident(path) == files[other].ident(path):
+        return []
+    mine, theirs = facts[side](path), facts[other](path)
+    fresh = set(mine.retyped(theirs))
+    bound = {id(node) for node in mine.reach.definitions(name)}
+    return [_spot(side, path, line, node) for n, (line, node) in enumerate(mine.statements)
+            if id(node) in bound and n in fresh and mine.new_to(n, theirs)]  # fmt: skip
 
 
 def _with_imports(paths: list[str], facts: Any, more: list[str]) -> list[str]:
@@ -130,44 +183,47 @@ def _newly_imported(facts: dict, near: dict, read: dict, files: dict) -> list[Bl
 
 
 def _deeper(versions: Any, revisions: dict, facts: dict, near: dict, read: dict,
-            files: dict) -> list[BlindSpot]:  # fmt: skip
-    """Spots in the package's other changed modules (between two commits) that name a
-    closure file's module, or what reaches any (`sys.modules`, `setattr`, the import
-    machinery, `os.environ`): SGLang's import of its package runs them, at both
-    revisions, two imports down or more. Which module imports which is not followed
-    that far (a release's package holds over a thousand; 70 s to parse): each is judged
-    as if imported, and more of them than the bounds is said, not passed over."""
+            files: dict) -> tuple[list[BlindSpot], list[str]]:  # fmt: skip
+    """Spots in the other changed modules of the source root (between two commits), and
+    the modules judged: SGLang's import of its package runs them, at both revisions,
+    two imports down or more. Which module imports which is not followed that far (a
+    release's package holds over a thousand; 70 s to parse): each is judged as if
+    imported, all of them when they are few (MAX_DEEPER), else those that name a
+    closure file's module or what reaches any (`sys.modules`, `setattr`, the import
+    machinery, `os.environ`); more than the bounds is said, not passed over."""
     changed = changed_paths(versions, revisions)
     closures = {*read["base"], *read["head"]}
     if not changed or not closures:  # no closure read: nothing it reads to reach
-        return []
+        return [], []
     roots, tops = versions.matrix.target.roots, versions.world.tops
     packages = {_package_prefix(path, roots, tops) for path in closures}
     judged = {*near["base"], *near["head"]}
     others = [p for p in changed if p.endswith(".py") and p not in judged
               and not is_home_file(p) and p.startswith(tuple(packages))]  # fmt: skip
-    where = min(packages).rstrip("/") or "the repository"
+    where = min(packages).rstrip("/") or "."
     if len(others) > MAX_LISTED:
-        why = f"{len(others)} other changed modules of {where} (more than {MAX_LISTED})"
-        return [_unread("head", where, why)]
-    words = _spelled(closures, roots, tops)
-    named = [p for p in others if any(words.search(files[side].read(p) or "") for side in files)]
+        why = f"{len(others)} other changed modules under {where}/ (more than {MAX_LISTED})"
+        return [_unread("head", where, why)], []
+    named = others
+    if len(others) > MAX_DEEPER:  # a pull request's few are read whole; more, by their words
+        words = _spelled(closures, roots, tops)
+        named = [p for p in others if any(words.search(files[s].read(p) or "") for s in files)]
     if len(named) > MAX_DEEPER:
-        why = f"{len(named)} other changed modules of {where} name the passes' modules"
-        return [_unread("head", where, f"{why} (more than {MAX_DEEPER})")]
+        why = f"{len(named)} other changed modules under {where}/ name the passes' modules"
+        return [_unread("head", where, f"{why} (more than {MAX_DEEPER})")], []
     spots: list[BlindSpot] = []
     for path in named:
         for side, other in (("head", "base"), ("base", "head")):
             mine, theirs = facts[side](path), facts[other](path)
             spots += _judged(side, mine, mine.retyped(theirs), read[side], facts[side], theirs)
-    return spots
+    return spots, named
 
 
 def _package_prefix(path: str, roots: tuple[str, ...], tops: tuple[str, ...]) -> str:
-    """What the paths of the package holding `path` start with (`python/sglang/`; all
-    paths, "", for a module at the top of the source root)."""
-    found = package_dir(path, roots, tops)
-    found = posixpath.dirname(found) if found.endswith(".py") else found
+    """What the paths of the source root holding `path`'s package start with (`python/`,
+    where `python/sglang` and any other package beside it live; all paths, "", for a
+    package at the top of the repository)."""
+    found = posixpath.dirname(package_dir(path, roots, tops))
     return f"{found}/" if found else ""
 
 
@@ -238,13 +294,13 @@ class _Facts:
             self._dumps[index] = ast.dump(self.statements[index][1])
         return self._dumps[index]
 
-    def changed(self, index: int) -> tuple[frozenset[str], frozenset[str], bool]:
+    def changed(self, index: int) -> tuple[frozenset[str], frozenset[str], frozenset]:
         """(names of the file statement `index` may change, functions of other files it
-        calls, whether it writes a module)."""
+        calls, what it writes through imported names: (root, first attribute or None))."""
         if index not in self.changes:
             node = self.statements[index][1]
             if _binds_only(node):
-                self.changes[index] = (frozenset(), frozenset(), False)
+                self.changes[index] = (frozenset(), frozenset(), frozenset())
                 return self.changes[index]
             found = self._changes(node)
             if any(found) and self.postponed:  # then its annotations never run
@@ -252,31 +308,55 @@ class _Facts:
             self.changes[index] = found
         return self.changes[index]
 
-    def _changes(self, node: ast.stmt) -> tuple[frozenset[str], frozenset[str], bool]:
+    def _changes(self, node: ast.stmt) -> tuple[frozenset[str], frozenset[str], frozenset]:
         names, foreign = self.reach.of(effects(node))
         if _imports_at_run_time(node, self.importers):
             names |= {ANY}
-        return names, foreign, _writes_a_module(node, self.imports)
+        written = {pair for pair in _written_roots(load_time_nodes(node))
+                   if pair[0] in self.imports}  # fmt: skip
+        return names, foreign, frozenset(written)
+
+    def reaches(self, index: int, read: dict, every: Any) -> bool:
+        """Whether statement `index`, as it runs at import, may change what the closure
+        reads of another file (see the module)."""
+        names, foreign, written = self.changed(index)
+        return (_writes_a_module(written, self.imports, read, every)
+                or _reaches(names, self, read, every)
+                or _calls_into(foreign, self.imports, read, every))  # fmt: skip
 
     def call_writes(self, index: int, read: dict, every: Any) -> bool:
-        """Whether calling the function statement `index` may write to what the closure
-        reads of another file: a closure file's module or a name imported from one
-        (through the file's imports or the function's own), or one of their functions
-        that does. Its caller may be anywhere (another module's import of this one), so
-        a changed function of a file the closure does not read is judged by its body."""
+        """Whether calling the function (or a method of the class) statement `index` may
+        write to what the closure reads of another file: through a closure file's module
+        or a name the closure reads of one (imported by the file or inside), or a local
+        name given either (`t = TABLE`, a default argument), or by calling one of their
+        functions that does. Its caller may be anywhere (another module's import of this
+        one), so a changed function of a file the closure does not read is judged by its
+        text."""
         node = self.statements[index][1]
-        if not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
-            return False
-        own = _import_targets(self.files, self.path, [(0, child) for child in node.body])
-        targets = {**self.imports, **own}
-        reached = {name for name, (path, got) in targets.items()
-                   if path in read or (got is not None and is_home(got, path))}  # fmt: skip
+        return isinstance(node, DEFINITIONS) and self._text_writes(node, read, every, 0)
+
+    def function_writes(self, name: str, read: dict, every: Any, depth: int) -> bool:
+        """`call_writes` for the file's function (or class) `name`, called from elsewhere."""
+        return depth < MAX_CALLS and any(
+            self._text_writes(node, read, every, depth)
+            for node in self.reach.definitions(name)
+            if isinstance(node, DEFINITIONS)
+        )
+
+    def _text_writes(self, node: ast.stmt, read: dict, every: Any, depth: int) -> bool:
         nodes = _every_node(node)
-        if not reached.isdisjoint(_written_roots(nodes)):
+        own = [(0, c) for c in nodes if isinstance(c, ast.Import | ast.ImportFrom)]
+        targets = {**self.imports, **_import_targets(self.files, self.path, own)}
+        named = _names_in(nodes)
+        held = {name for name in named & set(targets) if _holds_read(targets[name], read, every)}
+        if held and _writes_through(nodes, _aliases(nodes, held)):
             return True
-        called = frozenset(c.func.id for c in nodes
-                           if isinstance(c, ast.Call) and isinstance(c.func, ast.Name))  # fmt: skip
-        return _calls_into(called, targets, read, every)
+        called = {c.func.id for c in nodes
+                  if isinstance(c, ast.Call) and isinstance(c.func, ast.Name)}  # fmt: skip
+        if _calls_into(frozenset(called & set(targets)), targets, read, every, depth + 1):
+            return True
+        mine = called - set(targets)
+        return any(self.function_writes(name, read, every, depth + 1) for name in sorted(mine))
 
     def function_changes(self, name: str) -> frozenset[str]:
         """Names of this file that calling its function `name` may change."""
@@ -328,9 +408,7 @@ def _judged(
         line, node = facts.statements[index]
         if line in drawn:
             continue
-        names, foreign, writes = facts.changed(index)
-        if not (writes or _reaches(names, facts.path, facts.imports, read)
-                or _calls_into(foreign, facts.imports, read, every)
+        if not (facts.reaches(index, read, every)
                 or (facts.path not in read and facts.call_writes(index, read, every))):  # fmt: skip
             continue
         if other is None or facts.new_to(index, other):
@@ -338,59 +416,221 @@ def _judged(
     return spots
 
 
-def _reaches(changed: frozenset[str], path: str, imports: dict, read: dict) -> bool:
-    """Whether names of the file a statement may change are what the closure reads."""
+def _reaches(changed: frozenset[str], facts: _Facts, read: dict, every: Any) -> bool:
+    """Whether names of the file a statement may change are what the closure reads: its
+    own, read there, or imported from a closure file (through modules that import them
+    in turn: `from .c import T` where c has `from .consts import TABLE as T`)."""
     if ANY in changed:
         return True
     for name in changed:
-        target = imports.get(name)
+        target = facts.imports.get(name)
         if target is None:  # the file's own
-            if name in read.get(path, {}).get("names", set()):
+            if name in read.get(facts.path, {}).get("names", set()):
                 return True
-        elif target[1] is not None and target[0] in read and not is_home(target[1], target[0]):
-            return True  # a name of a closure file (a world name's: only written, below)
+        elif target[1] is not None:
+            path, got = _origin(every, *target)
+            if path in read and not is_home(got, path):  # a world name's: only written
+                return True
     return False
 
 
-def _calls_into(foreign: frozenset[str], imports: dict, read: dict, every: Any) -> bool:
-    """Whether a function imported from one of the closure's files, called here, may
-    change what the closure reads there (`set_fa4(64)` after `from .consts import
-    set_fa4`)."""
-    for name in foreign:
-        path, imported = imports.get(name, (None, None))
-        if imported is None or path not in read:
-            continue
-        if every(path).function_changes(imported) & read[path]["names"]:
+MAX_HOPS = 8  # modules a name is followed through, importing it from one another
+
+
+def _origin(every: Any, path: str, name: str) -> tuple[str, str]:
+    """The file (and name there) that defines what `name` imported from `path` is, through
+    the modules that import it in turn, as far as MAX_HOPS."""
+    for _ in range(MAX_HOPS):
+        if not path.endswith(".py"):
+            break
+        target = every(path).imports.get(name)
+        if target is None or target[1] is None:
+            break
+        path, name = target
+    return path, name
+
+
+def _holds_read(target: tuple[str, str | None], read: dict, every: Any) -> bool:
+    """Whether an imported name is, or holds, what the closure reads: a closure file's
+    module, or a name it reads defined in one."""
+    path, name = target
+    if name is None:
+        return path in read
+    path, name = _origin(every, path, name)
+    return name in read.get(path, {}).get("names", ())
+
+
+def _aliases(nodes: list[ast.AST], held: set[str]) -> set[str]:
+    """`held`, and the names the nodes give a value that names one of them (`t = TABLE`,
+    `def f(t=TABLE)`, `for t in (TABLE,)`), and so on."""
+    given: list[tuple[str, ast.AST]] = []
+    for child in nodes:
+        if isinstance(child, ast.Assign | ast.AnnAssign | ast.NamedExpr | ast.For):
+            targets = child.targets if isinstance(child, ast.Assign) else [child.target]
+            value = child.iter if isinstance(child, ast.For) else child.value
+            given += [(t.id, value) for t in targets if isinstance(t, ast.Name) and value]
+        elif isinstance(child, ast.arguments):
+            positional = [*child.posonlyargs, *child.args]
+            params = positional[len(positional) - len(child.defaults) :]
+            given += [(a.arg, d) for a, d in zip(params, child.defaults, strict=True)]
+            given += [(a.arg, d) for a, d in zip(child.kwonlyargs, child.kw_defaults, strict=True)
+                      if d is not None]  # fmt: skip
+    found = set(held)
+    grew = True
+    while grew:
+        more = {name for name, value in given
+                if name not in found and _held_by(value) & found}  # fmt: skip
+        found |= more
+        grew = bool(more)
+    return found
+
+
+def _held_by(value: ast.expr) -> set[str]:
+    """The names whose objects a value may be (not what a call makes of them): `T`,
+    `m.T[k]`, `(T, U)`, `T or U`, `getattr(m, "T")`, `vars(m)`."""
+    if isinstance(value, ast.Name):
+        return {value.id}
+    if isinstance(value, ast.Attribute | ast.Subscript | ast.Starred):
+        return _held_by(value.value)
+    if isinstance(value, ast.Tuple | ast.List | ast.Set):
+        return {name for element in value.elts for name in _held_by(element)}
+    if isinstance(value, ast.Dict):
+        return {name for element in value.values for name in _held_by(element)}
+    if isinstance(value, ast.BoolOp):
+        return {name for element in value.values for name in _held_by(element)}
+    if isinstance(value, ast.IfExp):
+        return _held_by(value.body) | _held_by(value.orelse)
+    if isinstance(value, ast.NamedExpr):
+        return _held_by(value.value)
+    if _reflects(value):
+        return _held_by(value.args[0])
+    return set()
+
+
+def _writes_through(nodes: list[ast.AST], names: set[str]) -> bool:
+    """Whether the nodes write to what one of `names` holds: an attribute or item of it
+    assigned or deleted, a mutating method of it called, `+=` on it, or it handed to a
+    mutating method, `setattr`, `vars` (`dict.update(TABLE, ...)`, `vars(consts)[...]`)."""
+    if not names.isdisjoint(root for root, _ in _written_roots(nodes)):
+        return True
+    for child in nodes:
+        if isinstance(child, ast.AugAssign) and _names_in([child.target]) & names:
+            return True
+        if _hands_over(child) and _names_in([n for a in child.args for n in ast.walk(a)]) & names:
             return True
     return False
 
 
-def _writes_a_module(node: ast.stmt, imports: dict) -> bool:
-    """Whether the statement, as it runs at import, writes to an imported module (or to
-    what one holds) or to a name imported from SGLang's home of what the world answers:
-    an attribute or item assigned or deleted, a mutating method called, `setattr` (a
-    module's own functions called, `logging.getLogger(...)`, change nothing here)."""
-    modules = {name for name, (path, imported) in imports.items()
-               if imported is None or is_home(imported, path)}  # fmt: skip
-    return bool(modules) and not modules.isdisjoint(_written_roots(load_time_nodes(node)))
+MAX_CALLS = 4  # functions of other files followed, one calling the next
 
 
-def _written_roots(nodes: list[ast.AST]) -> set[str]:
-    """The names at the root of what the nodes write: an attribute or item assigned or
-    deleted (`m.TABLE["x"] = 1`: m), a mutating method called, `setattr`."""
-    out: set[str | None] = set()
+def _calls_into(
+    foreign: frozenset[str], imports: dict, read: dict, every: Any, depth: int = 0
+) -> bool:
+    """Whether a function imported from the repository, called here, may change what the
+    closure reads: one of a closure file that changes a name it reads there
+    (`set_fa4(64)` after `from .consts import set_fa4`), or any whose text writes
+    through what the closure reads (see `_Facts.call_writes`), calls followed as far
+    as MAX_CALLS."""
+    for name in sorted(foreign):
+        path, imported = imports.get(name, (None, None))
+        if imported is None or not path.endswith(".py"):
+            continue
+        path, imported = _origin(every, path, imported)
+        if path in read:  # a closure file's function: what it changes there, as Reach says
+            if every(path).function_changes(imported) & read[path]["names"]:
+                return True
+        elif path.endswith(".py") and every(path).function_writes(imported, read, every, depth):
+            return True
+    return False
+
+
+def _writes_a_module(written: frozenset, imports: dict, read: dict, every: Any) -> bool:
+    """Whether a statement's writes through imported names (`written`: (root, first
+    attribute)) go to a module outside the repository (`os.environ[...] = ...`, which
+    SGLang's `envs` read; `torch...`), to a closure file's module or a name it holds
+    through another module (`registry.TABLE` where registry imports TABLE), or to a name
+    imported from SGLang's home of what the world answers. A module's own functions
+    called, `logging.getLogger(...)`, change nothing here."""
+    return any(_module_write(imports[root], attribute, read, every)
+               for root, attribute in written)  # fmt: skip
+
+
+def _module_write(target: tuple, attribute: str | None, read: dict, every: Any) -> bool:
+    path, name = target
+    if name is not None:
+        return is_home(name, path)
+    if not path.endswith(".py") or path in read:  # outside the repository, or read
+        return True
+    return attribute is not None and _origin(every, path, attribute)[0] in read
+
+
+def _written_roots(nodes: list[ast.AST]) -> set[tuple[str, str | None]]:
+    """(root name, its first attribute or None) of what the nodes write: an attribute or
+    item assigned or deleted (`m.TABLE["x"] = 1`: (m, TABLE)), a mutating method
+    called, `setattr`."""
+    out: set[tuple[str, str | None]] = set()
     for child in nodes:
         if isinstance(child, ast.Attribute | ast.Subscript) and isinstance(
             child.ctx, ast.Store | ast.Del
         ):
-            out.add(_root(child))
+            target: ast.expr | None = child
         elif isinstance(child, ast.Call) and isinstance(child.func, ast.Attribute):
-            out.add(_root(child.func.value) if child.func.attr in CHANGERS else None)
+            target = child.func.value if child.func.attr in CHANGERS else None
         elif isinstance(child, ast.Call) and isinstance(child.func, ast.Name):
             setter = child.func.id in ("setattr", "delattr") and child.args
-            out.add(_root(child.args[0]) if setter else None)
-    out.discard(None)
-    return out  # type: ignore[return-value]
+            target = child.args[0] if setter else None
+        else:
+            target = None
+        if target is not None and (found := _root_pair(target)) is not None:
+            out.add(found)
+    return out
+
+
+def _root_pair(node: ast.expr) -> tuple[str, str | None] | None:
+    """(root name, the attribute next to it) of `m.T[...]`, `vars(m)["T"]`,
+    `getattr(m, "T")`."""
+    attribute = None
+    while True:
+        if isinstance(node, ast.Attribute | ast.Subscript):
+            attribute = node.attr if isinstance(node, ast.Attribute) else _item_key(node)
+            node = node.value
+        elif _reflects(node):
+            attribute = _literal(node.args[1]) if len(node.args) > 1 else attribute
+            node = node.args[0]
+        else:
+            return (node.id, attribute) if isinstance(node, ast.Name) else None
+
+
+def _reflects(node: ast.expr) -> bool:
+    return (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+            and node.func.id in ("vars", "getattr") and bool(node.args))  # fmt: skip
+
+
+def _item_key(node: ast.Subscript) -> str | None:
+    """The string an item is looked up by, when the next step is a namespace's
+    (`vars(m)["T"]`)."""
+    return _literal(node.slice) if _reflects(node.value) else None
+
+
+def _literal(node: ast.expr) -> str | None:
+    return node.value if isinstance(node, ast.Constant) and isinstance(node.value, str) else None
+
+
+WRITERS = ("setattr", "delattr", "vars", "exec", "globals")
+TYPES = ("dict", "list", "set", "object", "type")  # `dict.update(T, ...)` changes T
+
+
+def _hands_over(node: ast.AST) -> bool:
+    """A call that writes what it is handed: `setattr(T, ...)`, `vars(m)`, a mutating
+    method of a type called on its argument (`dict.update(T, ...)`)."""
+    if not isinstance(node, ast.Call):
+        return False
+    func = node.func
+    if isinstance(func, ast.Name):
+        return func.id in WRITERS
+    return (isinstance(func, ast.Attribute) and func.attr in CHANGERS
+            and isinstance(func.value, ast.Name) and func.value.id in TYPES)  # fmt: skip
 
 
 def _root(node: ast.expr) -> str | None:
@@ -564,6 +804,10 @@ def _run_nodes(node: ast.stmt) -> list[ast.AST]:
     return out
 
 
+def _loaded(nodes) -> set[str]:
+    return {c.id for c in nodes if isinstance(c, ast.Name) and isinstance(c.ctx, ast.Load)}
+
+
 def _names_in(nodes) -> set[str]:
     return {child.id for child in nodes if isinstance(child, ast.Name)}
 
@@ -623,7 +867,9 @@ def _import_call(call: ast.Call) -> str | None:
         return None
 
 
-IMPORT_MACHINERY = ("importlib", "runpy")  # modules whose functions import or run one
+# modules whose functions import or run one; and the parts of them that only read metadata
+IMPORT_MACHINERY = ("importlib", "runpy", "pkgutil")
+READ_ONLY_MACHINERY = ("metadata",)
 
 
 def _importers(found: list) -> frozenset[str]:
@@ -651,6 +897,9 @@ def _imports_at_run_time(node: ast.stmt, importers: frozenset[str]) -> bool:
     nodes = _run_nodes(node)
     plain = {id(_root_name(child.func)) for child in nodes
              if isinstance(child, ast.Call) and _import_call(child) is not None}  # fmt: skip
+    plain |= {id(child.value) for child in nodes  # `importlib.metadata.version("x")`
+              if isinstance(child, ast.Attribute)
+              and child.attr in READ_ONLY_MACHINERY}  # fmt: skip
     for child in nodes:
         if isinstance(child, ast.Call) and _callee(child) in IMPORTERS:
             if _import_call(child) is None:
