@@ -246,6 +246,7 @@ class _Runner:
             problem = plain_problem(value)
             if problem:
                 return Outcome(ERROR, f"TypeError: {name} is {problem}")
+        values = [(f, _copied(v)) for f, v in values]  # a later call may change a list kept
         if len(self.outputs) == 1:
             return Outcome(VALUE, values[0][1]) if values else Outcome(KEPT)
         return Outcome(VALUE, tuple(values)) if values else Outcome(KEPT)
@@ -283,3 +284,12 @@ class _Runner:
                 region[axis] = 1 << cell[axis]
             filler.fill(region, code)
         return OutcomeTable(self.outcomes, filler.codes)
+
+
+def _copied(value: Any) -> Any:
+    """A plain value with its lists made anew (what the code may still hold, and change)."""
+    if type(value) is list:
+        return [_copied(item) for item in value]
+    if type(value) is tuple:
+        return tuple(_copied(item) for item in value)
+    return value

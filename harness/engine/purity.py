@@ -8,10 +8,11 @@ its own fresh objects:
 
 - `global` and `nonlocal` are writes to shared state;
 - an attribute assigned to the target function's view (`config.x = 1`, its
-  first parameter, never rebound), or to the view a function of the closure is
-  only ever handed (`_handle_timeouts(config)`), is not: each call sees the
-  view afresh, and what it assigns there is what it declares (or refused,
-  where the world refuses it);
+  first parameter, never rebound, the function named nowhere else), or to the
+  view a function of the closure is only ever handed by name
+  (`_handle_timeouts(config)`), is not: each call sees the view afresh, and
+  what it assigns there is what it declares (or refused, where the world
+  refuses it); `config.x += ...` is a write (in place, to what x holds);
 - assigning or deleting an attribute or item, calling a mutating method
   (`append`, `update`, `setdefault`, ...) or `setattr`/`delattr`, taking a
   mutating method as a value (`push = TABLE.append`), are writes unless the
@@ -257,7 +258,8 @@ def _views(closure: Closure) -> dict[int, str]:
     sites, named = _call_sites([node for _, node in statements], defs)
     target = next((n for p, n in statements if p == closure.path and _named(n, closure.function)),
                   None)  # fmt: skip
-    views = {id(target): view} if target and (view := _view_of(target)) else {}
+    alone = target is not None and not sites.get(target.name) and target.name not in named
+    views = {id(target): view} if alone and (view := _view_of(target)) else {}
     grew = True
     while grew:
         grew = False
@@ -287,7 +289,21 @@ def _call_sites(statements: list[ast.stmt], defs: dict) -> tuple[dict[str, list]
     named = {child.id for node in statements for child in ast.walk(node)
              if isinstance(child, ast.Name) and child.id in defs
              and id(child) not in called}  # fmt: skip
+    named |= {name for node in statements for child in ast.walk(node)
+              if (name := _named_otherwise(child)) in defs}  # fmt: skip
     return sites, named
+
+
+def _named_otherwise(node: ast.AST) -> str | None:
+    """The function a node reaches other than by its name: `m.f`, `from m import f as g`,
+    a decorated `def f` (its decorator may call it with anything)."""
+    if isinstance(node, ast.Attribute):
+        return node.attr
+    if isinstance(node, ast.alias) and node.asname:
+        return node.name
+    if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.decorator_list:
+        return node.name
+    return None
 
 
 def _hands_view(call: ast.Call, view: str | None) -> bool:
@@ -304,12 +320,33 @@ def _view_of(function: Function) -> str | None:
     attribute assigned to it is a declaration of this call, see
     `harness.engine.sandbox._recording`, or refused where the world refuses it)."""
     args = function.args.posonlyargs + function.args.args
-    if not args:
+    if not args or isinstance(function, ast.Lambda):
         return None
     name = args[0].arg
-    rebound = any(isinstance(t, ast.Name) and t.id == name
-                  for node in _own_nodes(function) for t in _stored(node))  # fmt: skip
+    rebound = any(name in _bound_by(child) for statement in function.body
+                  for child in ast.walk(statement))  # fmt: skip
     return None if rebound else name
+
+
+def _bound_by(node: ast.AST) -> set[str]:
+    """The names a node binds, in any way Python binds one (an assignment's or a loop's
+    target, `except E as n`, a `match` capture, an import, a def, a parameter, `global`
+    and `nonlocal`)."""
+    if isinstance(node, ast.Name):
+        return {node.id} if isinstance(node.ctx, ast.Store | ast.Del) else set()
+    if isinstance(node, ast.MatchAs | ast.MatchStar | ast.ExceptHandler):
+        return {node.name} if node.name else set()
+    if isinstance(node, ast.MatchMapping):
+        return {node.rest} if node.rest else set()
+    if isinstance(node, ast.alias):
+        return {(node.asname or node.name).split(".")[0]}
+    if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+        return {node.name}
+    if isinstance(node, ast.arg):
+        return {node.arg}
+    if isinstance(node, ast.Global | ast.Nonlocal):
+        return set(node.names)
+    return set()
 
 
 def _writes(function: Function, view: str | None = None) -> tuple[int, str] | None:
@@ -335,8 +372,9 @@ def _writes(function: Function, view: str | None = None) -> tuple[int, str] | No
 
 
 def _declares(node: ast.AST, target: ast.expr, view: str | None) -> bool:
-    """`view.x = ...` (or `+=`): an attribute assigned to the call's own view."""
-    return (view is not None and not isinstance(node, ast.Delete)
+    """`view.x = ...`: an attribute assigned to the call's own view (not `+=`, which may
+    change in place what the attribute holds, shared data)."""
+    return (view is not None and isinstance(node, ast.Assign | ast.AnnAssign)
             and isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name)
             and target.value.id == view)  # fmt: skip
 

@@ -267,14 +267,15 @@ def _recording(
 ) -> Callable[..., Any]:
     """`function`, called with the view seen through `recorder`: each call's writes are
     its own (a fresh overlay), read back after they are made (never the input: no axis
-    is read), and declared under what it returns (a dict wins; None declares the writes
-    alone)."""
+    is read), and declared under what it returns (a dict wins; None, or the view itself,
+    `return config`, declares the writes alone)."""
 
     @functools.wraps(function)
     def call(view: Any) -> Any:
         written: dict[str, Any] = {}
-        result = function(recorder(view, written))
-        if result is None:
+        seen = recorder(view, written)
+        result = function(seen)
+        if result is None or result is seen:
             return dict(written)
         if type(result) is dict and written:
             return {**written, **result}
