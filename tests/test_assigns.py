@@ -154,22 +154,29 @@ def plain_outcome(text: str, cell: dict) -> object:
     return (result if type(result) is dict else {}).get("timeout", config.timeout)
 
 
-@pytest.mark.parametrize("name", sorted(DECLARING))
-def test_a_write_to_the_view_is_what_the_function_declares(tmp_path, name):
-    texts = versions(DECLARING[name])
+def diff_against_plain_python(tmp_path, body: str) -> dict:
+    """The diff of the two versions of `body`, its changed cells checked against what
+    plain Python gives each cell (exit 1: every case's edit changes some cell)."""
+    texts = versions(body)
     expected = {}
     for values in itertools.product(*AXES.values()):
         cell = dict(zip(AXES, values, strict=True))
         sides = [plain_outcome(text, cell) for text in texts]
         if sides[0] != sides[1]:
             expected[values] = tuple(sides)
-    assert expected  # each case's edit changes some cell
+    assert expected
     shas = commit_versions(tmp_path / "repo", texts)
     (tmp_path / "timeouts.yaml").write_text(PLAIN)
     code, report = diff(tmp_path / "repo", shas, "--matrix", str(tmp_path / "timeouts.yaml"))
     found = {(c["cell"]["method"], c["cell"]["timeout"]): (c["base"]["timeout"], c["head"]["timeout"])
              for c in report["changed"]}  # fmt: skip
     assert code == 1 and found == expected, report
+    return report
+
+
+@pytest.mark.parametrize("name", sorted(DECLARING))
+def test_a_write_to_the_view_is_what_the_function_declares(tmp_path, name):
+    report = diff_against_plain_python(tmp_path, DECLARING[name])
     assert report["notes"] == {}, report
     # each call's writes are its own: explored by decision paths, not run on every cell
     assert "every_cell" not in report["base"] and "every_cell" not in report["head"], report
@@ -227,16 +234,7 @@ def test_a_write_that_may_reach_shared_data_runs_on_every_cell(tmp_path, name):
     """Writes that may reach another object than this call's view (a module-level one,
     a list the view was given): calls may share state, so each cell is run (and still
     declares what plain Python, running each cell afresh, leaves on the view)."""
-    texts = versions(SHARING[name])
-    cells = [dict(zip(AXES, v, strict=True)) for v in itertools.product(*AXES.values())]
-    expected = {(c["method"], c["timeout"]): tuple(plain_outcome(t, c) for t in texts)
-                for c in cells if plain_outcome(texts[0], c) != plain_outcome(texts[1], c)}  # fmt: skip
-    shas = commit_versions(tmp_path / "repo", texts)
-    (tmp_path / "timeouts.yaml").write_text(PLAIN)
-    code, report = diff(tmp_path / "repo", shas, "--matrix", str(tmp_path / "timeouts.yaml"))
-    found = {(c["cell"]["method"], c["cell"]["timeout"]): (c["base"]["timeout"], c["head"]["timeout"])
-             for c in report["changed"]}  # fmt: skip
-    assert code == 1 and found == expected, report
+    report = diff_against_plain_python(tmp_path, SHARING[name])
     assert report["head"]["every_cell"] and report["base"]["every_cell"], report
 
 
