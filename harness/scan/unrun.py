@@ -24,6 +24,7 @@ changes is that module's business: a registry of its own, say).
 from __future__ import annotations
 
 import ast
+import functools
 import importlib.util
 import posixpath
 import re
@@ -265,12 +266,17 @@ class _Facts:
         self._fresh: dict[int, list[int]] = {}
         self._dump_sets: dict[int, set[str]] = {}  # by partner: the trees it lacks here
         self.imports = _import_targets(files, path, self.statements)
-        self.imported = _imported(files, path, self.statements, self.texts)
         self.importers = _importers(self.statements)
         self.postponed = postpones(nodes)  # then no annotation runs
         bindings = _bindings(self.statements)
         self.reach = Reach(lambda name: bindings.get(name, []))
         self.changes: dict[int, tuple[frozenset[str], frozenset[str], bool]] = {}
+
+    @functools.cached_property
+    def imported(self) -> set[str]:
+        """The repository files the file imports when SGLang imports it (see `_imported`):
+        asked only of the files whose imports are followed, not of every file read."""
+        return _imported(self.files, self.path, self.statements, self.texts)
 
     def retyped(self, other: _Facts) -> list[int]:
         """Indexes of the statements in pieces of text `other` (the same file at the other
