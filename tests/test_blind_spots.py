@@ -130,7 +130,8 @@ def test_a_target_new_at_head_is_a_change(tmp_path):
     shas = commit_versions(
         tmp_path / "repo", [module(BASE).replace("_fa4", "_other"), module(BASE)]
     )
-    code, report = diff(str(tmp_path / "repo"), *shas)
+    where = ("--where", "platform=sm100", "--where", "attention_backend=fa4")  # the JSON lists each
+    code, report = diff(str(tmp_path / "repo"), *shas, *where)
     assert code == 1 and report["cannot_tell"] == []
     assert "absent" in report["notes"]["base"]
 
