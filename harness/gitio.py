@@ -740,6 +740,17 @@ def changed_files(repo: Repo, base: str, head: str) -> list[str]:
     return [path for path in out.split("\0") if path]
 
 
+def changed_in_worktree(repo: Repo, commit: str) -> list[str]:
+    """The paths whose content differs between a commit and the working tree, untracked
+    ones too; git's optional refresh of the index is off (the user's repository is never
+    written)."""
+    changed = repo.run("--no-optional-locks", "diff", "--name-only", "--no-renames", "-z",
+                       commit, "--")  # fmt: skip
+    untracked = repo.run("--no-optional-locks", "ls-files", "--others", "--exclude-standard",
+                         "-z")  # fmt: skip
+    return [p for p in dict.fromkeys([*changed.split("\0"), *untracked.split("\0")]) if p]
+
+
 def is_ancestor(repo: Repo, older: str, newer: str) -> bool:
     return start_is_ancestor(repo, older, newer)()
 

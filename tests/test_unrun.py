@@ -357,6 +357,27 @@ def test_a_change_further_down_that_cannot_reach_it_stays_silent(name: str, tmp_
     assert done.code == 0 and report["blind_spots"] == [], (done.err, report)
 
 
+def test_a_change_further_down_in_the_working_tree_is_named(tmp_path: Path):
+    """At the terminal, against the working tree: the changed files are git's (staged or
+    not, untracked too), and asking leaves the repository as it was."""
+    before, head, (path, text) = DEEPER["a module two imports down"]
+    repo = FixtureRepo(tmp_path / "repo")
+    first = repo.commit("base", {**BASE, **before})
+    for name, content in head.items():
+        (repo.root / name).write_text(content)
+    status = repo.git("status", "--porcelain")
+    index = (repo.root / ".git" / "index").read_bytes()
+    (tmp_path / "m.yaml").write_text(plain_matrix("unrun"))
+    done = run_cli("diff", first, "--repo", str(repo.root), "--matrix", str(tmp_path / "m.yaml"),
+                   "--format", "json", "--no-cache")  # fmt: skip
+    report = json.loads(done.out)
+    assert done.code == 4 and report["changed"] == [], (done.err, report)
+    spots = {(s["path"], s["condition"].replace("'", '"')) for s in report["blind_spots"]}
+    assert (path, text) in spots, spots
+    assert (repo.root / ".git" / "index").read_bytes() == index  # before git status writes it
+    assert repo.git("status", "--porcelain") == status
+
+
 def test_more_changed_modules_further_down_than_it_reads_is_said(tmp_path: Path):
     """Past the bound, the modules not judged are said (cannot tell), not passed over."""
     count = unrun.MAX_DEEPER + 1

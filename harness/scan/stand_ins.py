@@ -16,7 +16,7 @@ from typing import Any
 
 from harness.closure.homes import HomeDefinition, Unsure, home_definition, nothing_else_changed
 from harness.errors import Unevaluable
-from harness.gitio import changed_files
+from harness.gitio import changed_files, changed_in_worktree
 from harness.scan.spots import NEVER_RUN, BlindSpot
 
 
@@ -64,15 +64,18 @@ def _nothing_else_changed(versions: Any, revisions: dict) -> bool:
 
 
 def changed_paths(versions: Any, revisions: dict) -> list[str] | None:
-    """The paths that differ between two commits, asked of git once per run (the parts of
-    a split inferred diff ask it each); None when a side is not a commit (the working
-    tree, a release): then nothing lists them."""
+    """The paths that differ between two commits, or a commit and the working tree, asked
+    of git once per run (the parts of a split inferred diff ask it each); None when a
+    side is a release (nothing lists what differs) or both are the working tree."""
     base, head = (revisions[side].sha for side in ("base", "head"))
-    if base is None or head is None or revisions["base"].release or revisions["head"].release:
+    if revisions["base"].release or revisions["head"].release or (base is None and head is None):
         return None
     memo, at = versions.sources.homes, ("changed files", base, head)
     if at not in memo:
-        memo[at] = changed_files(versions.repo, base, head)
+        if base is None or head is None:
+            memo[at] = changed_in_worktree(versions.repo, base or head)
+        else:
+            memo[at] = changed_files(versions.repo, base, head)
     return memo[at]
 
 
