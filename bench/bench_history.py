@@ -1,6 +1,6 @@
 """Benchmark: `harness history` and `harness bisect` over 1,000 commits.
 
-Run: python bench/bench_history.py [--commits N] [--repeat N]
+Run: python bench/bench_history.py [--commits N] [--repeat N] [--edits pass|constant]
      python bench/bench_history.py --memory [--padding N]
 
 
@@ -46,11 +46,16 @@ from harness.testing.sglang_fixture import (
 )
 
 PADDING = 200
+EDITS = {"pass": "an unrelated pass", "constant": "a module-level constant near the top"}
 HARNESS = [sys.executable, "-m", "harness"]
 
 
-def versions(commits: int, padding: int = PADDING) -> Iterator[tuple[str, str]]:
-    """(subject, overrides.py text) per commit, oldest first; edits accumulate as in life."""
+def versions(
+    commits: int, padding: int = PADDING, edits: str = "pass"
+) -> Iterator[tuple[str, str]]:
+    """(subject, overrides.py text) per commit, oldest first; edits accumulate as in life.
+    `edits`: what the other commits change, one unrelated pass each ("pass") or a
+    module-level constant near the top of the file ("constant")."""
     marks = {int(commits * share): change for share, change in (
         (0.15, {"full_clause": True}), (0.3, {"spelling": "platform"}),
         (0.5, {"spelling": "helpers"}), (0.7, {"spelling": "platform"}),
@@ -61,20 +66,23 @@ def versions(commits: int, padding: int = PADDING) -> Iterator[tuple[str, str]]:
     for n in range(commits):
         knobs.update(marks.get(n, {}))
         k = n * 37 % padding  # one unrelated pass edited per commit
-        passes[k] = PADDING_PASS.format(n=k).replace(f"- {k} % 7}}", f"- {k} % {7 + n}}}")
+        if edits == "pass":
+            passes[k] = PADDING_PASS.format(n=k).replace(f"- {k} % 7}}", f"- {k} % {7 + n}}}")
         text = overrides_source(Overrides(**knobs)) + "".join(passes)
+        if edits == "constant":  # below the imports, above every pass: all of them move
+            text = text.replace("\nlogger = ", f"\n_TUNED_LIMIT = {n}\n\nlogger = ", 1)
         subject = "Touch the FA4 pass" if n in marks else f"Tune pass {k}"
         yield f"{subject} (#{31000 + n})", text
 
 
-def build(root: Path, commits: int, padding: int = PADDING) -> list[str]:
+def build(root: Path, commits: int, padding: int = PADDING, edits: str = "pass") -> list[str]:
     """A repository whose main branch holds `commits` commits; returns their shas. The
     commits are streamed into `git fast-import` (20,000 of them are gigabytes of text)."""
     subprocess.run(["git", "init", "-q", "-b", "main", str(root)], check=True)
     marks = root / ".git" / "bench-marks"
     importing = subprocess.Popen(["git", "fast-import", "--quiet", f"--export-marks={marks}"],
                                  cwd=root, stdin=subprocess.PIPE)  # fmt: skip
-    for n, (subject, text) in enumerate(versions(commits, padding), 1):
+    for n, (subject, text) in enumerate(versions(commits, padding, edits), 1):
         message, body = subject.encode(), text.encode()
         stamp = 1_760_000_000 + 3600 * n
         importing.stdin.write(
@@ -174,15 +182,18 @@ def main() -> None:
                         help="peak memory of history at 2,000 and 20,000 commits")  # fmt: skip
     parser.add_argument("--padding", type=int, default=PADDING,
                         help="unrelated passes in overrides.py (default: %(default)s)")  # fmt: skip
+    parser.add_argument("--edits", choices=tuple(EDITS), default="pass",
+                        help="what the other commits edit (default: %(default)s)")  # fmt: skip
     args = parser.parse_args()
     if args.memory:
         memory(args.padding)
         return
     with tempfile.TemporaryDirectory() as scratch:
         repo = Path(scratch) / "sglang"
-        shas = build(repo, args.commits)
+        shas = build(repo, args.commits, edits=args.edits)
         size_kb = (repo / OVERRIDES).stat().st_size / 1024
-        print(f"history: {len(shas):,} commits touching a {size_kb:.0f} KB overrides.py; "
+        print(f"history: {len(shas):,} commits touching a {size_kb:.0f} KB overrides.py "
+              f"(each edits {EDITS[args.edits]}); "
               f"the FA4 pass changes 5 times; best of {args.repeat}, cold cache")  # fmt: skip
         where = ["--repo", str(repo), "--format", "json"]
         history_s, done = cold(args.repeat, [*HARNESS, "history", *where])

@@ -23,7 +23,7 @@ from harness.closure.defaults import NO_DEFAULTS, Defaults
 from harness.closure.index import DEFINITION, Binding, names_bound
 from harness.closure.modules import RevisionFiles
 from harness.closure.mutations import effects
-from harness.closure.pieces import Layout, Piece, SourceCache, Statement
+from harness.closure.pieces import Edit, Layout, Piece, SourceCache, Statement
 from harness.closure.resolve import (
     HELPER,
     METHOD_PREFIX,
@@ -291,12 +291,18 @@ def reuse_closure(
         watched = last.watched.get(path, frozenset())
         if layout is not old and not _harmless(layout, old, watched, bound):
             return None
+        if layout is not old and postpones(statements_of(layout)) != postpones(
+            statements_of(old)
+        ):  # `from __future__ import annotations` no longer first, or now first
+            return None
         layouts[path] = layout
     if all(layouts[p] is last.layouts[p] for p in layouts):
         return last.closure
     parts = tuple(
         _moved(part, layouts[part.path], last.layouts[part.path]) for part in last.closure.parts
     )
+    if any(part is None for part in parts):  # in a piece the edit cut anew: extract afresh
+        return None
     closure = last.closure
     if any(new is not part for new, part in zip(parts, closure.parts, strict=True)):
         (lineno,) = (part.statement.lineno for part in parts if part.role == TARGET)
@@ -311,10 +317,24 @@ def _harmless(layout: Layout, old: Layout, watched: frozenset[str], bound: froze
     edit = layout.edit
     if edit is None or edit.base is not old:
         return False
-    replaced = edit.removed_pieces() + layout.pieces[edit.first : edit.first + edit.added]
+    now = layout.pieces[edit.first : edit.first + edit.added]
+    removed, added = _trimmed(edit.removed_pieces(), now)
     return not any(
-        names_bound(piece) & watched or _changes_data(piece, bound) for piece in replaced
+        names_bound(piece) & watched or _changes_data(piece, bound) for piece in removed + added
     )
+
+
+def _trimmed(removed: list[Piece], added: list[Piece]) -> tuple[list[Piece], list[Piece]]:
+    """The pieces an edit replaced, without those it cut again the same at either end (the
+    statement before an inserted one: the same text in the same place)."""
+    start = 0
+    while start < min(len(removed), len(added)) and removed[start] is added[start]:
+        start += 1
+    end = 0
+    while (end < min(len(removed), len(added)) - start
+           and removed[-1 - end] is added[-1 - end]):  # fmt: skip
+        end += 1
+    return removed[start : len(removed) - end], added[start : len(added) - end]
 
 
 def _changes_data(piece: Piece, bound: frozenset[str]) -> bool:
@@ -322,16 +342,31 @@ def _changes_data(piece: Piece, bound: frozenset[str]) -> bool:
     return any((e.names | e.calls) - bound for e in found)
 
 
-def _moved(part: Part, layout: Layout, old: Layout) -> Part:
-    """The part at its place in the edited layout."""
+def _moved(part: Part, layout: Layout, old: Layout) -> Part | None:
+    """The part at its place in the edited layout (None: its piece is not there as it was)."""
     statement = part.statement
     if layout is old or _in_place(statement, layout):
         return part
-    return part._replace(
-        statement=layout.statement(layout.edit.slot(statement.slot), statement.position)._replace(
-            member=statement.member
-        )
-    )
+    slot = _new_slot(layout.edit, layout, statement.slot)
+    if slot is None:
+        return None
+    moved = layout.statement(slot, statement.position)
+    return part._replace(statement=moved._replace(member=statement.member))
+
+
+def _new_slot(edit: Edit, layout: Layout, old: int) -> int | None:
+    """Where the base's piece `old` is in the edited layout: outside the edit, or among
+    the pieces it cut again the same at either end of it (see `_trimmed`)."""
+    slot = edit.slot(old)
+    if slot is not None:
+        return slot
+    removed, now = edit.removed_pieces(), layout.pieces[edit.first : edit.first + edit.added]
+    k, back = old - edit.first, edit.after - 1 - old
+    if k < len(now) and all(removed[i] is now[i] for i in range(k + 1)):
+        return edit.first + k
+    if back < len(now) and all(removed[-1 - i] is now[-1 - i] for i in range(back + 1)):
+        return edit.first + len(now) - 1 - back
+    return None
 
 
 def _in_place(statement: Statement, layout: Layout) -> bool:

@@ -231,6 +231,42 @@ def test_a_reused_closure_is_the_closure_a_fresh_extraction_finds():
     assert digests[3] != digests[2] and digests[5] != digests[4]  # helper, constant rebound
 
 
+CONSTANTS = ["_TUNED = 1\n", "logger = logging.getLogger(__name__)\n", "\n", "FA4_PAGE_SIZE = 64\n",
+             "x = 1; y = 2\n", "_ATTENTION_FIELDS = ()\n"]  # fmt: skip
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_a_closure_reused_across_random_module_level_edits_is_a_fresh_one(seed):
+    """Statements inserted, dropped and duplicated at module level, anywhere (next to the
+    closure's own, which an edit may cut again the same): each version's closure, read
+    with the last one's reuse, is what a fresh extraction finds."""
+    from harness.closure.extract import extract_closure
+
+    names = {"logger", "Backend", "envs", "is_sm100_supported", "is_sm90_supported", "is_hip",
+             "get_platform", "use_mla_backend", "model_config_of", "register_post_process"}  # fmt: skip
+    rng = random.Random(seed)
+    lines = overrides_source(Overrides(padding=4)).splitlines(keepends=True)
+    top = [n for n, line in enumerate(lines) if line and not line[0].isspace()]
+    cache = SourceCache()
+
+    def facts(cache: SourceCache, text: str) -> object:
+        try:
+            files = RevisionFiles.of({"m.py": text}, "m.py")
+            return closure_facts(extract_closure(cache, files, "_fa4_page_constraint", names))
+        except Unevaluable as exc:
+            return str(exc)
+
+    for _ in range(12):
+        at = rng.choice(top)
+        if rng.random() < 0.5:
+            lines.insert(at, rng.choice(CONSTANTS))
+        elif lines[at].strip() in {c.strip() for c in CONSTANTS}:
+            del lines[at]
+        top = [n for n, line in enumerate(lines) if line and not line[0].isspace()]
+        text = "".join(lines)
+        assert facts(cache, text) == facts(SourceCache(), text), text
+
+
 @pytest.mark.parametrize("chunk", [1, 3, 1024])
 def test_the_changed_span_is_what_a_character_by_character_scan_finds(chunk):
     rng = random.Random(chunk)
