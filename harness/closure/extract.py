@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from functools import cached_property
 
 from harness.closure.defaults import NO_DEFAULTS, Defaults
-from harness.closure.index import DEFINITION, Binding, names_bound
+from harness.closure.index import DEFINITION, Binding
 from harness.closure.modules import RevisionFiles
 from harness.closure.mutations import effects
 from harness.closure.pieces import Edit, Layout, Piece, SourceCache, Statement
@@ -38,6 +38,7 @@ from harness.closure.resolve import (
     placed_node,
     shape,
 )
+from harness.closure.shadows import names_bound_at_import
 from harness.errors import Absent, Unevaluable
 from harness.records import evolve
 
@@ -320,8 +321,20 @@ def _harmless(layout: Layout, old: Layout, watched: frozenset[str], bound: froze
     now = layout.pieces[edit.first : edit.first + edit.added]
     removed, added = _trimmed(edit.removed_pieces(), now)
     return not any(
-        names_bound(piece) & watched or _changes_data(piece, bound) for piece in removed + added
+        _rebinds(piece, watched, bound) or _changes_data(piece, bound) for piece in removed + added
     )
+
+
+def _rebinds(piece: Piece, watched: frozenset[str], bound: frozenset[str]) -> bool:
+    """Whether the piece binds (or unbinds: `del`, `:=`, `import *`, ...) a name the last
+    closure looked up, or one the world answers (a file's own definition of it is said,
+    see `harness.closure.shadows`)."""
+    names = piece.memo("bound at import", _bound_at_import)
+    return bool(names & watched or names & bound or "*" in names)
+
+
+def _bound_at_import(nodes: list[ast.stmt]) -> frozenset[str]:
+    return frozenset(name for _, names in names_bound_at_import(nodes) for name in names)
 
 
 def _trimmed(removed: list[Piece], added: list[Piece]) -> tuple[list[Piece], list[Piece]]:
