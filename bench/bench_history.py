@@ -46,7 +46,9 @@ from harness.testing.sglang_fixture import (
 )
 
 PADDING = 200
-EDITS = {"pass": "an unrelated pass", "constant": "a module-level constant near the top"}
+EDITS = {"pass": "an unrelated pass", "constant": "a module-level constant near the top",
+         "docstring": "the module docstring", "import": "an import near the top",
+         "target": "a comment in the FA4 pass itself"}  # fmt: skip
 HARNESS = [sys.executable, "-m", "harness"]
 
 
@@ -69,10 +71,22 @@ def versions(
         if edits == "pass":
             passes[k] = PADDING_PASS.format(n=k).replace(f"- {k} % 7}}", f"- {k} % {7 + n}}}")
         text = overrides_source(Overrides(**knobs)) + "".join(passes)
-        if edits == "constant":  # below the imports, above every pass: all of them move
-            text = text.replace("\nlogger = ", f"\n_TUNED_LIMIT = {n}\n\nlogger = ", 1)
+        text = _edited(text, edits, n)
         subject = "Touch the FA4 pass" if n in marks else f"Tune pass {k}"
         yield f"{subject} (#{31000 + n})", text
+
+
+def _edited(text: str, edits: str, n: int) -> str:
+    """The commit's text with its edit of shape `edits` (see EDITS), numbered `n`."""
+    if edits == "constant":  # below the imports, above every pass: all of them move
+        return text.replace("\nlogger = ", f"\n_TUNED_LIMIT = {n}\n\nlogger = ", 1)
+    if edits == "docstring":
+        return text.replace("declares fields.\n", f"declares fields ({n}).\n", 1)
+    if edits == "import":  # an alias only this commit's text spells, every pass moves
+        return text.replace("\nimport logging\n", f"\nimport logging\nimport json as _j{n}\n", 1)
+    if edits == "target":  # behaviour kept: a comment inside the pass
+        return text.replace("    # ", f"    # ({n}) ", 1)
+    return text
 
 
 def build(root: Path, commits: int, padding: int = PADDING, edits: str = "pass") -> list[str]:

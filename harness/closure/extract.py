@@ -338,16 +338,26 @@ def _bound_at_import(nodes: list[ast.stmt]) -> frozenset[str]:
 
 
 def _trimmed(removed: list[Piece], added: list[Piece]) -> tuple[list[Piece], list[Piece]]:
-    """The pieces an edit replaced, without those it cut again the same at either end (the
-    statement before an inserted one: the same text in the same place)."""
+    """The pieces an edit replaced, without those the same at either end of it (the
+    statement before an inserted one, cut again; a pass whose comment changed)."""
     start = 0
-    while start < min(len(removed), len(added)) and removed[start] is added[start]:
+    while start < min(len(removed), len(added)) and _same(removed[start], added[start]):
         start += 1
     end = 0
     while (end < min(len(removed), len(added)) - start
-           and removed[-1 - end] is added[-1 - end]):  # fmt: skip
+           and _same(removed[-1 - end], added[-1 - end])):  # fmt: skip
         end += 1
     return removed[start : len(removed) - end], added[start : len(added) - end]
+
+
+def _same(old: Piece, new: Piece) -> bool:
+    """Whether two pieces hold the same statements: the same text, or the same trees
+    (comments, spacing and line breaks aside; a docstring is part of the tree)."""
+    return old is new or old.memo("tree", _trees) == new.memo("tree", _trees)
+
+
+def _trees(nodes: list[ast.stmt]) -> tuple[str, ...]:
+    return tuple(ast.dump(node) for node in nodes)
 
 
 def _changes_data(piece: Piece, bound: frozenset[str]) -> bool:
@@ -369,15 +379,15 @@ def _moved(part: Part, layout: Layout, old: Layout) -> Part | None:
 
 def _new_slot(edit: Edit, layout: Layout, old: int) -> int | None:
     """Where the base's piece `old` is in the edited layout: outside the edit, or among
-    the pieces it cut again the same at either end of it (see `_trimmed`)."""
+    the pieces the same at either end of it (see `_trimmed`)."""
     slot = edit.slot(old)
     if slot is not None:
         return slot
     removed, now = edit.removed_pieces(), layout.pieces[edit.first : edit.first + edit.added]
     k, back = old - edit.first, edit.after - 1 - old
-    if k < len(now) and all(removed[i] is now[i] for i in range(k + 1)):
+    if k < len(now) and all(_same(removed[i], now[i]) for i in range(k + 1)):
         return edit.first + k
-    if back < len(now) and all(removed[-1 - i] is now[-1 - i] for i in range(back + 1)):
+    if back < len(now) and all(_same(removed[-1 - i], now[-1 - i]) for i in range(back + 1)):
         return edit.first + len(now) - 1 - back
     return None
 

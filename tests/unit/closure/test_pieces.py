@@ -267,6 +267,31 @@ def test_a_closure_reused_across_random_module_level_edits_is_a_fresh_one(seed):
         assert facts(cache, text) == facts(SourceCache(), text), text
 
 
+def test_a_pass_edited_only_in_comments_keeps_its_closure_at_its_new_lines():
+    """A comment changed, and lines added inside the pass: the same statements, reused
+    from the last closure, at the lines a fresh extraction gives them."""
+    from harness.closure.extract import extract_closure
+
+    names = {"logger", "Backend", "envs", "is_sm100_supported", "get_platform",
+             "use_mla_backend", "model_config_of", "register_post_process"}  # fmt: skip
+    base = overrides_source(Overrides(padding=2))
+    comment = "    # Pages of 128 tokens match the FA4 kernel tile.\n"
+    assert comment in base
+    versions = [base, base.replace(comment, "    # Tiles of 128 tokens.\n\n    # (FA4)\n", 1)]
+    versions.append(versions[1].replace("    # (FA4)\n", "    # (FA4)\n    x = 1\n", 1))
+
+    def facts(cache: SourceCache, text: str) -> tuple:
+        files = RevisionFiles.of({"m.py": text}, "m.py")
+        return closure_facts(extract_closure(cache, files, "_fa4_page_constraint", names))
+
+    cache = SourceCache()
+    chained = [facts(cache, v) for v in versions]
+    fresh = [facts(SourceCache(), v) for v in versions]
+    assert chained == fresh
+    assert fresh[0][0] == fresh[1][0] != fresh[2][0]  # a comment is no change; code is
+    assert fresh[0][3] != fresh[1][3]  # the statements moved down
+
+
 @pytest.mark.parametrize("chunk", [1, 3, 1024])
 def test_the_changed_span_is_what_a_character_by_character_scan_finds(chunk):
     rng = random.Random(chunk)
