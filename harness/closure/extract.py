@@ -353,11 +353,19 @@ def _trimmed(removed: list[Piece], added: list[Piece]) -> tuple[list[Piece], lis
 def _same(old: Piece, new: Piece) -> bool:
     """Whether two pieces hold the same statements: the same text, or the same trees
     (comments, spacing and line breaks aside; a docstring is part of the tree)."""
-    return old is new or old.memo("tree", _trees) == new.memo("tree", _trees)
+    if old is new:
+        return True
+    trees = old.memo("tree", _trees)
+    return trees is not None and trees == new.memo("tree", _trees)
 
 
-def _trees(nodes: list[ast.stmt]) -> tuple[str, ...]:
-    return tuple(ast.dump(node) for node in nodes)
+def _trees(nodes: list[ast.stmt]) -> tuple[str, ...] | None:
+    """The statements' trees as text; None when one cannot be written (an int literal
+    past Python's digit limit for `repr`): no two such pieces count as the same."""
+    try:
+        return tuple(ast.dump(node) for node in nodes)
+    except (ValueError, RecursionError):
+        return None
 
 
 def _changes_data(piece: Piece, bound: frozenset[str]) -> bool:
