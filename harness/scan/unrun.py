@@ -11,14 +11,19 @@ change (read as `harness.closure.mutations.effects` reads it, through the
 file's aliases and functions) is what the closure reads from another file:
 
 - a name the closure reads, of one of its files (`TABLE["x"] = 1` in a
-  package's `__init__.py`, after `from .consts import TABLE`);
-- a module itself, the repository's or not (`import sglang.srt.utils as u;
-  u.is_hip = ...`, `os.environ[...] = ...`, which SGLang's `envs` read), or a
-  name imported from SGLang's home of what the world answers;
+  package's `__init__.py`, after `from .consts import TABLE`, or through a
+  module that imports it in turn);
+- a closure file's module, a module outside the repository (`os.environ[...]
+  = ...`, which SGLang's `envs` read), or a name imported from SGLang's home
+  of what the world answers (a repository module the closure does not read
+  is that module's business: a registry of its own, say);
 - anything at all (`globals()`, `exec`, `sys.modules`).
 
-A call of a function another module defines is not followed (what it
-changes is that module's business: a registry of its own, say).
+Further down (`_deeper`), the other changed modules of the source root are
+judged as if imported; a changed function of a file the closure does not
+read is judged by what it writes through and calls (`_Facts.call_writes`);
+and unchanged code that may change what the closure reads names the changed
+definitions it takes in (`_fed`).
 """
 
 from __future__ import annotations
