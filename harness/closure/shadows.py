@@ -21,6 +21,7 @@ reported.
 from __future__ import annotations
 
 import ast
+import functools
 import posixpath
 
 REGISTER = "register_post_process"
@@ -145,8 +146,12 @@ def is_home(name: str, path: str) -> bool:
 def is_home_file(path: str) -> bool:
     """Whether `path` is a file where SGLang defines names the world answers (compared
     between revisions as definitions: `harness.closure.homes`)."""
-    homes = {home for found in IMPORTED_HOMES.values() for home in found} | set(UTILS)
-    return any(path == home or path.endswith("/" + home) for home in homes)
+    return any(path == home or path.endswith("/" + home) for home in _home_files())
+
+
+@functools.cache
+def _home_files() -> frozenset[str]:
+    return frozenset({home for found in IMPORTED_HOMES.values() for home in found} | set(UTILS))
 
 
 def registry_of(node: ast.AST) -> tuple[str, ...] | None:

@@ -204,8 +204,13 @@ def _deeper(versions: Any, revisions: dict, facts: dict, near: dict, read: dict,
     roots, tops = versions.matrix.target.roots, versions.world.tops
     packages = {_package_prefix(path, roots, tops) for path in closures}
     judged = {*near["base"], *near["head"]}
-    others = [p for p in changed if p.endswith(".py") and p not in judged
-              and not is_home_file(p) and p.startswith(tuple(packages))]  # fmt: skip
+    under = tuple(sorted(packages))
+    sides = tuple(_key(revisions[side]) for side in ("base", "head"))
+    memo, at = versions.sources.homes, ("changed python", sides, under)
+    if at not in memo:  # once a run: the parts of a split inferred diff ask it each
+        memo[at] = [p for p in changed if p.endswith(".py") and p.startswith(under)
+                    and not is_home_file(p)]  # fmt: skip
+    others = [p for p in memo[at] if p not in judged]
     where = min(packages).rstrip("/") or "."
     if len(others) > MAX_LISTED:
         why = f"{len(others)} other changed modules under {where}/ (more than {MAX_LISTED})"
@@ -276,6 +281,9 @@ class _Facts:
         bindings = _bindings(self.statements)
         self.reach = Reach(lambda name: bindings.get(name, []))
         self.changes: dict[int, tuple[frozenset[str], frozenset[str], bool]] = {}
+        self._summaries: dict[int, tuple] = {}  # a definition's, by its id: see `_summary`
+        self._writes: dict[tuple[int, int], frozenset] = {}  # see `_writes_of`
+        self._function_changes: dict[str, frozenset[str]] = {}
 
     @functools.cached_property
     def imported(self) -> set[str]:
@@ -346,36 +354,59 @@ class _Facts:
         node = self.statements[index][1]
         return isinstance(node, DEFINITIONS) and self._text_writes(node, read, every, 0)
 
-    def function_writes(self, name: str, read: dict, every: Any, depth: int) -> bool:
-        """`call_writes` for the file's function (or class) `name`, called from elsewhere."""
-        return depth < MAX_CALLS and any(
-            self._text_writes(node, read, every, depth)
-            for node in self.reach.definitions(name)
-            if isinstance(node, DEFINITIONS)
-        )
+    def function_writes_of(self, name: str, every: Any, depth: int) -> frozenset:
+        """`_writes_of` the file's function (or class) `name`, called from elsewhere."""
+        if depth >= MAX_CALLS:
+            return frozenset()
+        return frozenset(write for node in self.reach.definitions(name)
+                         if isinstance(node, DEFINITIONS)
+                         for write in self._writes_of(node, every, depth))  # fmt: skip
 
     def _text_writes(self, node: ast.stmt, read: dict, every: Any, depth: int) -> bool:
-        nodes = _every_node(node)
-        own = [(0, c) for c in nodes if isinstance(c, ast.Import | ast.ImportFrom)]
-        targets = {**self.imports, **_import_targets(self.files, self.path, own)}
-        named = _names_in(nodes)
-        held = {name for name in named & set(targets) if _holds_read(targets[name], read, every)}
-        if held and _writes_through(nodes, _aliases(nodes, held)):
-            return True
-        called = {c.func.id for c in nodes
-                  if isinstance(c, ast.Call) and isinstance(c.func, ast.Name)}  # fmt: skip
-        if _calls_into(frozenset(called & set(targets)), targets, read, every, depth + 1):
-            return True
-        mine = called - set(targets)
-        return any(self.function_writes(name, read, every, depth + 1) for name in sorted(mine))
+        return any(_in_read(write, read) for write in self._writes_of(node, every, depth))
+
+    def _writes_of(self, node: ast.stmt, every: Any, depth: int) -> frozenset:
+        """What calling the definition may write, whatever the closures read, worked out
+        once a run (the parts of a split inferred diff read differently): (the file whose
+        text writes it; the file and the name written, None for the module), or (REACH,
+        the facts of a file, a function of it called: what Reach says it changes there),
+        through what it imports and the functions it calls, MAX_CALLS deep."""
+        at = (id(node), depth)
+        if at not in self._writes:
+            self._writes[at] = frozenset()  # a cycle stops here
+            targets, written, called = self._summary(node)
+            out = {(self.path, *_written_origin(targets[name], every)) for name in written}
+            for name in called & set(targets):
+                out |= _called_writes(targets[name], every, depth + 1)
+            for name in called - set(targets):
+                out |= self.function_writes_of(name, every, depth + 1)
+            self._writes[at] = frozenset(out)
+        return self._writes[at]
+
+    def _summary(self, node: ast.stmt) -> tuple[dict, frozenset[str], frozenset[str]]:
+        """What a definition's text tells whatever the closures read, worked out once:
+        the names it binds by importing (the file's and its own), those of them whose
+        objects it may write (through a local given one, see `_written_sources`), and
+        the names it calls."""
+        if id(node) not in self._summaries:
+            nodes = _every_node(node)
+            own = [(0, c) for c in nodes if isinstance(c, ast.Import | ast.ImportFrom)]
+            targets = {**self.imports, **_import_targets(self.files, self.path, own)}
+            written = _written_sources(nodes) & set(targets)
+            called = {c.func.id for c in nodes
+                      if isinstance(c, ast.Call) and isinstance(c.func, ast.Name)}  # fmt: skip
+            self._summaries[id(node)] = (targets, frozenset(written), frozenset(called))
+        return self._summaries[id(node)]
 
     def function_changes(self, name: str) -> frozenset[str]:
-        """Names of this file that calling its function `name` may change."""
-        found: set[str] = set()
-        for node in self.reach.definitions(name):
-            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
-                found |= self.reach.of(function_effects(node))[0]
-        return frozenset(found)
+        """Names of this file that calling its function `name` may change (once a run)."""
+        if name not in self._function_changes:
+            found: set[str] = set()
+            for node in self.reach.definitions(name):
+                if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                    found |= self.reach.of(function_effects(node))[0]
+            self._function_changes[name] = frozenset(found)
+        return self._function_changes[name]
 
 
 def _files_at(versions: Any, revision: Any) -> Any:
@@ -461,19 +492,10 @@ def _origin(every: Any, path: str, name: str) -> tuple[str, str]:
     return path, name
 
 
-def _holds_read(target: tuple[str, str | None], read: dict, every: Any) -> bool:
-    """Whether an imported name is, or holds, what the closure reads: a closure file's
-    module, or a name it reads defined in one."""
-    path, name = target
-    if name is None:
-        return path in read
-    path, name = _origin(every, path, name)
-    return name in read.get(path, {}).get("names", ())
-
-
-def _aliases(nodes: list[ast.AST], held: set[str]) -> set[str]:
-    """`held`, and the names the nodes give a value that names one of them (`t = TABLE`,
-    `def f(t=TABLE)`, `for t in (TABLE,)`), and so on."""
+def _written_sources(nodes: list[ast.AST]) -> set[str]:
+    """The names whose objects the nodes may write: those written through (see
+    `_written_through`), and every name a value given to one of those names (`t =
+    TABLE`, `def f(t=TABLE)`, `for t in (TABLE,)`) may be, and so on."""
     given: list[tuple[str, ast.AST]] = []
     for child in nodes:
         if isinstance(child, ast.Assign | ast.AnnAssign | ast.NamedExpr | ast.For):
@@ -486,11 +508,11 @@ def _aliases(nodes: list[ast.AST], held: set[str]) -> set[str]:
             given += [(a.arg, d) for a, d in zip(params, child.defaults, strict=True)]
             given += [(a.arg, d) for a, d in zip(child.kwonlyargs, child.kw_defaults, strict=True)
                       if d is not None]  # fmt: skip
-    found = set(held)
+    found = _written_through(nodes)
     grew = True
     while grew:
-        more = {name for name, value in given
-                if name not in found and _held_by(value) & found}  # fmt: skip
+        more = {held for name, value in given if name in found
+                for held in _held_by(value)} - found  # fmt: skip
         found |= more
         grew = bool(more)
     return found
@@ -518,18 +540,17 @@ def _held_by(value: ast.expr) -> set[str]:
     return set()
 
 
-def _writes_through(nodes: list[ast.AST], names: set[str]) -> bool:
-    """Whether the nodes write to what one of `names` holds: an attribute or item of it
-    assigned or deleted, a mutating method of it called, `+=` on it, or it handed to a
-    mutating method, `setattr`, `vars` (`dict.update(TABLE, ...)`, `vars(consts)[...]`)."""
-    if not names.isdisjoint(root for root, _ in _written_roots(nodes)):
-        return True
+def _written_through(nodes: list[ast.AST]) -> set[str]:
+    """The names the nodes write what they hold through: an attribute or item assigned
+    or deleted, a mutating method called, `+=` on it, or it handed to a mutating method,
+    `setattr`, `vars` (`dict.update(TABLE, ...)`, `vars(consts)[...]`)."""
+    found = {root for root, _ in _written_roots(nodes)}
     for child in nodes:
-        if isinstance(child, ast.AugAssign) and _names_in([child.target]) & names:
-            return True
-        if _hands_over(child) and _names_in([n for a in child.args for n in ast.walk(a)]) & names:
-            return True
-    return False
+        if isinstance(child, ast.AugAssign):
+            found |= _names_in([child.target])
+        elif _hands_over(child):
+            found |= _names_in([n for a in child.args for n in ast.walk(a)])
+    return found
 
 
 MAX_CALLS = 4  # functions of other files followed, one calling the next
@@ -543,17 +564,45 @@ def _calls_into(
     (`set_fa4(64)` after `from .consts import set_fa4`), or any whose text writes
     through what the closure reads (see `_Facts.call_writes`), calls followed as far
     as MAX_CALLS."""
-    for name in sorted(foreign):
-        path, imported = imports.get(name, (None, None))
-        if imported is None or not path.endswith(".py"):
-            continue
-        path, imported = _origin(every, path, imported)
-        if path in read:  # a closure file's function: what it changes there, as Reach says
-            if every(path).function_changes(imported) & read[path]["names"]:
-                return True
-        elif path.endswith(".py") and every(path).function_writes(imported, read, every, depth):
-            return True
-    return False
+    return any(_in_read(write, read) for name in sorted(foreign) if name in imports
+               for write in _called_writes(imports[name], every, depth))  # fmt: skip
+
+
+def _called_writes(target: tuple, every: Any, depth: int) -> frozenset:
+    """`_Facts._writes_of` a function imported as `target` (file, name), where it is
+    defined: what its file's Reach says it changes there, and what its text writes."""
+    path, got = target
+    if got is None or not path.endswith(".py"):
+        return frozenset()
+    path, got = _origin(every, path, got)
+    if not path.endswith(".py"):
+        return frozenset()
+    facts = every(path)
+    return frozenset({(REACH, facts, got)}) | facts.function_writes_of(got, every, depth)
+
+
+def _written_origin(target: tuple, every: Any) -> tuple[str, str | None]:
+    """The file (and name) an imported name that is written through stands for."""
+    path, got = target
+    return (path, None) if got is None else _origin(every, path, got)
+
+
+REACH = "reach"  # a write's `via`: what the function `name` of `where` (its facts) changes
+
+
+def _in_read(write: tuple, read: dict) -> bool:
+    """Whether a write (see `_Facts._writes_of`) is to what the closure reads. A closure
+    file's own functions are judged by what Reach says they change (asked only of a
+    closure file), not by their text."""
+    via, path, name = write
+    if via is REACH:
+        entry = read.get(path.path)
+        return entry is not None and bool(path.function_changes(name) & entry["names"])
+    if via in read:
+        return False
+    if name is None:
+        return path in read
+    return name in read.get(path, {}).get("names", ())
 
 
 def _writes_a_module(written: frozenset, imports: dict, read: dict, every: Any) -> bool:
@@ -685,16 +734,25 @@ def _import_targets(files: Any, path: str, found: list) -> dict[str, tuple[str, 
     return out
 
 
-def _read(closures: list) -> dict[str, dict[str, set]]:
+class _Read(dict):
+    """What the closures run, by file (see `_read`); `key` tells one such reading from
+    another (the parts of a split inferred diff read differently, a file's facts keep
+    answers by it)."""
+
+    key: frozenset = frozenset()
+
+
+def _read(closures: list) -> _Read:
     """What the closures run, by file: the lines of their statements, the names those
     bind."""
-    out: dict[str, dict[str, set]] = {}
+    out = _Read()
     for closure in closures:
         for path in closure.files:
             nodes = list(closure.nodes_of(path))
             entry = out.setdefault(path, {"lines": set(), "names": set()})
             entry["lines"].update(n.lineno for n in nodes)
             entry["names"].update(n for _, names in names_bound_at_import(nodes) for n in names)
+    out.key = frozenset((path, frozenset(entry["names"])) for path, entry in out.items())
     return out
 
 
