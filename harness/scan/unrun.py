@@ -367,15 +367,17 @@ class _Facts:
 
     def _writes_of(self, node: ast.stmt, every: Any, depth: int) -> frozenset:
         """What calling the definition may write, whatever the closures read, worked out
-        once a run (the parts of a split inferred diff read differently): (the file whose
-        text writes it; the file and the name written, None for the module), or (REACH,
+        once a run (the parts of a split inferred diff read differently): (the files whose
+        functions' text, one calling the next, writes it; the file and the name written,
+        None for the module), or (REACH,
         the facts of a file, a function of it called: what Reach says it changes there),
         through what it imports and the functions it calls, MAX_CALLS deep."""
         at = (id(node), depth)
         if at not in self._writes:
             self._writes[at] = frozenset()  # a cycle stops here
             targets, written, called = self._summary(node)
-            out = {(self.path, *_written_origin(targets[name], every)) for name in written}
+            mine = frozenset({self.path})
+            out = {(mine, *_written_origin(targets[name], every)) for name in written}
             for name in called & set(targets):
                 out |= _called_writes(targets[name], every, depth + 1)
             for name in called - set(targets):
@@ -578,7 +580,11 @@ def _called_writes(target: tuple, every: Any, depth: int) -> frozenset:
     if not path.endswith(".py"):
         return frozenset()
     facts = every(path)
-    return frozenset({(REACH, facts, got)}) | facts.function_writes_of(got, every, depth)
+    text = {(via | {path}, *write) if via is not REACH else (via, *write)
+            for via, *write in facts.function_writes_of(got, every, depth)}  # fmt: skip
+    if depth <= REACH_CALLS:  # a closure file's function called from here, or one call on
+        text.add((REACH, facts, got))
+    return frozenset(text)
 
 
 def _written_origin(target: tuple, every: Any) -> tuple[str, str | None]:
@@ -588,6 +594,8 @@ def _written_origin(target: tuple, every: Any) -> tuple[str, str | None]:
 
 
 REACH = "reach"  # a write's `via`: what the function `name` of `where` (its facts) changes
+REACH_CALLS = 1  # how deep a call of a closure file's function counts (further down, any
+# server entry point reaches the resolution code, which changes what the passes read)
 
 
 def _in_read(write: tuple, read: dict) -> bool:
@@ -598,8 +606,8 @@ def _in_read(write: tuple, read: dict) -> bool:
     if via is REACH:
         entry = read.get(path.path)
         return entry is not None and bool(path.function_changes(name) & entry["names"])
-    if via in read:
-        return False
+    if not via.isdisjoint(read):  # written by the text of a closure file's function, or
+        return False  # by what one calls: Reach says what that one changes
     if name is None:
         return path in read
     return name in read.get(path, {}).get("names", ())
