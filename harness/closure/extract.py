@@ -340,14 +340,19 @@ def _bound_at_import(nodes: list[ast.stmt]) -> frozenset[str]:
 def _trimmed(removed: list[Piece], added: list[Piece]) -> tuple[list[Piece], list[Piece]]:
     """The pieces an edit replaced, without those the same at either end of it (the
     statement before an inserted one, cut again; a pass whose comment changed)."""
-    start = 0
-    while start < min(len(removed), len(added)) and _same(removed[start], added[start]):
+    start, end = _same_ends(removed, added)
+    return removed[start : len(removed) - end], added[start : len(added) - end]
+
+
+def _same_ends(removed: list[Piece], added: list[Piece]) -> tuple[int, int]:
+    """How many pieces at the start, and then at the end, the two hold the same."""
+    start, most = 0, min(len(removed), len(added))
+    while start < most and _same(removed[start], added[start]):
         start += 1
     end = 0
-    while (end < min(len(removed), len(added)) - start
-           and _same(removed[-1 - end], added[-1 - end])):  # fmt: skip
+    while end < most - start and _same(removed[-1 - end], added[-1 - end]):
         end += 1
-    return removed[start : len(removed) - end], added[start : len(added) - end]
+    return start, end
 
 
 def _same(old: Piece, new: Piece) -> bool:
@@ -391,11 +396,12 @@ def _new_slot(edit: Edit, layout: Layout, old: int) -> int | None:
     slot = edit.slot(old)
     if slot is not None:
         return slot
-    removed, now = edit.removed_pieces(), layout.pieces[edit.first : edit.first + edit.added]
+    now = layout.pieces[edit.first : edit.first + edit.added]
+    start, end = _same_ends(edit.removed_pieces(), now)
     k, back = old - edit.first, edit.after - 1 - old
-    if k < len(now) and all(_same(removed[i], now[i]) for i in range(k + 1)):
+    if k < start:
         return edit.first + k
-    if back < len(now) and all(_same(removed[-1 - i], now[-1 - i]) for i in range(back + 1)):
+    if back < end:
         return edit.first + len(now) - 1 - back
     return None
 

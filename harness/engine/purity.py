@@ -286,11 +286,15 @@ def _call_sites(statements: list[ast.stmt], defs: dict) -> tuple[dict[str, list]
                 if isinstance(func, ast.Name) and func.id in sites:
                     sites[func.id].append((function, child))
                     called.add(id(func))
-    named = {child.id for node in statements for child in ast.walk(node)
-             if isinstance(child, ast.Name) and child.id in defs
-             and id(child) not in called}  # fmt: skip
-    named |= {name for node in statements for child in ast.walk(node)
-              if (name := _named_otherwise(child)) in defs}  # fmt: skip
+    named: set[str] = set()
+    for node in statements:
+        for child in ast.walk(node):
+            if isinstance(child, ast.Name) and id(child) not in called:
+                name: str | None = child.id
+            else:
+                name = _named_otherwise(child)
+            if name in defs:
+                named.add(name)
     return sites, named
 
 

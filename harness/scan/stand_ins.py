@@ -56,8 +56,9 @@ def _judged(key: tuple[str, str], found: dict, homes: dict, matrix: str) -> Blin
 
 
 def _nothing_else_changed(versions: Any, revisions: dict) -> bool:
-    """Whether only the target's file (or no Python) differs between two commits: then no
-    definition the world answers does (its homes are other files), and none is parsed."""
+    """Whether only the target's file (or no Python) differs between the revisions, as git
+    lists them (see `changed_paths`): then no definition the world answers does (its
+    homes are other files), and none is parsed."""
     changed = changed_paths(versions, revisions)
     target = {versions.matrix.target.path}  # the passes' own file: what a PR edits most
     return changed is not None and nothing_else_changed(changed, target)

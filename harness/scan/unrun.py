@@ -369,9 +369,9 @@ class _Facts:
         """What calling the definition may write, whatever the closures read, worked out
         once a run (the parts of a split inferred diff read differently): (the files whose
         functions' text, one calling the next, writes it; the file and the name written,
-        None for the module), or (REACH,
-        the facts of a file, a function of it called: what Reach says it changes there),
-        through what it imports and the functions it calls, MAX_CALLS deep."""
+        None for the module), or (REACH, the facts of a file, a function of it called:
+        what Reach says it changes there), through what it imports and the functions it
+        calls, MAX_CALLS deep."""
         at = (id(node), depth)
         if at not in self._writes:
             self._writes[at] = frozenset()  # a cycle stops here
@@ -701,11 +701,6 @@ def _hands_over(node: ast.AST) -> bool:
             and isinstance(func.value, ast.Name) and func.value.id in TYPES)  # fmt: skip
 
 
-def _root(node: ast.expr) -> str | None:
-    found = _root_name(node)
-    return None if found is None else found.id
-
-
 def _root_name(node: ast.expr) -> ast.Name | None:
     while isinstance(node, ast.Attribute | ast.Subscript):
         node = node.value
@@ -742,25 +737,16 @@ def _import_targets(files: Any, path: str, found: list) -> dict[str, tuple[str, 
     return out
 
 
-class _Read(dict):
-    """What the closures run, by file (see `_read`); `key` tells one such reading from
-    another (the parts of a split inferred diff read differently, a file's facts keep
-    answers by it)."""
-
-    key: frozenset = frozenset()
-
-
-def _read(closures: list) -> _Read:
+def _read(closures: list) -> dict[str, dict[str, set]]:
     """What the closures run, by file: the lines of their statements, the names those
     bind."""
-    out = _Read()
+    out: dict[str, dict[str, set]] = {}
     for closure in closures:
         for path in closure.files:
             nodes = list(closure.nodes_of(path))
             entry = out.setdefault(path, {"lines": set(), "names": set()})
             entry["lines"].update(n.lineno for n in nodes)
             entry["names"].update(n for _, names in names_bound_at_import(nodes) for n in names)
-    out.key = frozenset((path, frozenset(entry["names"])) for path, entry in out.items())
     return out
 
 
