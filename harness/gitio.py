@@ -394,31 +394,48 @@ def _link_text(repo: Repo, blob: str) -> str:
 
 TREE_MODE, LINK_MODE, SUBMODULE_MODE = "40000", "120000", "160000"
 BLOB_MODES = frozenset({"100644", "100755", "100664"})  # files
-_ROOTS: dict[str, str] = {}  # commit id -> its root tree id
-_LISTINGS: dict[str, dict[str, tuple[str, str]]] = {}  # tree id -> {name: (mode, id)}
 MAX_REMEMBERED = 100_000  # ids never change: the dicts are only ever cleared, for memory
+TEXTS_KEPT, MAX_TEXT = 64, 1 << 20
+MEMO = "objects"  # repo.answers[MEMO]: what was read of its objects, for the run
+
+
+@dataclass
+class _Memo:
+    """What one opened repository's objects were read as, kept for the run that opened it:
+    ids never change, so nothing in it goes stale."""
+
+    roots: dict[str, str] = field(default_factory=dict)  # commit id -> its root tree id
+    # tree id -> {name: (mode, id)}
+    listings: dict[str, dict[str, tuple[str, str]]] = field(default_factory=dict)
+    texts: dict[str, str] = field(default_factory=dict)  # blob id -> text: the last few used
+
+
+def _memo(repo: Repo) -> _Memo:
+    return repo.answers.setdefault(MEMO, _Memo())
 
 
 def _root_tree(repo: Repo, commit: str) -> str:
     """The commit's root tree id (its listing is kept on the way: it is read next)."""
-    if commit not in _ROOTS:
+    roots = _memo(repo).roots
+    if commit not in roots:
         found = _object(repo, f"{commit}^{{tree}}", "tree")
         if found is None:
             raise HarnessError(_unreadable(repo, commit, "a commit"))
-        if len(_ROOTS) > MAX_REMEMBERED:
-            _ROOTS.clear()
-        _ROOTS[commit] = found[0]
+        if len(roots) > MAX_REMEMBERED:
+            roots.clear()
+        roots[commit] = found[0]
         _remember_listing(repo, found[0], found[2])
-    return _ROOTS[commit]
+    return roots[commit]
 
 
 def _listing(repo: Repo, tree: str) -> dict[str, tuple[str, str]]:
-    if tree not in _LISTINGS:
+    listings = _memo(repo).listings
+    if tree not in listings:
         found = _object(repo, tree, "tree")
         if found is None:
             raise HarnessError(_unreadable(repo, tree, "a directory"))
         _remember_listing(repo, tree, found[2])
-    return _LISTINGS[tree]
+    return listings[tree]
 
 
 def _remember_listing(repo: Repo, tree: str, data: bytes) -> None:
@@ -432,9 +449,10 @@ def _remember_listing(repo: Repo, tree: str, data: bytes) -> None:
             at = nul + 21
     except (ValueError, UnicodeDecodeError):
         raise HarnessError(_unreadable(repo, tree, "a directory")) from None
-    if len(_LISTINGS) > MAX_REMEMBERED:
-        _LISTINGS.clear()
-    _LISTINGS[tree] = entries
+    listings = _memo(repo).listings
+    if len(listings) > MAX_REMEMBERED:
+        listings.clear()
+    listings[tree] = entries
 
 
 def _object(repo: Repo, spec: str, kind: str) -> tuple[str, str, bytes] | None:
@@ -452,21 +470,18 @@ def read_blob(repo: Repo, blob: str, path: str = "") -> str:
     reads the files a commit left alone again and again."""
     if blob.startswith(UNREADABLE):
         raise Unevaluable(blob.removeprefix(UNREADABLE))
-    text = _TEXTS.pop((repo.git_dir, blob), None)
+    texts = _memo(repo).texts
+    text = texts.pop(blob, None)
     if text is None:
         found = _object(repo, blob, "blob")
         if found is None:
             raise HarnessError(_unreadable(repo, blob, path))
         text = python_source(found[2], path or blob[:12])
     if len(text) <= MAX_TEXT:
-        if len(_TEXTS) >= TEXTS_KEPT:
-            del _TEXTS[next(iter(_TEXTS))]
-        _TEXTS[repo.git_dir, blob] = text  # the last used is the last dropped
+        if len(texts) >= TEXTS_KEPT:
+            del texts[next(iter(texts))]
+        texts[blob] = text  # the last used is the last dropped
     return text
-
-
-_TEXTS: dict[tuple[str, str], str] = {}  # (repository, blob id) -> text: the last few used
-TEXTS_KEPT, MAX_TEXT = 64, 1 << 20
 
 
 def _unreadable(repo: Repo, blob: str, path: str) -> str:
