@@ -41,18 +41,35 @@ MAX_RUNS = 40  # runs of one pass while following the values it compares inputs 
 MAX_VALUES = 12  # literals kept per attribute (an axis of more is rarely what one wants)
 
 
+@dataclass
+class Notes:
+    """What the runs of one discovery noted, in the worker (see `Symbol`)."""
+
+    seen: dict[str, list] = field(default_factory=dict)  # attribute -> plain values compared
+    tested: set[str] = field(default_factory=set)  # attributes whose truth was tested
+    read: list[str] = field(default_factory=list)  # view attributes read, in order
+    unknown: set[str] = field(default_factory=set)  # view attributes this run read as symbols
+    touched: set[str] = field(default_factory=set)  # symbols this run compared or tested
+    unbound: list[str] = field(default_factory=list)  # names imported inside a pass, unbound
+
+
 class Symbol:
-    """An input nobody declared: falsy, equal to nothing, noting what it is compared with."""
+    """An input nobody declared: falsy, equal to nothing, noting in `notes` what it is
+    compared with (a symbol made before the run notes nothing until `tied` to it)."""
 
-    __slots__ = ("_name",)
+    __slots__ = ("_name", "_notes")
 
-    def __init__(self, name: str) -> None:
-        self._name = name
+    def __init__(self, name: str, notes: Notes | None = None) -> None:
+        self._name, self._notes = name, notes
+
+    def tied(self, notes: Notes) -> Symbol:
+        return Symbol(self._name, notes)
 
     def _note(self, other: Any) -> None:
-        if type(other) in SCALAR_TYPES:
-            _TOUCHED.add(self._name)
-            values = _SEEN.setdefault(self._name, [])
+        notes = self._notes
+        if type(other) in SCALAR_TYPES and notes is not None:
+            notes.touched.add(self._name)
+            values = notes.seen.setdefault(self._name, [])
             if not any(type(v) is type(other) and v == other for v in values):
                 values.append(other)
 
@@ -71,8 +88,9 @@ class Symbol:
     __le__ = __gt__ = __ge__ = __lt__
 
     def __bool__(self) -> bool:
-        _TESTED.add(self._name)
-        _TOUCHED.add(self._name)
+        if self._notes is not None:
+            self._notes.tested.add(self._name)
+            self._notes.touched.add(self._name)
         return False
 
     def __call__(self, *args: Any, **kwargs: Any) -> Symbol:
@@ -88,20 +106,16 @@ class Symbol:
         return f"<{self._name}>"
 
 
-_SEEN: dict[str, list] = {}  # in the worker: attribute -> plain values compared with it
-_TESTED: set[str] = set()  # in the worker: attributes whose truth was tested
-_READ: list[str] = []  # in the worker: view attributes read, in order
-_UNKNOWN: set[str] = set()  # in the worker: view attributes this run read as symbols
-_TOUCHED: set[str] = set()  # in the worker: symbols this run compared with a value or tested
-_UNBOUND: list[str] = []  # in the worker: names imported inside a pass that nothing binds
-
-
 class _Answering(dict):
     """The world's names, and a symbol for any other a pass imports (noted)."""
 
+    def __init__(self, names: dict, notes: Notes) -> None:
+        super().__init__(names)
+        self.notes = notes
+
     def __missing__(self, name: str) -> Symbol:
-        _UNBOUND.append(name)
-        return Symbol(name)
+        self.notes.unbound.append(name)
+        return Symbol(name, self.notes)
 
 
 @dataclass
@@ -166,17 +180,18 @@ def _decoded_each(header: Any, count: int) -> list[Found]:
 
 def _discover(world: World, base: Matrix, passes: list[tuple[str, Closure]], runs: int) -> Found:
     """In the worker: each pass run on symbols."""
-    _SEEN.clear(), _TESTED.clear(), _READ.clear(), _UNBOUND.clear()
-    found = Found()
+    notes, found = Notes(), Found()
+    fields = {k: v.tied(notes) if type(v) is Symbol else v for k, v in base.fields.items()}
+    base = replace(base, fields=fields)
     for name, closure in passes:
-        read, given = len(_READ), len(found.inputs)
-        _explore(world, base, name, closure, found, runs)
-        for input_name in {*_READ[read:], *found.inputs[given:]}:
+        read, given = len(notes.read), len(found.inputs)
+        _explore(world, base, name, closure, found, runs, notes)
+        for input_name in {*notes.read[read:], *found.inputs[given:]}:
             found.readers[input_name] = found.readers.get(input_name, 0) + 1
-        for probe in _UNBOUND:
+        for probe in notes.unbound:
             found.unbound.setdefault(probe, name)
-    found.values = {k: v[:MAX_VALUES] for k, v in _SEEN.items()}
-    found.tested, found.read = sorted(_TESTED), list(dict.fromkeys(_READ))
+    found.values = {k: v[:MAX_VALUES] for k, v in notes.seen.items()}
+    found.tested, found.read = sorted(notes.tested), list(dict.fromkeys(notes.read))
     return found
 
 
@@ -212,31 +227,33 @@ def _decoded(header: Any) -> Found:
 
 
 def _explore(
-    world: World, base: Matrix, name: str, closure: Closure, found: Found, limit: int
-) -> None:
+    world: World, base: Matrix, name: str, closure: Closure, found: Found, limit: int,
+    notes: Notes,
+) -> None:  # fmt: skip
     """Run the pass on symbols, then again with each value it compared an input with, each
     truth it tested, and each other value of a suggested axis it read (breadth first)."""
     inputs: dict[str, Any] = {}  # world inputs the pass read, as symbols
     start = (0,) * len(base.axes)
     queue, seen, runs, nulled = [({}, start)], set(), 0, set()
-    loaded = _Loaded(world, base, name, closure)
+    loaded = _Loaded(world, base, name, closure, notes)
     while queue and runs < limit:
         assign, cell = queue.pop(0)
         runs += 1
-        _UNKNOWN.clear(), _TOUCHED.clear()
+        notes.unknown.clear(), notes.touched.clear()
         try:
             matrix, bound, fn = loaded.for_run(inputs, assign)
             run_cell(fn, bound, matrix, cell)
         except Unevaluable as exc:
             if exc.missing is not None and exc.missing not in inputs:
-                inputs[exc.missing] = Symbol(exc.missing)
+                inputs[exc.missing] = Symbol(exc.missing, notes)
                 found.inputs.append(exc.missing)
                 queue.insert(0, (assign, cell))
                 continue
             found.problems[name] = str(exc)
             return
         own = _assignment_key(assign)
-        for step in _next_steps(matrix, bound.probe.read, assign, cell, found, nulled):
+        steps = _next_steps(matrix, bound.probe.read, assign, cell, found, nulled, notes)
+        for step in steps:
             key = (own if step[0] is assign else _assignment_key(step[0]), step[1])
             if key not in seen:
                 seen.add(key)
@@ -249,8 +266,9 @@ def _assignment_key(assign: dict[str, Any]) -> frozenset[tuple[str, str]]:
 
 
 def _next_steps(
-    matrix: Matrix, read: int, assign: dict, cell: tuple, found: Found, nulled: set[str]
-):
+    matrix: Matrix, read: int, assign: dict, cell: tuple, found: Found, nulled: set[str],
+    notes: Notes,
+):  # fmt: skip
     """The runs a run calls for: each value an input was compared with, a true value for
     each input tested for truth, null for each it read unknown and did not compare or test
     (`x is None` cannot be noted, and a symbol is never `None`; once per input, `nulled`),
@@ -261,13 +279,13 @@ def _next_steps(
                 found.axes.append(axis.name)
             for digit in range(len(axis.values)):
                 yield assign, (*cell[:i], digit, *cell[i + 1 :])
-    inputs = {*_READ, *found.inputs}  # what a matrix can declare (not the probes)
-    for attribute, values in list(_SEEN.items()):
+    inputs = {*notes.read, *found.inputs}  # what a matrix can declare (not the probes)
+    for attribute, values in list(notes.seen.items()):
         for value in values if attribute in inputs else ():
             yield {**assign, attribute: value}, cell
-    for attribute in sorted(_TESTED & inputs):
+    for attribute in sorted(notes.tested & inputs):
         yield {**assign, attribute: True}, cell
-    for attribute in sorted(_UNKNOWN - _TOUCHED - nulled):  # `is None` cannot be noted
+    for attribute in sorted(notes.unknown - notes.touched - nulled):  # `is None`: not noted
         nulled.add(attribute)
         yield {**assign, attribute: None}, cell
 
@@ -277,22 +295,25 @@ class _Loaded:
     attributes nothing declares go through `current`, which the view reads at each access
     (binding the world and compiling the pass for every run cost most of the time)."""
 
-    def __init__(self, world: World, base: Matrix, name: str, closure: Closure) -> None:
+    def __init__(
+        self, world: World, base: Matrix, name: str, closure: Closure, notes: Notes
+    ) -> None:
         self.world, self.base, self.name, self.closure = world, base, name, closure
+        self.notes = notes
         self.current: dict[str, Any] = {}
         self.made: dict[tuple, tuple] = {}
 
     def for_run(self, inputs: dict[str, Any], assign: dict[str, Any]) -> tuple:
         """(matrix, bound, the loaded pass) with `assign` in force."""
-        read = set(_READ)
+        read = set(self.notes.read)
         fields = {**inputs, **{k: v for k, v in assign.items() if k not in read}}
         self.current.clear()
         self.current.update({k: v for k, v in assign.items() if k in read})
         key = tuple(sorted((k, repr(v)) for k, v in fields.items()))
         if key not in self.made:
             matrix = replace(self.base, fields={**self.base.fields, **fields})
-            bound = _with_symbols(bind(self.world, matrix), self.current)
-            bound = replace(bound, names=_Answering(bound.names))
+            bound = _with_symbols(bind(self.world, matrix), self.current, self.notes)
+            bound = replace(bound, names=_Answering(bound.names, self.notes))
             self.made[key] = (matrix, bound, load_function(self.closure, bound, self.name))
         return self.made[key]
 
@@ -303,26 +324,28 @@ class _Current(Spec):
 
     name: str
     current: dict
+    notes: Notes
 
     def compile(self, ctx) -> Any:
-        symbol, current, name = Symbol(self.name), self.current, self.name
+        notes, current, name = self.notes, self.current, self.name
+        symbol = Symbol(name, notes)
 
         def resolve(probe) -> Any:
             if name in current:
                 return current[name]
-            _UNKNOWN.add(name)
+            notes.unknown.add(name)
             return symbol
 
         return resolve
 
 
-def _with_symbols(bound: Bound, current: dict[str, Any]) -> Bound:
+def _with_symbols(bound: Bound, current: dict[str, Any], notes: Notes) -> Bound:
     """`bound` whose view answers any attribute nothing declares with the run's value for
-    it (`current`), else a symbol."""
+    it (`current`), else a symbol (noting in `notes`)."""
 
     def fallback(name: str) -> Spec:
-        _READ.append(name)
-        return _Current(name, current)
+        notes.read.append(name)
+        return _Current(name, current, notes)
 
     return with_view_fallback(bound, fallback)
 
