@@ -129,6 +129,10 @@ class Reach:
             foreign |= calls
         return frozenset(data), frozenset(foreign)
 
+    def consulted(self) -> frozenset[str]:
+        """The names whose definitions told what the statements read so far may change."""
+        return frozenset(name for _, name in self.memo)
+
     def _memo(self, key: tuple[str, str]) -> tuple[frozenset[str], frozenset[str]]:
         if key not in self.memo:
             if self.depth >= MAX_REACH_DEPTH:  # a chain that long (PR text): may change any

@@ -106,6 +106,9 @@ class Use(NamedTuple):
         return f"{self.path}:{self.statement.lineno}"
 
 
+MUTATIONS = "mutations"  # a layout's fact: its changers, and the names that told what they change
+
+
 class Resolver:
     """Walks free names from the target outwards, across files, collecting the closure."""
 
@@ -184,10 +187,17 @@ class Resolver:
             self._fail(name, self._unknown(name, use))
 
     def watched(self) -> dict[str, frozenset[str]]:
-        """Per file, every name looked up in it (an edit binding none of them changes nothing)."""
+        """Per file, every name looked up in it, and every name whose definitions told what
+        a top-level statement there may change (`fill()` is harmless while `def fill` changes
+        nothing): an edit binding none of them changes nothing."""
         out: dict[str, set[str]] = {}
         for path, name in self.seen | set(self.links):
             out.setdefault(path, set()).add(name)
+        for path, reach in self.reaches.items():
+            out.setdefault(path, set()).update(reach.consulted())
+        for path, layout in self.layouts.items():
+            _, consulted = layout.facts.get(MUTATIONS, ((), ()))  # when another run read it
+            out.setdefault(path, set()).update(consulted)
         return {path: frozenset(names) for path, names in out.items()}
 
     def missing(self) -> frozenset[str]:
@@ -414,9 +424,9 @@ class Resolver:
                     changes = statement.memo("effects", effects)
                     if changes != NO_EFFECTS:
                         found.append((statement, *reach.of(changes)))
-            return found
+            return found, reach.consulted()
 
-        return self.layouts[path].memo("mutations", compute)
+        return self.layouts[path].memo(MUTATIONS, compute)[0]
 
     def _reach(self, path: str) -> Reach:
         if path not in self.reaches:

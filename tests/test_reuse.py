@@ -1,0 +1,76 @@
+"""A closure reused across an edit is the closure a fresh extraction finds.
+
+Between two revisions the harness reuses the base's closure when the edit binds
+no name the closure looked up. A module-level statement the closure left out
+because it changed nothing (`fill()` while `def fill` only passes) is not a
+name the closure looked up; yet an edit of `fill` alone makes the unchanged
+call change what the pass reads. Each shape below changes only a definition
+such a statement draws on; what SGLang computes at each revision comes from
+importing the checked-out files in plain Python, and the diff must report
+exactly those changes, whichever revision is read first.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.test_unrun import CONSTS, PASSES, diff, repository, sglang_page_size
+
+PASS = '''\
+"""Post-process passes (a contributor's version)."""
+
+{top}
+
+def target(view):
+    if view.backend == "fa4":
+        return {{"page_size": TABLE["fa4"]}}
+    return {{}}
+'''
+FILL = 'TABLE = {"fa4": 128}\n\n\ndef fill():\n    pass\n\n\nfill()\n'
+# name: (base files, head files): the head edits only a definition unchanged code calls
+SHAPES = {
+    "a function of the pass's file called at import": (
+        {PASSES: PASS.format(top=FILL)},
+        {PASSES: PASS.format(top=FILL.replace("    pass", '    TABLE["fa4"] = 64'))},
+    ),
+    "a decorator of another function": (
+        {PASSES: PASS.format(top='TABLE = {"fa4": 128}\n\n\ndef noted(fn):\n    return fn\n\n\n'
+                                 "@noted\ndef other():\n    pass\n")},
+        {PASSES: PASS.format(top='TABLE = {"fa4": 128}\n\n\ndef noted(fn):\n'
+                                 '    TABLE["fa4"] = 64\n    return fn\n\n\n'
+                                 "@noted\ndef other():\n    pass\n")},
+    ),
+    "what a function returns, written to": (
+        {PASSES: PASS.format(top='TABLE = {"fa4": 128}\n\n\ndef table():\n    return {}\n\n\n'
+                                 'table()["fa4"] = 64\n')},
+        {PASSES: PASS.format(top='TABLE = {"fa4": 128}\n\n\ndef table():\n    return TABLE\n\n\n'
+                                 'table()["fa4"] = 64\n')},
+    ),
+    "a function of an imported module, called in the pass's file": (
+        {PASSES: PASS.format(top="from sglang.srt.arg_groups.consts import TABLE, fill\n\nfill()\n"),
+         CONSTS: FILL.replace("\n\n\nfill()\n", "\n")},
+        {CONSTS: FILL.replace("\n\n\nfill()\n", "\n").replace("    pass", '    TABLE["fa4"] = 64')},
+    ),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("name", sorted(SHAPES))
+@pytest.mark.parametrize("order", ["base first", "head first"])
+def test_an_edit_of_what_unchanged_module_code_calls_changes_the_cells(
+    name: str, order: str, tmp_path: Path
+):
+    base, head = SHAPES[name]
+    repo, first, second = repository(tmp_path, head, base)
+    sizes = {sha: sglang_page_size(repo, sha, tmp_path) for sha in (first, second)}
+    assert sizes[first] != sizes[second]  # SGLang's page size changed
+    if order == "head first":
+        first, second = second, first
+    done, report = diff(tmp_path, first, second, repo)
+    changed = {
+        (c["cell"]["backend"], c["cell"]["page_size"], c["base"]["page_size"], c["head"]["page_size"])
+        for c in report["changed"]
+    }  # fmt: skip
+    expected = {("fa4", page, sizes[first], sizes[second]) for page in (None, 1, 64)}
+    assert done.code == 1 and changed == expected, (done.err, report["changed"])
