@@ -12,10 +12,14 @@ exactly those changes, whichever revision is read first.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
 
+from harness.testing.gitrepo import FixtureRepo
+from tests.conftest import run_cli
+from tests.helpers import plain_matrix
 from tests.test_unrun import CONSTS, PASSES, diff, repository, sglang_page_size
 
 PASS = '''\
@@ -74,3 +78,23 @@ def test_an_edit_of_what_unchanged_module_code_calls_changes_the_cells(
     }  # fmt: skip
     expected = {("fa4", page, sizes[first], sizes[second]) for page in (None, 1, 64)}
     assert done.code == 1 and changed == expected, (done.err, report["changed"])
+
+
+def test_a_decorator_added_harmless_is_watched_when_it_later_writes(tmp_path: Path):
+    """One run reads three commits: the second adds a use of a harmless decorator (its
+    closure is the first's), the third makes the decorator write what the pass reads.
+    History must name the third commit, and only it, as plain Python's results do."""
+    noted = 'TABLE = {"fa4": 128}\n\n\ndef noted(fn):\n    return fn\n'
+    used = noted + "\n\n@noted\ndef other():\n    pass\n"
+    writes = used.replace("    return fn", '    TABLE["fa4"] = 64\n    return fn')
+    repo = FixtureRepo(tmp_path / "repo")
+    shas = [repo.commit(f"step {n}", {PASSES: PASS.format(top=top)})
+            for n, top in enumerate((noted, used, writes))]  # fmt: skip
+    sizes = [sglang_page_size(repo, sha, tmp_path) for sha in shas]
+    expected = [shas[n] for n in range(1, len(shas)) if sizes[n] != sizes[n - 1]]
+    assert expected == [shas[2]]
+    (tmp_path / "m.yaml").write_text(plain_matrix("reuse"))
+    done = run_cli("history", "--repo", str(repo.root), "--matrix", str(tmp_path / "m.yaml"),
+                   "--format", "json", "--no-cache")  # fmt: skip
+    found = [c["sha"] for c in json.loads(done.out)["commits"]]
+    assert done.code == 1 and found == expected, done.err

@@ -16,13 +16,13 @@ import ast
 import hashlib
 import sys
 from collections.abc import Collection, Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 
 from harness.closure.defaults import NO_DEFAULTS, Defaults
-from harness.closure.index import DEFINITION, Binding
+from harness.closure.index import DEFINITION, Binding, index_module
 from harness.closure.modules import RevisionFiles
-from harness.closure.mutations import effects
+from harness.closure.mutations import ANY, Effects, Reach, effects
 from harness.closure.pieces import Edit, Layout, Piece, SourceCache, Statement
 from harness.closure.resolve import (
     HELPER,
@@ -36,6 +36,7 @@ from harness.closure.resolve import (
     Use,
     ViewClass,
     placed_node,
+    reach_in,
     shape,
 )
 from harness.closure.shadows import names_bound_at_import
@@ -146,8 +147,9 @@ def extract_closure(
         ) from None
     check_registries(resolver)
     closure = build_closure(path, function, target, resolver)
+    reads = {path: frozenset(read) for path, read in resolver.data.items()}
     last = LastClosure(dict(resolver.layouts), names, key, closure, resolver.watched(),
-                       resolver.missing())  # fmt: skip
+                       resolver.missing(), reads)  # fmt: skip
     remember_closure(cache, last)
     return closure
 
@@ -267,6 +269,7 @@ class LastClosure:
     closure: Closure
     watched: dict[str, frozenset[str]]
     missing: frozenset[str] = frozenset()  # paths its imports were not found at
+    reads: dict[str, frozenset[str]] = field(default_factory=dict)  # names whose data it reads
 
 
 def remember_closure(cache: SourceCache, last: LastClosure) -> None:
@@ -284,14 +287,16 @@ def reuse_closure(
         return None
     if any(files.exists(path) for path in last.missing):  # an import now finds a new file
         return None
-    layouts = {}
+    layouts, watched = {}, dict(last.watched)
     for path, old in last.layouts.items():
         layout = cache.layout_of(files, path)
         if layout is None:
             return None
-        watched = last.watched.get(path, frozenset())
-        if layout is not old and not _harmless(layout, old, watched, bound):
-            return None
+        if layout is not old:
+            consulted = _harmless(layout, old, last, path, bound)
+            if consulted is None:
+                return None
+            watched[path] = watched.get(path, frozenset()) | consulted
         if layout is not old and postpones(statements_of(layout)) != postpones(
             statements_of(old)
         ):  # `from __future__ import annotations` no longer first, or now first
@@ -308,21 +313,34 @@ def reuse_closure(
     if any(new is not part for new, part in zip(parts, closure.parts, strict=True)):
         (lineno,) = (part.statement.lineno for part in parts if part.role == TARGET)
         closure = evolve(closure, parts=parts, lineno=lineno)
-    remember_closure(cache, evolve(last, layouts=layouts, closure=closure))
+    remember_closure(cache, evolve(last, layouts=layouts, closure=closure, watched=watched))
     return closure
 
 
-def _harmless(layout: Layout, old: Layout, watched: frozenset[str], bound: frozenset[str]) -> bool:
-    """Whether `layout` is `old` edited in pieces that bind none of the `watched` names
-    and change no data at module level (other than through names the world binds)."""
+def _harmless(
+    layout: Layout, old: Layout, last: LastClosure, path: str, bound: frozenset[str]
+) -> frozenset[str] | None:
+    """The names whose definitions told what the edit's statements may change (to watch
+    from now on), if `layout` is `old` edited in pieces that bind none of the names the
+    `last` closure watched in `path` and may change, at module level, none whose data it
+    reads there (through the file's own functions and aliases; names the world binds
+    aside); else None."""
+    watched = last.watched.get(path, frozenset())
+    reads = last.reads.get(path, frozenset())
     edit = layout.edit
     if edit is None or edit.base is not old:
-        return False
+        return None
     now = layout.pieces[edit.first : edit.first + edit.added]
     removed, added = _trimmed(edit.removed_pieces(), now)
-    return not any(
-        _rebinds(piece, watched, bound) or _changes_data(piece, bound) for piece in removed + added
-    )
+    if any(_rebinds(piece, watched, bound) for piece in removed + added):
+        return None
+    consulted: set[str] = set()
+    for pieces, where in ((removed, old), (added, layout)):
+        reach = reach_in(index_module(where))
+        if any(_changes_data(piece, reads, bound, reach) for piece in pieces):
+            return None
+        consulted |= reach.consulted()
+    return frozenset(consulted)
 
 
 def _rebinds(piece: Piece, watched: frozenset[str], bound: frozenset[str]) -> bool:
@@ -373,9 +391,17 @@ def _trees(nodes: list[ast.stmt]) -> tuple[str, ...] | None:
         return None
 
 
-def _changes_data(piece: Piece, bound: frozenset[str]) -> bool:
-    found = piece.memo("effects", lambda nodes: [effects(node) for node in nodes])
-    return any((e.names | e.calls) - bound for e in found)
+def _changes_data(piece: Piece, reads: frozenset[str], bound: frozenset[str], reach: Reach) -> bool:
+    """Whether the piece may change, when its module is imported, data of a name in
+    `reads` (or any name, or through a function another file defines)."""
+    for found in piece.memo("effects", lambda nodes: [effects(node) for node in nodes]):
+        found = Effects(found.names - bound, found.calls - bound, found.results - bound)
+        if found.empty:
+            continue
+        data, foreign = reach.of(found)
+        if (data - bound) & reads or ANY in data or foreign - bound:
+            return True
+    return False
 
 
 def _moved(part: Part, layout: Layout, old: Layout) -> Part | None:

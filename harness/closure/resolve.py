@@ -106,6 +106,16 @@ class Use(NamedTuple):
         return f"{self.path}:{self.statement.lineno}"
 
 
+def reach_in(index: dict[str, list[Binding]]) -> Reach:
+    """What a file's statements may change, through its own functions and aliases (its
+    `index`)."""
+
+    def definitions(name: str) -> list[ast.stmt]:
+        return [b.statement.node for b in index.get(name, []) if b.kind == DEFINITION]
+
+    return Reach(definitions)
+
+
 MUTATIONS = "mutations"  # a layout's fact: its changers, and the names that told what they change
 
 
@@ -430,13 +440,7 @@ class Resolver:
 
     def _reach(self, path: str) -> Reach:
         if path not in self.reaches:
-            index = self.index(path)
-
-            def definitions(name: str) -> list[ast.stmt]:
-                bindings = index.get(name, [])
-                return [b.statement.node for b in bindings if b.kind == DEFINITION]
-
-            self.reaches[path] = Reach(definitions)
+            self.reaches[path] = reach_in(self.index(path))
         return self.reaches[path]
 
     def _mutation(self, path: str, statement: Statement, where: str, name: str) -> None:
