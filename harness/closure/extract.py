@@ -147,10 +147,7 @@ def extract_closure(
         ) from None
     check_registries(resolver)
     closure = build_closure(path, function, target, resolver)
-    reads = {path: frozenset(read) for path, read in resolver.data.items()}
-    last = LastClosure(dict(resolver.layouts), names, key, closure, resolver.watched(),
-                       resolver.missing(), reads)  # fmt: skip
-    remember_closure(cache, last)
+    remember_closure(cache, last_closure(resolver, key, closure))
     return closure
 
 
@@ -270,6 +267,17 @@ class LastClosure:
     watched: dict[str, frozenset[str]]
     missing: frozenset[str] = frozenset()  # paths its imports were not found at
     reads: dict[str, frozenset[str]] = field(default_factory=dict)  # names whose data it reads
+
+
+def last_closure(
+    resolver: Resolver, key: tuple, closure: Closure, kind: type = LastClosure, **more
+) -> LastClosure:
+    """What `reuse_closure` needs of the closure `resolver` found (a `kind` of LastClosure,
+    with `more` fields)."""
+    reads = {path: frozenset(read) for path, read in resolver.data.items()}
+    return kind(layouts=dict(resolver.layouts), bound=resolver.bound, key=key, closure=closure,
+                watched=resolver.watched(), missing=resolver.missing(), reads=reads,
+                **more)  # fmt: skip
 
 
 def remember_closure(cache: SourceCache, last: LastClosure) -> None:

@@ -22,6 +22,7 @@ from harness.closure.extract import (
     build_closure,
     decorated,
     find_target,
+    last_closure,
     remember_closure,
     reuse_closure,
 )
@@ -86,9 +87,8 @@ def survey_pass(cache, files, function, bound, matrix_file, view) -> PassSurvey:
         return replace(last.survey, line=closure.lineno, closure=closure)
     found, resolver = _surveyed(cache, files, function, names, matrix_file, view)
     if found.closure is not None:  # a blocked survey is made again: its reasons may change
-        layouts, watched = dict(resolver.layouts), resolver.watched()
-        remember_closure(cache, SurveyedClosure(layouts, names, key, found.closure, watched,
-                                                resolver.missing(), found))  # fmt: skip
+        last = last_closure(resolver, key, found.closure, SurveyedClosure, survey=found)
+        remember_closure(cache, last)
     return found
 
 
