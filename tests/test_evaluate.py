@@ -9,7 +9,14 @@ from harness.matrix.load import load_matrix, parse_matrix, shipped_dir
 from harness.scan.compare import compare
 from tests import oracle
 from tests.conftest import one_line_error, run_cli
-from tests.helpers import PATH, commit_versions, evaluate_at, module, resolved_outcomes
+from tests.helpers import (
+    PATH,
+    commit_versions,
+    evaluate_at,
+    fa4_matrix,
+    module,
+    resolved_outcomes,
+)
 
 SIMPLE = """
 def _fa4_page_constraint(view):
@@ -150,11 +157,14 @@ def test_a_missing_file_is_absent_and_a_change_from_absent_counts(tmp_path):
     second = repo.commit("add overrides", {PATH: module(SIMPLE)})
     outcome = only_outcome(evaluate_at(tmp_path / "repo", first))
     assert outcome.kind == ABSENT and "does not exist" in outcome.value
-    result = run_cli("diff", first, second, "--repo", str(tmp_path / "repo"), "--format", "json")
+    (tmp_path / "m.yaml").write_text(fa4_matrix("absent"))  # 2 backends x 2 GPUs x 2 sizes
+    result = run_cli("diff", first, second, "--repo", str(tmp_path / "repo"), "--format", "json",
+                     "--matrix", str(tmp_path / "m.yaml"))  # fmt: skip
     report = json.loads(result.out)
     assert result.code == 1
-    assert len(report["changed"]) == 349_920  # every cell: absent -> a page_size
-    assert report["changed"][0]["base"] == {"absent": f"at {first[:10]}: {PATH} does not exist"}
+    assert len(report["changed"]) == 2 * 2 * 2  # every cell: absent -> a page_size
+    absent = {"absent": f"at {first[:10]}: {PATH} does not exist"}
+    assert all(c["base"] == absent and "page_size" in c["head"] for c in report["changed"])
 
 
 def test_the_same_failure_at_both_revisions_cannot_tell(tmp_path):

@@ -198,6 +198,15 @@ def test_the_compiled_check_and_jsonschema_give_the_same_verdicts(name, history)
     from jsonschema.exceptions import best_match
 
     argv, kind = CASES[name]
-    for doc in mutants(emitted(argv, history)):
+    whole = emitted(argv, history)
+    assert best_match(_closed_validator(kind).iter_errors(whole)) is None
+    assert _compiled_validator(kind)(whole)
+    for doc in mutants(_shortened(whole)):  # what a mutant drifts in is near the top
         by_jsonschema = best_match(_closed_validator(kind).iter_errors(doc)) is None
         assert _compiled_validator(kind)(doc) == by_jsonschema, json.dumps(doc)[:300]
+
+
+def _shortened(doc: dict, most: int = 12) -> dict:
+    """The document with its long lists cut to their first `most` items (a diff's 1,736
+    changed cells): as valid as it was, and quick for jsonschema to read 30 times."""
+    return {k: v[:most] if isinstance(v, list) else v for k, v in doc.items()}
