@@ -1,7 +1,8 @@
 """A closure reused across an edit is the closure a fresh extraction finds.
 
 Between two revisions the harness reuses the base's closure when the edit binds
-no name the closure looked up. A module-level statement the closure left out
+no name the closure looked up (or asked about: whether a package's __init__.py
+binds a name, or it is the submodule). A module-level statement the closure left out
 because it changed nothing (`fill()` while `def fill` only passes) is not a
 name the closure looked up; yet an edit of `fill` alone makes the unchanged
 call change what the pass reads. Each shape below changes only a definition
@@ -20,7 +21,7 @@ import pytest
 from harness.testing.gitrepo import FixtureRepo
 from tests.conftest import run_cli
 from tests.helpers import plain_matrix
-from tests.test_unrun import CONSTS, PASSES, diff, repository, sglang_page_size
+from tests.test_unrun import CONSTS, PACKAGE, PASSES, diff, repository, sglang_page_size
 
 PASS = '''\
 """Post-process passes (a contributor's version)."""
@@ -33,7 +34,14 @@ def target(view):
     return {{}}
 '''
 FILL = 'TABLE = {"fa4": 128}\n\n\ndef fill():\n    pass\n\n\nfill()\n'
-# name: (base files, head files): the head edits only a definition unchanged code calls
+# The pass reads `sub` off its package: the submodule sub.py, unless __init__.py binds `sub`.
+SUBMODULE = {
+    PASSES: PASS.format(top="from sglang.srt.arg_groups import sub\n\nTABLE = sub.TABLE\n"),
+    f"{PACKAGE}/sub.py": 'TABLE = {"fa4": 128}\n',
+    f"{PACKAGE}/__init__.py": "X = 1\n",
+}
+# name: (base files, head files): the head edits only a definition unchanged code calls, or
+# what a name the pass imports is
 SHAPES = {
     "a function of the pass's file called at import": (
         {PASSES: PASS.format(top=FILL)},
@@ -57,7 +65,28 @@ SHAPES = {
          CONSTS: FILL.replace("\n\n\nfill()\n", "\n")},
         {CONSTS: FILL.replace("\n\n\nfill()\n", "\n").replace("    pass", '    TABLE["fa4"] = 64')},
     ),
+    "a class of the package's __init__ that shadows the submodule imported": (
+        SUBMODULE,
+        {f"{PACKAGE}/__init__.py": 'X = 1\n\n\nclass sub:\n    TABLE = {"fa4": 64}\n'},
+    ),
+    "a name the package's __init__ imports that shadows the submodule": (
+        {**SUBMODULE, f"{PACKAGE}/other.py": 'class sub:\n    TABLE = {"fa4": 64}\n'},
+        {f"{PACKAGE}/__init__.py": "X = 1\nfrom .other import sub\n"},
+    ),
 }  # fmt: skip
+
+
+@pytest.mark.parametrize("order", ["base first", "head first"])
+def test_a_package_that_imports_its_submodule_gives_the_submodule(order: str, tmp_path: Path):
+    """`from . import sub` in a package's __init__.py binds the submodule: a pass that reads
+    `from package import sub` reads the same module before and after it is added."""
+    head = {f"{PACKAGE}/__init__.py": "X = 1\nfrom . import sub\n"}
+    repo, first, second = repository(tmp_path, head, SUBMODULE)
+    assert sglang_page_size(repo, first, tmp_path) == sglang_page_size(repo, second, tmp_path)
+    if order == "head first":
+        first, second = second, first
+    done, report = diff(tmp_path, first, second, repo)
+    assert done.code == 0 and report["cannot_tell"] == [], (done.err, report["cannot_tell"])
 
 
 @pytest.mark.parametrize("name", sorted(SHAPES))

@@ -153,6 +153,7 @@ class Resolver:
         self.local_imports: set[LocalImport] = set()
         self.builtins: set[str] = set()
         self.seen: set[tuple[str, str]] = set()
+        self.peeked: set[tuple[str, str]] = set()  # names only asked whether a file binds them
 
     def index(self, path: str) -> dict[str, list[Binding]]:
         if path not in self.indexes:
@@ -201,7 +202,7 @@ class Resolver:
         a top-level statement there may change (`fill()` is harmless while `def fill` changes
         nothing): an edit binding none of them changes nothing."""
         out: dict[str, set[str]] = {}
-        for path, name in self.seen | set(self.links):
+        for path, name in self.seen | self.peeked | set(self.links):
             out.setdefault(path, set()).add(name)
         for path, reach in self.reaches.items():
             out.setdefault(path, set()).update(reach.consulted())
@@ -304,12 +305,27 @@ class Resolver:
         module = files.module_file(node.module or "", path, node.level)
         if module is None:
             return None
-        if alias.name not in self.index(module):  # `from pkg import submodule`
+        self.peeked.add((module, alias.name))  # a binding of it there changes what it reads
+        if self._submodule_there(module, alias.name):  # `from pkg import submodule`
             sub = ".".join(filter(None, [node.module or "", alias.name]))
             found = files.module_file(sub, path, node.level)
             if found is not None:
                 return found, None
         return module, alias.name
+
+    def _submodule_there(self, module: str, name: str) -> bool:
+        """Whether `name` read off `module` may be its submodule: the module binds no such
+        name, or binds it last by importing it from itself (`from . import sub` in a
+        package's `__init__.py`, which binds the submodule)."""
+        bindings = self.index(module).get(name)
+        if not bindings:
+            return True
+        node = bindings[-1].statement.node
+        return (
+            bindings[-1].kind == IMPORT
+            and isinstance(node, ast.ImportFrom)
+            and self.files.module_file(node.module or "", module, node.level) == module
+        )
 
     def _module_attributes(self, link: Link, use: Use) -> None:
         """Resolve, in the linked module, each attribute `use` reads off the module name."""
