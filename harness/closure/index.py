@@ -13,6 +13,7 @@ import weakref
 from typing import NamedTuple
 
 from harness.closure.pieces import Layout, Piece, Statement
+from harness.closure.shadows import bound_names
 
 IMPORT = "import"
 
@@ -21,6 +22,7 @@ DEFINITION = "definition"
 
 
 CONDITIONAL = "conditional"
+STAR = "*"  # what `from m import *` binds in the index, until `_after_stars` spreads it
 
 
 class Binding(NamedTuple):
@@ -49,7 +51,20 @@ def index_module(module: Layout) -> dict[str, list[Binding]]:
         for i, piece in enumerate(module.pieces):
             for name, kind, position in piece.memo("binds", _piece_bindings):
                 index.setdefault(name, []).append(Binding(kind, module, i, position))
+        _after_stars(index)
     return index
+
+
+def _after_stars(index: dict[str, list[Binding]]) -> None:
+    """`from m import *` may bind any name: one bound before the last such import is bound
+    conditionally after it (a name only it could bind stays unknown)."""
+    stars = index.pop(STAR, None)
+    if not stars:
+        return
+    last = stars[-1]
+    for bindings in index.values():
+        if (bindings[-1].piece, bindings[-1].position) < (last.piece, last.position):
+            bindings.append(last)
 
 
 # layout -> its index, for as long as the layout lives (its run's SourceCache holds it)
@@ -65,16 +80,31 @@ def _piece_bindings(nodes: list[ast.stmt]) -> list[tuple[str, str, int]]:
 
 
 def _bindings_of(stmt: ast.stmt, top: bool) -> list[tuple[str, str]]:
-    kind = DEFINITION if top else CONDITIONAL
-    if isinstance(stmt, ast.Import | ast.ImportFrom):  # under an `if` or `try`: conditional
-        return [(name, IMPORT if top else CONDITIONAL) for name in _imported_names(stmt)]
+    """(name, kind) for each name the statement binds or unbinds. A definition,
+    assignment or import at top level binds its own names; anything else (a loop's
+    target, `with ... as`, `except ... as`, `:=`, a `match` capture, `del`, a statement
+    inside an `if`, `try` or loop) binds conditionally: a closure that reads the name is
+    unevaluable, not computed with an earlier value. `from m import *` is STAR."""
+    own = _own_names(stmt) if top else []
+    kind = IMPORT if isinstance(stmt, ast.Import | ast.ImportFrom) else DEFINITION
+    found = [(STAR if n == "*" else n, CONDITIONAL) for n in bound_names(stmt)]
+    others = [pair for pair in found if pair[0] not in own]
+    return [*others, *((n, kind) for n in own)]
+
+
+def _own_names(stmt: ast.stmt) -> list[str]:
+    """The names a top-level definition, assignment or import binds as such."""
+    if isinstance(stmt, ast.ImportFrom) and any(a.name == "*" for a in stmt.names):
+        return []
+    if isinstance(stmt, ast.Import | ast.ImportFrom):
+        return _imported_names(stmt)
     if isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
-        return [(stmt.name, kind)]
+        return [stmt.name]
     if isinstance(stmt, ast.Assign):
-        return [(n, kind) for target in stmt.targets for n in _target_names(target)]
+        return [n for target in stmt.targets for n in _target_names(target)]
     if isinstance(stmt, ast.AnnAssign | ast.AugAssign):
-        return [(n, kind) for n in _target_names(stmt.target)]
-    return [pair for child in _child_statements(stmt) for pair in _bindings_of(child, False)]
+        return _target_names(stmt.target)
+    return []
 
 
 def _imported_names(stmt: ast.Import | ast.ImportFrom) -> list[str]:
@@ -94,12 +124,3 @@ def _target_names(target: ast.expr) -> list[str]:
     if isinstance(target, ast.Starred):
         return _target_names(target.value)
     return []
-
-
-def _child_statements(stmt: ast.stmt) -> list[ast.stmt]:
-    children: list[ast.stmt] = []
-    for name in ("body", "orelse", "finalbody"):
-        children.extend(getattr(stmt, name, []) or [])
-    for handler in getattr(stmt, "handlers", []) or []:
-        children.extend(handler.body)
-    return children

@@ -25,15 +25,6 @@ import functools
 import posixpath
 
 REGISTER = "register_post_process"
-# Nodes whose inner names are not module-level bindings (an import's are read whole).
-OPAQUE = (
-    ast.FunctionDef,
-    ast.AsyncFunctionDef,
-    ast.ClassDef,
-    ast.Lambda,
-    ast.Import,
-    ast.ImportFrom,
-)
 LOGGER = "logger"
 # SGLang's own definitions the sglang world answers in their place, by the file that
 # holds them in the released trees (0.5.16, 0.5.18-0.5.23).
@@ -73,17 +64,26 @@ def names_bound_at_import(nodes: list[ast.stmt]) -> list[tuple[int, frozenset[st
     by any means (`del name`, `(name := ...)`, `except E as name`, ...)."""
     out = []
     for position, node in enumerate(nodes):
-        names = set()
-        for child, _ in _module_level(node):
-            if isinstance(child, ast.Import | ast.ImportFrom):
-                names |= {(a.asname or a.name).split(".")[0] for a in child.names}
-            elif isinstance(child, ast.Name) and isinstance(child.ctx, ast.Store | ast.Del):
-                names.add(child.id)
-            elif isinstance(getattr(child, "name", None), str):
-                names.add(child.name)
+        names = frozenset(bound_names(node))
         if names:
-            out.append((position, frozenset(names)))
+            out.append((position, names))
     return out
+
+
+def bound_names(node: ast.stmt) -> list[str]:
+    """The names a top-level statement binds or unbinds at module level, by any means, in
+    the order they appear ("*" for `from m import *`, which may bind any)."""
+    names: list[str] = []
+    for child, _ in _module_level(node):
+        if isinstance(child, ast.Import | ast.ImportFrom):
+            names.extend((a.asname or a.name).split(".")[0] for a in child.names)
+        elif isinstance(child, ast.Name) and isinstance(child.ctx, ast.Store | ast.Del):
+            names.append(child.id)
+        elif isinstance(getattr(child, "name", None), str):  # def, class, except/case as
+            names.append(child.name)
+        elif isinstance(getattr(child, "rest", None), str):  # `case {**rest}`
+            names.append(child.rest)
+    return names
 
 
 def star_imports(node: ast.stmt) -> list[ast.ImportFrom]:
@@ -106,10 +106,25 @@ def _module_level(node: ast.stmt) -> list[tuple[ast.AST, ast.stmt]]:
         if isinstance(child, ast.AnnAssign) and child.value is None:
             continue
         out.append((child, statement))
-        if not isinstance(child, OPAQUE):
-            inner = child if isinstance(child, ast.stmt) else statement
-            stack.extend((c, inner) for c in ast.iter_child_nodes(child))
+        inner = child if isinstance(child, ast.stmt) else statement
+        stack.extend((c, inner) for c in reversed(_runs_here(child)))
     return out
+
+
+def _runs_here(node: ast.AST) -> list[ast.AST]:
+    """The parts of `node` that run in the scope it stands in: a function's decorators,
+    defaults and annotations, not its body; a class's decorators and bases; not a
+    comprehension's target; nothing of an import (its names are read whole)."""
+    if isinstance(node, ast.Import | ast.ImportFrom):
+        return []
+    if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+        body = {id(statement) for statement in node.body}
+        return [c for c in ast.iter_child_nodes(node) if id(c) not in body]
+    if isinstance(node, ast.Lambda):
+        return [node.args]
+    if isinstance(node, ast.comprehension):  # its target is the comprehension's own
+        return [node.iter, *node.ifs]
+    return list(ast.iter_child_nodes(node))
 
 
 # The files where SGLang's released trees define the names the sglang world answers and

@@ -1,0 +1,74 @@
+"""A name the pass reads, bound again at module level in any way Python binds a name.
+
+The pass returns `TABLE["fa4"]`; the head adds, below `TABLE = {...}`, one
+statement that binds (or unbinds) TABLE by a means the harness does not
+evaluate as a definition: a loop's target, `with ... as`, `except ... as`,
+`:=` (also inside a comprehension or a default), a `match` capture, an
+assignment in a `case`, `del`, `import *`. What SGLang computes comes from
+importing the checked-out files in plain Python: each changes the page size or
+fails. The diff must never say "no change": it says it cannot tell (exit 4).
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from tests.test_unrun import CONSTS, PASSES, diff, repository
+
+PASS = '''\
+"""Post-process passes (a contributor's version)."""
+
+import contextlib
+
+TABLE = {{"fa4": 128}}
+{extra}
+
+def target(view):
+    if view.backend == "fa4":
+        return {{"page_size": TABLE["fa4"]}}
+    return {{}}
+'''
+REBINDING = {
+    "a loop's target": 'for TABLE in [{"fa4": 64}]:\n    pass\n',
+    "with ... as": 'with contextlib.nullcontext({"fa4": 64}) as TABLE:\n    pass\n',
+    "except ... as": "try:\n    raise KeyError\nexcept KeyError as TABLE:\n    pass\n",
+    ":=": '(TABLE := {"fa4": 64})\n',
+    ":= in a comprehension": '[(TABLE := {"fa4": v}) for v in [64]]\n',
+    ":= in a default": 'def _g(x=(TABLE := {"fa4": 64})):\n    return x\n',
+    "a match capture": 'match {"fa4": 64}:\n    case TABLE:\n        pass\n',
+    "a match's rest": 'match {"fa4": 64}:\n    case {**TABLE}:\n        pass\n',
+    "an assignment in a case": 'match 1:\n    case 1:\n        TABLE = {"fa4": 64}\n',
+    "del": "del TABLE\n",
+    "import *": "from sglang.srt.arg_groups.consts import *\n",
+}
+
+
+def plain_python(root: Path, sha: str, tmp_path: Path) -> str:
+    """The fa4 page size SGLang's import of the pass gives at `sha`, or "error"."""
+    out = tmp_path / f"checkout-{sha[:8]}"
+    subprocess.run(["git", "-C", str(root), "worktree", "add", "-q", str(out), sha], check=True)
+    code = textwrap.dedent("""\
+        import types
+        from sglang.srt.arg_groups.overrides import target
+        print(target(types.SimpleNamespace(backend="fa4")).get("page_size"))
+    """)
+    done = subprocess.run([sys.executable, "-c", code], cwd=out / "python", text=True,
+                          capture_output=True)  # fmt: skip
+    return done.stdout.strip() if done.returncode == 0 else "error"
+
+
+@pytest.mark.parametrize("name", sorted(REBINDING))
+def test_a_name_bound_again_at_module_level_is_never_no_change(name: str, tmp_path: Path):
+    base = {PASSES: PASS.format(extra=""), CONSTS: 'TABLE = {"fa4": 64}\n'}
+    head = {PASSES: PASS.format(extra=REBINDING[name])}
+    repo, first, second = repository(tmp_path, head, base)
+    assert plain_python(repo.root, first, tmp_path) == "128"
+    assert plain_python(repo.root, second, tmp_path) in ("64", "error")  # SGLang changed
+    done, report = diff(tmp_path, first, second, repo)
+    assert done.code == 4 and report["cannot_tell"], (done.out, done.err)
+    assert "TABLE" in done.out, done.out  # the message names the name read
