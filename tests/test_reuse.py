@@ -34,6 +34,34 @@ def target(view):
     return {{}}
 '''
 FILL = 'TABLE = {"fa4": 128}\n\n\ndef fill():\n    pass\n\n\nfill()\n'
+TABLE = 'TABLE = {"fa4": 128}\n\n\n'
+# A function (or a class's method) the module calls at import through what holds it; the
+# head makes it write the table.
+TOP = (
+    TABLE + "class K:\n    @staticmethod\n    def fill(*_):\n        pass\n\n\nfill = K.fill\n\n\n"
+)
+WRITES = '        TABLE["fa4"] = 64'
+THROUGH = {
+    "an alias called": "f = fill\nf()\n",
+    "a lambda called": "f = lambda: fill()\nf()\n",
+    "a loop over functions": "for fn in [fill]:\n    fn()\n",
+    "a dict of functions": 'FNS = {"f": fill}\nFNS["f"]()\n',
+    "map": "list(map(fill, [1]))\n",
+    "a static method": "K.fill()\n",
+}
+# Code Python runs implicitly on an object of a class the module defines; the head makes the
+# method write the table.
+IMPLICIT = {
+    "a property read": "class K:\n    @property\n    def prop(self):\n        x = 1\n        return 1\n\n\n"
+    "OBJ = K()\nOBJ.prop\n",
+    "an operator": "class K:\n    def __add__(self, other):\n        x = 1\n        return 1\n\n\n"
+    "Y = K() + 1\n",
+    "a test of truth": "class K:\n    def __bool__(self):\n        x = 1\n        return True\n\n\n"
+    "OBJ = K()\nif OBJ:\n    pass\n",
+    "an inherited __init__": "class B:\n    def __init__(self):\n        x = 1\n\n\n"
+    "class K(B):\n    pass\n\n\nK()\n",
+}
+HELPERS = "from sglang.srt.arg_groups.consts import TABLE\n\nLIMIT = 0\n\n\ndef fill():\n    pass\n"
 # The pass reads `sub` off its package: the submodule sub.py, unless __init__.py binds `sub`.
 SUBMODULE = {
     PASSES: PASS.format(top="from sglang.srt.arg_groups import sub\n\nTABLE = sub.TABLE\n"),
@@ -48,22 +76,68 @@ SHAPES = {
         {PASSES: PASS.format(top=FILL.replace("    pass", '    TABLE["fa4"] = 64'))},
     ),
     "a decorator of another function": (
-        {PASSES: PASS.format(top='TABLE = {"fa4": 128}\n\n\ndef noted(fn):\n    return fn\n\n\n'
-                                 "@noted\ndef other():\n    pass\n")},
-        {PASSES: PASS.format(top='TABLE = {"fa4": 128}\n\n\ndef noted(fn):\n'
-                                 '    TABLE["fa4"] = 64\n    return fn\n\n\n'
-                                 "@noted\ndef other():\n    pass\n")},
+        {
+            PASSES: PASS.format(
+                top='TABLE = {"fa4": 128}\n\n\ndef noted(fn):\n    return fn\n\n\n'
+                "@noted\ndef other():\n    pass\n"
+            )
+        },
+        {
+            PASSES: PASS.format(
+                top='TABLE = {"fa4": 128}\n\n\ndef noted(fn):\n'
+                '    TABLE["fa4"] = 64\n    return fn\n\n\n'
+                "@noted\ndef other():\n    pass\n"
+            )
+        },
     ),
     "what a function returns, written to": (
-        {PASSES: PASS.format(top='TABLE = {"fa4": 128}\n\n\ndef table():\n    return {}\n\n\n'
-                                 'table()["fa4"] = 64\n')},
-        {PASSES: PASS.format(top='TABLE = {"fa4": 128}\n\n\ndef table():\n    return TABLE\n\n\n'
-                                 'table()["fa4"] = 64\n')},
+        {
+            PASSES: PASS.format(
+                top='TABLE = {"fa4": 128}\n\n\ndef table():\n    return {}\n\n\n'
+                'table()["fa4"] = 64\n'
+            )
+        },
+        {
+            PASSES: PASS.format(
+                top='TABLE = {"fa4": 128}\n\n\ndef table():\n    return TABLE\n\n\n'
+                'table()["fa4"] = 64\n'
+            )
+        },
     ),
     "a function of an imported module, called in the pass's file": (
-        {PASSES: PASS.format(top="from sglang.srt.arg_groups.consts import TABLE, fill\n\nfill()\n"),
-         CONSTS: FILL.replace("\n\n\nfill()\n", "\n")},
+        {
+            PASSES: PASS.format(
+                top="from sglang.srt.arg_groups.consts import TABLE, fill\n\nfill()\n"
+            ),
+            CONSTS: FILL.replace("\n\n\nfill()\n", "\n"),
+        },
         {CONSTS: FILL.replace("\n\n\nfill()\n", "\n").replace("    pass", '    TABLE["fa4"] = 64')},
+    ),
+    **{
+        name: (
+            {PASSES: PASS.format(top=TOP + call)},
+            {PASSES: PASS.format(top=TOP.replace("        pass", WRITES) + call)},
+        )
+        for name, call in THROUGH.items()
+    },
+    **{
+        name: (
+            {PASSES: PASS.format(top=TABLE + code)},
+            {PASSES: PASS.format(top=TABLE + code.replace("        x = 1", WRITES))},
+        )
+        for name, code in IMPLICIT.items()
+    },
+    "a function of another file writing a name that file imports": (
+        {
+            PASSES: PASS.format(
+                top="from sglang.srt.arg_groups.consts import TABLE\n"
+                "from sglang.srt.arg_groups.helpers import LIMIT, fill\n\nfill()\n"
+                "TABLE['limit'] = LIMIT\n"
+            ),
+            CONSTS: 'TABLE = {"fa4": 128}\n',
+            f"{PACKAGE}/helpers.py": HELPERS,
+        },
+        {f"{PACKAGE}/helpers.py": HELPERS.replace("    pass", '    TABLE["fa4"] = 64')},
     ),
     "a class of the package's __init__ that shadows the submodule imported": (
         SUBMODULE,
@@ -73,7 +147,7 @@ SHAPES = {
         {**SUBMODULE, f"{PACKAGE}/other.py": 'class sub:\n    TABLE = {"fa4": 64}\n'},
         {f"{PACKAGE}/__init__.py": "X = 1\nfrom .other import sub\n"},
     ),
-}  # fmt: skip
+}
 
 
 @pytest.mark.parametrize("order", ["base first", "head first"])

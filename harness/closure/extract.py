@@ -403,7 +403,7 @@ def _changes_data(piece: Piece, reads: frozenset[str], bound: frozenset[str], re
     """Whether the piece may change, when its module is imported, data of a name in
     `reads` (or any name, or through a function another file defines)."""
     for found in piece.memo("effects", lambda nodes: [effects(node) for node in nodes]):
-        found = Effects(found.names - bound, found.calls - bound, found.results - bound)
+        found = Effects(*(part - bound for part in found))
         if found.empty:
             continue
         data, foreign = reach.of(found)

@@ -47,19 +47,21 @@ DEFINES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 
 class Effects(NamedTuple):
     """What a statement may change: `names` it writes through (roots of the objects it
-    changes, aliases it passes on), `calls`, the functions it calls by name, and
-    `results`, those whose returned object it changes (`table()["x"] = 1`)."""
+    changes, aliases it passes on), `calls`, the functions it calls by name,
+    `results`, those whose returned object it changes (`table()["x"] = 1`), and `used`,
+    the names it reads, whose objects' methods may run (`OBJ + 1`, `OBJ.prop`)."""
 
     names: frozenset[str]
     calls: frozenset[str]
     results: frozenset[str] = frozenset()
+    used: frozenset[str] = frozenset()
 
     @property
     def empty(self) -> bool:
-        return not self.names and not self.calls
+        return not self.names and not self.calls and not self.used
 
 
-NO_EFFECTS = Effects(frozenset(), frozenset(), frozenset())
+NO_EFFECTS = Effects(frozenset(), frozenset(), frozenset(), frozenset())
 
 
 def effects(node: ast.stmt) -> Effects:
@@ -77,7 +79,10 @@ def effects(node: ast.stmt) -> Effects:
             _root_into(decorator, names, calls, results)
     if isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Name):
         names.add(node.target.id)  # `ALIAS += [...]` changes a list in place
-    return Effects(frozenset(names), frozenset(calls), frozenset(results))
+    if isinstance(node, ast.ClassDef):  # a base's __init_subclass__, a metaclass: they run
+        calls.update(n for part in [*node.bases, *node.keywords] for n in _names_read(part))
+    used = {n for part in _load_time(node) for n in _names_read(part)}
+    return Effects(frozenset(names), frozenset(calls), frozenset(results), frozenset(used))
 
 
 def function_effects(node: ast.FunctionDef | ast.AsyncFunctionDef) -> Effects:
@@ -122,6 +127,7 @@ class Reach:
             *(("alias", n) for n in found.names),
             *(("call", n) for n in found.calls),
             *(("returned", n) for n in found.results),
+            *(("used", n) for n in found.used),
         ]
         for key in keys:
             more, calls = self._memo(key)
@@ -131,7 +137,7 @@ class Reach:
 
     def consulted(self) -> frozenset[str]:
         """The names whose definitions told what the statements read so far may change."""
-        return frozenset(name for _, name in self.memo)
+        return frozenset(name.split(".")[0] for _, name in self.memo)
 
     def _memo(self, key: tuple[str, str]) -> tuple[frozenset[str], frozenset[str]]:
         if key not in self.memo:
@@ -139,7 +145,8 @@ class Reach:
                 return frozenset({ANY}), frozenset()
             self.memo[key] = (frozenset(), frozenset())  # a cycle stops here
             kind, name = key
-            compute = {"alias": self._alias, "call": self._called, "returned": self._returned}
+            compute = {"alias": self._alias, "call": self._called, "returned": self._returned,
+                       "used": self._used}  # fmt: skip
             self.depth += 1
             try:
                 data, foreign = compute[kind](name)
@@ -163,6 +170,23 @@ class Reach:
                 foreign |= calls
         return data, foreign
 
+    def _used(self, name: str) -> tuple[set[str], set[str]]:
+        """What reading `name` may change: the methods Python calls implicitly (dunders,
+        properties: decorated ones) of an object of a class the file defines (`OBJ =
+        K()`, or an alias of one). Not followed into other files."""
+        data: set[str] = set()
+        for node in self.definitions(name):
+            value = _bound_from(node, name)
+            if value is None:
+                continue
+            made = _called_names(value)
+            for cls in (n for m in made for n in self.definitions(m)):
+                for method in _implicit_methods(cls):
+                    data |= self.of(function_effects(method))[0]
+            for read in _names_read(value) - made:
+                data |= self._memo(("used", read))[0]
+        return data, set()
+
     def _returned(self, name: str) -> tuple[set[str], set[str]]:
         """Names a function of the file may hand back when called (what it reads)."""
         data: set[str] = set()
@@ -176,21 +200,69 @@ class Reach:
         return data, foreign
 
     def _called(self, name: str) -> tuple[set[str], set[str]]:
+        """What calling `name` may change: a function's effects; a class's methods' and its
+        bases' (constructing it, or calling a method of it); for a value (`f = fill`,
+        `FNS = {"f": fill}`, `f = lambda: ...`, a loop's source), what calling whatever it
+        holds may change."""
+        if "." in name:
+            return set(self._method(*name.split(".", 1))), set()
         nodes = self.definitions(name)
-        if not any(
-            isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef) for n in nodes
-        ):
+        if not nodes:
             return set(), {name}
         data: set[str] = set()
         foreign: set[str] = set()
-        for node in nodes:
-            methods = node.body if isinstance(node, ast.ClassDef) else [node]
-            for item in methods:  # constructing a class runs its methods
-                if isinstance(item, ast.FunctionDef | ast.AsyncFunctionDef):
-                    more, calls = self.of(function_effects(item))
-                    data |= more
-                    foreign |= calls
+        for found in map(lambda node: self._calling(node, name), nodes):
+            data |= found[0]
+            foreign |= found[1]
         return data, foreign
+
+    def _method(self, owner: str, method: str) -> frozenset[str]:
+        """What `owner.method()` may change: that method of the class the file defines as
+        `owner`, or of which `owner` holds an object (`OBJ = K()`)."""
+        classes = []
+        for node in self.definitions(owner):
+            value = _bound_from(node, owner)
+            made = _called_names(value) if value is not None else set()
+            classes += [node] + [c for m in made for c in self.definitions(m)]
+        methods = [item for cls in classes if isinstance(cls, ast.ClassDef) for item in cls.body
+                   if isinstance(item, DEFINES[:2]) and item.name == method]  # fmt: skip
+        return _union([self.of(function_effects(m)) for m in methods])[0]
+
+    def _calling(self, node: ast.stmt, name: str) -> tuple[frozenset[str], frozenset[str]]:
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            return self.of(function_effects(node))
+        if isinstance(node, ast.ClassDef):
+            methods = [i for i in node.body if isinstance(i, DEFINES[:2])]
+            bases = frozenset(n for base in node.bases for n in _names_read(base))
+            found = [self.of(function_effects(m)) for m in methods]  # constructing runs them
+            found.append(self.of(NO_EFFECTS._replace(calls=bases)))
+            return _union(found)
+        value = _bound_from(node, name)
+        if value is None:  # a def or class under an `if` or `try`; else an import, say
+            inner = [n for n in ast.walk(node) if isinstance(n, DEFINES) and n.name == name]
+            if not inner:
+                return frozenset(), frozenset({name})
+            return _union([self._calling(n, name) for n in inner])
+        names: set[str] = set()
+        calls: set[str] = set()
+        results: set[str] = set()
+        _collect(value, names, calls, results, inside=True)  # a lambda's body, say
+        calls |= _names_read(value)  # what it holds may be called
+        return self.of(Effects(frozenset(names), frozenset(calls), frozenset(results)))
+
+
+def _implicit_methods(node: ast.stmt) -> list[ast.FunctionDef | ast.AsyncFunctionDef]:
+    """The methods of a class Python may call without a call written: `__add__`,
+    `__bool__`, `__getattr__`, ..., and decorated ones (a `property`)."""
+    if not isinstance(node, ast.ClassDef):
+        return []
+    methods = [item for item in node.body if isinstance(item, DEFINES[:2])]
+    return [m for m in methods if m.decorator_list or m.name[:2] == m.name[-2:] == "__"]
+
+
+def _union(found: list[tuple[frozenset[str], frozenset[str]]]) -> tuple[frozenset, frozenset]:
+    data = frozenset().union(*(d for d, _ in found))
+    return data, frozenset().union(*(f for _, f in found))
 
 
 def _bound_from(node: ast.stmt, name: str) -> ast.expr | None:
@@ -282,6 +354,8 @@ def _call_into(call: ast.Call, names: set[str], calls: set[str], results: set[st
     arguments = [*call.args, *(k.value for k in call.keywords)]
     if _got(func):  # `getattr(T, "update")(...)`: a method of T, which it may change
         names.update(_names_read(func.args[0]))
+    if isinstance(func, ast.Name) and func.id in PURE_BUILTINS:  # `map(fill, ...)` calls it
+        calls.update(n for argument in arguments for n in _names_read(argument))
     if isinstance(func, ast.Name) and func.id in SETTERS and hasattr(builtins, func.id):
         arguments = arguments[:1]
     elif isinstance(func, ast.Name) and func.id in PURE_BUILTINS:
@@ -291,8 +365,23 @@ def _call_into(call: ast.Call, names: set[str], calls: set[str], results: set[st
         calls.add(func.id)
     else:
         _root_into(func, names, calls, results)  # `X.update(...)` may change X
+        calls.update(_called_through(func))
     for argument in arguments:
         names.update(_names_read(argument))
+
+
+def _called_through(func: ast.expr) -> set[str]:
+    """What a call of a callee that is not a plain name calls: a method of a name
+    (`K.fill()`, `obj.fill()`: "K.fill"), what an item of a name holds (`FNS["f"]()`),
+    what a call it makes first was handed (`partial(fill)()`)."""
+    if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name):
+        return {f"{func.value.id}.{func.attr}"}
+    root = func
+    while isinstance(root, ast.Subscript):
+        root = root.value
+    if isinstance(root, ast.Name):
+        return {root.id}
+    return _names_read(func) if isinstance(func, ast.Call) else set()
 
 
 def _got(func: ast.expr) -> bool:

@@ -108,14 +108,15 @@ class Use(NamedTuple):
 
 def reach_in(index: dict[str, list[Binding]]) -> Reach:
     """What a file's statements may change, through its own functions and aliases (its
-    `index`)."""
+    `index`: every statement that binds a name, conditionally too, but imports)."""
 
     def definitions(name: str) -> list[ast.stmt]:
-        return [b.statement.node for b in index.get(name, []) if b.kind == DEFINITION]
+        return [b.statement.node for b in index.get(name, []) if b.kind != IMPORT]
 
     return Reach(definitions)
 
 
+MAX_IMPORT_HOPS = 8  # files a name's import is followed through, looking for its writers
 MUTATIONS = "mutations"  # a layout's fact: its changers, and the names that told what they change
 
 
@@ -414,28 +415,40 @@ class Resolver:
 
     def _through_import(self, path: str, name: str, statement: Statement, call: bool) -> None:
         """Watch, in the repository file `path` imports `name` from, that name (or, for a
-        function called, what it may change there: one file deep). Done when that file is
-        indexed anyway: looking never brings a file into the closure."""
+        function called, what it may change there), and on through the files that file
+        imports what it may change from. Done when that file is indexed anyway: looking
+        never brings a file into the closure."""
+        self._watch_from(path, path, statement, name, call, 0)
+
+    def _watch_from(self, where: str, path: str, statement: Statement, name: str, call: bool,
+                    hops: int) -> None:  # fmt: skip
+        source = self._imported_from(where, name) if hops < MAX_IMPORT_HOPS else None
+        if source is None:
+            return
+        job = (path, statement, source[1], call, hops + 1)
+        if source[0] in self.indexes:
+            self._watch_in(source[0], *job)
+        else:
+            self.deferred.setdefault(source[0], []).append(job)
+
+    def _imported_from(self, path: str, name: str) -> tuple[str, str] | None:
+        """(the repository file, the name there) that `path` imports `name` from."""
         bindings = self.index(path).get(name)
         node = bindings[-1].statement.node if bindings and bindings[-1].kind == IMPORT else None
         if not isinstance(node, ast.ImportFrom):
-            return
+            return None
         module = self.files.module_file(node.module or "", path, node.level)
         alias = next((a for a in node.names if (a.asname or a.name) == name), None)
-        if module is None or alias is None:
-            return
-        job = (path, statement, alias.name, call)
-        if module in self.indexes:
-            self._watch_in(module, *job)
-        else:
-            self.deferred.setdefault(module, []).append(job)
+        return None if module is None or alias is None else (module, alias.name)
 
-    def _watch_in(self, module: str, path: str, statement: Statement, name: str, call: bool):
+    def _watch_in(self, module: str, path: str, statement: Statement, name: str, call: bool,
+                  hops: int = 1) -> None:  # fmt: skip
         names = {name}
         if call:
             names = set(self._reach(module).of(NO_EFFECTS._replace(calls=frozenset({name})))[0])
         for each in sorted(names):
             self._watch((module, each), path, statement)
+            self._watch_from(module, path, statement, each, False, hops)
 
     def _changers(self, path: str) -> list[tuple[Statement, frozenset[str], frozenset[str]]]:
         """The statements of `path` that may change data, with what they may change (per
