@@ -72,3 +72,25 @@ def test_a_name_bound_again_at_module_level_is_never_no_change(name: str, tmp_pa
     done, report = diff(tmp_path, first, second, repo)
     assert done.code == 4 and report["cannot_tell"], (done.out, done.err)
     assert "TABLE" in done.out, done.out  # the message names the name read
+
+
+# Module-level code the parser takes and Python's compiler refuses: importing the file fails.
+REFUSED = {
+    "return at module level": "return None\n",
+    "a parameter named twice": "def _g(a, a):\n    return a\n",
+    "nonlocal at module level": "nonlocal TABLE\n",
+    "a late __future__ import": "from __future__ import annotations\n",
+}
+
+
+@pytest.mark.parametrize("name", sorted(REFUSED))
+def test_code_the_compiler_refuses_makes_the_revision_unevaluable(name: str, tmp_path: Path):
+    base = {PASSES: PASS.format(extra="")}
+    head = {PASSES: PASS.format(extra=REFUSED[name])}
+    repo, first, second = repository(tmp_path, head, base)
+    assert plain_python(repo.root, first, tmp_path) == "128"
+    assert plain_python(repo.root, second, tmp_path) == "error"  # SGLang cannot import it
+    done, report = diff(tmp_path, first, second, repo)
+    assert done.code == 4 and report["cannot_tell"] == ["head could not be evaluated"], done.out
+    (trouble,) = [line for line in done.out.splitlines() if "syntax error" in line]
+    assert f"{PASSES} line " in trouble, trouble

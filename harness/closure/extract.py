@@ -23,7 +23,7 @@ from harness.closure.defaults import NO_DEFAULTS, Defaults
 from harness.closure.index import DEFINITION, Binding, index_module
 from harness.closure.modules import RevisionFiles
 from harness.closure.mutations import ANY, Effects, Reach, effects
-from harness.closure.pieces import Edit, Layout, Piece, SourceCache, Statement
+from harness.closure.pieces import Edit, Layout, Piece, SourceCache, Statement, misplaced_future
 from harness.closure.resolve import (
     HELPER,
     METHOD_PREFIX,
@@ -305,9 +305,10 @@ def reuse_closure(
             if consulted is None:
                 return None
             watched[path] = watched.get(path, frozenset()) | consulted
-        if layout is not old and postpones(statements_of(layout)) != postpones(
-            statements_of(old)
-        ):  # `from __future__ import annotations` no longer first, or now first
+        if layout is not old and (
+            postpones(statements_of(layout)) != postpones(statements_of(old))
+            or misplaced_future(layout) is not None
+        ):  # `from __future__ import annotations` no longer first, or now first; or late
             return None
         layouts[path] = layout
     if all(layouts[p] is last.layouts[p] for p in layouts):

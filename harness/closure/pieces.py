@@ -269,7 +269,7 @@ class SourceCache:
             tree = quiet_parse(text)
         except (SyntaxError, ValueError, RecursionError, MemoryError):
             return None
-        if too_deep(tree.body):
+        if too_deep(tree.body) or not compiles(tree):
             return None
         if len(self.pieces) >= self.max_pieces:  # a layout holds its own pieces: only
             del self.pieces[next(iter(self.pieces))]  # a text seen again is parsed again
@@ -443,6 +443,45 @@ def _inside(spans: list[tuple[int, int]], position: int) -> bool:
     return index >= 0 and spans[index][0] < position < spans[index][1]
 
 
+def compiles(tree: ast.Module, path: str = "<unknown>") -> bool:
+    """Whether Python's compiler takes the parsed statements (it refuses some the parser
+    takes: `return` or `yield` at module level, a parameter named twice, `nonlocal x` at
+    module level), as an import of the file would need; its warnings are not printed."""
+    try:
+        compile_quietly(tree, path)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return False
+    return True
+
+
+def misplaced_future(layout: Layout) -> int | None:
+    """The line of a `from __future__ import` that follows other statements (Python refuses
+    the file: each piece compiles alone, so this is checked over the whole layout)."""
+
+    def find(layout: Layout) -> int | None:
+        leading = True
+        for slot, piece in enumerate(layout.pieces):
+            for position, node in enumerate(piece.nodes):
+                future = isinstance(node, ast.ImportFrom) and node.module == "__future__"
+                docstring = (
+                    (slot, position) == (0, 0)
+                    and isinstance(node, ast.Expr)
+                    and (isinstance(node.value, ast.Constant) and isinstance(node.value.value, str))
+                )
+                if future and not leading:
+                    return layout.statement(slot, position).lineno
+                leading = leading and (future or docstring)
+        return None
+
+    return layout.memo("misplaced future", find)
+
+
+def compile_quietly(tree: ast.Module, path: str) -> None:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        compile(tree, path, "exec", dont_inherit=True)
+
+
 def quiet_parse(source: str, path: str = "<unknown>") -> ast.Module:
     """`ast.parse`, without the SyntaxWarnings CPython prints for odd code (`1if x`): the
     code is the repository's, and its oddities are not ours to print."""
@@ -479,6 +518,11 @@ def _whole(source: str, path: str) -> Layout:
             f"{path} line {deep.lineno}: a statement nested more than {MAX_NESTING} levels "
             "deep, past harness's cap (docs/security.md, Bounds)"
         )
+    try:
+        compile_quietly(tree, path)
+    except SyntaxError as exc:  # what an import of the file would raise
+        line = _line_of(exc, source)
+        raise Unevaluable(f"syntax error in {path} line {line}: {exc.msg}") from None
     return Layout(source, [Piece(source, tree.body)], [0], [0])
 
 
