@@ -94,3 +94,22 @@ def test_code_the_compiler_refuses_makes_the_revision_unevaluable(name: str, tmp
     assert done.code == 4 and report["cannot_tell"] == ["head could not be evaluated"], done.out
     (trouble,) = [line for line in done.out.splitlines() if "syntax error" in line]
     assert f"{PASSES} line " in trouble, trouble
+
+
+# Module-level code that binds names around TABLE and leaves what the pass reads as it was.
+HARMLESS = {
+    "del of a temporary read above it": "_tmp = dict(TABLE)\nTABLE = dict(_tmp)\ndel _tmp\n",
+    "import * of a module without the name": "from sglang.srt.arg_groups.consts import *\n",
+    "a loop's target of another name": "for _name in ('a', 'b'):\n    pass\n",
+}
+
+
+@pytest.mark.parametrize("name", sorted(HARMLESS))
+def test_bindings_that_leave_the_name_alone_change_nothing(name: str, tmp_path: Path):
+    base = {PASSES: PASS.format(extra=""), CONSTS: "OTHER = 1\n"}
+    head = {PASSES: PASS.format(extra=HARMLESS[name])}
+    repo, first, second = repository(tmp_path, head, base)
+    assert plain_python(repo.root, first, tmp_path) == plain_python(repo.root, second, tmp_path)
+    for one, other in ((first, second), (second, first)):
+        done, report = diff(tmp_path, one, other, repo)
+        assert done.code == 0 and report["cannot_tell"] == [], (done.out, done.err)

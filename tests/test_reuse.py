@@ -163,12 +163,42 @@ def test_a_package_that_imports_its_submodule_gives_the_submodule(order: str, tm
     assert done.code == 0 and report["cannot_tell"] == [], (done.err, report["cannot_tell"])
 
 
+# Module-level code the head adds that writes the table through what holds it, or what
+# holds a function that does.
+UP = 'def _up(*_):\n    TABLE["fa4"] = 64\n\n\n'
+WRITES_THROUGH = {
+    "a bound method": "_up = TABLE.update\n_up(fa4=64)\n",
+    "a default argument": 'def _up(t=TABLE):\n    t["fa4"] = 64\n\n\n_up()\n',
+    "a lambda's default argument": "_f = lambda t=TABLE: t.update(fa4=64)\n_f()\n",
+    "a comprehension over functions": UP + "_HOOKS = [_up]\n_r = [f() for f in _HOOKS]\n",
+    "a dict comprehension over functions": UP + '_HOOKS = {"a": _up}\n'
+                                                 "_r = {k: f() for k, f in _HOOKS.items()}\n",
+    "a class attribute holding a function": UP + "class K:\n    hook = _up\n\n\nK.hook()\n",
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("name", sorted(WRITES_THROUGH))
+@pytest.mark.parametrize("order", ["base first", "head first"])
+def test_code_that_writes_through_what_holds_the_table_changes_the_cells(
+    name: str, order: str, tmp_path: Path
+):
+    base = {PASSES: PASS.format(top=TABLE)}
+    head = {PASSES: PASS.format(top=TABLE + WRITES_THROUGH[name])}
+    changes_the_cells(base, head, order, tmp_path)
+
+
 @pytest.mark.parametrize("name", sorted(SHAPES))
 @pytest.mark.parametrize("order", ["base first", "head first"])
 def test_an_edit_of_what_unchanged_module_code_calls_changes_the_cells(
     name: str, order: str, tmp_path: Path
 ):
     base, head = SHAPES[name]
+    changes_the_cells(base, head, order, tmp_path)
+
+
+def changes_the_cells(base: dict, head: dict, order: str, tmp_path: Path) -> None:
+    """The diff of the two revisions (in `order`) names exactly the cells whose page size
+    plain Python's import of the files changes."""
     repo, first, second = repository(tmp_path, head, base)
     sizes = {sha: sglang_page_size(repo, sha, tmp_path) for sha in (first, second)}
     assert sizes[first] != sizes[second]  # SGLang's page size changed

@@ -97,7 +97,19 @@ def function_effects(node: ast.FunctionDef | ast.AsyncFunctionDef) -> Effects:
             names.update(child.names)
     for statement in node.body:
         _collect(statement, names, calls, results, inside=True)
-    return Effects(frozenset(names - local), frozenset(calls - local), frozenset(results - local))
+    held = _through_defaults(node, names)  # `def f(t=TABLE): t["x"] = 1` changes TABLE
+    names, calls, results = names - local, calls - local, results - local
+    return Effects(frozenset(names | held), frozenset(calls), frozenset(results))
+
+
+def _through_defaults(node: Function, written: set[str]) -> set[str]:
+    """The names read by the defaults of the parameters a function writes through."""
+    args = node.args
+    positional = [*args.posonlyargs, *args.args]
+    tail = positional[len(positional) - len(args.defaults) :]
+    keywords = [(a, d) for a, d in zip(args.kwonlyargs, args.kw_defaults, strict=True) if d]
+    pairs = [*zip(tail, args.defaults, strict=True), *keywords]
+    return {n for arg, default in pairs if arg.arg in written for n in _names_read(default)}
 
 
 def is_mutation(node: ast.stmt, bound: Iterable[str] = ()) -> bool:
@@ -193,10 +205,15 @@ class Reach:
         foreign: set[str] = set()
         for node in self.definitions(name):
             if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
-                for read in _names_read(node) - _locals(node):
-                    more, calls = self._memo(("alias", read))
-                    data |= more
-                    foreign |= calls
+                reads = _names_read(node) - _locals(node)
+            elif isinstance(node, ast.Assign | ast.AnnAssign):  # `_get = TABLE.get`: what
+                reads = {name}  # calling it hands back may be TABLE's
+            else:
+                continue
+            for read in reads:
+                more, calls = self._memo(("alias", read))
+                data |= more
+                foreign |= calls
         return data, foreign
 
     def _called(self, name: str) -> tuple[set[str], set[str]]:
@@ -224,9 +241,11 @@ class Reach:
             value = _bound_from(node, owner)
             made = _called_names(value) if value is not None else set()
             classes += [node] + [c for m in made for c in self.definitions(m)]
-        methods = [item for cls in classes if isinstance(cls, ast.ClassDef) for item in cls.body
-                   if isinstance(item, DEFINES[:2]) and item.name == method]  # fmt: skip
-        return _union([self.of(function_effects(m)) for m in methods])[0]
+        body = [item for cls in classes if isinstance(cls, ast.ClassDef) for item in cls.body]
+        methods = [i for i in body if isinstance(i, DEFINES[:2]) and i.name == method]
+        held = {n for i in body if method in _assigned(i) for n in _names_read(i.value)}
+        found = [self.of(function_effects(m)) for m in methods]  # `hook = _up`: what it holds
+        return _union([*found, self.of(NO_EFFECTS._replace(calls=frozenset(held)))])[0]
 
     def _calling(self, node: ast.stmt, name: str) -> tuple[frozenset[str], frozenset[str]]:
         if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
@@ -234,6 +253,7 @@ class Reach:
         if isinstance(node, ast.ClassDef):
             methods = [i for i in node.body if isinstance(i, DEFINES[:2])]
             bases = frozenset(n for base in node.bases for n in _names_read(base))
+            bases |= {n for i in node.body if _assigned(i) for n in _names_read(i.value)}
             found = [self.of(function_effects(m)) for m in methods]  # constructing runs them
             found.append(self.of(NO_EFFECTS._replace(calls=bases)))
             return _union(found)
@@ -248,6 +268,11 @@ class Reach:
         results: set[str] = set()
         _collect(value, names, calls, results, inside=True)  # a lambda's body, say
         calls |= _names_read(value)  # what it holds may be called
+        for part in ast.walk(value):
+            if isinstance(part, ast.Attribute):  # `_set = TABLE.__setitem__`: a bound method
+                _root_into(part, names, calls, results)
+            elif isinstance(part, ast.Lambda):
+                names |= _through_defaults(part, _written_in(part))
         return self.of(Effects(frozenset(names), frozenset(calls), frozenset(results)))
 
 
@@ -258,6 +283,21 @@ def _implicit_methods(node: ast.stmt) -> list[ast.FunctionDef | ast.AsyncFunctio
         return []
     methods = [item for item in node.body if isinstance(item, DEFINES[:2])]
     return [m for m in methods if m.decorator_list or m.name[:2] == m.name[-2:] == "__"]
+
+
+def _assigned(node: ast.stmt) -> set[str]:
+    """The names a class-body assignment binds (none for anything else)."""
+    if isinstance(node, ast.Assign):
+        return {t.id for t in node.targets if isinstance(t, ast.Name)}
+    if isinstance(node, ast.AnnAssign) and node.value is not None:
+        return {node.target.id} if isinstance(node.target, ast.Name) else set()
+    return set()
+
+
+def _written_in(node: ast.Lambda) -> set[str]:
+    names: set[str] = set()
+    _collect(node.body, names, set(), set(), inside=True)
+    return names
 
 
 def _union(found: list[tuple[frozenset[str], frozenset[str]]]) -> tuple[frozenset, frozenset]:
@@ -324,6 +364,11 @@ def _collect(
             _root_into(child.target, names, calls, results)
         elif isinstance(child, ast.Call):
             _call_into(child, names, calls, results)
+        elif isinstance(child, ast.ListComp | ast.SetComp | ast.GeneratorExp | ast.DictComp):
+            targets = {n.id for g in child.generators for n in ast.walk(g.target)
+                       if isinstance(n, ast.Name)}  # fmt: skip
+            if targets & _called_names(child):  # `[f() for f in HOOKS]` calls what HOOKS holds
+                calls.update(n for g in child.generators for n in _names_read(g.iter))
 
 
 def _reflective(node: ast.AST) -> bool:

@@ -459,21 +459,22 @@ def misplaced_future(layout: Layout) -> int | None:
     the file: each piece compiles alone, so this is checked over the whole layout)."""
 
     def find(layout: Layout) -> int | None:
-        leading = True
+        leading, first = True, True
         for slot, piece in enumerate(layout.pieces):
             for position, node in enumerate(piece.nodes):
                 future = isinstance(node, ast.ImportFrom) and node.module == "__future__"
-                docstring = (
-                    (slot, position) == (0, 0)
-                    and isinstance(node, ast.Expr)
-                    and (isinstance(node.value, ast.Constant) and isinstance(node.value.value, str))
-                )
                 if future and not leading:
                     return layout.statement(slot, position).lineno
-                leading = leading and (future or docstring)
+                leading = leading and (future or (first and _is_docstring(node)))
+                first = False
         return None
 
     return layout.memo("misplaced future", find)
+
+
+def _is_docstring(node: ast.stmt) -> bool:
+    value = node.value if isinstance(node, ast.Expr) else None
+    return isinstance(value, ast.Constant) and isinstance(value.value, str)
 
 
 def compile_quietly(tree: ast.Module, path: str) -> None:

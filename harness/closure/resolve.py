@@ -20,9 +20,9 @@ import posixpath
 from collections.abc import Collection
 from typing import NamedTuple
 
-from harness.closure.index import DEFINITION, IMPORT, Binding, index_module
+from harness.closure.index import CONDITIONAL, DEFINITION, IMPORT, Binding, index_module
 from harness.closure.modules import RevisionFiles
-from harness.closure.mutations import ANY, NO_EFFECTS, Reach, effects
+from harness.closure.mutations import ANY, DEFINES, NO_EFFECTS, Reach, effects
 from harness.closure.names import free_names, strip_annotations
 from harness.closure.pieces import Layout, SourceCache, Statement, misplaced_future
 from harness.closure.shadows import (
@@ -186,13 +186,65 @@ class Resolver:
             return
         if key in self.seen:
             return
+        bindings = self._bindings(name, use) if name not in self.bound else None
+        if bindings is not None and bindings[-1].kind == CONDITIONAL:
+            placed = (use.path, f"{name}@{use.statement.slot}.{use.statement.position}")
+            if (trimmed := self._read_in_place(bindings, use)) is not None:
+                if placed in self.seen:  # read where it stands: the bindings above it
+                    return
+                self.seen.add(placed)
+                self.peeked.add(key)
+                bindings = trimmed
+                self._found(name, bindings, use)
+                return
         self.seen.add(key)
         if name in self.bound:
             self._shadowed(name, use)
             self.needs[key] = name
             self.mark(use.path, name)
             return
+        self._found(name, bindings, use)
+
+    def _bindings(self, name: str, use: Use) -> list[Binding] | None:
+        """The statements binding `name` in the use's file, without a trailing `import *`
+        of a repository module that binds no such name (a star import is conditional)."""
         bindings = self.index(use.path).get(name)
+        while bindings and self._star_without(name, bindings[-1], use.path):
+            bindings = bindings[:-1]
+        return bindings or None
+
+    def _star_without(self, name: str, binding: Binding, path: str) -> bool:
+        node = binding.statement.node
+        if binding.kind != CONDITIONAL or not isinstance(node, ast.ImportFrom):
+            return False
+        if not any(alias.name == "*" for alias in node.names):
+            return False
+        module = self.files.module_file(node.module or "", path, node.level)
+        if module is None or module == path:
+            return False
+        self.peeked.add((module, name))
+        index = self.index(module)
+        pieces = self.layouts[module].pieces
+        stars = any(star_imports(n) for piece in pieces for n in piece.nodes)
+        return name not in index and "__getattr__" not in index and not stars
+
+    def _read_in_place(self, bindings: list[Binding], use: Use) -> list[Binding] | None:
+        """The bindings above a module-level statement that reads the name where it stands
+        (`TABLE = dict(_tmp)` before `del _tmp`), when a later one is conditional: None
+        when it reads it later (in a function, a lambda, a class) or none is."""
+        statement = use.statement
+        node = statement.node
+        if statement.member >= 0 or isinstance(node, DEFINES):
+            return None
+        if any(isinstance(n, ast.Lambda) for n in ast.walk(node)):
+            return None
+        here = (statement.slot, statement.position)
+        earlier = [b for b in bindings if (b.piece, b.position) < here]
+        if len(earlier) == len(bindings) or not earlier or earlier[-1].kind == CONDITIONAL:
+            return None
+        return earlier
+
+    def _found(self, name: str, bindings: list[Binding] | None, use: Use) -> None:
         if bindings and bindings[-1].kind == IMPORT:
             self._imported(name, bindings[-1], use)
         elif bindings:
