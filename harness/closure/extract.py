@@ -23,7 +23,7 @@ from harness.closure.defaults import NO_DEFAULTS, Defaults
 from harness.closure.index import DEFINITION, Binding, index_module
 from harness.closure.modules import RevisionFiles
 from harness.closure.mutations import ANY, Effects, Reach, effects
-from harness.closure.pieces import Edit, Layout, Piece, SourceCache, Statement, misplaced_future
+from harness.closure.pieces import Edit, Layout, Piece, SourceCache, Statement, refusal
 from harness.closure.resolve import (
     HELPER,
     METHOD_PREFIX,
@@ -307,7 +307,7 @@ def reuse_closure(
             watched[path] = watched.get(path, frozenset()) | consulted
         if layout is not old and (
             postpones(statements_of(layout)) != postpones(statements_of(old))
-            or misplaced_future(layout) is not None
+            or refusal(layout, path) is not None
         ):  # `from __future__ import annotations` no longer first, or now first; or late
             return None
         layouts[path] = layout

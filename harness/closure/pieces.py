@@ -269,7 +269,7 @@ class SourceCache:
             tree = quiet_parse(text)
         except (SyntaxError, ValueError, RecursionError, MemoryError):
             return None
-        if too_deep(tree.body) or not compiles(tree):
+        if too_deep(tree.body):
             return None
         if len(self.pieces) >= self.max_pieces:  # a layout holds its own pieces: only
             del self.pieces[next(iter(self.pieces))]  # a text seen again is parsed again
@@ -443,44 +443,57 @@ def _inside(spans: list[tuple[int, int]], position: int) -> bool:
     return index >= 0 and spans[index][0] < position < spans[index][1]
 
 
-def compiles(tree: ast.Module, path: str = "<unknown>") -> bool:
-    """Whether Python's compiler takes the parsed statements (it refuses some the parser
-    takes: `return` or `yield` at module level, a parameter named twice, `nonlocal x` at
-    module level), as an import of the file would need; its warnings are not printed."""
-    try:
-        compile_quietly(tree, path)
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return False
-    return True
+def refusal(layout: Layout, path: str) -> str | None:
+    """Why Python's compiler refuses the file, which parses (an import of it would fail):
+    `return`, `yield` or `nonlocal x` at module level, a parameter named twice, a `from
+    __future__` import after other statements; None when it takes it. Each piece is
+    compiled once per run (the pieces' facts), the file's own check once per layout."""
 
-
-def misplaced_future(layout: Layout) -> int | None:
-    """The line of a `from __future__ import` that follows other statements (Python refuses
-    the file: each piece compiles alone, so this is checked over the whole layout)."""
-
-    def find(layout: Layout) -> int | None:
-        leading, first = True, True
+    def find(layout: Layout) -> str | None:
         for slot, piece in enumerate(layout.pieces):
-            for position, node in enumerate(piece.nodes):
-                future = isinstance(node, ast.ImportFrom) and node.module == "__future__"
-                if future and not leading:
-                    return layout.statement(slot, position).lineno
-                leading = leading and (future or (first and _is_docstring(node)))
-                first = False
+            refused = piece.memo("compiler refusal", _compiler_refusal)
+            if refused is not None:
+                line, message = refused
+                return f"syntax error in {path} line {layout.lines[slot] + line}: {message}"
+        late = _misplaced_future(layout)
+        if late is not None:
+            return (f"syntax error in {path} line {late}: from __future__ imports must occur "
+                    "at the beginning of the file")  # fmt: skip
         return None
 
-    return layout.memo("misplaced future", find)
+    return layout.memo(("refusal", path), find)
+
+
+def _compiler_refusal(nodes: list[ast.stmt]) -> tuple[int, str] | None:
+    """(line in the piece, message) of the compiler's refusal of the statements alone."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            compile(ast.Module(body=nodes, type_ignores=[]), "<piece>", "exec", dont_inherit=True)
+    except SyntaxError as exc:
+        return (exc.lineno or 1), exc.msg
+    except (ValueError, RecursionError, MemoryError):
+        return None  # not the compiler's refusal of the code: running it will say
+    return None
+
+
+def _misplaced_future(layout: Layout) -> int | None:
+    """The line of a `from __future__ import` that follows other statements (each piece
+    compiles alone, so this is checked over the whole layout)."""
+    leading, first = True, True
+    for slot, piece in enumerate(layout.pieces):
+        for position, node in enumerate(piece.nodes):
+            future = isinstance(node, ast.ImportFrom) and node.module == "__future__"
+            if future and not leading:
+                return layout.statement(slot, position).lineno
+            leading = leading and (future or (first and _is_docstring(node)))
+            first = False
+    return None
 
 
 def _is_docstring(node: ast.stmt) -> bool:
     value = node.value if isinstance(node, ast.Expr) else None
     return isinstance(value, ast.Constant) and isinstance(value.value, str)
-
-
-def compile_quietly(tree: ast.Module, path: str) -> None:
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        compile(tree, path, "exec", dont_inherit=True)
 
 
 def quiet_parse(source: str, path: str = "<unknown>") -> ast.Module:
@@ -519,11 +532,6 @@ def _whole(source: str, path: str) -> Layout:
             f"{path} line {deep.lineno}: a statement nested more than {MAX_NESTING} levels "
             "deep, past harness's cap (docs/security.md, Bounds)"
         )
-    try:
-        compile_quietly(tree, path)
-    except SyntaxError as exc:  # what an import of the file would raise
-        line = _line_of(exc, source)
-        raise Unevaluable(f"syntax error in {path} line {line}: {exc.msg}") from None
     return Layout(source, [Piece(source, tree.body)], [0], [0])
 
 

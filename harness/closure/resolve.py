@@ -24,7 +24,7 @@ from harness.closure.index import CONDITIONAL, DEFINITION, IMPORT, Binding, inde
 from harness.closure.modules import RevisionFiles
 from harness.closure.mutations import ANY, DEFINES, NO_EFFECTS, Reach, effects
 from harness.closure.names import free_names, strip_annotations
-from harness.closure.pieces import Layout, SourceCache, Statement, misplaced_future
+from harness.closure.pieces import Layout, SourceCache, Statement, refusal
 from harness.closure.shadows import (
     REGISTER,
     is_home,
@@ -159,10 +159,9 @@ class Resolver:
     def index(self, path: str) -> dict[str, list[Binding]]:
         if path not in self.indexes:
             layout = self.cache.layout_of(self.files, path) or self.cache.layout("", path)
-            late = misplaced_future(layout)
-            if late is not None:  # what an import of the file would raise
-                raise Unevaluable(f"syntax error in {path} line {late}: from __future__ "
-                                  "imports must occur at the beginning of the file")  # fmt: skip
+            refused = refusal(layout, path)
+            if refused is not None:  # what an import of the file would raise
+                raise Unevaluable(refused)
             self.layouts[path] = layout
             self.indexes[path] = index_module(layout)
             self._scan(path)

@@ -7,7 +7,6 @@ import copy
 import gc
 import pickle
 import random
-import warnings
 import weakref
 
 import pytest
@@ -74,16 +73,6 @@ def whole_tree(source: str) -> list[str]:
     return [ast.dump(node, include_attributes=True) for node in ast.parse(source).body]
 
 
-def compiled(source: str) -> None:
-    """Compile the file as an import would (but its `from __future__` imports)."""
-    tree = ast.parse(source)
-    tree.body = [n for n in tree.body
-                 if not (isinstance(n, ast.ImportFrom) and n.module == "__future__")]  # fmt: skip
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        compile(tree, "m.py", "exec", dont_inherit=True)
-
-
 def statements(layout: Layout) -> list:
     return [
         layout.statement(i, n) for i, p in enumerate(layout.pieces) for n in range(len(p.nodes))
@@ -103,11 +92,9 @@ def piecewise_tree(cache: SourceCache, source: str) -> list[str]:
 
 def matching_one_parse(make, version: str) -> Layout | None:
     """`make()`, the layout of `version`: exactly the tree `ast.parse` gives, or refused as a
-    syntax error where `ast.parse` refuses it, or Python's compiler (a keyword repeated;
-    a late `from __future__` import is the resolver's to refuse: it is left out here)."""
+    syntax error where `ast.parse` refuses it (then None)."""
     try:
         expected = whole_tree(version)
-        compiled(version)
     except SyntaxError:
         with pytest.raises(Unevaluable, match="syntax error"):
             make()
