@@ -13,6 +13,7 @@ are listed, not judged: whether it may use them is the sandbox's policy
 from __future__ import annotations
 
 import ast
+import functools
 import hashlib
 import sys
 from collections.abc import Collection, Iterable, Iterator
@@ -20,7 +21,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 
 from harness.closure.defaults import NO_DEFAULTS, Defaults
-from harness.closure.index import DEFINITION, Binding, index_module
+from harness.closure.index import DEFINITION, Binding, definitions_in
 from harness.closure.modules import RevisionFiles
 from harness.closure.mutations import ANY, Effects, Reach, effects
 from harness.closure.pieces import Edit, Layout, Piece, SourceCache, Statement, refusal
@@ -36,7 +37,6 @@ from harness.closure.resolve import (
     Use,
     ViewClass,
     placed_node,
-    reach_in,
     shape,
 )
 from harness.closure.shadows import names_bound_at_import
@@ -345,7 +345,7 @@ def _harmless(
         return None
     consulted: set[str] = set()
     for pieces, where in ((removed, old), (added, layout)):
-        reach = reach_in(index_module(where))
+        reach = Reach(functools.partial(definitions_in, where))  # no index: a few names
         if any(_changes_data(piece, reads, bound, reach) for piece in pieces):
             return None
         consulted |= reach.consulted()

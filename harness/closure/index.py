@@ -42,6 +42,47 @@ def names_bound(piece: Piece) -> frozenset[str]:
     return piece.memo("names", lambda nodes: frozenset(n for n, _, _ in _piece_bindings(nodes)))
 
 
+def definitions_in(module: Layout, name: str) -> list[ast.stmt]:
+    """The statements binding `name` other than by an import, as `index_module` lists them
+    (in any order), without its index: a layout made by an edit takes its base's map of
+    names to pieces with the edit's pieces swapped (a check asks of a few names)."""
+    return [
+        piece.nodes[position]
+        for piece in _binding_pieces(module).get(name, ())
+        for bound, kind, position in piece.memo("binds", _piece_bindings)
+        if bound == name and kind != IMPORT
+    ]
+
+
+WHERE_BOUND = "where bound"  # a layout's fact: {name: the pieces that bind it}
+
+
+def _binding_pieces(module: Layout) -> dict[str, tuple[Piece, ...]]:
+    found = module.facts.get(WHERE_BOUND)
+    if found is not None:
+        return found
+    edit = module.edit
+    base = edit.base.facts.get(WHERE_BOUND) if edit is not None else None
+    if base is None:
+        found = {}
+        for piece in module.pieces:
+            for name in names_bound(piece):
+                found[name] = (*found.get(name, ()), piece)
+    else:
+        found = dict(base)
+        added = module.pieces[edit.first : edit.first + edit.added]
+        for piece in edit.removed_pieces():  # one occurrence each: equal texts share a piece
+            for name in names_bound(piece):
+                pieces = found[name]
+                at = next(n for n, p in enumerate(pieces) if p is piece)
+                found[name] = pieces[:at] + pieces[at + 1 :]
+        for piece in added:
+            for name in names_bound(piece):
+                found[name] = (*found.get(name, ()), piece)
+    module.facts[WHERE_BOUND] = found
+    return found
+
+
 def index_module(module: Layout) -> dict[str, list[Binding]]:
     """Every top-level binding statement, by the names it binds, in file order: made once
     per layout (every resolver of a revision reads the file's; readers never change it)."""

@@ -81,7 +81,7 @@ def effects(node: ast.stmt) -> Effects:
         names.add(node.target.id)  # `ALIAS += [...]` changes a list in place
     if isinstance(node, ast.ClassDef):  # a base's __init_subclass__, a metaclass: they run
         calls.update(n for part in [*node.bases, *node.keywords] for n in _names_read(part))
-    used = {n for part in _load_time(node) for n in _names_read(part)}
+    used = {n for part in _load_time(node, notes=False) for n in _names_read(part)}
     return Effects(frozenset(names), frozenset(calls), frozenset(results), frozenset(used))
 
 
@@ -329,19 +329,22 @@ def _decorators(node: ast.stmt) -> list[ast.expr]:
     return []
 
 
-def _load_time(node: ast.stmt) -> list[ast.AST]:
-    """The parts of a top-level statement that run when the module is imported."""
+def _load_time(node: ast.stmt, notes: bool = True) -> list[ast.AST]:
+    """The parts of a top-level statement that run when the module is imported (without a
+    def's annotations: `notes=False`, for what its reading of objects may run)."""
     if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
         args = node.args
         defaults = [*args.defaults, *(d for d in args.kw_defaults if d)]
         every = [*args.posonlyargs, *args.args, *args.kwonlyargs, args.vararg, args.kwarg]
-        notes = [a.annotation for a in every if a is not None and a.annotation is not None]
+        annotations = [a.annotation for a in every if a is not None and a.annotation is not None]
         returns = [node.returns] if node.returns is not None else []
-        return [*node.decorator_list, *defaults, *notes, *returns]  # run when the def runs
+        if not notes:
+            annotations, returns = [], []
+        return [*node.decorator_list, *defaults, *annotations, *returns]  # run when it runs
     if isinstance(node, ast.ClassDef):
         parts: list[ast.AST] = [*node.decorator_list, *node.bases, *node.keywords]
         for item in node.body:
-            parts.extend(_load_time(item))
+            parts.extend(_load_time(item, notes))
         return parts
     if isinstance(node, ast.Import | ast.ImportFrom):
         return []

@@ -427,3 +427,22 @@ def test_a_method_crosses_to_a_worker_without_its_class():
     assert [key[0] for key in crossed.piece.facts] == ["mine"]
     whole = len(pickle.dumps(piece.nodes))
     assert len(pickle.dumps(statement)) < len(source) + whole // 20
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_the_definitions_an_edited_layout_gives_are_its_index_s(seed):
+    """Each layout of a chain of edits (lines repeated: equal texts share a piece) answers
+    `definitions_in` from its base's map of names, as its own full index would."""
+    from harness.closure.index import IMPORT, definitions_in, index_module
+
+    cache = SourceCache()
+    for version in variants(overrides_source(Overrides(padding=6)), seed, 16):
+        try:
+            layout = cache.layout(version, "m.py")
+        except Unevaluable:
+            continue
+        index = index_module(layout)
+        for name in sorted(index)[::3]:
+            want = sorted(ast.dump(b.statement.node) for b in index[name] if b.kind != IMPORT)
+            got = sorted(ast.dump(node) for node in definitions_in(layout, name))
+            assert got == want, name
