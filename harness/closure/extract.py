@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 
 from harness.closure.defaults import NO_DEFAULTS, Defaults
-from harness.closure.index import DEFINITION, Binding, definitions_in
+from harness.closure.index import DEFINITION, Binding, definitions_in, names_bound
 from harness.closure.modules import RevisionFiles
 from harness.closure.mutations import ANY, Effects, Reach, effects
 from harness.closure.pieces import Edit, Layout, Piece, SourceCache, Statement, refusal
@@ -39,7 +39,6 @@ from harness.closure.resolve import (
     placed_node,
     shape,
 )
-from harness.closure.shadows import names_bound_at_import
 from harness.errors import Absent, Unevaluable
 from harness.records import evolve
 
@@ -356,12 +355,8 @@ def _rebinds(piece: Piece, watched: frozenset[str], bound: frozenset[str]) -> bo
     """Whether the piece binds (or unbinds: `del`, `:=`, `import *`, ...) a name the last
     closure looked up, or one the world answers (a file's own definition of it is said,
     see `harness.closure.shadows`)."""
-    names = piece.memo("bound at import", _bound_at_import)
+    names = names_bound(piece)  # the index's reading of the piece, "*" for `import *`
     return bool(names & watched or names & bound or "*" in names)
-
-
-def _bound_at_import(nodes: list[ast.stmt]) -> frozenset[str]:
-    return frozenset(name for _, names in names_bound_at_import(nodes) for name in names)
 
 
 def _trimmed(removed: list[Piece], added: list[Piece]) -> tuple[list[Piece], list[Piece]]:

@@ -447,21 +447,52 @@ def refusal(layout: Layout, path: str) -> str | None:
     """Why Python's compiler refuses the file, which parses (an import of it would fail):
     `return`, `yield` or `nonlocal x` at module level, a parameter named twice, a `from
     __future__` import after other statements; None when it takes it. Each piece is
-    compiled once per run (the pieces' facts), the file's own check once per layout."""
+    compiled once per run (the pieces' facts); a layout made by an edit of one taken is
+    checked in the edit's pieces only, unless the edit reaches its `__future__` imports."""
+    key = ("refusal", path)
 
     def find(layout: Layout) -> str | None:
-        for slot, piece in enumerate(layout.pieces):
-            refused = piece.memo("compiler refusal", _compiler_refusal)
-            if refused is not None:
-                line, message = refused
-                return f"syntax error in {path} line {layout.lines[slot] + line}: {message}"
-        late = _misplaced_future(layout)
-        if late is not None:
-            return (f"syntax error in {path} line {late}: from __future__ imports must occur "
-                    "at the beginning of the file")  # fmt: skip
-        return None
+        edit = layout.edit
+        slots = range(len(layout.pieces))
+        if edit is not None and key in edit.base.facts and edit.base.facts[key] is None:
+            slots = range(edit.first, edit.first + edit.added)
+            if edit.first > _last_future(edit.base) and not any(
+                _has_future(layout.pieces[slot]) for slot in slots
+            ):
+                return _refused_in(layout, slots, path)
+        return _refused_in(layout, slots, path) or _late(layout, path)
 
-    return layout.memo(("refusal", path), find)
+    return layout.memo(key, find)
+
+
+def _refused_in(layout: Layout, slots: range, path: str) -> str | None:
+    for slot in slots:
+        refused = layout.pieces[slot].memo("compiler refusal", _compiler_refusal)
+        if refused is not None:
+            line, message = refused
+            return f"syntax error in {path} line {layout.lines[slot] + line}: {message}"
+    return None
+
+
+def _late(layout: Layout, path: str) -> str | None:
+    late = _misplaced_future(layout)
+    if late is None:
+        return None
+    return (f"syntax error in {path} line {late}: from __future__ imports must occur at the "
+            "beginning of the file")  # fmt: skip
+
+
+def _has_future(piece: Piece) -> bool:
+    return piece.memo("future", lambda nodes: any(
+        isinstance(n, ast.ImportFrom) and n.module == "__future__" for n in nodes
+    ))  # fmt: skip
+
+
+def _last_future(layout: Layout) -> int:
+    """The slot of the layout's last piece with a `from __future__` import (-1: none)."""
+    return layout.memo("last future", lambda layout: max(
+        (slot for slot, piece in enumerate(layout.pieces) if _has_future(piece)), default=-1
+    ))  # fmt: skip
 
 
 def _compiler_refusal(nodes: list[ast.stmt]) -> tuple[int, str] | None:
