@@ -11,14 +11,11 @@ fails. The diff must never say "no change": it says it cannot tell (exit 4).
 
 from __future__ import annotations
 
-import subprocess
-import sys
-import textwrap
 from pathlib import Path
 
 import pytest
 
-from tests.test_unrun import CONSTS, PASSES, diff, repository
+from tests.test_unrun import CONSTS, PASSES, diff, repository, sglang_page_size
 
 PASS = '''\
 """Post-process passes (a contributor's version)."""
@@ -48,18 +45,9 @@ REBINDING = {
 }
 
 
-def plain_python(root: Path, sha: str, tmp_path: Path) -> str:
+def plain_python(repo, sha: str, tmp_path: Path) -> object:
     """The fa4 page size SGLang's import of the pass gives at `sha`, or "error"."""
-    out = tmp_path / f"checkout-{sha[:8]}"
-    subprocess.run(["git", "-C", str(root), "worktree", "add", "-q", str(out), sha], check=True)
-    code = textwrap.dedent("""\
-        import types
-        from sglang.srt.arg_groups.overrides import target
-        print(target(types.SimpleNamespace(backend="fa4")).get("page_size"))
-    """)
-    done = subprocess.run([sys.executable, "-c", code], cwd=out / "python", text=True,
-                          capture_output=True)  # fmt: skip
-    return done.stdout.strip() if done.returncode == 0 else "error"
+    return sglang_page_size(repo, sha, tmp_path, fails=True)
 
 
 @pytest.mark.parametrize("name", sorted(REBINDING))
@@ -67,8 +55,8 @@ def test_a_name_bound_again_at_module_level_is_never_no_change(name: str, tmp_pa
     base = {PASSES: PASS.format(extra=""), CONSTS: 'TABLE = {"fa4": 64}\n'}
     head = {PASSES: PASS.format(extra=REBINDING[name])}
     repo, first, second = repository(tmp_path, head, base)
-    assert plain_python(repo.root, first, tmp_path) == "128"
-    assert plain_python(repo.root, second, tmp_path) in ("64", "error")  # SGLang changed
+    assert plain_python(repo, first, tmp_path) == 128
+    assert plain_python(repo, second, tmp_path) in (64, "error")  # SGLang changed
     done, report = diff(tmp_path, first, second, repo)
     assert done.code == 4 and report["cannot_tell"], (done.out, done.err)
     assert "TABLE" in done.out, done.out  # the message names the name read
@@ -88,8 +76,8 @@ def test_code_the_compiler_refuses_makes_the_revision_unevaluable(name: str, tmp
     base = {PASSES: PASS.format(extra="")}
     head = {PASSES: PASS.format(extra=REFUSED[name])}
     repo, first, second = repository(tmp_path, head, base)
-    assert plain_python(repo.root, first, tmp_path) == "128"
-    assert plain_python(repo.root, second, tmp_path) == "error"  # SGLang cannot import it
+    assert plain_python(repo, first, tmp_path) == 128
+    assert plain_python(repo, second, tmp_path) == "error"  # SGLang cannot import it
     done, report = diff(tmp_path, first, second, repo)
     assert done.code == 4 and report["cannot_tell"] == ["head could not be evaluated"], done.out
     (trouble,) = [line for line in done.out.splitlines() if "syntax error" in line]
@@ -109,7 +97,7 @@ def test_bindings_that_leave_the_name_alone_change_nothing(name: str, tmp_path: 
     base = {PASSES: PASS.format(extra=""), CONSTS: "OTHER = 1\n"}
     head = {PASSES: PASS.format(extra=HARMLESS[name])}
     repo, first, second = repository(tmp_path, head, base)
-    assert plain_python(repo.root, first, tmp_path) == plain_python(repo.root, second, tmp_path)
+    assert plain_python(repo, first, tmp_path) == plain_python(repo, second, tmp_path)
     for one, other in ((first, second), (second, first)):
         done, report = diff(tmp_path, one, other, repo)
         assert done.code == 0 and report["cannot_tell"] == [], (done.out, done.err)

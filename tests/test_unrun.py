@@ -285,9 +285,10 @@ def repository(tmp_path: Path, head: dict[str, str], base: dict | None = None):
     return repo, first, second
 
 
-def sglang_page_size(repo: FixtureRepo, sha: str, tmp_path: Path) -> object:
+def sglang_page_size(repo: FixtureRepo, sha: str, tmp_path: Path, fails: bool = False) -> object:
     """What SGLang's import of the pass gives an fa4 configuration at `sha`: the files
-    checked out and imported by plain Python (our own trusted fixture text)."""
+    checked out and imported by plain Python (our own trusted fixture text); with `fails`,
+    "error" when the import or the call raises."""
     out = tmp_path / f"checkout-{sha[:8]}"
     subprocess.run(["git", "-C", str(repo.root), "worktree", "add", "-q", str(out), sha],
                    check=True)  # fmt: skip
@@ -297,8 +298,8 @@ def sglang_page_size(repo: FixtureRepo, sha: str, tmp_path: Path) -> object:
         print(target(types.SimpleNamespace(backend="fa4")).get("page_size"))
     """)
     done = subprocess.run([sys.executable, "-c", code], cwd=out / "python", text=True,
-                          capture_output=True, check=True)  # fmt: skip
-    return json.loads(done.stdout)
+                          capture_output=True, check=not fails)  # fmt: skip
+    return json.loads(done.stdout) if done.returncode == 0 else "error"
 
 
 def diff(tmp_path: Path, first: str, second: str, repo: FixtureRepo):

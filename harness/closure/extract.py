@@ -301,14 +301,13 @@ def reuse_closure(
             return None
         if layout is not old:
             consulted = _harmless(layout, old, last, path, bound)
-            if consulted is None:
+            if (
+                consulted is None
+                or postpones(statements_of(layout)) != postpones(statements_of(old))
+                or refusal(layout, path) is not None
+            ):  # `from __future__ import annotations` no longer first, or now first; or late
                 return None
             watched[path] = watched.get(path, frozenset()) | consulted
-        if layout is not old and (
-            postpones(statements_of(layout)) != postpones(statements_of(old))
-            or refusal(layout, path) is not None
-        ):  # `from __future__ import annotations` no longer first, or now first; or late
-            return None
         layouts[path] = layout
     if all(layouts[p] is last.layouts[p] for p in layouts):
         return last.closure

@@ -116,17 +116,17 @@ def _piece_bindings(nodes: list[ast.stmt]) -> list[tuple[str, str, int]]:
     return [
         (name, kind, position)
         for position, node in enumerate(nodes)
-        for name, kind in _bindings_of(node, top=True)
+        for name, kind in _bindings_of(node)
     ]
 
 
-def _bindings_of(stmt: ast.stmt, top: bool) -> list[tuple[str, str]]:
+def _bindings_of(stmt: ast.stmt) -> list[tuple[str, str]]:
     """(name, kind) for each name the statement binds or unbinds. A definition,
     assignment or import at top level binds its own names; anything else (a loop's
     target, `with ... as`, `except ... as`, `:=`, a `match` capture, `del`, a statement
     inside an `if`, `try` or loop) binds conditionally: a closure that reads the name is
     unevaluable, not computed with an earlier value. `from m import *` is STAR."""
-    own = _own_names(stmt) if top else []
+    own = _own_names(stmt)
     kind = IMPORT if isinstance(stmt, ast.Import | ast.ImportFrom) else DEFINITION
     found = [(STAR if n == "*" else n, CONDITIONAL) for n in bound_names(stmt)]
     others = [pair for pair in found if pair[0] not in own]

@@ -187,17 +187,25 @@ class Reach:
         properties: decorated ones) of an object of a class the file defines (`OBJ =
         K()`, or an alias of one). Not followed into other files."""
         data: set[str] = set()
-        for node in self.definitions(name):
+        for cls in self._classes_held(name, made_only=True):
+            for method in _implicit_methods(cls):
+                data |= self.of(function_effects(method))[0]
+        for node in self.definitions(name):  # an alias of such an object
             value = _bound_from(node, name)
-            if value is None:
-                continue
-            made = _called_names(value)
-            for cls in (n for m in made for n in self.definitions(m)):
-                for method in _implicit_methods(cls):
-                    data |= self.of(function_effects(method))[0]
-            for read in _names_read(value) - made:
+            for read in _names_read(value) - _called_names(value) if value is not None else ():
                 data |= self._memo(("used", read))[0]
         return data, set()
+
+    def _classes_held(self, name: str, made_only: bool = False) -> list[ast.ClassDef]:
+        """The classes the file defines as `name` (unless `made_only`), or whose objects it
+        binds `name` to (`OBJ = K()`)."""
+        found = []
+        for node in self.definitions(name):
+            value = _bound_from(node, name)
+            made = _called_names(value) if value is not None else set()
+            found += [] if made_only else [node]
+            found += [c for m in made for c in self.definitions(m)]
+        return [node for node in found if isinstance(node, ast.ClassDef)]
 
     def _returned(self, name: str) -> tuple[set[str], set[str]]:
         """Names a function of the file may hand back when called (what it reads)."""
@@ -236,12 +244,7 @@ class Reach:
     def _method(self, owner: str, method: str) -> frozenset[str]:
         """What `owner.method()` may change: that method of the class the file defines as
         `owner`, or of which `owner` holds an object (`OBJ = K()`)."""
-        classes = []
-        for node in self.definitions(owner):
-            value = _bound_from(node, owner)
-            made = _called_names(value) if value is not None else set()
-            classes += [node] + [c for m in made for c in self.definitions(m)]
-        body = [item for cls in classes if isinstance(cls, ast.ClassDef) for item in cls.body]
+        body = [item for cls in self._classes_held(owner) for item in cls.body]
         methods = [i for i in body if isinstance(i, DEFINES[:2]) and i.name == method]
         held = {n for i in body if method in _assigned(i) for n in _names_read(i.value)}
         found = [self.of(function_effects(m)) for m in methods]  # `hook = _up`: what it holds
@@ -402,11 +405,10 @@ def _call_into(call: ast.Call, names: set[str], calls: set[str], results: set[st
     arguments = [*call.args, *(k.value for k in call.keywords)]
     if _got(func):  # `getattr(T, "update")(...)`: a method of T, which it may change
         names.update(_names_read(func.args[0]))
-    if isinstance(func, ast.Name) and func.id in PURE_BUILTINS:  # `map(fill, ...)` calls it
-        calls.update(n for argument in arguments for n in _names_read(argument))
     if isinstance(func, ast.Name) and func.id in SETTERS and hasattr(builtins, func.id):
         arguments = arguments[:1]
     elif isinstance(func, ast.Name) and func.id in PURE_BUILTINS:
+        calls.update(n for argument in arguments for n in _names_read(argument))  # `map(f, ...)`
         if not any(_hands_a_changer(argument) for argument in arguments):
             arguments = []  # `map(dict.update, [T], ...)` does change T
     elif isinstance(func, ast.Name):

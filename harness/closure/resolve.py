@@ -186,16 +186,13 @@ class Resolver:
         if key in self.seen:
             return
         bindings = self._bindings(name, use) if name not in self.bound else None
-        if bindings is not None and bindings[-1].kind == CONDITIONAL:
+        if (above := self._read_in_place(bindings, use)) is not None:
             placed = (use.path, f"{name}@{use.statement.slot}.{use.statement.position}")
-            if (trimmed := self._read_in_place(bindings, use)) is not None:
-                if placed in self.seen:  # read where it stands: the bindings above it
-                    return
+            if placed not in self.seen:  # read where it stands: the bindings above it
                 self.seen.add(placed)
                 self.peeked.add(key)
-                bindings = trimmed
-                self._found(name, bindings, use)
-                return
+                self._found(name, above, use)
+            return
         self.seen.add(key)
         if name in self.bound:
             self._shadowed(name, use)
@@ -223,14 +220,15 @@ class Resolver:
             return False
         self.peeked.add((module, name))
         index = self.index(module)
-        pieces = self.layouts[module].pieces
-        stars = any(star_imports(n) for piece in pieces for n in piece.nodes)
+        stars = any(piece.memo("stars", _stars) for piece in self.layouts[module].pieces)
         return name not in index and "__getattr__" not in index and not stars
 
-    def _read_in_place(self, bindings: list[Binding], use: Use) -> list[Binding] | None:
+    def _read_in_place(self, bindings: list[Binding] | None, use: Use) -> list[Binding] | None:
         """The bindings above a module-level statement that reads the name where it stands
         (`TABLE = dict(_tmp)` before `del _tmp`), when a later one is conditional: None
         when it reads it later (in a function, a lambda, a class) or none is."""
+        if not bindings or bindings[-1].kind != CONDITIONAL:
+            return None
         statement = use.statement
         node = statement.node
         if statement.member >= 0 or isinstance(node, DEFINES):
