@@ -128,3 +128,53 @@ def test_in_the_sglang_world_an_output_nothing_declares_is_refused_when_it_runs(
     result = run_cli("diff", *shas, "--repo", str(repo), "--matrix", str(bad), "--format", "json")
     note = json.loads(result.out)["notes"]["base"]
     assert "view.kv_dtype" in note and "add it under `fields:`" in note
+
+
+TYPED = """\
+name: typed
+target: {path: cfg.py, function: settle, output: [workers, flag]}
+world: plain
+axes:
+  a: [0, 1, 2]
+  workers: [1, 2]
+fields:
+  flag: null
+"""
+
+
+def test_values_equal_in_python_but_of_other_types_are_other_outcomes_with_several_outputs(
+    tmp_path,
+):
+    """1, 1.0 and true are three values of a field however many outputs a matrix has: with
+    two outputs the declared values travel together, and neither the revision's own table
+    nor the comparison may take `flag: true` for `flag: 1`."""
+    from harness.testing.gitrepo import FixtureRepo
+
+    repo = FixtureRepo(tmp_path / "repo")
+    (tmp_path / "typed.yaml").write_text(TYPED)
+    base = repo.commit("base", {"cfg.py": (
+        "def settle(config):\n"
+        "    if config.a == 0:\n        return {'flag': True}\n"
+        "    if config.a == 1:\n        return {'flag': 1}\n"
+        "    return {'flag': 1.0, 'workers': 2}\n")})  # fmt: skip
+    head = repo.commit("head", {"cfg.py": (
+        "def settle(config):\n    return {'flag': 1, 'workers': 2 if config.a == 2 else None}\n"
+    )})  # fmt: skip
+    result = run_cli("diff", base, head, "--repo", str(repo.root), "--matrix",
+                     str(tmp_path / "typed.yaml"), "--format", "json")  # fmt: skip
+    got = {(i["cell"]["a"], i["cell"]["workers"]): (i["base"], i["head"])
+           for i in json.loads(result.out)["changed"]}  # fmt: skip
+    want = {}
+    for a, workers in itertools.product(range(3), (1, 2)):
+        before = {"flag": [True, 1, 1.0][a], "workers": 2 if a == 2 else workers}
+        after = {"flag": 1, "workers": 2 if a == 2 else None}
+        if any(type(before[f]) is not type(after[f]) or before[f] != after[f] for f in before):
+            want[(a, workers)] = (before, after)
+    assert result.code == 1
+    assert {k: tuple(_typed(s) for s in v) for k, v in got.items()} == {
+        k: tuple(_typed(s) for s in v) for k, v in want.items()
+    }
+
+
+def _typed(values: dict) -> tuple:
+    return tuple(sorted((f, type(v).__name__, v) for f, v in values.items()))

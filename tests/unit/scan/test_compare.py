@@ -3,11 +3,13 @@ cover them exactly once, each with its cells' own transition."""
 
 from __future__ import annotations
 
+import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from harness.engine.outcome import KEPT, VALUE, Outcome
+from harness.engine.outcome import ERROR, KEPT, VALUE, Outcome
 from harness.matrix.cells import iter_cells
+from harness.matrix.load import parse_matrix
 from harness.scan.compare import any_change, changed_only, compare, part
 from tests.unit.tables import matrix_and_tables, resolved, small_matrix, table
 
@@ -105,3 +107,101 @@ def test_a_kept_input_and_a_declared_value_of_another_type_differ():
         head = table([0] * matrix.size, [Outcome(VALUE, declared)])
         assert set(compare(matrix, kept, head).indices) == changed, declared
         assert set(compare(matrix, head, kept).indices) == changed, declared
+
+
+def _digits(matrix, index: int) -> list[int]:
+    """A cell's value indices, worked out from the radices (no harness code)."""
+    digits = []
+    for radix in reversed(matrix.radices):
+        index, digit = divmod(index, radix)
+        digits.append(digit)
+    return digits[::-1]
+
+
+def _wide_matrix(radices: list[int]):
+    """Axes a0.., then two outputs as axes (page_size, mode) and one as a field (limit: 5)."""
+    axes = {f"a{n}": list(range(r)) for n, r in enumerate(radices)}
+    axes |= {"page_size": [1, 16, 128], "mode": ["x", "y"]}
+    doc = {
+        "name": "wide",
+        "target": {"path": "m.py", "function": "target", "output": ["page_size", "mode", "limit"]},
+        "world": "plain",
+        "axes": axes,
+        "fields": {"limit": 5},
+    }
+    return parse_matrix(yaml.safe_dump(doc, sort_keys=False), "wide.yaml")
+
+
+WIDE = [  # a declaration names some of the outputs; the others keep the cell's input
+    Outcome(KEPT),
+    Outcome(ERROR, "boom"),
+    Outcome(VALUE, (("page_size", 128),)),
+    Outcome(VALUE, (("page_size", 16), ("mode", "y"))),
+    Outcome(VALUE, (("limit", 5),)),  # the field's own value: as good as keeping it
+    Outcome(VALUE, (("limit", 5.0),)),  # equal, but another type
+    Outcome(VALUE, (("page_size", 1), ("mode", "x"), ("limit", 5))),  # every output
+    Outcome(VALUE, (("page_size", 1), ("mode", "x"), ("limit", 6))),
+]
+
+
+def _wide_result(matrix, outcome: Outcome, index: int):
+    """Every output's final value (typed), from first principles: declared, else the input."""
+    if outcome.kind != VALUE and outcome.kind != KEPT:
+        return (outcome.kind, outcome.value)
+    digits = _digits(matrix, index)
+    inputs = {"page_size": [1, 16, 128][digits[-2]], "mode": "xy"[digits[-1]], "limit": 5}
+    declared = dict(outcome.value) if outcome.kind == VALUE else {}
+    values = {**inputs, **declared}
+    return tuple((type(values[f]), values[f]) for f in ("page_size", "mode", "limit"))
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.integers(1, 3), min_size=1, max_size=2), st.data())
+def test_with_several_outputs_a_cell_changes_when_some_output_ends_otherwise(radices, data):
+    matrix = _wide_matrix(radices)
+    codes = st.lists(st.integers(0, len(WIDE) - 1), min_size=matrix.size, max_size=matrix.size)
+    base, head = table(data.draw(codes), WIDE), table(data.draw(codes), WIDE)
+    expected = {
+        i
+        for i in range(matrix.size)
+        if _wide_result(matrix, base.outcome_at(i), i)
+        != _wide_result(matrix, head.outcome_at(i), i)
+    }
+    assert set(compare(matrix, base, head).indices) == expected
+    assert set(compare(matrix, head, base).indices) == expected
+    assert any_change(matrix, base, head) == bool(expected)
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.data())
+def test_a_large_table_s_sparse_changes_are_found_in_every_block_and_cube(data):
+    """Tables past the comparison's blocks (4,096 cells, sub-blocks of 64): a change at a
+    block's first or last cell, or alone in a long equal stretch, is found; a `where` cube
+    small or large finds exactly its own."""
+    matrix = small_matrix([7, 11, 13, 5])  # 15,015 cells
+    size = matrix.size
+    spots = data.draw(st.sets(st.sampled_from([0, 63, 64, 4095, 4096, 8191, size - 1])
+                              | st.integers(0, size - 1), max_size=12))  # fmt: skip
+    base_codes = [0] * size
+    head_codes = list(base_codes)
+    for i in spots:
+        head_codes[i] = 1  # 128 -> 16 everywhere it is drawn
+    base, head = table(base_codes), table(head_codes)
+    masks = tuple(data.draw(st.integers(1, full)) for full in matrix.full_masks())
+    inside = cells_of(matrix, masks)
+    assert set(compare(matrix, base, head).indices) == spots
+    assert set(compare(matrix, base, head, masks).indices) == spots & inside
+    assert any_change(matrix, base, head, masks) == bool(spots & inside)
+
+
+def test_a_kept_list_field_and_a_declared_list_of_other_element_types_differ():
+    """A field's input may be a list (`fields:`); declaring `[true]` where it is `[1]` is a
+    change, declaring `[1]` is none."""
+    doc = {"name": "lists", "target": {"path": "m.py", "function": "target", "output": "sizes"},
+           "world": "plain", "axes": {"a": [0, 1]}, "fields": {"sizes": [1]}}  # fmt: skip
+    matrix = parse_matrix(yaml.safe_dump(doc), "lists.yaml")
+    kept = table([0, 0], [Outcome(KEPT)])
+    for declared, changed in (([True], 2), ([1.0], 2), ([1], 0), ((1,), 2)):
+        head = table([0, 0], [Outcome(VALUE, declared)])
+        assert compare(matrix, kept, head).changed == changed, declared
+        assert compare(matrix, head, kept).changed == changed, declared
