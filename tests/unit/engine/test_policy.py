@@ -7,7 +7,9 @@ import textwrap
 
 import pytest
 
-from harness.engine.policy import forbidden_attribute, violations
+from harness.engine.policy import check_closure, forbidden_attribute, violations
+from harness.errors import Unevaluable
+from tests.unit.closure.test_extract import closure_of
 
 
 def found(source: str) -> list[str]:
@@ -78,3 +80,99 @@ def test_the_runtime_guard_refuses_what_the_static_check_does():
     refused = ("__class__", "__globals__", "__code__", "gi_frame", "f_globals", "format", "mro")
     assert all(map(forbidden_attribute, refused))
     assert not any(map(forbidden_attribute, ("_fa4_page_constraint", "page_size", "_x_", "fmt")))
+
+
+@pytest.mark.parametrize(
+    "source, construct",
+    [
+        ("super(A, self).f()", "super() with arguments"),  # positional only
+        ("super(**kw).f()", "super() with arguments"),  # keywords only
+        ("s = super", "super other than called as super()"),
+        ("f(super)", "super other than called as super()"),
+        ("def __getattr__(name): pass", "name __getattr__"),  # a module-level hook
+        ("try:\n    pass\nexcept E as __e__:\n    pass", "name __e__"),
+        ("match x:\n    case __y__: pass", "name __y__"),
+        ("match x:\n    case [*__rest__]: pass", "name __rest__"),
+        ("match x:\n    case {**__rest__}: pass", "name __rest__"),
+        ("def f():\n    global __builtins__", "name __builtins__"),
+        ("'{'.format(x)", "attribute .format"),  # a malformed literal is no plain one
+    ],
+)
+def test_the_less_common_ways_out_are_refused_by_name(source: str, construct: str):
+    assert found(source)[:1] == [construct]
+
+
+def test_names_that_only_look_like_ways_out_pass():
+    """A dunder is `__x__` with something between: `__x` (name-mangled), `x__`, `____`
+    and plain calls with a string argument are ordinary code."""
+    source = """
+        ____ = 1
+        a__ = 2
+        def f(x__, __y):
+            return max(x__, "__init__"), print("a", "format")
+        class K:
+            __private = 3
+        match a__:
+            case _: pass
+        match a__:
+            case [*_]: pass
+        match a__:
+            case {"k": 1}: pass
+        match a__:
+            case K(x=0): pass
+        try:
+            pass
+        except ValueError:
+            pass
+        label = "{:>10}|{0:{1:>3}}|{:{}}".format(1, 2, 3, 4)
+    """
+    assert found(source) == []
+    assert not any(map(forbidden_attribute, ("__x", "x__", "__private")))
+
+
+def test_constructs_are_placed_at_their_line_and_read_left_to_right():
+    """Each construct carries its line and column (an attribute at its name), so the first
+    one a report names is the first in reading order, whatever its wording."""
+    source = "y.__dict__ + x.__class__\nz = 1; q.f_back\nx.__class__ if getattr(y, '__dict__') else __builtins__"
+    placed = sorted(violations(ast.parse(source)))
+    assert [(line, column, construct) for line, column, construct in placed] == [
+        (1, 2, "attribute .__dict__"),
+        (1, 15, "attribute .__class__"),
+        (2, 9, "attribute .f_back"),
+        (3, 2, "attribute .__class__"),
+        (3, 15, "getattr(..., '__dict__')"),
+        (3, 43, "name __builtins__"),
+    ]
+
+
+def test_a_closure_is_refused_at_its_first_construct_in_file_order_then_at_its_builtins():
+    closure = closure_of("""
+        def _helper(view):
+            return view.__dict__, open
+        def target(view):
+            return {"page_size": _helper(view)[0].__class__}
+    """)
+    with pytest.raises(Unevaluable) as refused:
+        check_closure(closure)
+    assert str(refused.value) == (
+        "attribute .__dict__ (at m.py:3) is not allowed in evaluated code "
+        "(see Security model in the README)"
+    )
+    opens = closure_of("""
+        def target(view):
+            size = len(view.sizes)
+            return {"page_size": open(size)}
+    """)
+    with pytest.raises(Unevaluable) as refused:
+        check_closure(opens)
+    assert str(refused.value) == "builtin open (used at m.py:4) is not available to evaluated code"
+
+
+def test_a_closure_within_the_policy_passes_every_time():
+    closure = closure_of("""
+        SIZES = sorted({1, 64})
+        def target(view):
+            return {"page_size": max(SIZES) if len(view.name) > 1 else min(SIZES)}
+    """)
+    assert check_closure(closure) is None
+    assert check_closure(closure) is None
