@@ -10,8 +10,8 @@ from hypothesis import strategies as st
 from harness.engine.outcome import ERROR, KEPT, VALUE, Outcome
 from harness.matrix.cells import iter_cells
 from harness.matrix.load import parse_matrix
-from harness.scan.compare import any_change, changed_only, compare, part
-from tests.unit.tables import matrix_and_tables, resolved, small_matrix, table
+from harness.scan.compare import any_change, changed_only, compare, part, resolved_keys
+from tests.unit.tables import PAGE_SIZES, matrix_and_tables, resolved, small_matrix, table
 
 
 def cells_of(matrix, masks) -> set[int]:
@@ -66,8 +66,15 @@ def test_a_part_is_the_block_s_changed_cells_with_an_exact_cover_of_its_own(case
     start = data.draw(st.integers(0, matrix.size))
     end = data.draw(st.integers(start, matrix.size))
     everywhere = set(compare(matrix, base, head).indices)
-    found = part(matrix, changed_only(matrix, base, head), start, end)
+    whole = changed_only(matrix, base, head)
+    found = part(matrix, whole, start, end)
     assert set(found.indices) == {i for i in everywhere if start <= i < end}
+    assert found.outcomes is whole.outcomes
+    for i, b, h in zip(*found.arrays(), strict=True):  # each cell's own two codes
+        assert (found.outcomes[b].key, found.outcomes[h].key) == (
+            base.outcome_at(i).key,
+            head.outcome_at(i).key,
+        )
     covered = [i for rule in found.rules for i in cells_of(matrix, rule.masks)]
     assert sorted(covered) == sorted(found.indices)  # exact and disjoint
     for rule in found.rules:
@@ -205,3 +212,15 @@ def test_a_kept_list_field_and_a_declared_list_of_other_element_types_differ():
         head = table([0, 0], [Outcome(VALUE, declared)])
         assert compare(matrix, kept, head).changed == changed, declared
         assert compare(matrix, head, kept).changed == changed, declared
+
+
+def test_each_side_s_resolved_outcome_of_each_changed_cell():
+    """`kept` resolved to the cell's input on the side asked for: base keeps page_size,
+    head declares 16 (the cells whose input is 16 do not change)."""
+    matrix = small_matrix([2])  # a0 in 0, 1; page_size 1, 16, 128
+    comparison = compare(matrix, table([2] * 6), table([1] * 6))
+    changed = list(comparison.indices)
+    inputs = [PAGE_SIZES[i % 3] for i in changed]
+    assert inputs == [1, 128, 1, 128]
+    assert resolved_keys(matrix, comparison, "base") == [(("int", v),) for v in inputs]
+    assert resolved_keys(matrix, comparison, "head") == [(("int", 16),)] * 4
