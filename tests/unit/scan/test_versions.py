@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from harness import gitio
 from harness.scan.versions import Versions
 from harness.testing.gitrepo import FixtureRepo
@@ -122,3 +124,34 @@ def test_a_state_found_by_the_target_blob_is_not_reused_when_a_file_it_read_chan
     assert kinds == [["kept", "value", "value"], ["kept", "kept", "value"],
                      ["kept", "value", "value"]]  # fmt: skip
     assert versions.evaluations == 2  # the third is the first's state, found again
+
+
+SPIN = """\
+def target(view):
+    n = 0
+    while n >= 0:
+        n += 1
+    return {}
+"""
+
+
+def test_a_matrix_sharing_a_run_works_under_its_cache_its_limits_and_its_own_exhaustiveness(
+    tmp_path,
+):
+    from harness.engine.limits import Limits
+    from harness.scan.cache import TableCache
+
+    versions, revisions = versions_of(tmp_path, [PASS.format(limit=1, comment=""), SPIN])
+    cache = TableCache(tmp_path / "cache")
+    first = Versions(versions.repo, versions.matrix, cache, limits=Limits(seconds=0.5))
+    first.at(revisions[0])
+    shared = first.sharing(small_matrix([3]))  # the same matrix: its table is on disk
+    assert shared.at(revisions[0]).table.codes == first.at(revisions[0]).table.codes
+    assert shared.evaluations == 0
+    every = first.sharing(small_matrix([3]), exhaustive=True)  # another way to make it
+    every.at(revisions[0])
+    assert every.evaluations == 1
+    spun = shared.at(revisions[1])  # 0.5 s of CPU, not the default minute
+    assert spun.table.outcomes[0].kind == "unevaluable" and "0.5 s" in spun.reason
+    with pytest.raises(ValueError, match="a sglang matrix cannot share a plain run"):
+        first.sharing(small_matrix([3], world="sglang"))
