@@ -223,14 +223,14 @@ def violations(tree: ast.AST) -> Iterator[tuple[int, int, str]]:
         if not found and _is_name(node, "super") and id(node) not in super_calls:
             found = "super other than called as super()"
         if found:
-            yield getattr(node, "lineno", 0), _start(node), found
+            yield node.lineno, _start(node), found  # every node a construct is has a place
 
 
 def _start(node: ast.AST) -> int:
     """Where a construct starts reading left to right: an attribute at its name."""
     if isinstance(node, ast.Attribute):
         return node.end_col_offset - len(node.attr)
-    return getattr(node, "col_offset", 0)
+    return node.col_offset
 
 
 def _node(node: ast.AST, literal_formats: set[int]) -> str | None:

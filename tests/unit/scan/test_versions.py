@@ -155,3 +155,18 @@ def test_a_matrix_sharing_a_run_works_under_its_cache_its_limits_and_its_own_exh
     assert spun.table.outcomes[0].kind == "unevaluable" and "0.5 s" in spun.reason
     with pytest.raises(ValueError, match="a sglang matrix cannot share a plain run"):
         first.sharing(small_matrix([3], world="sglang"))
+
+
+def test_unevaluable_states_are_told_apart_by_their_reason(tmp_path):
+    """Two revisions that cannot be evaluated for different reasons are different states
+    (a history shows the reason changing); the same reason twice is one state."""
+    texts = [
+        "def target(view):\n    return {'page_size': open(view.a0)}\n",
+        "def target(view):\n    return {'page_size': view.__dict__}\n",
+        "def target(view):\n    return {'page_size': open(view.a0)}\n\n# a comment\n",
+    ]
+    versions, revisions = versions_of(tmp_path, texts)
+    states = [versions.at(r) for r in revisions]
+    assert [s.table.outcomes[0].kind for s in states] == ["unevaluable"] * 3
+    assert states[0].key != states[1].key and states[0].key == states[2].key
+    assert "builtin open" in states[0].reason and "__dict__" in states[1].reason
