@@ -182,8 +182,9 @@ def test_a_format_literal_nested_past_what_python_runs_is_read_to_a_bounded_dept
     """Python refuses a format spec nested more than twice ("Max string recursion
     exceeded") before reading any field, so the check reads two levels; a literal nested
     3,000 deep (hostile code's) must not exhaust the harness's own stack."""
+    nested = "{0:{0:{0.real}}}"
     with pytest.raises(ValueError, match="Max string recursion exceeded"):
-        "{0:{0:{0.real}}}".format(1)
+        nested.format(1)
     deep = "(" + repr("{0:" * 3000 + "}" * 3000) + ").format(1)"
     assert found(deep) == []
     assert found("'{0:{0.real}}'.format(1)") == ["attribute .format"]  # read at level two

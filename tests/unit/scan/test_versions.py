@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+import yaml
 
 from harness import gitio
 from harness.scan.versions import Versions
@@ -170,3 +171,64 @@ def test_unevaluable_states_are_told_apart_by_their_reason(tmp_path):
     assert [s.table.outcomes[0].kind for s in states] == ["unevaluable"] * 3
     assert states[0].key != states[1].key and states[0].key == states[2].key
     assert "builtin open" in states[0].reason and "__dict__" in states[1].reason
+
+
+OVERRIDES = '''\
+"""Passes of a fixture project, SGLang-shaped: registered in one order, run in another."""
+
+
+@register_post_process
+def _first(view):
+    return {"page_size": 16} if view.a0 >= 1 else {}
+
+
+@register_post_process
+def _second(view):
+    return {"page_size": 64} if view.page_size == 16 else {}
+'''
+ENTRY = """\
+from sglang.srt.arg_groups.overrides import _first, _second, run_post_process_pass
+
+
+def run_resolution_pipeline(server_args):
+    run_post_process_pass(server_args, _second)
+    run_post_process_pass(server_args, _first)
+"""
+
+
+def test_a_pipeline_runs_its_passes_in_the_order_the_matrix_names_or_the_code_runs(tmp_path):
+    """`passes: all` is the file's order, `run-order` the entry point's, a list its own;
+    each pass sees the earlier ones' declarations. Worked out by hand over a0 in 0..2 and
+    page_size in 1, 16, 128: first-then-second makes 64 wherever a0 >= 1 (and where the
+    input is 16); second-then-first leaves 16 there (64 only where a0 = 0, input 16)."""
+    root = "python/sglang/srt/arg_groups"
+    repo = FixtureRepo(tmp_path / "repo")
+    sha = repo.commit("passes", {f"{root}/overrides.py": OVERRIDES, f"{root}/pipeline.py": ENTRY})
+    handle = gitio.open_repo(str(repo.root))
+    revision = gitio.resolve(handle, sha)
+    cells = [(a0, page) for a0 in range(3) for page in (1, 16, 128)]
+    first_then_second = [64 if a0 >= 1 or page == 16 else None for a0, page in cells]
+    second_then_first = [16 if a0 >= 1 else (64 if page == 16 else None) for a0, page in cells]
+    for passes, want in (("all", first_then_second), ("run-order", second_then_first),
+                         (["_second", "_first"], second_then_first)):  # fmt: skip
+        matrix = pipeline_matrix(passes)
+        table = Versions(handle, matrix).at(revision).table
+        got = [table.outcome_at(i) for i in range(matrix.size)]
+        assert [o.value if o.kind == "value" else None for o in got] == want, passes
+        assert all(o.kind in ("value", "kept") for o in got)
+
+
+def pipeline_matrix(passes):
+    from harness.matrix.load import parse_matrix
+
+    doc = {
+        "name": "passes",
+        "target": {
+            "path": "python/sglang/srt/arg_groups/overrides.py",
+            "passes": passes,
+            "output": "page_size",
+        },
+        "world": "sglang",
+        "axes": {"a0": [0, 1, 2], "page_size": [1, 16, 128]},
+    }
+    return parse_matrix(yaml.safe_dump(doc, sort_keys=False), "passes.yaml")
