@@ -3,6 +3,8 @@ cover them exactly once, each with its cells' own transition."""
 
 from __future__ import annotations
 
+import itertools
+
 import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -47,6 +49,13 @@ def test_the_rule_cover_is_exact_and_disjoint(case):
         covered.extend(inside)
     assert len(covered) == len(set(covered))  # disjoint
     assert set(covered) == set(comparison.indices)  # exact
+    assert [r.cells for r in comparison.rules] == sorted(
+        (r.cells for r in comparison.rules), reverse=True
+    )  # the largest first
+    for one, other in itertools.combinations(comparison.rules, 2):  # merged until none joins
+        same = (one.base.key, one.head.key) == (other.base.key, other.head.key)
+        apart = [a for a, (m, n) in enumerate(zip(one.masks, other.masks, strict=True)) if m != n]
+        assert not (same and len(apart) == 1), (one, other)
 
 
 @settings(max_examples=80, deadline=None)
@@ -188,13 +197,19 @@ def test_a_large_table_s_sparse_changes_are_found_in_every_block_and_cube(data):
     matrix = small_matrix([7, 11, 13, 5])  # 15,015 cells
     size = matrix.size
     spots = data.draw(st.sets(st.sampled_from([0, 63, 64, 4095, 4096, 8191, size - 1])
-                              | st.integers(0, size - 1), max_size=12))  # fmt: skip
+                              | st.integers(0, size - 1), min_size=1, max_size=12))  # fmt: skip
     base_codes = [0] * size
     head_codes = list(base_codes)
     for i in spots:
         head_codes[i] = 1  # 128 -> 16 everywhere it is drawn
     base, head = table(base_codes), table(head_codes)
     masks = tuple(data.draw(st.integers(1, full)) for full in matrix.full_masks())
+    held = _digits(matrix, data.draw(st.sampled_from(sorted(spots))))
+    small = (*(1 << d for d in held[:-1]), matrix.full_masks()[-1])  # a 3-cell cube
+    for cube in (masks, small):  # a large or small part of the table, with a spot inside
+        cube = tuple(m | (1 << d) for m, d in zip(cube, held, strict=True))
+        inside = cells_of(matrix, cube)
+        assert set(compare(matrix, base, head, cube).indices) == spots & inside
     inside = cells_of(matrix, masks)
     assert set(compare(matrix, base, head).indices) == spots
     assert set(compare(matrix, base, head, masks).indices) == spots & inside
