@@ -142,5 +142,17 @@ def format_value(value: Any) -> str:
 
 
 def same_value(a: Any, b: Any) -> bool:
-    """Equal as matrix values: 1, 1.0 and true are three different values."""
-    return type(a) is type(b) and a == b
+    """Equal as matrix values: 1, 1.0 and true are three different values, also inside
+    a list, tuple or mapping (a field's value may be one). Python's `==` decides first, at
+    C speed: the element types are walked only for containers it finds equal."""
+    return type(a) is type(b) and a == b and _same_inside(a, b)
+
+
+def _same_inside(a: Any, b: Any) -> bool:
+    if isinstance(a, list | tuple):
+        return all(map(same_value, a, b))
+    if isinstance(a, dict):  # equal keys by `==` may still be of other types (1, true)
+        return all(
+            any(same_value(k, j) and same_value(v, w) for j, w in b.items()) for k, v in a.items()
+        )
+    return True

@@ -15,10 +15,10 @@ from bisect import bisect_left
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from harness.engine.outcome import CODE_TYPE, KEPT, Outcome, OutcomeTable, freeze
+from harness.engine.outcome import CODE_TYPE, KEPT, Outcome, OutcomeTable
 from harness.engine.outputs import Inputs, declared
 from harness.matrix.cells import bits_of, cube_runs
-from harness.matrix.model import Matrix
+from harness.matrix.model import Matrix, same_value
 
 BLOCK = 4096
 SUB_BLOCK = 64
@@ -166,7 +166,7 @@ class _Resolver:
         if (ob.kind == KEPT) == (oh.kind == KEPT):
             return True  # distinct codes, neither or both kept: distinct outcomes
         value = oh.value if ob.kind == KEPT else ob.value
-        return freeze(self.inputs.one(self.inputs.fields[0], index)) != freeze(value)
+        return not same_value(self.inputs.one(self.inputs.fields[0], index), value)
 
     def _whole(self, outcome: Outcome) -> bool:
         """Whether the outcome names every output (or is no value): no input needed."""

@@ -237,5 +237,11 @@ def test_each_side_s_resolved_outcome_of_each_changed_cell():
     changed = list(comparison.indices)
     inputs = [PAGE_SIZES[i % 3] for i in changed]
     assert inputs == [1, 128, 1, 128]
-    assert resolved_keys(matrix, comparison, "base") == [(("int", v),) for v in inputs]
-    assert resolved_keys(matrix, comparison, "head") == [(("int", 16),)] * 4
+    # kept resolves as if each cell had declared its own input; head declares 16
+    spelled = [Outcome(VALUE, v) for v in PAGE_SIZES]  # 1, 16, 128
+    explicit = compare(matrix, table([i % 3 for i in range(6)], spelled), table([1] * 6, spelled))
+    assert list(explicit.indices) == changed
+    assert resolved_keys(matrix, comparison, "base") == resolved_keys(matrix, explicit, "base")
+    assert resolved_keys(matrix, comparison, "head") == resolved_keys(matrix, explicit, "head")
+    assert len(set(resolved_keys(matrix, comparison, "base"))) == 2  # 1 and 128
+    assert len(set(resolved_keys(matrix, comparison, "head"))) == 1
