@@ -11,6 +11,7 @@ from harness.matrix.load import load_matrix
 from harness.report.baseline import read
 from harness.scan.compare import compare
 from harness.scan.versions import Versions
+from harness.testing.gitrepo import FixtureRepo
 from tests.conftest import run_cli
 from tests.helpers import commit_versions, module
 
@@ -148,8 +149,6 @@ def test_values_equal_in_python_but_of_other_types_are_other_outcomes_with_sever
     """1, 1.0 and true are three values of a field however many outputs a matrix has: with
     two outputs the declared values travel together, and neither the revision's own table
     nor the comparison may take `flag: true` for `flag: 1`."""
-    from harness.testing.gitrepo import FixtureRepo
-
     repo = FixtureRepo(tmp_path / "repo")
     (tmp_path / "typed.yaml").write_text(TYPED)
     base = repo.commit("base", {"cfg.py": (

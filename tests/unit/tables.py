@@ -15,17 +15,29 @@ PAGE_SIZES = [1, 16, 128]
 PALETTE = [Outcome(VALUE, 128), Outcome(VALUE, 16), Outcome(KEPT), Outcome(ERROR, "boom")]
 
 
-def small_matrix(radices: list[int], function: str = "target", world: str = "plain") -> Matrix:
-    """Axes a0, a1, ... with values 0..r-1, then a page_size axis (the output)."""
+def small_matrix(
+    radices: list[int], function: str = "target", world: str = "plain", target: dict | None = None
+) -> Matrix:
+    """Axes a0, a1, ... with values 0..r-1, then a page_size axis (the output); the target
+    is `function` in m.py unless given whole."""
     axes = {f"a{n}": list(range(r)) for n, r in enumerate(radices)}
     axes["page_size"] = PAGE_SIZES
     doc = {
         "name": "small",
-        "target": {"path": "m.py", "function": function, "output": "page_size"},
+        "target": target or {"path": "m.py", "function": function, "output": "page_size"},
         "world": world,
         "axes": axes,
     }
     return parse_matrix(yaml.safe_dump(doc, sort_keys=False), "small.yaml")
+
+
+def digits_of(matrix: Matrix, index: int) -> list[int]:
+    """A cell's value indices, worked out from the radices (no harness code)."""
+    digits = []
+    for radix in reversed(matrix.radices):
+        index, digit = divmod(index, radix)
+        digits.append(digit)
+    return digits[::-1]
 
 
 def table(codes: list[int], outcomes: list[Outcome] = PALETTE) -> OutcomeTable:
@@ -36,11 +48,7 @@ def resolved(matrix: Matrix, outcome: Outcome, index: int):
     """The page_size a cell ends with, worked out from first principles (no harness code):
     a declared value, the cell's input when kept, else the outcome itself."""
     if outcome.kind == KEPT:
-        digits, rest = [], index
-        for radix in reversed(matrix.radices):
-            rest, digit = divmod(rest, radix)
-            digits.append(digit)
-        return ("value", int, PAGE_SIZES[digits[0]])  # page_size is the last axis
+        return ("value", int, PAGE_SIZES[digits_of(matrix, index)[-1]])  # the last axis
     if outcome.kind == VALUE:
         return ("value", type(outcome.value), outcome.value)
     return (outcome.kind, str, outcome.value)

@@ -13,7 +13,14 @@ from harness.engine.outcome import ERROR, KEPT, VALUE, Outcome
 from harness.matrix.cells import iter_cells
 from harness.matrix.load import parse_matrix
 from harness.scan.compare import any_change, changed_only, compare, part, resolved_keys
-from tests.unit.tables import PAGE_SIZES, matrix_and_tables, resolved, small_matrix, table
+from tests.unit.tables import (
+    PAGE_SIZES,
+    digits_of,
+    matrix_and_tables,
+    resolved,
+    small_matrix,
+    table,
+)
 
 
 def cells_of(matrix, masks) -> set[int]:
@@ -125,15 +132,6 @@ def test_a_kept_input_and_a_declared_value_of_another_type_differ():
         assert set(compare(matrix, head, kept).indices) == changed, declared
 
 
-def _digits(matrix, index: int) -> list[int]:
-    """A cell's value indices, worked out from the radices (no harness code)."""
-    digits = []
-    for radix in reversed(matrix.radices):
-        index, digit = divmod(index, radix)
-        digits.append(digit)
-    return digits[::-1]
-
-
 def _wide_matrix(radices: list[int]):
     """Axes a0.., then two outputs as axes (page_size, mode) and one as a field (limit: 5)."""
     axes = {f"a{n}": list(range(r)) for n, r in enumerate(radices)}
@@ -162,9 +160,9 @@ WIDE = [  # a declaration names some of the outputs; the others keep the cell's 
 
 def _wide_result(matrix, outcome: Outcome, index: int):
     """Every output's final value (typed), from first principles: declared, else the input."""
-    if outcome.kind != VALUE and outcome.kind != KEPT:
+    if outcome.kind not in (VALUE, KEPT):
         return (outcome.kind, outcome.value)
-    digits = _digits(matrix, index)
+    digits = digits_of(matrix, index)
     inputs = {"page_size": [1, 16, 128][digits[-2]], "mode": "xy"[digits[-1]], "limit": 5}
     declared = dict(outcome.value) if outcome.kind == VALUE else {}
     values = {**inputs, **declared}
@@ -204,16 +202,14 @@ def test_a_large_table_s_sparse_changes_are_found_in_every_block_and_cube(data):
         head_codes[i] = 1  # 128 -> 16 everywhere it is drawn
     base, head = table(base_codes), table(head_codes)
     masks = tuple(data.draw(st.integers(1, full)) for full in matrix.full_masks())
-    held = _digits(matrix, data.draw(st.sampled_from(sorted(spots))))
+    held = digits_of(matrix, data.draw(st.sampled_from(sorted(spots))))
     small = (*(1 << d for d in held[:-1]), matrix.full_masks()[-1])  # a 3-cell cube
-    for cube in (masks, small):  # a large or small part of the table, with a spot inside
-        cube = tuple(m | (1 << d) for m, d in zip(cube, held, strict=True))
+    around = [tuple(m | (1 << d) for m, d in zip(c, held, strict=True)) for c in (masks, small)]
+    assert set(compare(matrix, base, head).indices) == spots
+    for cube in (masks, *around):  # a large or small part of the table, a spot inside or not
         inside = cells_of(matrix, cube)
         assert set(compare(matrix, base, head, cube).indices) == spots & inside
-    inside = cells_of(matrix, masks)
-    assert set(compare(matrix, base, head).indices) == spots
-    assert set(compare(matrix, base, head, masks).indices) == spots & inside
-    assert any_change(matrix, base, head, masks) == bool(spots & inside)
+        assert any_change(matrix, base, head, cube) == bool(spots & inside)
 
 
 def test_a_kept_list_field_and_a_declared_list_of_other_element_types_differ():

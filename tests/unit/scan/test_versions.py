@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import pytest
-import yaml
 
 from harness import gitio
+from harness.engine.limits import Limits
+from harness.scan.cache import TableCache
 from harness.scan.versions import Versions
 from harness.testing.gitrepo import FixtureRepo
 from tests.unit.tables import small_matrix
@@ -55,8 +56,6 @@ def test_each_run_owns_its_parse_cache(tmp_path):
 
 
 def test_the_cache_key_includes_how_the_table_was_made(tmp_path):
-    from harness.scan.cache import TableCache
-
     versions, revisions = versions_of(tmp_path, [PASS.format(limit=1, comment="")])
     cache = TableCache(tmp_path / "cache")
     runs = [
@@ -139,9 +138,6 @@ def target(view):
 def test_a_matrix_sharing_a_run_works_under_its_cache_its_limits_and_its_own_exhaustiveness(
     tmp_path,
 ):
-    from harness.engine.limits import Limits
-    from harness.scan.cache import TableCache
-
     versions, revisions = versions_of(tmp_path, [PASS.format(limit=1, comment=""), SPIN])
     cache = TableCache(tmp_path / "cache")
     first = Versions(versions.repo, versions.matrix, cache, limits=Limits(seconds=0.5))
@@ -211,24 +207,9 @@ def test_a_pipeline_runs_its_passes_in_the_order_the_matrix_names_or_the_code_ru
     second_then_first = [16 if a0 >= 1 else (64 if page == 16 else None) for a0, page in cells]
     for passes, want in (("all", first_then_second), ("run-order", second_then_first),
                          (["_second", "_first"], second_then_first)):  # fmt: skip
-        matrix = pipeline_matrix(passes)
+        target = {"path": f"{root}/overrides.py", "passes": passes, "output": "page_size"}
+        matrix = small_matrix([3], world="sglang", target=target)
         table = Versions(handle, matrix).at(revision).table
         got = [table.outcome_at(i) for i in range(matrix.size)]
         assert [o.value if o.kind == "value" else None for o in got] == want, passes
         assert all(o.kind in ("value", "kept") for o in got)
-
-
-def pipeline_matrix(passes):
-    from harness.matrix.load import parse_matrix
-
-    doc = {
-        "name": "passes",
-        "target": {
-            "path": "python/sglang/srt/arg_groups/overrides.py",
-            "passes": passes,
-            "output": "page_size",
-        },
-        "world": "sglang",
-        "axes": {"a0": [0, 1, 2], "page_size": [1, 16, 128]},
-    }
-    return parse_matrix(yaml.safe_dump(doc, sort_keys=False), "passes.yaml")
