@@ -7,11 +7,12 @@ import sys
 from typing import TYPE_CHECKING
 
 from harness import gitio
-from harness.cli.options import FORMATS, Setup, add_command, add_evaluation_options, set_up
+from harness.cli.options import FORMATS, add_command, add_evaluation_options, set_up
 from harness.cli.progress import Progress, progress
 from harness.errors import HarnessError
 from harness.releases.ranges import resolve_range
 from harness.report.model import EXIT_CANNOT_TELL, EXIT_CHANGED, EXIT_SAME
+from harness.session import Session
 
 if TYPE_CHECKING:
     from harness.scan.bisect import BisectResult
@@ -66,10 +67,10 @@ def search(args: argparse.Namespace, bar: Progress) -> int:
     from harness.report import bisect as report
     from harness.scan.bisect import bisect
 
-    setup = set_up(args)
-    matrix, repo, where = setup.matrix, setup.repo, setup.where
-    good, bad = ends(setup, args.good, args.bad)
-    versions = setup.versions()
+    session = set_up(args)
+    matrix, repo, where = session.matrix, session.repo, session.where
+    good, bad = ends(session, args.good, args.bad)
+    versions = session.versions()
     bar.stage(f"bisect: searching between {good.label} and {bad.label}")
     live = args.format == "text"
     steps = 0
@@ -97,11 +98,11 @@ def search(args: argparse.Namespace, bar: Progress) -> int:
     return args.status
 
 
-def ends(setup: Setup, good: str, bad: str | None) -> tuple[gitio.Revision, gitio.Revision]:
+def ends(session: Session, good: str, bad: str | None) -> tuple[gitio.Revision, gitio.Revision]:
     """GOOD and BAD as given, or the two a range names (`harness.releases.ranges`)."""
     if bad is not None:
-        return setup.resolve(good), setup.resolve(bad)
-    ranged = resolve_range(setup.repo, setup.resolve, good)
+        return session.resolve(good), session.resolve(bad)
+    ranged = resolve_range(session.repo, session.resolve, good)
     if ranged is None:
         raise HarnessError(
             f"harness bisect {good}: give GOOD and BAD, or one range GOOD..BAD or A...B "

@@ -5,9 +5,10 @@ from __future__ import annotations
 import argparse
 import os
 
-from harness.cli.options import GRID_HELP, add_command, grid_axes, nonnegative, slug_argument
+from harness.cli.options import GRID_HELP, add_command
 from harness.cli.progress import progress
 from harness.errors import HarnessError
+from harness.option_values import grid_axes, nonnegative, slug_argument
 
 HELP = """\
 Create or update one comment on a pull request with the markdown report made

@@ -12,7 +12,6 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from harness import gitio
 from harness.cli.diff import write
 from harness.cli.options import add_command
 from harness.cli.progress import progress
@@ -52,19 +51,19 @@ def run(args: argparse.Namespace) -> int:
 
 
 def show(root: Path, args: argparse.Namespace) -> int:
-    from harness.matrix.load import load_matrix
+    from harness.matrix.load import DEFAULT_MATRIX
     from harness.report.model import build_report
     from harness.scan.diff import diff
-    from harness.scan.versions import Versions
+    from harness.session import open_session
     from harness.testing.sglang_fixture import build_history
 
     fmt = args.format
     with progress(args, "demo: building the example history") as bar:
         build_history(root)
-        repo = gitio.open_repo(str(root))
-        base, head = gitio.resolve(repo, "#30835^"), gitio.resolve(repo, "#30835")
+        run = open_session(DEFAULT_MATRIX, repo=str(root), no_cache=True)
+        repo, base, head = run.repo, run.resolve("#30835^"), run.resolve("#30835")
         bar.stage("demo: evaluating #30835^ and #30835")
-        report = build_report(diff(Versions(repo, load_matrix()), base, head))
+        report = build_report(diff(run.versions(), base, head))
     if fmt == "text":
         print(f"Example SGLang history in {root}:")
         print(repo.git.log("--format=  %h %s"))

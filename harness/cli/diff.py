@@ -15,11 +15,8 @@ from typing import TYPE_CHECKING
 from harness import gitio
 from harness.cli.options import (
     GRID_HELP,
-    Setup,
     add_command,
     add_evaluation_options,
-    grid_axes,
-    nonnegative,
     set_up,
 )
 from harness.cli.progress import Progress, progress
@@ -28,12 +25,14 @@ from harness.engine.batch import Batch
 from harness.errors import HarnessError, Unevaluable
 from harness.files import write_output
 from harness.matrix.load import MAX_CELLS
+from harness.option_values import grid_axes, nonnegative
 from harness.releases.ranges import resolve_range
 from harness.report import jsonfmt, parts
 from harness.report.grid import checked_axes
 from harness.report.model import DiffReport, build_report
 from harness.report.parts import Parts
 from harness.report.store import ReportCache, report_key
+from harness.session import Session
 
 if TYPE_CHECKING:  # imported when a diff runs: a report read back needs none of it
     from harness.scan.versions import Versions
@@ -182,19 +181,19 @@ def code_sources(args: argparse.Namespace, report: DiffReport | Parts) -> Callab
 def evaluated(args: argparse.Namespace, bar: Progress) -> DiffReport | Parts | None:
     """The report the options ask for (None: --matrix inferred found nothing to infer)."""
     inferred = args.matrix == INFERRED
-    setup = set_up(template(args) if inferred else args)
+    session = set_up(template(args) if inferred else args)
     if args.grid and not inferred:  # before the evaluation: a misspelt axis costs nothing
-        checked_axes(setup.matrix.axis_names, args.grid)
-    base, head = pick_revisions(setup, args)
+        checked_axes(session.matrix.axis_names, args.grid)
+    base, head = pick_revisions(session, args)
     if inferred:
         bar.stage(f"diff: inferring the matrix from {base.label} and {head.label}")
-        return inferred_report(setup, base, head, args, bar)
+        return inferred_report(session, base, head, args, bar)
     bar.stage(f"diff: evaluating {base.label} and {head.label}")
-    return diff_report(setup, base, head, args.exhaustive)
+    return diff_report(session, base, head, args.exhaustive)
 
 
 def inferred_report(
-    setup: Setup,
+    session: Session,
     base: gitio.Revision,
     head: gitio.Revision,
     args: argparse.Namespace,
@@ -204,12 +203,12 @@ def inferred_report(
     code; None when no pass's code, place in the run order or read default differs."""
     from harness.scan.inferred import inferred_matrix
 
-    versions = setup.versions()
+    versions = session.versions()
     inferred = inferred_matrix(versions, base, head, args.max_cells)
     if inferred is None:
         return None
     with _out_of_collection():  # the revisions' parsed files, kept for the diffs
-        reports = parts_reports(setup, versions, inferred.matrices, base, head, args, bar)
+        reports = parts_reports(session, versions, inferred.matrices, base, head, args, bar)
     if not inferred.whole:
         (report,) = reports
         unseen = "; ".join(filter(None, [report.unseen, *inferred.unseen])) or None
@@ -217,15 +216,15 @@ def inferred_report(
     return Parts(reports, inferred.whole, args.max_cells, inferred.unseen)
 
 
-def parts_reports(setup: Setup, versions: Versions, matrices, base, head, args, bar) -> list:
+def parts_reports(session: Session, versions: Versions, matrices, base, head, args, bar) -> list:
     """The report of each inferred matrix, read back or evaluated. Every evaluation is
     started before the first is waited for, and every blind-spot search before the first
     report is finished; BATCH parts' evaluations (then searches) of one revision share
     a worker (`harness.engine.batch`): the workers of later parts run while the parent
     compares and explains the earlier ones."""
-    parts = [dataclass_replace(setup, matrix=matrix, where=None) for matrix in matrices]
+    parts = [dataclass_replace(session, matrix=matrix, where=None) for matrix in matrices]
     reports = [cached_report(part, base, head, args.exhaustive) for part in parts]
-    started, evaluations = {}, _Batches(setup.limits, ("base", "head"))
+    started, evaluations = {}, _Batches(session.limits, ("base", "head"))
     for n, part in enumerate(parts):
         if reports[n] is None:
             shared, batch = versions.sharing(part.matrix, args.exhaustive), evaluations.next()
@@ -234,7 +233,7 @@ def parts_reports(setup: Setup, versions: Versions, matrices, base, head, args, 
     evaluations.submit()
     from harness.scan.diff import start_diff
 
-    finishing, helpers = {}, _Batches(setup.limits, ("base", "head", "traces"))
+    finishing, helpers = {}, _Batches(session.limits, ("base", "head", "traces"))
     for n, (shared, plans) in started.items():  # each compared, its searches started
         bar.stage(f"diff: evaluating {parts[n].matrix.name} ({n + 1}/{len(parts)})")
         finishing[n] = start_diff(shared, base, head, parts[n].where, plans, helpers.next())
@@ -322,45 +321,49 @@ def template(args: argparse.Namespace) -> argparse.Namespace:
 
 
 def diff_report(
-    setup: Setup,
+    session: Session,
     base: gitio.Revision,
     head: gitio.Revision,
     exhaustive: bool,
 ) -> DiffReport:
     """The report of BASE against HEAD: read back when the same two commits were compared
     the same way before (see `harness.report.store`), else evaluated and kept."""
-    found = cached_report(setup, base, head, exhaustive)
+    found = cached_report(session, base, head, exhaustive)
     if found is not None:
         return found
-    return evaluated_report(setup, base, head, exhaustive, setup.versions(exhaustive))
+    return evaluated_report(session, base, head, exhaustive, session.versions(exhaustive))
 
 
-def cached_report(setup: Setup, base, head, exhaustive: bool) -> DiffReport | None:
+def cached_report(session: Session, base, head, exhaustive: bool) -> DiffReport | None:
     """The report of the same two commits compared the same way before, if kept."""
-    key = report_key(setup.matrix, base, head, setup.where, (exhaustive, setup.limits))
-    return ReportCache(setup.cache).get(key, setup.matrix, base, head) if key else None
+    key = report_key(session.matrix, base, head, session.where, (exhaustive, session.limits))
+    return ReportCache(session.cache).get(key, session.matrix, base, head) if key else None
 
 
-def evaluated_report(setup: Setup, base, head, exhaustive: bool, versions: Versions) -> DiffReport:
+def evaluated_report(
+    session: Session, base, head, exhaustive: bool, versions: Versions
+) -> DiffReport:
     """The report evaluated on `versions`, and kept."""
     from harness.scan.diff import diff  # only now: a report read back needs none of it
 
-    return kept_report(setup, base, head, exhaustive, diff(versions, base, head, setup.where))
+    return kept_report(session, base, head, exhaustive, diff(versions, base, head, session.where))
 
 
-def kept_report(setup: Setup, base, head, exhaustive: bool, found) -> DiffReport:
+def kept_report(session: Session, base, head, exhaustive: bool, found) -> DiffReport:
     """The report of a diff, kept for the next run that compares the same way."""
     report = build_report(found)
-    key = report_key(setup.matrix, base, head, setup.where, (exhaustive, setup.limits))
+    key = report_key(session.matrix, base, head, session.where, (exhaustive, session.limits))
     if key:
-        ReportCache(setup.cache).put(key, report)
+        ReportCache(session.cache).put(key, report)
     return report
 
 
-def pick_revisions(setup: Setup, args: argparse.Namespace) -> tuple[gitio.Revision, gitio.Revision]:
+def pick_revisions(
+    session: Session, args: argparse.Namespace
+) -> tuple[gitio.Revision, gitio.Revision]:
     """As `git diff`: none -> HEAD vs working tree; one -> REV vs working tree, or a range's
     two (`harness.releases.ranges`); two -> both."""
-    revisions, repo, resolve = args.revisions, setup.repo, setup.resolve
+    revisions, repo, resolve = args.revisions, session.repo, session.resolve
     if args.pr is not None:
         from harness.github.prs import pr_revisions
 
@@ -368,7 +371,7 @@ def pick_revisions(setup: Setup, args: argparse.Namespace) -> tuple[gitio.Revisi
             raise HarnessError(
                 f"harness diff --pr {args.pr} takes no revisions, got: {' '.join(revisions)}"
             )
-        return pr_revisions(repo, args.pr, setup.online)
+        return pr_revisions(repo, args.pr, session.online)
     if len(revisions) == 2:
         return resolve(revisions[0]), resolve(revisions[1])
     ranged = resolve_range(repo, resolve, revisions[0]) if revisions else None

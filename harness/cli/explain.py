@@ -54,12 +54,12 @@ def register(commands: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     with progress(args, "explain: reading the revision") as bar:
-        setup = set_up(args)
-        matrix = setup.matrix
-        cell = one_cell(matrix, setup.where)
-        ranged = resolve_range(setup.repo, setup.resolve, args.rev)
-        revisions = ranged or (setup.resolve(args.rev),)
-        versions = setup.versions()
+        session = set_up(args)
+        matrix = session.matrix
+        cell = one_cell(matrix, session.where)
+        ranged = resolve_range(session.repo, session.resolve, args.rev)
+        revisions = ranged or (session.resolve(args.rev),)
+        versions = session.versions()
         bar.stage(f"explain: running {' and '.join(r.label for r in revisions)}")
         traces = [(revision, trace_at(versions, revision, cell)) for revision in revisions]
     sys.stdout.write(rendered(matrix, cell, traces, args.format))

@@ -10,7 +10,6 @@ from harness.cli.options import (
     FORMATS,
     add_command,
     add_evaluation_options,
-    cache_directory,
     set_up,
 )
 from harness.cli.progress import progress
@@ -59,13 +58,13 @@ def run(args: argparse.Namespace) -> int:
     from harness.report import history as report
     from harness.scan.history import history
 
-    setup = set_up(args)
+    session = set_up(args)
     project = _project(args)
-    versions = setup.versions()
+    versions = session.versions()
     if project is not None:
         from harness.scan.releases import release_history  # only here: it loads an HTTP client
 
-        cache, span = cache_directory(args), args.releases
+        cache, span = session.directory, args.releases
         with progress(args, "history") as bar:
             found = release_history(
                 versions,
@@ -74,21 +73,21 @@ def run(args: argparse.Namespace) -> int:
                 args.pre,
                 args.index_url,
                 cache,
-                setup.where,
+                session.where,
                 bar,
                 cert=args.cert,
             )
     else:
         if args.releases or args.pre:
             raise HarnessError("--releases and --pre go with a pypi:NAME range")
-        text, revisions = parse_range(args.range, setup.resolve)
+        text, revisions = parse_range(args.range, session.resolve)
         with progress(args, "history") as bar:
             found = history(
-                setup.repo, versions, text, revisions, setup.where, args.first_parent, bar
+                session.repo, versions, text, revisions, session.where, args.first_parent, bar
             )
     if not found.considered and project is None:
         print(
-            f"harness: warning: no commit in {text} changes {setup.matrix.target.path}: "
+            f"harness: warning: no commit in {text} changes {session.matrix.target.path}: "
             "is --repo an SGLang clone, and --matrix the right target?",
             file=sys.stderr,
         )

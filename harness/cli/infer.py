@@ -5,19 +5,17 @@ from __future__ import annotations
 import argparse
 import sys
 
-from harness import gitio
-from harness.cli.options import limits_of, online_prs, revision_resolver
+from harness.cli.options import limits_of
 from harness.cli.progress import Progress, progress
 from harness.closure.survey import registered, survey_pass
 from harness.engine.worlds import world_named
 from harness.errors import Absent, HarnessError, Unevaluable
 from harness.files import write_output
-from harness.matrix.load import MAX_CELLS, load_matrix, parse_matrix
+from harness.matrix.load import MAX_CELLS, parse_matrix
 from harness.matrix.write import flow_list, scalar
-from harness.releases.revisions import is_release
 from harness.scan.infer import base_matrix, discover
 from harness.scan.infer_file import render
-from harness.scan.versions import Versions
+from harness.session import open_session
 
 
 def run_infer(args: argparse.Namespace) -> int:
@@ -34,12 +32,19 @@ def run_infer(args: argparse.Namespace) -> int:
 
 def inferred_text(args: argparse.Namespace, bar: Progress) -> str:
     """The matrix file inferred from the code at --infer's revision."""
-    matrix = load_matrix(args.matrix, max(args.max_cells, MAX_CELLS))  # its file and world
+    run = open_session(  # the matrix for its file and world; nothing kept on disk
+        args.matrix,
+        repo=args.repo,
+        revisions=[args.infer],
+        max_cells=max(args.max_cells, MAX_CELLS),
+        no_cache=True,
+        limits=limits_of(args),
+        index_url=args.index_url,
+        cert=args.cert,
+        github=args.github,
+    )
+    matrix, revision, versions = run.matrix, run.resolve(args.infer), run.versions()
     world = world_named(matrix.world, matrix.source)
-    repo = None if is_release(args.infer) and not args.repo else gitio.open_repo(args.repo)
-    online = online_prs(args, repo) if repo is not None else None
-    revision = revision_resolver(repo, online, args.index_url, cert=args.cert)(args.infer)
-    versions = Versions(repo, matrix, limits=limits_of(args))
     files = versions.files_at(revision)
     try:
         found = registered(versions.sources, files)

@@ -3,24 +3,16 @@
 from __future__ import annotations
 
 import argparse
-from collections.abc import Callable
-from dataclasses import dataclass
-from pathlib import Path
-from typing import TYPE_CHECKING, Any
 
-from harness import gitio
 from harness.engine.limits import DEFAULT_LIMITS, Limits
-from harness.errors import HarnessError
-from harness.matrix.cells import parse_where
-from harness.matrix.load import DEFAULT_MATRIX, MAX_CELLS, load_matrix
-from harness.matrix.model import Matrix
-from harness.releases.resolver import revision_resolver as revision_resolver_of
-from harness.releases.revisions import is_release
-from harness.scan.cache import TableCache, default_directory, documents_in
-
-if TYPE_CHECKING:  # what only some runs need is imported when they need it: a warm diff
-    from harness.github.prs import OnlinePRs  # starts in a fraction of a cold one
-    from harness.scan.versions import Versions
+from harness.matrix.load import DEFAULT_MATRIX, MAX_CELLS
+from harness.option_values import (
+    memory_size,
+    nonnegative,
+    positive_seconds,
+    slug_argument,
+)
+from harness.session import Session, open_session
 
 FORMATS = ("text", "markdown", "json")
 
@@ -84,26 +76,6 @@ def add_where_option(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def nonnegative(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"expected 0 or more, got {value}")
-    return value
-
-
-def grid_axes(text: str) -> tuple[str, str]:
-    """`--grid ROWS,COLUMNS`: two axis names (checked against the matrix later)."""
-    names = tuple(name.strip() for name in text.split(","))
-    if len(names) != 2 or not all(names):
-        raise argparse.ArgumentTypeError(
-            f"expected two axes as ROWS,COLUMNS, e.g. prefill_cuda_graph,platform, got {text!r}"
-        )
-    return names  # type: ignore[return-value]
-
-
 GRID_HELP = (
     "the axes of the grid of changed cells (markdown; shown first in html), as ROWS,COLUMNS "
     "(default: the pair that best separates changed from unchanged cells)"
@@ -120,34 +92,6 @@ def add_cache_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--no-cache", action="store_true", help="neither read nor write the on-disk cache"
     )
-
-
-def cache_directory(args: argparse.Namespace) -> Path | None:
-    """--cache-dir, else the default; None with --no-cache. Outcome tables and release
-    members both live there."""
-    if getattr(args, "no_cache", False):
-        return None
-    given = getattr(args, "cache_dir", None)
-    if given and Path(given).exists() and not Path(given).is_dir():
-        raise HarnessError(
-            f"--cache-dir {given}: not a directory; pass a directory (it is made if "
-            "missing) or --no-cache"
-        )
-    return Path(given) if given else default_directory()
-
-
-def documents_directory(args: argparse.Namespace) -> Path | None:
-    """Where parsed matrix documents are kept (None: nowhere; a --cache-dir that is not a
-    directory is reported later, in its turn, by `cache_directory`)."""
-    try:
-        directory = cache_directory(args)
-    except HarnessError:
-        return None
-    return documents_in(directory) if directory else None
-
-
-def table_cache(args: argparse.Namespace) -> TableCache:
-    return TableCache(cache_directory(args))
 
 
 def add_revision_options(parser: argparse.ArgumentParser) -> None:
@@ -176,46 +120,16 @@ def add_revision_options(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def slug_argument(text: str) -> str:
-    from harness.github.client import check_slug
-
-    try:
-        return check_slug(text)
-    except HarnessError:
-        raise argparse.ArgumentTypeError(f"expected OWNER/REPO, got {text!r}") from None
-
-
-def online_prs(args: argparse.Namespace, repo) -> OnlinePRs | None:
-    if not args.github:
-        return None
-    from harness.github.client import GitHub
-    from harness.github.prs import OnlinePRs
-
-    return OnlinePRs(repo, GitHub(args.github))
-
-
-def revision_resolver(
-    repo,
-    online: OnlinePRs | None,
-    index: str | None = None,
-    cache: Path | None = None,
-    cert: str | None = None,
-) -> Callable[[str], gitio.Revision]:
-    """expr -> Revision: a release (pypi:, wheel:, sdist:; `cert` is --cert), else a commit
-    of `repo`; #N falls back to the GitHub API when `online` is given."""
-    return revision_resolver_of(repo, index, cache, online.commit if online else None, cert)
-
-
 RELEASE_ARGUMENTS = ("revisions", "rev", "good", "bad", "range")  # where commands keep revisions
 
 
-def only_releases(args: argparse.Namespace) -> bool:
-    """Whether every revision the command names is a release (then no repository is needed)."""
+def named_revisions(args: argparse.Namespace) -> list[str]:
+    """Every revision expression the command names (all releases: no repository is needed)."""
     named = []
     for name in RELEASE_ARGUMENTS:
         value = getattr(args, name, None)
         named += value if isinstance(value, list) else [value] if isinstance(value, str) else []
-    return bool(named) and all(is_release(expr) for expr in named)
+    return named
 
 
 def add_evaluation_options(
@@ -268,60 +182,22 @@ def add_limit_options(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def positive_seconds(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number of seconds, got {text!r}") from None
-    if not 0 < value <= 86400:
-        raise argparse.ArgumentTypeError(f"expected more than 0 and at most 86400, got {text}")
-    return value
-
-
-UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
-
-
-def memory_size(text: str) -> int:
-    number, unit = text.rstrip("KMGkmg"), text[len(text.rstrip("KMGkmg")) :].upper()
-    try:
-        value = int(float(number) * UNITS[unit])
-    except (ValueError, KeyError):
-        raise argparse.ArgumentTypeError(
-            f"expected a size such as 512M or 4G, got {text!r}"
-        ) from None
-    if value < 64 << 20:
-        raise argparse.ArgumentTypeError(f"expected at least 64M, got {text}")
-    return value
-
-
 def limits_of(args: argparse.Namespace) -> Limits:
     return Limits(args.time_limit, args.memory_limit, args.allow_unconfined)
 
 
-@dataclass
-class Setup:
-    """The matrix, the selected cells, the repository and its revision resolver."""
-
-    matrix: Matrix
-    where: tuple[int, ...] | None
-    repo: Any
-    resolve: Callable[[str], gitio.Revision]
-    online: OnlinePRs | None  # with --github
-    cache: TableCache
-    limits: Limits
-
-    def versions(self, exhaustive: bool = False) -> Versions:
-        """The run's states of the matrix's target, under its cache and limits."""
-        from harness.scan.versions import Versions
-
-        return Versions(self.repo, self.matrix, self.cache, exhaustive, self.limits)
-
-
-def set_up(args: argparse.Namespace) -> Setup:
-    """Load and check everything the options name, in the order users expect errors."""
-    matrix = load_matrix(args.matrix, args.max_cells, documents_directory(args))
-    where = parse_where(matrix, getattr(args, "where", []))
-    repo = None if only_releases(args) and not args.repo else gitio.open_repo(args.repo)
-    online = online_prs(args, repo) if repo is not None else None
-    resolver = revision_resolver(repo, online, args.index_url, cache_directory(args), args.cert)
-    return Setup(matrix, where, repo, resolver, online, table_cache(args), limits_of(args))
+def set_up(args: argparse.Namespace) -> Session:
+    """The run's session, from the options every evaluating command takes."""
+    return open_session(
+        args.matrix,
+        repo=args.repo,
+        revisions=named_revisions(args),
+        where=getattr(args, "where", []),
+        max_cells=args.max_cells,
+        cache_dir=getattr(args, "cache_dir", None),
+        no_cache=getattr(args, "no_cache", False),
+        limits=limits_of(args),
+        index_url=args.index_url,
+        cert=args.cert,
+        github=args.github,
+    )

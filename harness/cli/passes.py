@@ -43,12 +43,12 @@ def run(args: argparse.Namespace) -> int:
     from harness.scan.passes import passes_at
 
     with progress(args, "passes: reading the revision") as bar:
-        setup = set_up(args)
-        revision = setup.resolve(args.rev)
+        session = set_up(args)
+        revision = session.resolve(args.rev)
         bar.stage(f"passes: surveying and running the passes at {revision.label}")
-        reports = passes_at(setup.versions(), revision)
+        reports = passes_at(session.versions(), revision)
     if args.format == "json":
         sys.stdout.write(report.render_json(revision, reports))
     else:
-        sys.stdout.write(report.render_text(setup.matrix, revision, reports))
+        sys.stdout.write(report.render_text(session.matrix, revision, reports))
     return 0 if all(r.evaluable for r in reports) else 1

@@ -31,9 +31,9 @@ def run(args: argparse.Namespace) -> int:
     from harness.report import baseline
 
     with progress(args, "snapshot: reading the revision") as bar:
-        setup = set_up(args)
-        revision = setup.resolve(args.rev)
+        session = set_up(args)
+        revision = session.resolve(args.rev)
         bar.stage(f"snapshot: evaluating {revision.label}")
-        table = setup.versions().at(revision).table
-    baseline.snapshot(setup.matrix, revision, table, args.output)
+        table = session.versions().at(revision).table
+    baseline.snapshot(session.matrix, revision, table, args.output)
     return 0

@@ -8,6 +8,7 @@ from typing import Any
 
 from harness.errors import HarnessError
 from harness.files import undecodable
+from harness.matrix import MAX_CELLS
 from harness.matrix.documents import read_document
 from harness.matrix.model import (
     ALL_PASSES,
@@ -43,7 +44,6 @@ def shipped_names() -> list[str]:
 
 
 DEFAULT_MATRIX = "sglang-fa4-page-size"
-MAX_CELLS = 50_000_000  # above this a matrix is refused before anything is allocated
 MAX_BYTES = 1 << 20  # bytes of a matrix file, read before it is parsed
 
 

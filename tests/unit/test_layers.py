@@ -22,6 +22,7 @@ LAYERS = [
     {"scan"},
     {"report"},
     {"github"},
+    {"session", "option_values"},
     {"cli", "pytest_plugin"},
     {"__main__"},
 ]
