@@ -1,7 +1,8 @@
 """pytest entry point: a revision's outcomes against a committed baseline, as test items.
 
 Inert unless `--override-matrix` is given: this module imports nothing but
-pytest, so every other pytest run pays nothing for it: the rest of harness is
+pytest (and its options' value types, `harness.option_values`), so every other pytest run
+pays nothing for it: the rest of harness is
 imported inside the functions that need it, which run only when asked. The
 revision's table is made once per process, as `harness diff` makes it (one
 evaluation, once per decision path where the code is pure; none when the
@@ -35,6 +36,8 @@ TARGET = pytest.StashKey[object]()
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
+    """The check's own options, then those it shares with `harness diff` (the same names
+    after `--override-`, read by the same value types; see docs/ci.md)."""
     group = parser.getgroup("override-matrix", "harness: override outcomes against a baseline")
     group.addoption("--override-matrix", metavar="NAME|PATH",
                     help="compare this matrix's outcomes with --override-baseline")  # fmt: skip
@@ -43,13 +46,53 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--override-rev", default="HEAD", metavar="REV",
                     help="the revision to test (default HEAD); or a range A...B (A..B), "
                     "B against its base, in place of --override-baseline")  # fmt: skip
-    group.addoption("--override-repo", metavar="PATH",
-                    help="the repository (default: the current directory's)")  # fmt: skip
     group.addoption("--override-update", action="store_true",
                     help="rewrite the baseline from --override-rev first")  # fmt: skip
     group.addoption("--override-exhaustive", action="store_true",
                     help="run every cell, even where the code is pure and one run per "
                     "decision path would do")  # fmt: skip
+    add_shared_options(group)
+
+
+def add_shared_options(group) -> None:
+    """What a diff takes that the check takes too, as `harness diff --help` says them."""
+    from harness import option_values as values  # argparse; harness only as a value needs it
+    from harness.engine.limits import DEFAULT_LIMITS as LIMITS  # a dataclass
+    from harness.matrix import MAX_CELLS  # a number
+
+    group.addoption("--override-repo", metavar="PATH",
+                    help="the repository (default: the current directory's)")  # fmt: skip
+    group.addoption("--override-where", metavar="AXIS=V[,V...]", action="append", default=[],
+                    help="only the slices and cells whose AXIS has one of these values, "
+                    "written as in the matrix file; repeat for more axes")  # fmt: skip
+    group.addoption("--override-max-cells", metavar="N", type=values.nonnegative,
+                    default=None, help="refuse a matrix of more cells than this "
+                    f"(default: {MAX_CELLS:,})")  # fmt: skip
+    group.addoption("--override-cache-dir", metavar="DIR",
+                    help="where outcome tables are kept between runs (default: "
+                    "$XDG_CACHE_HOME/harness, else ~/.cache/harness)")  # fmt: skip
+    group.addoption("--override-no-cache", action="store_true",
+                    help="neither read nor write the on-disk cache")  # fmt: skip
+    group.addoption("--override-index-url", metavar="URL",
+                    help="the package index pypi:NAME==VERSION revisions are read from "
+                    "(default: PIP_INDEX_URL, else pip's configured index-url, else "
+                    "https://pypi.org/simple)")  # fmt: skip
+    group.addoption("--override-cert", metavar="FILE",
+                    help="a PEM file of the CA certificates the package index is checked "
+                    "against, as pip's --cert (default: as harness diff --help says)")  # fmt: skip
+    group.addoption("--override-github", metavar="OWNER/REPO", type=values.slug_argument,
+                    help="resolve #N through the GitHub API when no local commit subject "
+                    "ends in (#N)")  # fmt: skip
+    group.addoption("--override-time-limit", metavar="SECONDS", type=values.positive_seconds,
+                    default=None, help="CPU time one revision's evaluation may take "
+                    "before it is stopped and reported unevaluable "
+                    f"(default: {LIMITS.seconds:g})")  # fmt: skip
+    group.addoption("--override-memory-limit", metavar="SIZE", type=values.memory_size,
+                    default=None, help="address space the evaluation worker may add, e.g. "
+                    f"512M or 4G (default: {LIMITS.memory >> 30}G)")  # fmt: skip
+    group.addoption("--override-allow-unconfined", action="store_true",
+                    help="evaluate even where this machine gives evaluated code no "
+                    "filesystem wall: only for code you trust")  # fmt: skip
 
 
 def checks_only(config: pytest.Config) -> bool:
@@ -97,7 +140,7 @@ def pytest_configure(config: pytest.Config) -> None:
             target.expected = baseline.read(target.baseline_path, target.matrix)  # bad: 1 line
         config.stash[TARGET] = target
     except HarnessError as exc:
-        raise pytest.UsageError(f"harness: {exc}") from None
+        raise pytest.UsageError(spelled(f"harness: {exc}")) from None
 
 
 def check_options(config: pytest.Config) -> None:
@@ -118,6 +161,50 @@ def check_options(config: pytest.Config) -> None:
             f"--override-rev {rev} is a range, whose base is the baseline: drop {given}, "
             "or give one revision"
         )
+
+
+SHARED = ("repo", "where", "max-cells", "cache-dir", "no-cache", "index-url", "cert", "github",
+          "time-limit", "memory-limit", "allow-unconfined")  # fmt: skip
+
+
+def open_session(config: pytest.Config) -> Any:
+    """The run's `harness.session.Session`, from the options as `harness diff` maps its own
+    (an option left out takes diff's default)."""
+    from harness.engine.limits import DEFAULT_LIMITS, Limits
+    from harness.matrix import MAX_CELLS
+    from harness.session import open_session as opened
+
+    def option(name: str, default: Any = None) -> Any:
+        value = config.getoption(f"override_{name}")
+        return default if value is None else value
+
+    limits = Limits(
+        option("time_limit", DEFAULT_LIMITS.seconds),
+        option("memory_limit", DEFAULT_LIMITS.memory),
+        option("allow_unconfined"),
+    )
+    return opened(
+        config.getoption("override_matrix"),
+        repo=option("repo"),
+        revisions=[config.getoption("override_rev")],
+        where=option("where", []),
+        max_cells=option("max_cells", MAX_CELLS),
+        cache_dir=option("cache_dir"),
+        no_cache=option("no_cache"),
+        limits=limits,
+        index_url=option("index_url"),
+        cert=option("cert"),
+        github=option("github"),
+    )
+
+
+def spelled(message: str) -> str:
+    """A harness message as this entry's user reads it: the options it shares with the
+    command line named as given here (`--cache-dir` is `--override-cache-dir`)."""
+    import re
+
+    names = "|".join(map(re.escape, SHARED))
+    return re.sub(rf"(?<![\w-])--({names})(?![\w-])", r"--override-\1", message)
 
 
 @pytest.hookimpl(tryfirst=True, optionalhook=True)  # optional: pytest-xdist may be absent
@@ -141,6 +228,7 @@ def pytest_collection_modifyitems(
 # --- the items (harness itself is imported only inside them) ---------------
 
 MIN_ITEMS = 32
+Slice = tuple[str, tuple[int, ...], tuple[int, int]]  # (item name, its cube, its block of cells)
 
 
 class MatrixCollector(pytest.Collector):
@@ -149,7 +237,7 @@ class MatrixCollector(pytest.Collector):
     def collect(self) -> list[pytest.Item]:
         target = self.config.stash[TARGET]
         items: list[pytest.Item] = []
-        for name, cube, block in slices(target.matrix):
+        for name, cube, block in slices(target.matrix, target.session.where):
             items.append(SliceItem.from_parent(self, name=name, cube=cube, block=block))
         items.append(BlindSpotItem.from_parent(self, name=f"{target.matrix.name}[blind spots]"))
         for item in items:
@@ -157,9 +245,10 @@ class MatrixCollector(pytest.Collector):
         return items
 
 
-def slices(matrix) -> list[tuple[str, tuple[int, ...], tuple[int, int]]]:
+def slices(matrix, where: tuple[int, ...] | None = None) -> list[Slice]:
     """One cube per combination of values of the fewest leading axes giving >= MIN_ITEMS,
-    with the block of cell indices it is (leading axes vary slowest)."""
+    with the block of cell indices it is (leading axes vary slowest); only those with a
+    cell in the `where` cube (`--override-where`), if given."""
     from harness.matrix.model import format_value
 
     count, depth = 1, 0
@@ -171,6 +260,8 @@ def slices(matrix) -> list[tuple[str, tuple[int, ...], tuple[int, int]]]:
     for index in range(count):
         digits = matrix.cell(index * step)[:depth]  # the slice's leading values
         cube = tuple(1 << d for d in digits) + full[depth:]
+        if where is not None and not all(c & w for c, w in zip(cube, where, strict=True)):
+            continue
         label = ",".join(
             f"{axis.name}={format_value(axis.values[d])}"
             for axis, d in zip(matrix.axes, digits, strict=False)
@@ -180,19 +271,11 @@ def slices(matrix) -> list[tuple[str, tuple[int, ...], tuple[int, int]]]:
     return out
 
 
-def _documents():
-    """Where parsed matrix documents are kept: beside the tables the run reads and writes."""
-    from harness.scan.cache import default_directory, documents_in
-
-    return documents_in(default_directory())
-
-
 @dataclass
 class Target:
     """What the items test: a revision of a repository against a baseline, per process."""
 
-    matrix: Any  # harness.matrix.model.Matrix
-    repo_path: str | None
+    session: Any  # harness.session.Session: the matrix, its cells, the repository, ...
     rev: str
     baseline_path: str | None  # None: --override-rev is a range, whose base is the baseline
     exhaustive: bool
@@ -200,29 +283,26 @@ class Target:
 
     @classmethod
     def from_config(cls, config: pytest.Config) -> Target:
-        from harness.matrix.load import load_matrix
-
         path = config.getoption("override_baseline")
         return cls(
-            load_matrix(config.getoption("override_matrix"), documents=_documents()),
-            config.getoption("override_repo"),
+            open_session(config),
             config.getoption("override_rev"),
             str(Path(path).resolve()) if path else None,
             config.getoption("override_exhaustive"),
         )
+
+    @property
+    def matrix(self) -> Any:
+        return self.session.matrix
 
     @cached_property
     def ends(self) -> tuple[Any, Any, Any]:
         """(the repository, or None for a release; a range's base, or None with a baseline
         file; the revision tested: --override-rev, or the range's head), as `harness diff`
         reads a range (`harness.releases.ranges`)."""
-        from harness import gitio
         from harness.releases.ranges import resolve_range
-        from harness.releases.resolver import revision_resolver
-        from harness.releases.revisions import is_release
 
-        repo = None if is_release(self.rev) else gitio.open_repo(self.repo_path)
-        resolve = revision_resolver(repo)
+        repo, resolve = self.session.repo, self.session.resolve
         ranged = resolve_range(repo, resolve, self.rev)
         return (repo, *ranged) if ranged else (repo, None, resolve(self.rev))
 
@@ -241,11 +321,7 @@ class Target:
 
     @cached_property
     def versions(self):
-        from harness.scan.cache import TableCache, default_directory
-        from harness.scan.versions import Versions
-
-        repo, _ = self.resolved
-        return Versions(repo, self.matrix, TableCache(default_directory()), self.exhaustive)
+        return self.session.versions(self.exhaustive)
 
     @cached_property
     def base(self):
@@ -324,10 +400,9 @@ class Target:
 
     def update_baseline(self) -> None:
         from harness.report import baseline
-        from harness.scan.versions import Versions
 
-        repo, revision = self.resolved
-        table = Versions(repo, self.matrix).at(revision).table
+        _, revision = self.resolved
+        table = self.session.versions().at(revision).table
         baseline.snapshot(self.matrix, revision, table, self.baseline_path)
 
     @cached_property
@@ -356,18 +431,20 @@ class Loaded:
     expected: Any  # the baseline's OutcomeTable
     actual: Any  # the revision's OutcomeTable (revision-wide when it cannot run)
     label: str  # the revision, as messages name it
+    where: tuple[int, ...] | None  # the cells compared (--override-where)
 
     @cached_property
     def comparison(self) -> Any:
         """Every changed cell of the matrix, found once: each item takes its block."""
         from harness.scan.compare import changed_only
 
-        return changed_only(self.matrix, self.expected, self.actual)
+        return changed_only(self.matrix, self.expected, self.actual, self.where)
 
     @classmethod
     def of(cls, target: Target) -> Loaded:
         _, revision = target.resolved
-        return cls(target.matrix, target.baseline, target.states[-1].table, revision.label)
+        table = target.states[-1].table
+        return cls(target.matrix, target.baseline, table, revision.label, target.session.where)
 
 
 class Unseen(str):
@@ -376,6 +453,11 @@ class Unseen(str):
 
 class Mismatch(Exception):
     """A slice that differs from the baseline; the message is the report."""
+
+
+def failure(text: str) -> Mismatch:
+    """An item that fails because harness could not compare: its message, as `harness:`."""
+    return Mismatch(spelled(f"harness: {text}"))
 
 
 class MatrixItem(pytest.Item):
@@ -405,9 +487,9 @@ class SliceItem(MatrixItem):
         try:
             loaded = target.loaded
         except CannotTell as exc:
-            raise Mismatch(f"harness: cannot tell: {exc}") from None
+            raise failure(f"cannot tell: {exc}") from None
         except HarnessError as exc:
-            raise Mismatch(f"harness: {exc}") from None
+            raise failure(str(exc)) from None
         comparison = part(target.matrix, loaded.comparison, *self.block)
         if comparison.changed:
             raise Mismatch("\n".join(self._summary(target, loaded, comparison)))
@@ -437,14 +519,14 @@ class BlindSpotItem(MatrixItem):
         try:
             found = target.blind_spots()
         except HarnessError as exc:
-            raise Mismatch(f"harness: cannot tell: {exc}") from None
+            raise failure(f"cannot tell: {exc}") from None
         if isinstance(found, Unseen):
-            raise Mismatch(f"harness: {found}")
+            raise failure(found)
         if isinstance(found, str):
             pytest.skip(f"blind spots not looked for: {found}")
         spots, unseen = found
         if unseen:
-            raise Mismatch(f"harness: cannot tell: {unseen}")
+            raise failure(f"cannot tell: {unseen}")
         if spots:
             items = [spot_json(spot) for spot in spots]
             raise Mismatch("\n".join([blind_title(len(spots), False), *numbered(items)]))
