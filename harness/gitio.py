@@ -16,7 +16,7 @@ import tokenize
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import BinaryIO, ClassVar, Protocol
 
 from harness.errors import HarnessError, Unevaluable
 from harness.files import undecodable
@@ -29,32 +29,88 @@ WORKTREE = "worktree"
 PRLookup = Callable[[int], str]  # PR number -> commit sha
 
 
-@dataclass(frozen=True)
-class Revision:
-    """A revision as the user named it, and what it resolved to (sha None: the working tree)."""
+COMMIT, WORKING_TREE, RELEASE = "commit", "working tree", "release"  # a revision's kinds
 
-    expr: str
-    sha: str | None
-    subject: str = ""
-    date: str = ""
-    release: Any = field(default=None, compare=False)  # a harness.releases Release: no git
+
+class Files(Protocol):
+    """How a revision's files are read: their text, and (None where a kind has none) an id
+    telling a file's content apart without reading it, and git's patch between two."""
+
+    read: Callable[[str], str | None]
+    ident: Callable[[str], tuple[str, object]] | None
+    edit: Callable[[str, str], FilePatch | None] | None
+
+
+class Revision(Protocol):
+    """A revision as the user named it, and what it resolved to. Three kinds answer it: a
+    commit of the repository (`CommitRevision`), the working tree (`WorkingTree`) and a
+    release (`harness.releases.release.ReleaseRevision`). Code asks a revision what it
+    needs (its label, its commit, its files) and never tells kinds apart by a None."""
+
+    expr: str  # as the user named it
+    subject: str
+    date: str
+    kind: ClassVar[str]  # COMMIT, WORKING_TREE or RELEASE
+
+    @property
+    def sha(self) -> str | None:
+        """The commit it is: its id is what caches and reports key on (None: no commit)."""
 
     @property
     def short(self) -> str:
-        if self.release is not None:
-            return self.expr
-        return self.sha[:10] if self.sha else WORKTREE
+        """How a list names it: a commit's first 10 digits."""
 
     @property
     def label(self) -> str:
-        """How messages name it: the expression, and the sha when they differ."""
-        if self.release is not None:
-            return self.expr
-        if self.sha is None:
-            return "the working tree"
-        if self.sha.startswith(self.expr):
-            return self.short
-        return f"{self.expr} ({self.short})"
+        """How messages name it: the expression, and the commit when they differ."""
+
+    def files(self, repo: Repo | None, target: str) -> Files:
+        """What reads its files, for a matrix whose target is the file `target` (a release
+        finds its layout from it; `repo`: the run's repository, which a release ignores)."""
+
+
+@dataclass(frozen=True)
+class CommitRevision:
+    """A commit of the repository."""
+
+    expr: str
+    sha: str
+    subject: str = ""
+    date: str = ""
+    kind: ClassVar[str] = COMMIT
+
+    @property
+    def short(self) -> str:
+        return self.sha[:10]
+
+    @property
+    def label(self) -> str:
+        return self.short if self.sha.startswith(self.expr) else f"{self.expr} ({self.short})"
+
+    def files(self, repo: Repo | None, target: str) -> FilesAt:
+        return FilesAt(repo, self.sha)
+
+
+@dataclass(frozen=True)
+class WorkingTree:
+    """The repository's working tree, as it is on disk (uncommitted changes included)."""
+
+    expr: str = WORKTREE
+    subject: str = ""
+    date: str = ""
+    kind: ClassVar[str] = WORKING_TREE
+    sha: ClassVar[None] = None
+
+    @property
+    def short(self) -> str:
+        return WORKTREE
+
+    @property
+    def label(self) -> str:
+        return "the working tree"
+
+    def files(self, repo: Repo | None, target: str) -> FilesAt:
+        return FilesAt(repo, None)
 
 
 def open_repo(path: str | None) -> Repo:
@@ -87,7 +143,7 @@ def resolve(repo: Repo, expr: str, lookup: PRLookup | None = None) -> Revision:
     match = PR_EXPR.match(expr)
     spelled = pr_commit(repo, int(match.group(1)), lookup) + match.group(2) if match else expr
     sha, date, subject = _commit_named(repo, expr, _object_named(repo, expr, spelled))
-    return Revision(expr, sha, subject, date)
+    return CommitRevision(expr, sha, subject, date)
 
 
 def _object_named(repo: Repo, expr: str, spelled: str) -> str:
@@ -219,7 +275,7 @@ def refuse_shallow_range(repo: Repo, revisions: list[str], command: str) -> None
 def worktree(repo: Repo) -> Revision:
     if repo.bare or repo.working_tree_dir is None:
         raise HarnessError(f"{repo.git_dir} is a bare repository: name two revisions to compare")
-    return Revision(WORKTREE, None)
+    return WorkingTree()
 
 
 def pr_commit(repo: Repo, number: int, lookup: PRLookup | None = None) -> str:
@@ -279,12 +335,9 @@ def pr_number(subject: str) -> int | None:
     return int(match.group(1)) if match else None
 
 
-def read_file(repo: Repo, revision: Revision, path: str) -> str | None:
+def read_file(repo: Repo | None, revision: Revision, path: str) -> str | None:
     """The text of `path` at `revision` (None: no such file there)."""
-    if revision.sha is None:
-        return _read_worktree(repo, path)
-    blob = blob_of(repo, revision.sha, path)
-    return None if blob is None else read_blob(repo, blob, path)
+    return revision.files(repo, path).read(path)
 
 
 def blob_of(repo: Repo, commit: str, path: str) -> str | None:

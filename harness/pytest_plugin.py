@@ -336,7 +336,7 @@ class Target:
         if ranged is not None:
             return None if ranged.sha == revision.sha else ranged
         sha = baseline.sha_of(self.baseline_path)
-        if repo is None or sha is None or revision.sha is None:
+        if repo is None or sha is None or revision.kind != gitio.COMMIT:
             return "the baseline and the revision must both be commits of the repository"
         if sha == revision.sha:
             return None

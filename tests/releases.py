@@ -30,7 +30,7 @@ PADDING = 4 << 20  # bytes of incompressible data in each wheel
 def package_files(repo, sha: str) -> dict[str, str]:
     """The files under python/ at `sha`, by their path inside the package."""
     listing = repo.git.ls_tree("-r", "--name-only", sha, "--", "python").split()
-    revision = gitio.Revision(sha, sha)
+    revision = gitio.CommitRevision(sha, sha)
     return {path.removeprefix("python/"): gitio.read_file(repo, revision, path)
             for path in listing}  # fmt: skip
 

@@ -64,7 +64,7 @@ def report_of(matrix: Matrix, outcomes: list[Outcome], base: list[int], head: li
     """A report over real outcome tables, compared by the real comparison."""
     comparison = compare(matrix, table_of(outcomes, base), table_of(outcomes, head))
     rules = [rule_view(matrix, rule) for rule in comparison.rules]
-    revisions = [gitio.Revision(name, "0" * 40, name) for name in ("base", "head")]
+    revisions = [gitio.CommitRevision(name, "0" * 40, name) for name in ("base", "head")]
     return DiffReport(matrix, *revisions, comparison, {}, rules, {})
 
 

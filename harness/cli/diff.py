@@ -162,16 +162,13 @@ def code_sources(args: argparse.Namespace, report: DiffReport | Parts) -> Callab
     if not reports:
         return lambda side, path: None
     revisions = {"base": reports[0].base, "head": reports[0].head}  # the parts share them
-    plain = [r for r in revisions.values() if r.release is None]
-    repo = gitio.open_repo(args.repo) if plain else None
+    in_git = [r for r in revisions.values() if r.kind != gitio.RELEASE]
+    repo = gitio.open_repo(args.repo) if in_git else None
 
     @functools.cache
     def read(side: str, path: str) -> str | None:
-        rev = revisions[side]
         try:
-            if rev.release is not None:
-                return rev.release.reader(path)(path)
-            return gitio.read_file(repo, rev, path)
+            return gitio.read_file(repo, revisions[side], path)
         except (HarnessError, Unevaluable, OSError):
             return None
 

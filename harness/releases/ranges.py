@@ -40,7 +40,7 @@ def resolve_range(
     base, head = resolve(first), resolve(second)
     if not three:
         return base, head
-    if base.release is not None or head.release is not None:
+    if gitio.RELEASE in (base.kind, head.kind):
         raise HarnessError(
             f"{expr}: a merge base needs two commits, and a release is none; write "
             f"{first}..{second} or name the two revisions to compare"

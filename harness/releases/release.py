@@ -31,14 +31,14 @@ import zlib
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
 from harness.errors import Absent, HarnessError
 from harness.files import write_atomically
-from harness.gitio import Revision, python_source, resolve
+from harness.gitio import RELEASE, Revision, python_source, resolve
 from harness.http import Http, lent, stripped
 from harness.releases.archive import MAX_ARCHIVE, MemoryZip, RangeZip, checked, open_sdist
 from harness.releases.index import DistFile, choose, index_http, index_url, project_files
@@ -213,12 +213,45 @@ def resolve_revision(
     return resolve(repo, expr, lookup)
 
 
+@dataclass(frozen=True)
+class ReleaseRevision:
+    """A release as a revision (`harness.gitio.Revision`): no commit, its files read from
+    the release's archive."""
+
+    expr: str
+    subject: str
+    date: str
+    release: Release = field(compare=False)
+    kind: ClassVar[str] = RELEASE
+    sha: ClassVar[None] = None
+
+    @property
+    def short(self) -> str:
+        return self.expr
+
+    @property
+    def label(self) -> str:
+        return self.expr
+
+    def files(self, repo: Any, target: str) -> ReleaseFiles:
+        return ReleaseFiles(self.release.reader(target))
+
+
+@dataclass(frozen=True)
+class ReleaseFiles:
+    """A release's files: read from its archive; no blob ids, no git patches."""
+
+    read: Callable[[str], str | None]
+    ident: None = None
+    edit: None = None
+
+
 def release_revision(
     expr: str, index: str | None, cache: Path | None, cert: str | None = None
 ) -> Revision:
     """A revision that is a release (no git): what `diff`, `history` and the rest accept."""
     release = resolve_release(expr, index, cache, cert)
-    return Revision(expr, None, release.subject, release.date, release)
+    return ReleaseRevision(expr, release.subject, release.date, release)
 
 
 def resolve_release(
@@ -292,8 +325,8 @@ def releases_between(good: Revision, bad: Revision) -> list[Revision]:
                 else release_for(choose(usable, version, ""), last.http, first.cache)
             )  # fmt: skip
             name = first.label.split()[0]
-            out.append(Revision(f"pypi:{name}=={version}", None, release.subject, release.date,
-                                release))  # fmt: skip
+            expr = f"pypi:{name}=={version}"
+            out.append(ReleaseRevision(expr, release.subject, release.date, release))
     return out
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from harness.gitio import Commit
+from harness.gitio import RELEASE, Commit
 from harness.matrix.model import Matrix
 from harness.report.because import with_because
 from harness.report.history import commit_line
@@ -90,7 +90,7 @@ def render_json(matrix: Matrix, result: BisectResult) -> str:
 
 def _noun(result) -> str:
     """What the search went over: commits, or the releases of a package."""
-    return "release" if result.good.release is not None else "commit"
+    return "release" if result.good.kind == RELEASE else "commit"
 
 
 def _commit_json(commit: Commit) -> dict:

@@ -22,7 +22,7 @@ from typing import Any
 
 from harness.engine.events import Event
 from harness.engine.outcome import CODE_TYPE, Outcome
-from harness.gitio import Revision
+from harness.gitio import COMMIT, Revision
 from harness.matrix.model import Matrix
 from harness.report.model import Condition, DiffReport, RuleView
 from harness.scan.because import Difference, Place
@@ -44,7 +44,7 @@ def report_key(
 ) -> str | None:
     """The key of the diff of two commits (None: a side is not a commit, so no key).
     `how`: whatever else decides the tables (exhaustive, the worker's limits)."""
-    if base.sha is None or head.sha is None or base.release or head.release:
+    if base.kind != COMMIT or head.kind != COMMIT:
         return None
     parts = (engine_digest(), SHAPE, matrix.world, matrix.digest, base.sha, head.sha,
              base.label, head.label, where, how)  # fmt: skip

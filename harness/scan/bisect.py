@@ -67,7 +67,7 @@ class Search:
         self.releases: dict[str, gitio.Revision] = {}  # release "commits", by version
 
     def run(self, good: gitio.Revision, bad: gitio.Revision, first_parent: bool) -> BisectResult:
-        releases = good.release is not None or bad.release is not None
+        releases = gitio.RELEASE in (good.kind, bad.kind)
         ancestry = None if releases else gitio.start_is_ancestor(self.repo, good.sha, bad.sha)
         plans = [self.versions.start(good)]
         # git lists the commits while BAD is read and both evaluate, on GOOD's files

@@ -16,7 +16,7 @@ from packaging.version import InvalidVersion, Version
 from harness import gitio
 from harness.errors import HarnessError
 from harness.releases.index import DistFile, choose, index_http, index_url, project_files
-from harness.releases.release import release_for
+from harness.releases.release import ReleaseRevision, release_for
 from harness.scan.compare import compare
 from harness.scan.history import HistoryReport, Skipped, because_of, record_change
 from harness.scan.versions import Versions
@@ -45,8 +45,8 @@ def release_history(
     last = None
     for done, dist in enumerate(chosen, 1):
         release = release_for(dist, http, cache)
-        revision = gitio.Revision(f"pypi:{name}=={dist.version}", None, release.subject,
-                                  dist.uploaded, release)  # fmt: skip
+        revision = ReleaseRevision(f"pypi:{name}=={dist.version}", release.subject,
+                                   dist.uploaded, release)  # fmt: skip
         state, commit = versions.at(revision), _as_commit(dist, name)
         if on_release is not None:
             on_release(done, len(chosen))

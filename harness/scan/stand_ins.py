@@ -16,7 +16,7 @@ from typing import Any
 
 from harness.closure.homes import HomeDefinition, Unsure, home_definition, nothing_else_changed
 from harness.errors import Unevaluable
-from harness.gitio import changed_files, changed_in_worktree
+from harness.gitio import RELEASE, WORKING_TREE, changed_files, changed_in_worktree
 from harness.scan.spots import NEVER_RUN, BlindSpot
 
 
@@ -69,7 +69,8 @@ def changed_paths(versions: Any, revisions: dict) -> list[str] | None:
     of git once per run (the parts of a split inferred diff ask it each); None when a
     side is a release (nothing lists what differs) or both are the working tree."""
     base, head = (revisions[side].sha for side in ("base", "head"))
-    if revisions["base"].release or revisions["head"].release or (base is None and head is None):
+    kinds = {revisions[side].kind for side in ("base", "head")}
+    if RELEASE in kinds or kinds == {WORKING_TREE}:
         return None
     memo, at = versions.sources.homes, ("changed files", base, head)
     if at not in memo:

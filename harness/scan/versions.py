@@ -180,10 +180,9 @@ class Versions:
 
     def files_at(self, revision: gitio.Revision) -> RevisionFiles:
         """A revision's files: a commit's, the working tree's, or a release's members."""
-        if revision.release is not None:
-            target = self.matrix.target
-            return RevisionFiles(revision.release.reader(target.path), target.path, target.roots)
-        return self.files(revision.sha)
+        target = self.matrix.target
+        files = revision.files(self.repo, target.path)
+        return RevisionFiles(files.read, target.path, target.roots, files.ident, files.edit)
 
     def extract(self, files: RevisionFiles) -> Closure | Pipeline:
         """The target's closure (or each pass's), with the defaults the view's class
@@ -278,7 +277,7 @@ class Versions:
 
     def start(self, revision: gitio.Revision) -> Plan:
         """A state at `revision`, or its evaluation, started (see `settle`)."""
-        if revision.release is not None or revision.sha is None:
+        if revision.kind != gitio.COMMIT:  # no commit: its files are read, no blob ids kept
             return self.plan(self.files_at(revision), revision.label)
         return self.start_commit(revision.sha, revision.label)
 

@@ -96,3 +96,26 @@ def test_reading_never_writes(repo):
     gitio.commits_touching(repo, [shas[3]], [PATH])
     gitio.read_file(repo, gitio.resolve(repo, "#12"), PATH)
     assert state() == before
+
+
+def test_each_kind_of_revision_answers_for_itself(repo, tmp_path):
+    """A commit, the working tree and a release each give their label, their commit and
+    their files; none is told apart by a None."""
+    from harness.releases.release import release_revision
+    from tests.releases import build_wheel
+
+    repo, shas = repo
+    (tmp_path / "repo" / PATH).parent.mkdir()
+    (tmp_path / "repo" / PATH).write_text("A = 3\n")  # uncommitted: only the working tree has it
+    wheel = tmp_path / "pkg-1.0-py3-none-any.whl"
+    wheel.write_bytes(build_wheel({"pkg/overrides.py": "A = 4\n"}, "1.0", name="pkg"))
+    by_name, by_sha = gitio.resolve(repo, "HEAD~1"), gitio.resolve(repo, shas[2])
+    tree = gitio.worktree(repo)
+    release = release_revision(f"wheel:{wheel}", None, None)
+    assert [r.kind for r in (by_name, tree, release)] == ["commit", "working tree", "release"]
+    assert [r.sha for r in (by_name, by_sha, tree, release)] == [shas[2], shas[2], None, None]
+    assert by_name.label == f"HEAD~1 ({shas[2][:10]})" and by_sha.label == shas[2][:10]
+    assert (tree.label, tree.short) == ("the working tree", "worktree")
+    assert release.label == release.short == f"wheel:{wheel}"
+    texts = [gitio.read_file(repo, r, PATH) for r in (by_name, tree, release)]
+    assert texts == ["A = 2\n", "A = 3\n", "A = 4\n"]

@@ -8,12 +8,12 @@ import pytest
 from hypothesis import given, settings
 
 from harness.errors import HarnessError
-from harness.gitio import Revision
+from harness.gitio import CommitRevision
 from harness.matrix.cells import iter_cells
 from harness.report import baseline
 from tests.unit.tables import matrix_and_tables, small_matrix, table
 
-REVISION = Revision("HEAD", "0" * 40, "subject")
+REVISION = CommitRevision("HEAD", "0" * 40, "subject")
 
 
 @settings(max_examples=100, deadline=None)
