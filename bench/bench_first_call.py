@@ -57,7 +57,7 @@ def main() -> None:
         sha = impure_head(repo)
         for name in ("sglang-fa4-page-size", "sglang-page-size-pipeline"):
             versions = Versions(gitio.open_repo(str(repo)), load_matrix(name))
-            closure = versions.extract(versions.files(sha))
+            closure = versions.front.extract(versions.files(sha))
             assert impurity(closure) is not None, "the fixture must be impure"
             fresh, shared, loads = [], [], 0
             for _ in range(repeat):

@@ -78,7 +78,7 @@ def policy(repo: str, tag: str) -> str:
     versions = Versions(gitio.open_repo(repo), matrix)
     files = versions.files(gitio.resolve(versions.repo, tag).sha)
     names, hint = versions.bound.names, matrix.edit_hint
-    surveyed = survey(versions.sources, files, names, hint, versions.view)
+    surveyed = survey(versions.front.sources, files, names, hint, versions.view)
     closures = [one.closure for one in surveyed if one.closure]
     refused = 0
     for closure in closures:

@@ -29,7 +29,7 @@ from bench_diff import best_of, harness_in_process, repeat_argument, sized_histo
 
 from harness.engine import explore, sandbox, trace, whatif
 from harness.engine.worker import Done
-from harness.scan import versions
+from harness.scan import tables
 
 
 def started_in_process(work, encode, decode, limits):
@@ -41,15 +41,15 @@ def started_in_process(work, encode, decode, limits):
 def unconfined():
     """Evaluation as it was: in-process and one at a time, no policy, no purity check."""
     saved = (explore.start, trace.start, whatif.start, sandbox.check_closure,
-             explore.impurity, versions.impurity)  # fmt: skip
+             explore.impurity, tables.impurity)  # fmt: skip
     explore.start = trace.start = whatif.start = started_in_process
     sandbox.check_closure = lambda closure: None
-    explore.impurity = versions.impurity = lambda closure: None
+    explore.impurity = tables.impurity = lambda closure: None
     try:
         yield
     finally:
         (explore.start, trace.start, whatif.start, sandbox.check_closure,
-         explore.impurity, versions.impurity) = saved  # fmt: skip
+         explore.impurity, tables.impurity) = saved  # fmt: skip
 
 
 FRESH = """

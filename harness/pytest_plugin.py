@@ -388,7 +388,7 @@ class Target:
         the coverage of that very code (as many sites as its code has)."""
         from harness.engine.branches import sites_of
         from harness.engine.sandbox import load_order
-        from harness.scan.versions import State
+        from harness.scan.tables import State
 
         if self.baseline_path is None:  # a range: nothing recorded, its base is evaluated
             return None

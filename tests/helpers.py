@@ -109,7 +109,7 @@ def evaluate_at(
     versions = Versions(repo, matrix, exhaustive=exhaustive)
     revision = gitio.resolve(repo, rev)
     try:
-        closure = versions.extract(versions.files(revision.sha))
+        closure = versions.front.extract(versions.files(revision.sha))
     except (Absent, Unevaluable) as exc:
         return Evaluated(revision_wide(exc, matrix.size), None, 0)
     try:

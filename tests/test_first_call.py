@@ -401,7 +401,7 @@ def evaluated(tmp_path: Path, text: str, exhaustive: bool = False, bindings: str
     root = tmp_path / "repo"
     sha = commit_versions(root, [text])[0]
     versions = Versions(gitio.open_repo(str(root)), matrix)
-    closure = versions.extract(versions.files(sha))
+    closure = versions.front.extract(versions.files(sha))
     return matrix, evaluate_closure(closure, matrix, versions.bound, "rev", exhaustive)
 
 

@@ -232,10 +232,10 @@ def test_a_history_longer_than_what_is_remembered_gives_the_same_answer(tmp_path
     monkeypatch.setattr(versions_module, "SAME_BLOB", 1)
     handle = gitio.open_repo(str(repo.root))
     scan = versions_module.Versions(handle, matrix)
-    scan.sources.max_pieces = 2
+    scan.front.sources.max_pieces = 2
     report = history(handle, scan, "HEAD", ["HEAD"])
     assert [c.commit.sha for c in report.changes] == [shas[15], shas[30]]
     assert report.changes[1].reverts is not None and report.changes[1].reverts.sha == shas[15]
     assert len(scan.blobs_at) <= 3 and len(scan.by_blob) <= 3
     assert all(len(same) <= 1 for same in scan.by_blob.values())
-    assert len(scan.sources.pieces) <= 2
+    assert len(scan.front.sources.pieces) <= 2

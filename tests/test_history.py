@@ -109,10 +109,10 @@ def test_each_distinct_function_is_evaluated_once_and_then_read_from_the_cache(t
     report = history(repo, first, "HEAD", ["HEAD"])
     assert [c.commit.sha for c in report.changes] == [shas[10], shas[20]]
     assert report.changes[1].reverts.sha == shas[10]
-    assert first.evaluations == 2  # function versions: without clause, with clause
+    assert first.tables.evaluations == 2  # function versions: without clause, with clause
     again = Versions(repo, matrix, TableCache(tmp_path / "cache"))
     replay = history(repo, again, "HEAD", ["HEAD"])
-    assert again.evaluations == 0 and again.cache.hits == 2
+    assert again.tables.evaluations == 0 and again.cache.hits == 2
     assert [c.commit.sha for c in replay.changes] == [shas[10], shas[20]]
 
 

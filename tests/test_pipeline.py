@@ -183,10 +183,10 @@ def test_the_cache_follows_a_helper_only_change(history, tmp_path):
     before, after = (gitio.resolve(repo, rev) for rev in ("#30950^", "#30950"))
     first = Versions(repo, matrix, TableCache(tmp_path / "cache"))
     states = [first.at(before), first.at(after)]
-    assert states[0].key != states[1].key and first.evaluations == 2
+    assert states[0].key != states[1].key and first.tables.evaluations == 2
     again = Versions(repo, matrix, TableCache(tmp_path / "cache"))
     assert again.at(after).table.codes == states[1].table.codes
-    assert again.evaluations == 0 and again.cache.hits == 1
+    assert again.tables.evaluations == 0 and again.cache.hits == 1
     changed = helper_change()
     cells = list(oracle.pipeline_cells())
     index = next(

@@ -266,11 +266,11 @@ class _Batches:
 
 def _start(versions: Versions, revision: gitio.Revision, batch: Batch):
     """`versions.start(revision)`, its evaluation (if any) joining `batch`."""
-    versions.batch = batch
+    versions.tables.batch = batch
     try:
         return versions.start(revision)
     finally:
-        versions.batch = None
+        versions.tables.batch = None
 
 
 @contextmanager

@@ -81,11 +81,13 @@ def rendered(matrix: Matrix, cell: tuple[int, ...], traces: list, fmt: str) -> s
 def trace_at(versions: Versions, revision: Revision, cell: tuple[int, ...]) -> Trace:
     """How the target reached its outcome on `cell` at `revision`; without events when it
     could not run (absent, unevaluable: the outcome says why, as diff says it)."""
+    from harness.scan.because import trace as trace_cells
+
     code = versions.code_at(revision)
     if code is None:  # absent or unevaluable: the state says why
         return Trace(versions.at(revision).table.outcome_at(versions.matrix.index(cell)), ())
     try:
-        (trace,) = versions.trace([(code, cell)])
+        (trace,) = trace_cells(versions, [(code, cell)])
     except Unevaluable as exc:  # it failed while running: as diff says it
         return Trace(revision_wide(exc, 1).outcomes[0], ())
     return trace

@@ -47,13 +47,14 @@ def inferred_text(args: argparse.Namespace, bar: Progress) -> str:
     world = world_named(matrix.world, matrix.source)
     files = versions.files_at(revision)
     try:
-        found = registered(versions.sources, files)
+        found = registered(versions.front.sources, files)
     except (Absent, Unevaluable) as exc:
         raise HarnessError(f"cannot infer a matrix at {revision.label}: {exc}") from None
     names, target = _chosen(args.passes, found, versions, files, matrix.target.path)
     names_bound, hint = versions.bound.names, matrix.edit_hint
     surveys = [
-        survey_pass(versions.sources, files, n, names_bound, hint, versions.view) for n in names
+        survey_pass(versions.front.sources, files, n, names_bound, hint, versions.view)
+        for n in names
     ]
     blocked = {s.name: "; ".join(r for _, r in s.blocked_by) for s in surveys if s.closure is None}
     declared = (f for s in surveys for f in s.declares if f)  # a field with no name: none
@@ -71,7 +72,7 @@ def inferred_text(args: argparse.Namespace, bar: Progress) -> str:
     target.append(
         f"  output: {flow_list(list(outputs)) if len(outputs) > 1 else scalar(outputs[0])}"
     )
-    defaults = versions.defaults(files)
+    defaults = versions.front.defaults(files)
     text = render("inferred", target, world, seen, defaults, outputs, blocked, args.max_cells)
     _read_back(text, args.max_cells)
     return text
@@ -93,7 +94,7 @@ def _chosen(passes: str | None, found: list[str], versions, files, path: str):
     if passes in (None, "all"):
         if not found:
             raise HarnessError(f"no function in {path} is registered with @register_post_process")
-        order = versions.run_order(files, found)
+        order = versions.front.run_order(files, found)
         lines.append("  passes: run-order" if order.entry else "  passes: all")
         return list(order.passes), lines
     names = [n.strip() for n in passes.split(",") if n.strip()]

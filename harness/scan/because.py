@@ -35,6 +35,7 @@ from typing import Any
 
 from harness.engine.branches import closures_of
 from harness.engine.events import CONDITION, OPERAND, Event, Trace
+from harness.engine.trace import Job, start_tracing
 from harness.errors import Unevaluable
 from harness.matrix.cells import first_cell
 from harness.matrix.model import same_value
@@ -251,7 +252,7 @@ def start_explaining(
         return lambda: [Reasons() for _ in rules]
     cells = [first_cell(rule.masks) for rule in rules[:MAX_EXPLAINED]]
     pairs = [(code, cell) for cell in cells for code in (base, head)]
-    traced = versions.start_trace(pairs, batch)
+    traced = start_trace(versions, pairs, batch)
 
     def reasons() -> list[Reasons]:
         changes = changes_between(base, head, defs)  # while the worker traces
@@ -264,3 +265,20 @@ def start_explaining(
         return found + [untraced for _ in rules[len(found) :]]
 
     return reasons
+
+
+def trace(versions: Any, cells: list[tuple[Any, tuple[int, ...]]]) -> list[Trace]:
+    """Each (code, cell), traced: all in one worker, under the run's limits. `versions`:
+    the run's `harness.scan.versions.Versions`; a code is a `harness.scan.tables.Code`."""
+    return start_trace(versions, cells)()
+
+
+def start_trace(
+    versions: Any, cells: list[tuple[Any, tuple[int, ...]]], batch: Any = None
+) -> Callable[[], list[Trace]]:
+    """`trace`, started in a worker (or joining `batch`); calling the answer waits for
+    the traces."""
+    jobs = [Job(code.closure, code.source, code.label, cell) for code, cell in cells]
+    if not jobs:
+        return list
+    return start_tracing(jobs, versions.matrix, versions.bound, versions.limits, batch).result

@@ -23,7 +23,8 @@ from harness.gitcmd import Repo
 from harness.scan.because import Reasons, explain_rules
 from harness.scan.compare import Comparison, any_change, compare
 from harness.scan.diff import comparable
-from harness.scan.versions import State, Versions, paths_of, settled_or_not
+from harness.scan.tables import State, paths_of, settled_or_not
+from harness.scan.versions import Versions
 
 GOOD, BAD, SKIP = "good", "bad", "skip"
 

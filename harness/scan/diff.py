@@ -15,8 +15,9 @@ from harness.scan.because import Reasons, start_explaining
 from harness.scan.blind import BlindSpot, Side, both_definitions, start_finding
 from harness.scan.compare import Comparison, compare
 from harness.scan.stand_ins import changed_stand_ins
+from harness.scan.tables import Pending, State
 from harness.scan.unrun import unrun_changes
-from harness.scan.versions import Pending, State, Versions
+from harness.scan.versions import Versions
 
 
 @dataclass
@@ -68,7 +69,7 @@ def start_diff(
     codes = _codes(versions, revisions, states)
     sides = _sides(versions, revisions, states, codes)
     defs = both_definitions(*sides)  # read once: blind spots and reasons compare them
-    finding = start_finding(matrix, *sides, versions.limits, defs, versions.sources.sited,
+    finding = start_finding(matrix, *sides, versions.limits, defs, versions.front.sources.sited,
                             batches)  # fmt: skip
     comparison = compare(matrix, states["base"].table, states["head"].table, where)
     explaining = start_explaining(versions, codes["base"], codes["head"], comparison.rules, defs,

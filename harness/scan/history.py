@@ -22,7 +22,8 @@ from harness.gitcmd import Repo
 from harness.matrix.model import Matrix
 from harness.scan.because import Reasons, start_explaining
 from harness.scan.compare import Comparison, compare, resolved_keys
-from harness.scan.versions import State, Versions, paths_of, settled_or_not
+from harness.scan.tables import State, paths_of, settled_or_not
+from harness.scan.versions import Versions
 
 
 @dataclass

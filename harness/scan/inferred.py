@@ -80,7 +80,9 @@ def inferred_matrix(
         )
     orders = [_in_order(versions, f, own, surveys) for f, own in zip(sides, surveys, strict=True)]
     moved = _moved(*orders)
-    defaults = _changed_defaults(versions.defaults(sides[0]), versions.defaults(sides[1]))
+    defaults = _changed_defaults(
+        versions.front.defaults(sides[0]), versions.front.defaults(sides[1])
+    )
     differ = [
         n for n in _names(*surveys)
         if _digest(surveys[0], n) != _digest(surveys[1], n)
@@ -148,7 +150,9 @@ def _inferred(versions: Versions, sides: list, surveys: list, chosen: list[str],
     if found is None:
         running = [_discovering(versions, s, chosen, outputs) for s in surveys]  # side by side
         found = merged(*(_discovered(closures, run) for closures, run in running))
-    axes, fields = layout(versions.world, found, versions.defaults(sides[1]), outputs, every=True)
+    axes, fields = layout(
+        versions.world, found, versions.front.defaults(sides[1]), outputs, every=True
+    )
     return _matrix(versions.matrix, versions.world, name, chosen, outputs, axes,
                    {k: v for k, (v, _) in fields.items()})  # fmt: skip
 
@@ -156,11 +160,13 @@ def _inferred(versions: Versions, sides: list, surveys: list, chosen: list[str],
 def _surveys(versions: Versions, files: RevisionFiles) -> dict[str, PassSurvey]:
     """Each registered pass at one revision, surveyed (none when the file is absent)."""
     try:
-        names = registered(versions.sources, files)
+        names = registered(versions.front.sources, files)
     except (Absent, Unevaluable):
         return {}
     bound, hint = versions.bound.names, versions.matrix.edit_hint
-    return {n: survey_pass(versions.sources, files, n, bound, hint, versions.view) for n in names}
+    return {
+        n: survey_pass(versions.front.sources, files, n, bound, hint, versions.view) for n in names
+    }
 
 
 def _names(*surveys: dict[str, PassSurvey]) -> list[str]:
@@ -182,7 +188,7 @@ def _why_none(versions: Versions, files: RevisionFiles) -> str:
     """Why one revision has no registered pass: the file is absent, does not parse, or
     registers none."""
     try:
-        registered(versions.sources, files)
+        registered(versions.front.sources, files)
     except (Absent, Unevaluable) as exc:
         return str(exc)
     return f"no function is registered in {files.target}"
@@ -193,7 +199,7 @@ def _in_order(versions: Versions, files: RevisionFiles, own: dict, surveys: list
     those only the other revision has."""
     names = list(own)
     if names:
-        order = versions.run_order(files, tuple(names))
+        order = versions.front.run_order(files, tuple(names))
         names = list(order.passes) if order.entry else names
     return names + [n for s in surveys for n in s if n not in names]
 

@@ -45,14 +45,14 @@ def passes_at(versions: Versions, revision: gitio.Revision) -> list[PassReport]:
     matrix = versions.matrix
     files = versions.files(revision.sha)
     try:
-        found = survey(versions.sources, files, versions.bound.names, matrix.edit_hint,
+        found = survey(versions.front.sources, files, versions.bound.names, matrix.edit_hint,
                        versions.view)  # fmt: skip
     except (Absent, Unevaluable) as exc:
         raise HarnessError(
             f"cannot list the passes at {revision.label}: {exc}; name a revision where "
             f"{files.target} exists and parses"
         ) from None
-    defaults = versions.defaults(files)
+    defaults = versions.front.defaults(files)
     literal = {name for name, default in defaults.fields.items() if default.literal}
     answered = versions.view.answered if versions.view else frozenset(matrix.axis_names)
     answered = answered | literal
@@ -63,7 +63,7 @@ def passes_at(versions: Versions, revision: gitio.Revision) -> list[PassReport]:
 def _placed(versions: Versions, files, reports: list[PassReport]) -> list[PassReport]:
     """The reports with each pass's place in SGLang's run order, the `if` it runs under,
     and the cells the matrix's guard (if any) runs it on."""
-    order = versions.run_order(files, [r.survey.name for r in reports])
+    order = versions.front.run_order(files, [r.survey.name for r in reports])
     place = {name: n for n, name in enumerate(order.reached, 1)}
     if not order.entry:  # no entry point here: the order is unknown, not "unreached"
         place = {r.survey.name: None for r in reports}
@@ -71,7 +71,7 @@ def _placed(versions: Versions, files, reports: list[PassReport]) -> list[PassRe
     out = []
     for r in reports:
         name = r.survey.name
-        cells = versions.guard_cells(name)
+        cells = versions.tables.guard_cells(name)
         reached = None if not order.entry else name in place
         out.append(replace(r, order=place.get(name), runs_under=under.get(name), cells=cells,
                            reached=reached))  # fmt: skip

@@ -72,7 +72,7 @@ def changed_paths(versions: Any, revisions: dict) -> list[str] | None:
     kinds = {revisions[side].kind for side in ("base", "head")}
     if RELEASE in kinds or kinds == {WORKING_TREE}:
         return None
-    memo, at = versions.sources.homes, ("changed files", base, head)
+    memo, at = versions.front.sources.homes, ("changed files", base, head)
     if at not in memo:
         if base is None or head is None:
             memo[at] = changed_in_worktree(versions.repo, base or head)
@@ -84,11 +84,11 @@ def changed_paths(versions: Any, revisions: dict) -> list[str] | None:
 def _definition(versions: Any, revision: Any, files: Any, key: tuple[str, str], read):
     """The home definition, None where the revision has none, or Unsure: read once per
     revision and name in a run (the parts of a split inferred diff share it)."""
-    memo = versions.sources.homes
+    memo = versions.front.sources.homes
     at = (revision.sha or revision.label, key, read)
     if at not in memo:
         try:
-            memo[at] = home_definition(versions.sources, files, *key, read=read)
+            memo[at] = home_definition(versions.front.sources, files, *key, read=read)
         except Unevaluable as exc:  # a home file past the bounds on parsing
             memo[at] = Unsure(key[1], str(exc))
     return memo[at]

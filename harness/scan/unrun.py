@@ -206,7 +206,7 @@ def _deeper(versions: Any, revisions: dict, facts: dict, near: dict, read: dict,
     judged = {*near["base"], *near["head"]}
     under = tuple(sorted(packages))
     sides = tuple(_key(revisions[side]) for side in ("base", "head"))
-    memo, at = versions.sources.homes, ("changed python", sides, under)
+    memo, at = versions.front.sources.homes, ("changed python", sides, under)
     if at not in memo:  # once a run: the parts of a split inferred diff ask it each
         memo[at] = [p for p in changed if p.endswith(".py") and p.startswith(under)
                     and not is_home_file(p)]  # fmt: skip
@@ -414,7 +414,7 @@ class _Facts:
 def _files_at(versions: Any, revision: Any) -> Any:
     """The revision's files, one reader per run (it keeps the blob ids it looked up: the
     parts of a split inferred diff ask for the same files)."""
-    memo, at = versions.sources.homes, ("unrun files", _key(revision))
+    memo, at = versions.front.sources.homes, ("unrun files", _key(revision))
     if at not in memo:
         memo[at] = versions.files_at(revision)
     return memo[at]
@@ -426,7 +426,7 @@ def _key(revision: Any) -> str:
 
 def _facts_of(versions: Any, revision: Any, files: Any):
     """The facts of a revision's files, by path, kept by the run."""
-    memo, key = versions.sources.homes, _key(revision)
+    memo, key = versions.front.sources.homes, _key(revision)
 
     def facts(path: str) -> _Facts:
         at = ("unrun", key, path)
@@ -989,7 +989,7 @@ def _statements(versions: Any, files: Any, path: str) -> tuple[list, list[str], 
     """(file line, node) of each top-level statement of the file, the text of the piece
     holding each, and why it could not be read, if so (none: no such file)."""
     try:
-        layout = versions.sources.layout_of(files, path)
+        layout = versions.front.sources.layout_of(files, path)
     except Unevaluable as exc:  # past the bounds, does not parse: SGLang may import it
         return [], [], str(exc)
     if layout is None:

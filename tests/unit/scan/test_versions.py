@@ -41,7 +41,7 @@ def test_a_comment_costs_no_evaluation_and_a_helper_change_costs_one(tmp_path):
     ]
     versions, revisions = versions_of(tmp_path, texts)
     states = [versions.at(r) for r in revisions]
-    assert versions.evaluations == 2
+    assert versions.tables.evaluations == 2
     assert states[0].key == states[1].key == states[3].key != states[2].key
     page = [states[n].table.outcome_at(i) for n in (0, 2) for i in range(0, 9, 3)]
     # a0 = 0, 1, 2 (page_size 1): LIMIT 1 -> kept, 128, 128; LIMIT 2 -> kept, kept, 128
@@ -52,7 +52,7 @@ def test_each_run_owns_its_parse_cache(tmp_path):
     versions, revisions = versions_of(tmp_path, [PASS.format(limit=1, comment="")])
     other = Versions(versions.repo, versions.matrix)
     versions.at(revisions[0])
-    assert versions.sources.pieces and not other.sources.pieces
+    assert versions.front.sources.pieces and not other.front.sources.pieces
 
 
 def test_the_cache_key_includes_how_the_table_was_made(tmp_path):
@@ -63,7 +63,7 @@ def test_the_cache_key_includes_how_the_table_was_made(tmp_path):
         for exhaustive in (False, True, False, True)
     ]
     states = [run.at(revisions[0]) for run in runs]
-    assert [run.evaluations for run in runs] == [1, 1, 0, 0]
+    assert [run.tables.evaluations for run in runs] == [1, 1, 0, 0]
     assert states[0].key != states[1].key and states[0].table.codes == states[1].table.codes
 
 
@@ -74,7 +74,7 @@ def test_a_matrix_sharing_a_run_reuses_its_reading_and_gets_the_same_states(tmp_
         versions.at(revision)
     other = small_matrix([3, 2])
     shared = versions.sharing(other)
-    assert shared.sources is versions.sources and shared.matrix is other
+    assert shared.front.sources is versions.front.sources and shared.matrix is other
     fresh = Versions(versions.repo, other)
     for revision in revisions:
         mine, theirs = shared.at(revision), fresh.at(revision)
@@ -93,11 +93,13 @@ def test_a_diff_of_several_matrices_computes_a_revisions_memo_once(tmp_path):
         return computed[-1]
 
     shared = versions.sharing(small_matrix([3, 2]))
-    found = [shared.texts_memo("text", versions.files_at(r), compute) for r in revisions * 3]
+    found = [shared.front.texts_memo("text", versions.files_at(r), compute) for r in revisions * 3]
     assert found == texts * 3
     assert computed == texts  # base and head kept: each made once
     computed.clear()
-    found = [versions.texts_memo("scan", versions.files_at(r), compute) for r in revisions * 2]
+    found = [
+        versions.front.texts_memo("scan", versions.files_at(r), compute) for r in revisions * 2
+    ]
     assert found == texts * 2 and computed == texts * 2  # a scan's run keeps the last one
 
 
@@ -123,7 +125,7 @@ def test_a_state_found_by_the_target_blob_is_not_reused_when_a_file_it_read_chan
     kinds = [[states[n].table.outcome_at(i).kind for i in range(0, 9, 3)] for n in range(3)]
     assert kinds == [["kept", "value", "value"], ["kept", "kept", "value"],
                      ["kept", "value", "value"]]  # fmt: skip
-    assert versions.evaluations == 2  # the third is the first's state, found again
+    assert versions.tables.evaluations == 2  # the third is the first's state, found again
 
 
 SPIN = """\
@@ -144,10 +146,10 @@ def test_a_matrix_sharing_a_run_works_under_its_cache_its_limits_and_its_own_exh
     first.at(revisions[0])
     shared = first.sharing(small_matrix([3]))  # the same matrix: its table is on disk
     assert shared.at(revisions[0]).table.codes == first.at(revisions[0]).table.codes
-    assert shared.evaluations == 0
+    assert shared.tables.evaluations == 0
     every = first.sharing(small_matrix([3]), exhaustive=True)  # another way to make it
     every.at(revisions[0])
-    assert every.evaluations == 1
+    assert every.tables.evaluations == 1
     spun = shared.at(revisions[1])  # 0.5 s of CPU, not the default minute
     assert spun.table.outcomes[0].kind == "unevaluable" and "0.5 s" in spun.reason
     with pytest.raises(ValueError, match="a sglang matrix cannot share a plain run"):
