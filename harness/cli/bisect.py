@@ -7,10 +7,11 @@ import sys
 from typing import TYPE_CHECKING
 
 from harness import gitio
-from harness.cli.options import FORMATS, add_command, add_evaluation_options, set_up
+from harness.cli.options import add_command, add_evaluation_options, set_up
 from harness.cli.progress import Progress, progress
 from harness.errors import HarnessError
 from harness.releases.ranges import resolve_range
+from harness.report import formats
 from harness.report.model import EXIT_CANNOT_TELL, EXIT_CHANGED, EXIT_SAME
 from harness.session import Session
 
@@ -53,7 +54,7 @@ def register(commands: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--first-parent", action="store_true", help="search the first-parent chain only"
     )
-    add_evaluation_options(parser, run, (*FORMATS, "html"))
+    add_evaluation_options(parser, run, formats.formats("bisect"))
 
 
 def run(args: argparse.Namespace) -> int:
@@ -84,17 +85,8 @@ def search(args: argparse.Namespace, bar: Progress) -> int:
 
     result = bisect(repo, versions, good, bad, where, args.first_parent, show if live else None)
     args.status = status_of(result)  # the answer, even if the reader goes away
-    if live:
-        head = "\n" if steps else report.header(matrix, good, bad) + "\n"
-        _write(bar, head + report.conclusion_text(matrix, result))
-    elif args.format == "html":
-        from harness.report.html_history import render_bisect
-
-        _write(bar, render_bisect(matrix, result))
-    elif args.format == "json":
-        _write(bar, report.render_json(matrix, result))
-    else:
-        _write(bar, report.render_markdown(matrix, result))
+    head = ("\n" if steps else report.header(matrix, good, bad) + "\n") if live else ""
+    _write(bar, head + formats.text("bisect", args.format, matrix, result))
     return args.status
 
 

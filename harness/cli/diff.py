@@ -27,7 +27,7 @@ from harness.files import write_output
 from harness.matrix.load import MAX_CELLS
 from harness.option_values import grid_axes, nonnegative
 from harness.releases.ranges import resolve_range
-from harness.report import jsonfmt, parts
+from harness.report import formats, jsonfmt, parts
 from harness.report.grid import checked_axes
 from harness.report.model import DiffReport, build_report
 from harness.report.parts import Parts
@@ -37,7 +37,7 @@ from harness.session import Session
 if TYPE_CHECKING:  # imported when a diff runs: a report read back needs none of it
     from harness.scan.versions import Versions
 
-DIFF_FORMATS = ("text", "markdown", "json", "json-sample", "junit", "github", "html")
+DIFF_FORMATS = formats.formats("diff")
 INFERRED = "inferred"  # --matrix inferred: see harness.scan.inferred
 TEMPLATE = "sglang-resolution"  # its target file, world, bindings and model facts
 
@@ -428,35 +428,15 @@ def chunks(
 ) -> Iterator[str]:
     """The report in `fmt`, in pieces (a large json report streams); `code`: the files an
     html report shows code from (`code_sources`); `grid`: the grid's axes (--grid)."""
-    if fmt == "html":  # before parts: one page holds them all
-        from harness.report import html
-
-        yield html.render(report, code, grid)
-        return
-    if isinstance(report, Parts):
+    if isinstance(report, Parts) and fmt != "html":  # html: one page holds them all
         one = lambda part: "".join(chunks(part, fmt, sample, grid=part_grid(part, grid)))  # noqa: E731
         yield parts.render(report, fmt, one, sample)
         return
-    if fmt == "json":
-        yield from jsonfmt.render_chunks(report)
-    elif fmt == "json-sample":
-        yield json.dumps(jsonfmt.document(report, sample)) + "\n"
-    elif fmt == "markdown":  # one renderer imported: a warm diff's start is mostly imports
-        from harness.report import markdown
-
-        yield markdown.render(report, sample, grid)
-    elif fmt == "junit":
-        from harness.report import junit
-
-        yield junit.render(report)
-    elif fmt == "github":
-        from harness.report import annotations
-
-        yield annotations.render(report)
+    found = formats.render("diff", fmt, report, formats.Shown(sample, code, grid))
+    if isinstance(found, str):
+        yield found
     else:
-        from harness.report import text
-
-        yield text.render(report, sample)
+        yield from found
 
 
 def write_file(path: str, text_: str | Iterator[str], fmt: str = "text") -> None:

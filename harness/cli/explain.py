@@ -15,7 +15,7 @@ from harness.errors import HarnessError, Unevaluable
 from harness.matrix.cells import bits_of
 from harness.matrix.model import NO_DEFAULT, Matrix, format_value
 from harness.releases.ranges import resolve_range
-from harness.report import explain as report
+from harness.report import formats
 from harness.report.jsonfmt import FORMAT_VERSION
 
 if TYPE_CHECKING:
@@ -49,7 +49,7 @@ def register(commands: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "rev", metavar="REV", help="the revision to run, or a range A..B / A...B (both ends)"
     )
-    add_evaluation_options(parser, run, ("text", "json"))
+    add_evaluation_options(parser, run, formats.formats("explain"))
 
 
 def run(args: argparse.Namespace) -> int:
@@ -70,11 +70,11 @@ def rendered(matrix: Matrix, cell: tuple[int, ...], traces: list, fmt: str) -> s
     """One revision's report; for a range, the base's then the head's (json: one document
     holding both reports, as "base" and "head")."""
     if fmt != "json":
-        return "\n".join(report.render_text(matrix, r, cell, t) for r, t in traces)
+        return "\n".join(formats.text("explain", fmt, matrix, r, cell, t) for r, t in traces)
     if len(traces) == 1:
         ((revision, trace),) = traces
-        return report.render_json(matrix, revision, cell, trace)
-    base, head = (json.loads(report.render_json(matrix, r, cell, t)) for r, t in traces)
+        return formats.text("explain", fmt, matrix, revision, cell, trace)
+    base, head = (json.loads(formats.text("explain", fmt, matrix, r, cell, t)) for r, t in traces)
     return json.dumps({"format_version": FORMAT_VERSION, "base": base, "head": head}) + "\n"
 
 

@@ -7,13 +7,13 @@ import re
 import sys
 
 from harness.cli.options import (
-    FORMATS,
     add_command,
     add_evaluation_options,
     set_up,
 )
 from harness.cli.progress import progress
 from harness.errors import HarnessError
+from harness.report import formats
 
 HELP = """\
 List the commits that changed the outcomes of the matrix's target function.
@@ -51,11 +51,10 @@ def register(commands: argparse._SubParsersAction) -> None:
         action="store_true",
         help="follow only the first parent of merges (the mainline's own commits)",
     )
-    add_evaluation_options(parser, run, (*FORMATS, "html"))
+    add_evaluation_options(parser, run, formats.formats("history"))
 
 
 def run(args: argparse.Namespace) -> int:
-    from harness.report import history as report
     from harness.scan.history import history
 
     session = set_up(args)
@@ -91,17 +90,10 @@ def run(args: argparse.Namespace) -> int:
             "is --repo an SGLang clone, and --matrix the right target?",
             file=sys.stderr,
         )
-    render = {"json": report.render_json, "markdown": report.render_markdown, "html": _html}
     args.status = 1 if found.changes else 0  # the answer, even if the reader goes away
-    sys.stdout.write(render.get(args.format, report.render_text)(found))
+    sys.stdout.write(formats.text("history", args.format, found))
     sys.stdout.flush()
     return args.status
-
-
-def _html(found) -> str:
-    from harness.report.html_history import render_history
-
-    return render_history(found)
 
 
 def _project(args: argparse.Namespace) -> str | None:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 
 from harness.cli.options import (
@@ -18,6 +17,7 @@ from harness.errors import HarnessError
 from harness.matrix.cells import Cube, parse_where
 from harness.matrix.load import MAX_CELLS, load_matrix
 from harness.matrix.model import Matrix
+from harness.report import formats
 from harness.report import matrix as report
 
 INFER_CELLS = 250_000  # --infer's default size: the whole resolution of 0.5.23 written at
@@ -49,7 +49,7 @@ def register(commands: argparse._SubParsersAction) -> None:
     parser = add_command(
         commands, "matrix", "show the matrix (axes, values, cell count) or stream its cells", HELP
     )
-    parser.add_argument("--format", choices=("text", "json"), default="text")
+    parser.add_argument("--format", choices=formats.formats("matrix"), default="text")
     parser.add_argument("--cells", action="store_true", help="stream the cells, one per line")
     add_where_option(parser)
     add_matrix_option(parser)
@@ -95,10 +95,8 @@ def run(args: argparse.Namespace) -> int:
     where = parse_where(matrix, args.where)
     if args.cells:
         stream_cells(matrix, where, args.format)
-    elif args.format == "json":
-        print(json.dumps(report.describe(matrix)))
     else:
-        sys.stdout.write(report.render_text(matrix))
+        sys.stdout.write(formats.text("matrix", args.format, matrix))
     return 0
 
 

@@ -7,6 +7,7 @@ import sys
 
 from harness.cli.options import add_command, add_evaluation_options, set_up
 from harness.cli.progress import progress
+from harness.report import formats
 
 PIPELINE_MATRIX = "sglang-page-size-pipeline"
 
@@ -35,11 +36,11 @@ Exit status: 0 every pass evaluates, 1 some do not, 2 error."""
 def register(commands: argparse._SubParsersAction) -> None:
     parser = add_command(commands, "passes", "show how much of the resolution code evaluates", HELP)
     parser.add_argument("rev", nargs="?", default="HEAD", metavar="REV")
-    add_evaluation_options(parser, run, ("text", "json"), where=False, matrix=PIPELINE_MATRIX)
+    shown = formats.formats("passes")
+    add_evaluation_options(parser, run, shown, where=False, matrix=PIPELINE_MATRIX)
 
 
 def run(args: argparse.Namespace) -> int:
-    from harness.report import passes as report
     from harness.scan.passes import passes_at
 
     with progress(args, "passes: reading the revision") as bar:
@@ -47,8 +48,5 @@ def run(args: argparse.Namespace) -> int:
         revision = session.resolve(args.rev)
         bar.stage(f"passes: surveying and running the passes at {revision.label}")
         reports = passes_at(session.versions(), revision)
-    if args.format == "json":
-        sys.stdout.write(report.render_json(revision, reports))
-    else:
-        sys.stdout.write(report.render_text(session.matrix, revision, reports))
+    sys.stdout.write(formats.text("passes", args.format, session.matrix, revision, reports))
     return 0 if all(r.evaluable for r in reports) else 1
