@@ -200,11 +200,14 @@ def open_session(config: pytest.Config) -> Any:
 
 def spelled(message: str) -> str:
     """A harness message as this entry's user reads it: the options it shares with the
-    command line named as given here (`--cache-dir` is `--override-cache-dir`)."""
+    command line named as given here (`--cache-dir` is `--override-cache-dir`). An
+    option's name stands in a message after a space or `(` and before a space, `)` or
+    punctuation; a value the user typed that holds `--repo` after `=`, `/` or a quote
+    (a path, an axis value) is left as typed."""
     import re
 
     names = "|".join(map(re.escape, SHARED))
-    return re.sub(rf"(?<![\w-])--({names})(?![\w-])", r"--override-\1", message)
+    return re.sub(rf"(?:(?<=[\s(])|^)--({names})(?=[\s),.;:]|$)", r"--override-\1", message)
 
 
 @pytest.hookimpl(tryfirst=True, optionalhook=True)  # optional: pytest-xdist may be absent

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from harness import gitio
 from harness.engine.limits import DEFAULT_LIMITS, Limits
+from harness.engine.worlds import world_named
 from harness.errors import HarnessError
 from harness.matrix.cells import parse_where
 from harness.matrix.load import MAX_CELLS, load_matrix
@@ -71,6 +72,7 @@ def open_session(
     repository #N resolves through (`github`: OWNER/REPO), the cache directory (None: the
     default one; `no_cache`: none) and the package index releases are read from."""
     loaded = load_matrix(matrix, max_cells, documents_directory(cache_dir, no_cache))
+    world_named(loaded.world, loaded.source)  # a matrix error, before anything is opened
     cells = parse_where(loaded, list(where))
     named = list(revisions)
     only_releases = bool(named) and all(is_release(expr) for expr in named)

@@ -140,3 +140,19 @@ def test_default_repo_is_the_one_containing_the_current_directory(history, monke
     result = run_cli("diff", "#30835^", "#30835", "--format", "json")
     assert result.code == 1
     assert git_out(history.root, "rev-parse", "HEAD").strip() == history.shas["order"]
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["diff", "HEAD~1", "HEAD", "--repo", "/nonexistent"],
+        ["matrix", "--infer", "HEAD", "--repo", "/nonexistent"],
+        ["matrix", "--infer", "pypi:sglang==0.5.23", "--index-url", "http://127.0.0.1:9/simple"],
+    ],
+    ids=["diff", "infer", "infer-release"],
+)
+def test_a_matrix_error_comes_before_the_repository_or_the_index_is_opened(tmp_path, argv):
+    path = tmp_path / "m.yaml"
+    path.write_text(MATRIX.replace("world: sglang", "world: vllm"))
+    line = one_line_error(run_cli(*argv, "--matrix", str(path)))
+    assert f"{path}: world: unknown world 'vllm'" in line

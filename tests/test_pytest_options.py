@@ -133,3 +133,21 @@ def test_a_cache_dir_that_is_a_file_names_the_pytest_options(pytester, history, 
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     assert f"--override-cache-dir {file}: not a directory" in result.stderr.str()
     assert "or --override-no-cache" in result.stderr.str()
+
+
+def test_only_option_names_are_respelled_never_what_the_user_typed():
+    from harness.pytest_plugin import spelled
+
+    assert spelled("harness: --cache-dir x: not a directory; pass one or --no-cache") == (
+        "harness: --override-cache-dir x: not a directory; pass one or --override-no-cache"
+    )
+    assert spelled("ran out of memory (--memory-limit)") == (
+        "ran out of memory (--override-memory-limit)"
+    )
+    typed = [
+        "unknown value '--repo' for axis page_size",  # an axis value
+        "not a git repository: /tmp/x/--cert",  # a path
+        "baseline /tmp/--cert/b.json does not exist",
+        "--override-repo-slug and --repo-slug are other options",
+    ]
+    assert [spelled(text) for text in typed] == typed
