@@ -35,12 +35,14 @@ for both, as `harness diff` reads it: GOOD..BAD, or A...B for A and B's merge
 base as GOOD and B as BAD. GOOD may predate the target (the search then finds
 where it appeared).
 
-Exit status, as diff's: 0 no selected cell differs between GOOD and BAD;
-1 found the first bad commit; 2 error (a revision that does not exist, GOOD
-not an ancestor of BAD, a bad --where); 4 cannot tell: GOOD or BAD cannot be
-evaluated, or BAD has no target (one line says why), or skipped commits hide
-which of the listed candidates changed outcomes (every commit between, when
-none could run)."""
+Exit status, as diff's: 0 no selected cell differs between GOOD and BAD, and
+the matrix saw all that changed between them; 1 found the first bad commit;
+2 error (a revision that does not exist, GOOD not an ancestor of BAD, a bad
+--where); 4 cannot tell: GOOD or BAD cannot be evaluated, or BAD has no target
+(one line says why), or skipped commits hide which of the listed candidates
+changed outcomes (every commit between, when none could run), or no cell
+differs but the code changed where the matrix did not take every way (the
+blind spots, listed as `harness diff GOOD BAD` lists them)."""
 
 
 def register(commands: argparse._SubParsersAction) -> None:
@@ -104,10 +106,11 @@ def ends(session: Session, good: str, bad: str | None) -> tuple[gitio.Revision, 
 
 
 def status_of(result: BisectResult) -> int:
-    """0 GOOD and BAD agree on the selected cells; 1 the first bad commit is found; 4 cannot
-    tell which: skipped commits sit before it (the candidates)."""
+    """0 GOOD and BAD agree on the selected cells, and the matrix saw all that changed
+    between them; 1 the first bad commit is found; 4 cannot tell which: skipped commits
+    sit before it (the candidates), or GOOD and BAD agree but there are blind spots."""
     if not result.found:
-        return EXIT_SAME
+        return EXIT_CANNOT_TELL if result.cannot_tell else EXIT_SAME
     return EXIT_CANNOT_TELL if result.candidates else EXIT_CHANGED
 
 

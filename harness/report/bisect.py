@@ -7,11 +7,12 @@ import json
 from harness.gitio import RELEASE, Commit
 from harness.matrix.model import Matrix
 from harness.report.because import with_because
+from harness.report.blind import spot_json
 from harness.report.history import commit_line
 from harness.report.jsonfmt import FORMAT_VERSION, summary_json
-from harness.report.markdown import escape, heading, rule_table
+from harness.report.markdown import escape, heading, rule_table, unseen_markdown
 from harness.report.model import RuleView, function_label, output_label, rule_view
-from harness.report.text import revision_line, rule_lines, title
+from harness.report.text import blind_lines, revision_line, rule_lines, title
 from harness.scan.bisect import BisectResult, Step
 
 
@@ -34,7 +35,9 @@ def rules_of(matrix: Matrix, result: BisectResult) -> list[RuleView]:
 def conclusion_text(matrix: Matrix, result: BisectResult) -> str:
     field = output_label(matrix.target)
     if not result.found:
-        return f"No selected cell changes {field} between good and bad.\n"
+        lines = [f"No selected cell changes {field} between good and bad."]
+        lines += blind_lines(reasons_of(result), result.blind, False)
+        return "\n".join(lines) + "\n"
     if result.culprit:
         lines = [f"First bad {_noun(result)}: {commit_line(result.culprit)}"]
         if result.culprit.pr:
@@ -74,7 +77,14 @@ def render_markdown(matrix: Matrix, result: BisectResult) -> str:
     if result.found:
         lines += ["", f"{result.comparison.changed:,} cells changed:", ""]
         lines += rule_table(rules_of(matrix, result))
+    spots = [spot_json(s) for s in result.blind]
+    lines += unseen_markdown(reasons_of(result), spots, False)
     return "\n".join(lines) + "\n"
+
+
+def reasons_of(result: BisectResult) -> list[str]:
+    """Why it cannot tell besides blind spots: coverage that could not be read."""
+    return [result.unseen] if result.unseen else []
 
 
 def render_json(matrix: Matrix, result: BisectResult) -> str:
@@ -84,6 +94,8 @@ def render_json(matrix: Matrix, result: BisectResult) -> str:
         "candidates": [c.sha for c in result.candidates],
         "steps": [{"sha": s.commit.sha, "verdict": s.verdict} for s in result.steps],
         "summary": summary_json(rules_of(matrix, result)),
+        "cannot_tell": reasons_of(result),
+        "blind_spots": [spot_json(spot) for spot in result.blind],
     }
     return json.dumps(document) + "\n"
 

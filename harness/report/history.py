@@ -7,10 +7,11 @@ from typing import Any
 
 from harness.gitio import Commit
 from harness.report.because import with_because
+from harness.report.blind import spot_json
 from harness.report.jsonfmt import FORMAT_VERSION, summary_json
-from harness.report.markdown import escape, heading, rule_table
+from harness.report.markdown import escape, heading, rule_table, unseen_markdown
 from harness.report.model import RuleView, function_label, output_label, rule_view
-from harness.report.text import rule_lines, title
+from harness.report.text import blind_lines, rule_lines, title
 from harness.scan.history import Change, HistoryReport
 
 SKIPPED_SHOWN = 20  # text and markdown list this many skipped commits, json all
@@ -48,7 +49,14 @@ def render_text(report: HistoryReport) -> str:
         lines.append(f"  {change.comparison.changed:,} cells changed:")
         lines.extend(rule_lines(rules_of(report, change), "    "))
     lines.extend(_skipped_text(report))
+    lines.extend(blind_lines(reasons_of(report), report.blind, bool(report.changes)))
     return "\n".join(lines) + "\n"
+
+
+def reasons_of(report: HistoryReport) -> list[str]:
+    """Why it cannot tell besides blind spots, when no commit changed outcomes: the range's
+    end cannot be evaluated, coverage could not be read."""
+    return [] if report.changes else report.reasons
 
 
 def _header(report: HistoryReport) -> list[str]:
@@ -97,6 +105,8 @@ def render_markdown(report: HistoryReport) -> str:
             )
         if len(report.skipped) > SKIPPED_SHOWN:
             lines.append(f"- ... and {len(report.skipped) - SKIPPED_SHOWN} more")
+    spots = [spot_json(s) for s in report.blind]
+    lines += unseen_markdown(reasons_of(report), spots, bool(report.changes))
     return "\n".join(lines) + "\n"
 
 
@@ -108,6 +118,8 @@ def render_json(report: HistoryReport) -> str:
         "considered": report.considered,
         "commits": [_change_json(report, change) for change in report.changes],
         "skipped": [{"sha": s.commit.sha, "reason": s.reason} for s in report.skipped],
+        "cannot_tell": reasons_of(report),
+        "blind_spots": [spot_json(spot) for spot in report.blind],
     }
     if report.releases:
         document["releases"] = document.pop("commits")

@@ -15,6 +15,7 @@ from typing import Any
 from harness.matrix.model import Matrix
 from harness.report import bisect as bisect_report
 from harness.report import history as history_report
+from harness.report.blind import spot_json, spots_of
 from harness.report.html import cut, inert, page, rule_rows
 from harness.report.html import visible as flat
 from harness.report.jsonfmt import summary_json
@@ -38,10 +39,18 @@ def render_history(report: HistoryReport) -> str:
         changes[old]["pair"] = changes[new]["pair"] = letter
     noun = "release" if report.releases else "commit"
     skipped = [{"commit": _commit(s.commit), "reason": cut(flat(s.reason))} for s in report.skipped]
+    status = 1 if changes else 4 if report.cannot_tell else 0
     return page("history.html.j2", title=_title(report.matrix), range=flat(report.range),
                 considered=report.considered, noun=noun, changes=changes, skipped=skipped,
                 timeline=timeline(changes, pairs), field=output_label(report.matrix.target),
-                status=1 if changes else 0)  # fmt: skip
+                status=status, **_unseen(history_report.reasons_of(report),
+                                         report.blind))  # fmt: skip
+
+
+def _unseen(reasons: list[str], blind: list) -> dict[str, Any]:
+    """Why it cannot tell, and the blind spots, as the page shows them (each field cut)."""
+    spots = spots_of({"blind_spots": [spot_json(s) for s in blind]})
+    return {"reasons": [cut(flat(r)) for r in reasons], "spots": inert(spots)}
 
 
 def _letters():
@@ -119,11 +128,12 @@ def render_bisect(matrix: Matrix, result: BisectResult) -> str:
     ]
     found = result.found
     rules = rules_html(matrix, bisect_report.rules_of(matrix, result)) if found else []
-    status = 0 if not found else 4 if result.candidates else 1
+    status = (4 if result.cannot_tell else 0) if not found else 4 if result.candidates else 1
     good, bad = (cut(flat(revision_line(r))) for r in (result.good, result.bad))
     return page("bisect.html.j2", title=_title(matrix), steps=steps, rules=rules, good=good,
                 bad=bad,
                 culprit=_commit(result.culprit) if result.culprit else None,
                 candidates=[_commit(c) for c in result.candidates], found=found,
                 changed=result.comparison.changed if found else 0, status=status,
-                field=output_label(matrix.target), considered=result.considered)  # fmt: skip
+                field=output_label(matrix.target), considered=result.considered,
+                **_unseen(bisect_report.reasons_of(result), result.blind))  # fmt: skip

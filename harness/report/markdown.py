@@ -77,7 +77,7 @@ def render_document(
         lines.extend(rule_table(rules_of(doc)))
         if sample > 0:
             lines.extend(_sample(doc, sample))
-    lines.extend(_unseen(reasons, spots, bool(changed)))
+    lines.extend(unseen_markdown(reasons, spots, bool(changed)))
     if details:
         lines += ["", f"[Full report]({details})"]
     return "\n".join(lines) + "\n"
@@ -229,7 +229,7 @@ def _spot(item: dict[str, Any]) -> str:
     return f"{where}: {shown}: {escape(item['seen'])}{hint}"
 
 
-def _unseen(reasons: list[str], spots: list[dict[str, Any]], changed: bool) -> list[str]:
+def unseen_markdown(reasons: list[str], spots: list[dict[str, Any]], changed: bool) -> list[str]:
     """Cannot tell, and the blind spots, each condition as code."""
     lines = ["", f"**Cannot tell:** {escape('; '.join(reasons))}."] if reasons else []
     if spots:

@@ -77,12 +77,18 @@ def _body(report: DiffReport, sample: int) -> list[str]:
 
 def unseen_lines(report: DiffReport) -> list[str]:
     """What the diff could not see: sides it could not tell, then blind spots."""
+    return blind_lines(report.cannot_tell, report.blind_spots, bool(report.changed))
+
+
+def blind_lines(reasons: list[str], blind: list, changed: bool) -> list[str]:
+    """Why it cannot tell (`reasons`), then the blind spots (`harness.scan.spots`), as a
+    diff, a history and a bisect say them."""
     lines: list[str] = []
-    if report.cannot_tell:
-        lines += ["", f"Cannot tell: {'; '.join(report.cannot_tell)}."]
-    spots = [spot_json(s) for s in report.blind_spots]
+    if reasons:
+        lines += ["", f"Cannot tell: {'; '.join(reasons)}."]
+    spots = [spot_json(s) for s in blind]
     if spots:
-        lines += ["", blind_title(len(spots), bool(report.changed))]
+        lines += ["", blind_title(len(spots), changed)]
         lines += numbered(spots, SHOWN)
         lines += [f"  {line}" for line in more_line(len(spots))]
     return lines

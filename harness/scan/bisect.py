@@ -22,7 +22,8 @@ from harness.errors import CannotTell, HarnessError
 from harness.gitcmd import Repo
 from harness.scan.because import Reasons, explain_rules
 from harness.scan.compare import Comparison, any_change, compare
-from harness.scan.diff import comparable
+from harness.scan.diff import blind_spots, comparable
+from harness.scan.spots import BlindSpot
 from harness.scan.tables import State, paths_of, settled_or_not
 from harness.scan.versions import Versions
 
@@ -46,6 +47,13 @@ class BisectResult:
     candidates: list[gitio.Commit] = field(default_factory=list)
     comparison: Comparison | None = None  # what the culprit (or the first bad) changed
     because: list[Reasons] = field(default_factory=list)  # per rule
+    blind: list[BlindSpot] = field(default_factory=list)  # when GOOD and BAD agree
+    unseen: str | None = None  # why coverage could not be read, when it could not
+
+    @property
+    def cannot_tell(self) -> bool:
+        """GOOD and BAD agree, but the matrix could not see all that changed between them."""
+        return not self.found and bool(self.blind or self.unseen)
 
     @property
     def found(self) -> bool:
@@ -83,8 +91,14 @@ class Search:
             return self._over_releases(good, bad, last)
         result = BisectResult(good, bad, len(commits))
         if not self._differs(last):
-            return result
+            return self._unseen(result, [self.baseline, last])
         self._search(commits, bad, result)
+        return result
+
+    def _unseen(self, result: BisectResult, states: list[State]) -> BisectResult:
+        """GOOD and BAD agree: what the matrix could not see between them (as `harness diff
+        GOOD BAD` looks for it), so that "nothing changed" is said only when it looked."""
+        result.blind, result.unseen = blind_spots(self.versions, result.good, result.bad, states)
         return result
 
     def _over_releases(self, good: gitio.Revision, bad: gitio.Revision, last: State):
@@ -95,8 +109,9 @@ class Search:
         self.releases = {str(r.release.version): r for r in between}
         commits = [gitio.Commit(v, None, r.date, r.release.label) for v, r in self.releases.items()]
         result = BisectResult(good, bad, len(commits))
-        if self._differs(last):
-            self._search(commits, bad, result)
+        if not self._differs(last):
+            return self._unseen(result, [self.baseline, last])
+        self._search(commits, bad, result)
         return result
 
     def _state(self, commit: gitio.Commit) -> State:

@@ -22,6 +22,8 @@ from harness.gitcmd import Repo
 from harness.matrix.model import Matrix
 from harness.scan.because import Reasons, start_explaining
 from harness.scan.compare import Comparison, compare, resolved_keys
+from harness.scan.diff import blind_spots
+from harness.scan.spots import BlindSpot
 from harness.scan.tables import State, paths_of, settled_or_not
 from harness.scan.versions import Versions
 
@@ -49,6 +51,30 @@ class HistoryReport:
     changes: list[Change] = field(default_factory=list)
     skipped: list[Skipped] = field(default_factory=list)
     releases: bool = False  # the "commits" are releases of a package (their id: the version)
+    last: tuple[gitio.Commit, str | None] | None = None  # the last one scanned, why unevaluable
+    last_evaluable: gitio.Commit | None = None  # the last one scanned that could be evaluated
+    blind: list[BlindSpot] = field(default_factory=list)  # between the ends, when unchanged
+    unseen: str | None = None  # why coverage could not be read, when it could not
+
+    @property
+    def untold(self) -> str | None:
+        """Why the range's end cannot be told: its last commit (or release) that touches
+        the files cannot be evaluated, so what it does is not known."""
+        if self.last is None or self.last[1] is None:
+            return None
+        noun = "release" if self.releases else "commit"
+        return f"the range's last {noun}, {self.last[0].short}, cannot be evaluated"
+
+    @property
+    def reasons(self) -> list[str]:
+        """Why it cannot tell, besides blind spots."""
+        return [r for r in (self.untold, self.unseen) if r]
+
+    @property
+    def cannot_tell(self) -> bool:
+        """No commit changes outcomes, but the matrix could not see all that changed, or
+        the range's end cannot be evaluated."""
+        return not self.changes and bool(self.blind or self.reasons)
 
 
 def history(
@@ -59,13 +85,16 @@ def history(
     where: tuple[int, ...] | None = None,
     first_parent: bool = False,
     on_commit: Callable[[int, int], None] | None = None,
+    ends: tuple[gitio.Revision, gitio.Revision] | None = None,
 ) -> HistoryReport:
     """Scan the commits of `revisions` that touch the target or a file its closure draws
     from; `on_commit(done, total)` is told after each one (a progress bar).
 
     The files start as those read at the range's tip; a commit whose state reads
     another file widens the set, and the scan runs again (every state it already
-    made is remembered, so only the new commits cost anything).
+    made is remembered, so only the new commits cost anything). `ends`: the range's
+    base and tip, between which blind spots are looked for when no commit changed
+    outcomes (see `with_blind_spots`).
     """
     gitio.refuse_shallow_range(repo, revisions, "harness history")
     tip = versions.start_commit(revisions[-1])  # its files are known before it evaluates
@@ -75,8 +104,25 @@ def history(
                              on_commit, paths)  # fmt: skip
         if read <= set(paths):
             versions.settle(tip)
-            return report
+            return with_blind_spots(versions, report, ends)
         paths += sorted(read - set(paths))
+
+
+def with_blind_spots(
+    versions: Versions, report: HistoryReport, ends: tuple[gitio.Revision, gitio.Revision] | None
+) -> HistoryReport:
+    """When no commit changed outcomes, the blind spots between the range's ends (as
+    `harness diff BASE TIP` finds them: changed code the matrix took one way or never,
+    where a change would show in no commit's comparison), so that "no change" is said
+    only where the matrix looked. (A history that found changes answers 1 either way,
+    and a search costs about a diff: it is not made.)"""
+    if ends is not None and not report.changes:
+        base, head = ends
+        last = report.last_evaluable
+        if report.untold and last is not None:  # the tip cannot run: up to where it could
+            head = gitio.CommitRevision(last.sha, last.sha, last.subject, last.date)
+        report.blind, report.unseen = blind_spots(versions, base, head)
+    return report
 
 
 IN_FLIGHT = max(2, os.cpu_count() or 2)  # evaluations started ahead of the commit compared
@@ -121,9 +167,11 @@ def _walk(versions, listing, report, where, told) -> set[str]:
         told(done)
         parent_state = previous[1] if commit.parent == previous[0] else None
         previous = (commit.sha, state)
+        report.last = (commit, state.reason)
         if not state.evaluable:
             report.skipped.append(Skipped(commit, state.reason))
             continue
+        report.last_evaluable = commit
         before = _before(versions, commit, last, parent_state)
         if before is None:
             report.baseline = commit

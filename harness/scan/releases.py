@@ -18,7 +18,13 @@ from harness.errors import HarnessError
 from harness.releases.index import DistFile, choose, index_http, index_url, project_files
 from harness.releases.release import ReleaseRevision, release_for
 from harness.scan.compare import compare
-from harness.scan.history import HistoryReport, Skipped, because_of, record_change
+from harness.scan.history import (
+    HistoryReport,
+    Skipped,
+    because_of,
+    record_change,
+    with_blind_spots,
+)
 from harness.scan.versions import Versions
 
 
@@ -42,7 +48,7 @@ def release_history(
     report.releases = True
     report.skipped += [Skipped(_as_commit(f, name), f"yanked{': ' + f.yanked if f.yanked else ''}")
                        for f in yanked]  # fmt: skip
-    last = None
+    last, ends = None, []  # the first evaluable release, then the last
     for done, dist in enumerate(chosen, 1):
         release = release_for(dist, http, cache)
         revision = ReleaseRevision(f"pypi:{name}=={dist.version}", release.subject,
@@ -50,9 +56,11 @@ def release_history(
         state, commit = versions.at(revision), _as_commit(dist, name)
         if on_release is not None:
             on_release(done, len(chosen))
+        report.last = (commit, state.reason)
         if not state.evaluable:
             report.skipped.append(Skipped(commit, state.reason))
             continue
+        ends[1 if ends else 0 :] = [revision]
         if last is None:
             report.baseline = commit
         elif last.key != state.key:
@@ -61,7 +69,7 @@ def release_history(
             if change:
                 change.because = because_of(versions, last, state, change)
         last = state
-    return report
+    return with_blind_spots(versions, report, tuple(ends) if len(ends) == 2 else None)
 
 
 def _releases(files: list[DistFile], name: str, span: str | None, pre: bool):
