@@ -55,44 +55,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def add_shared_options(group) -> None:
-    """What a diff takes that the check takes too, as `harness diff --help` says them."""
-    from harness import option_values as values  # argparse; harness only as a value needs it
-    from harness.engine.limits import DEFAULT_LIMITS as LIMITS  # a dataclass
-    from harness.matrix import MAX_CELLS  # a number
+    """What a diff takes that the check takes too, declared once (`harness.option_values`),
+    with its help as `harness diff --help` says it, the options it names respelled."""
+    from harness.option_values import OPTIONS  # argparse and two constants
 
-    group.addoption("--override-repo", metavar="PATH",
-                    help="the repository (default: the current directory's)")  # fmt: skip
-    group.addoption("--override-where", metavar="AXIS=V[,V...]", action="append", default=[],
-                    help="only the slices and cells whose AXIS has one of these values, "
-                    "written as in the matrix file; repeat for more axes")  # fmt: skip
-    group.addoption("--override-max-cells", metavar="N", type=values.nonnegative,
-                    default=None, help="refuse a matrix of more cells than this "
-                    f"(default: {MAX_CELLS:,})")  # fmt: skip
-    group.addoption("--override-cache-dir", metavar="DIR",
-                    help="where outcome tables are kept between runs (default: "
-                    "$XDG_CACHE_HOME/harness, else ~/.cache/harness)")  # fmt: skip
-    group.addoption("--override-no-cache", action="store_true",
-                    help="neither read nor write the on-disk cache")  # fmt: skip
-    group.addoption("--override-index-url", metavar="URL",
-                    help="the package index pypi:NAME==VERSION revisions are read from "
-                    "(default: PIP_INDEX_URL, else pip's configured index-url, else "
-                    "https://pypi.org/simple)")  # fmt: skip
-    group.addoption("--override-cert", metavar="FILE",
-                    help="a PEM file of the CA certificates the package index is checked "
-                    "against, as pip's --cert (default: as harness diff --help says)")  # fmt: skip
-    group.addoption("--override-github", metavar="OWNER/REPO", type=values.slug_argument,
-                    help="resolve #N through the GitHub API when no local commit subject "
-                    "ends in (#N)")  # fmt: skip
-    group.addoption("--override-time-limit", metavar="SECONDS", type=values.positive_seconds,
-                    default=None, help="CPU time one revision's evaluation may take "
-                    "before it is stopped and reported unevaluable "
-                    f"(default: {LIMITS.seconds:g})")  # fmt: skip
-    group.addoption("--override-memory-limit", metavar="SIZE", type=values.memory_size,
-                    default=None, help="address space the evaluation worker may add, e.g. "
-                    f"512M or 4G (default: {LIMITS.memory >> 30}G)")  # fmt: skip
-    group.addoption("--override-allow-unconfined", action="store_true",
-                    help="evaluate even where this machine gives evaluated code no "
-                    "filesystem wall: only for code you trust")  # fmt: skip
+    for name, spec in OPTIONS.items():
+        group.addoption(f"--override-{name}", **{**spec, "help": spelled(spec["help"])})
 
 
 def checks_only(config: pytest.Config) -> bool:
@@ -163,10 +131,6 @@ def check_options(config: pytest.Config) -> None:
         )
 
 
-SHARED = ("repo", "where", "max-cells", "cache-dir", "no-cache", "index-url", "cert", "github",
-          "time-limit", "memory-limit", "allow-unconfined")  # fmt: skip
-
-
 def open_session(config: pytest.Config) -> Any:
     """The run's `harness.session.Session`, from the options as `harness diff` maps its own
     (an option left out takes diff's default)."""
@@ -203,11 +167,14 @@ def spelled(message: str) -> str:
     command line named as given here (`--cache-dir` is `--override-cache-dir`). An
     option's name stands in a message after a space or `(` and before a space, `)` or
     punctuation; a value the user typed that holds `--repo` after `=`, `/` or a quote
-    (a path, an axis value) is left as typed."""
+    (a path, an axis value) is left as typed, and so is pip's own `--cert`."""
     import re
 
-    names = "|".join(map(re.escape, SHARED))
-    return re.sub(rf"(?:(?<=[\s(])|^)--({names})(?=[\s),.;:]|$)", r"--override-\1", message)
+    from harness.option_values import OPTIONS
+
+    names = "|".join(map(re.escape, OPTIONS))
+    own = rf"(?<!pip's )(?:(?<=[\s(])|^)--({names})(?=[\s),.;:]|$)"  # pip's --cert is pip's
+    return re.sub(own, r"--override-\1", message)
 
 
 @pytest.hookimpl(tryfirst=True, optionalhook=True)  # optional: pytest-xdist may be absent

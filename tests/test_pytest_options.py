@@ -149,5 +149,6 @@ def test_only_option_names_are_respelled_never_what_the_user_typed():
         "not a git repository: /tmp/x/--cert",  # a path
         "baseline /tmp/--cert/b.json does not exist",
         "--override-repo-slug and --repo-slug are other options",
+        "CA certificates, as pip's --cert (default: PIP_CERT)",  # pip's option, not ours
     ]
     assert [spelled(text) for text in typed] == typed

@@ -4,14 +4,9 @@ from __future__ import annotations
 
 import argparse
 
-from harness.engine.limits import DEFAULT_LIMITS, Limits
-from harness.matrix.load import DEFAULT_MATRIX, MAX_CELLS
-from harness.option_values import (
-    memory_size,
-    nonnegative,
-    positive_seconds,
-    slug_argument,
-)
+from harness.engine.limits import Limits
+from harness.matrix.load import DEFAULT_MATRIX
+from harness.option_values import OPTIONS
 from harness.session import Session, open_session
 
 FORMATS = ("text", "markdown", "json")
@@ -39,6 +34,12 @@ def add_quiet_option(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def add_shared(parser: argparse.ArgumentParser, *names: str) -> None:
+    """Options a diff shares with the pytest entry, as `harness.option_values` declares them."""
+    for name in names:
+        parser.add_argument(f"--{name}", **OPTIONS[name])
+
+
 def add_matrix_option(parser: argparse.ArgumentParser, default: str = DEFAULT_MATRIX) -> None:
     parser.add_argument(
         "--matrix",
@@ -47,33 +48,15 @@ def add_matrix_option(parser: argparse.ArgumentParser, default: str = DEFAULT_MA
         help="a shipped matrix by name, or a matrix file: a path with a `/` or ending in "
         f".yaml/.yml (a bare name is never read from the working directory) (default: {default})",
     )
-    parser.add_argument(
-        "--max-cells",
-        metavar="N",
-        type=nonnegative,
-        default=MAX_CELLS,
-        help=f"refuse a matrix of more cells than this, before allocating anything "
-        f"(default: {MAX_CELLS:,}; a table takes 4 bytes per cell)",
-    )
+    add_shared(parser, "max-cells")
 
 
 def add_repo_option(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--repo",
-        metavar="PATH",
-        help="the git repository to read (default: the one containing the current directory)",
-    )
+    add_shared(parser, "repo")
 
 
 def add_where_option(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--where",
-        metavar="AXIS=V[,V...]",
-        action="append",
-        default=[],
-        help="only cells whose AXIS has one of these values, written as in the matrix file "
-        "(null, true, 16, fa4); repeat for more axes",
-    )
+    add_shared(parser, "where")
 
 
 GRID_HELP = (
@@ -83,41 +66,12 @@ GRID_HELP = (
 
 
 def add_cache_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--cache-dir",
-        metavar="DIR",
-        help="where outcome tables are kept between runs "
-        "(default: $XDG_CACHE_HOME/harness, else ~/.cache/harness)",
-    )
-    parser.add_argument(
-        "--no-cache", action="store_true", help="neither read nor write the on-disk cache"
-    )
+    add_shared(parser, "cache-dir", "no-cache")
 
 
 def add_revision_options(parser: argparse.ArgumentParser) -> None:
     """Options that change how revisions resolve (#N / pr:N, pypi:NAME==VERSION)."""
-    parser.add_argument(
-        "--index-url",
-        metavar="URL",
-        help="the package index pypi:NAME==VERSION revisions are read from (its simple API; "
-        "default: PIP_INDEX_URL, else pip's configured index-url, else "
-        "https://pypi.org/simple)",
-    )
-    parser.add_argument(
-        "--cert",
-        metavar="FILE",
-        help="a PEM file of the CA certificates the package index's certificate is checked "
-        "against, as pip's --cert (default, the first set: PIP_CERT, REQUESTS_CA_BUNDLE, "
-        "CURL_CA_BUNDLE, SSL_CERT_FILE, pip's configured cert; else the system's store)",
-    )
-    parser.add_argument(
-        "--github",
-        metavar="OWNER/REPO",
-        type=slug_argument,
-        help="resolve #N through the GitHub API when no local commit subject ends in (#N): "
-        "a merged PR is its merge commit, an open one its head (base URL from "
-        "GITHUB_API_URL, token from GITHUB_TOKEN)",
-    )
+    add_shared(parser, "index-url", "cert", "github")
 
 
 RELEASE_ARGUMENTS = ("revisions", "rev", "good", "bad", "range")  # where commands keep revisions
@@ -156,30 +110,7 @@ def add_limit_options(parser: argparse.ArgumentParser) -> None:
     """The evaluation worker's limits (see Security model in the README); a command that
     takes them evaluates code (`harness.cli.preload`)."""
     parser.set_defaults(evaluates=True)
-    parser.add_argument(
-        "--time-limit",
-        metavar="SECONDS",
-        type=positive_seconds,
-        default=DEFAULT_LIMITS.seconds,
-        help="CPU time one revision's evaluation may take before it is stopped and reported "
-        f"unevaluable (default: {DEFAULT_LIMITS.seconds:g})",
-    )
-    parser.add_argument(
-        "--memory-limit",
-        metavar="SIZE",
-        type=memory_size,
-        default=DEFAULT_LIMITS.memory,
-        help="address space the evaluation worker may add to the harness's own, e.g. 512M "
-        "or 4G "
-        f"(default: {DEFAULT_LIMITS.memory >> 30}G)",
-    )
-    parser.add_argument(
-        "--allow-unconfined",
-        action="store_true",
-        help="evaluate even where this machine gives evaluated code no filesystem wall "
-        "(no Landlock and no unprivileged mount namespaces): only for code you trust "
-        "(docs/security.md)",
-    )
+    add_shared(parser, "time-limit", "memory-limit", "allow-unconfined")
 
 
 def limits_of(args: argparse.Namespace) -> Limits:
