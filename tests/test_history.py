@@ -68,7 +68,11 @@ def test_a_range_limits_the_commits(history):
     assert [c["sha"] for c in report["commits"]] == [history.shas["revert"]]
     assert report["commits"][0]["reverts"] is None  # what it undoes is outside the range
     code, report = history_json(history.repo(), f"{history.shas['broken']}..HEAD")
-    assert (code, report["commits"], report["skipped"]) == (0, [], [])
+    assert (report["commits"], report["skipped"]) == ([], [])
+    # the range starts at a commit that cannot be evaluated: what the commit after it
+    # changed is not known, so it cannot tell (as `harness diff broken HEAD` cannot)
+    start = f"the range's start, {history.shas['broken'][:10]}, cannot be evaluated"
+    assert (code, report["cannot_tell"]) == (4, [start])
 
 
 def test_where_limits_the_cells(history):

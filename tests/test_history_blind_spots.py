@@ -10,7 +10,7 @@ import pytest
 import yaml
 
 from harness.matrix.load import shipped_dir
-from tests.conftest import run_cli
+from tests.conftest import git_out, run_cli
 
 HINT = "prefill_cuda_graph = full takes it the other way"
 
@@ -96,3 +96,26 @@ def test_a_range_whose_last_commit_cannot_be_evaluated_cannot_tell(history):
     assert doc["cannot_tell"] == [
         f"the range's last commit, {doc['skipped'][0]['sha'][:10]}, cannot be evaluated"
     ]
+
+
+def test_a_range_from_the_root_is_searched_from_its_first_evaluable_commit(history, held_fixed):
+    result = run(history, held_fixed, "history", "#30835", "--format", "json")
+    doc = json.loads(result.out)
+    assert result.code == 4 and doc["status"] == 4 and doc["commits"] == []
+    assert any(HINT in spot["hint"] for spot in doc["blind_spots"])
+
+
+def test_a_range_whose_start_cannot_be_evaluated_cannot_tell(history):
+    """#30902 breaks the syntax and #30903 repairs it: what #30903 changed is not known."""
+    result = run_cli("history", "#30902..#30903", "--repo", history.repo(), "--no-cache",
+                     "--format", "json")  # fmt: skip
+    doc = json.loads(result.out)
+    broken = git_out(history.root, "log", "--format=%H", "-F", "--grep=(#30902)").split()
+    assert result.code == 4 and doc["commits"] == [] and len(broken) == 1
+    assert doc["cannot_tell"] == [f"the range's start, {broken[0][:10]}, cannot be evaluated"]
+
+
+def test_a_range_that_lists_no_commit_has_nothing_to_tell(history, held_fixed):
+    """B..A with A before B lists no commit: nothing in the range, nothing unseen."""
+    result = run(history, held_fixed, "history", "#30835..#30835^", "--format", "json")
+    assert result.code == 0 and json.loads(result.out)["considered"] == 0

@@ -12,11 +12,10 @@ from harness.cli.progress import Progress, progress
 from harness.errors import HarnessError
 from harness.releases.ranges import resolve_range
 from harness.report import formats
-from harness.report.model import EXIT_CANNOT_TELL, EXIT_CHANGED, EXIT_SAME
 from harness.session import Session
 
 if TYPE_CHECKING:
-    from harness.scan.bisect import BisectResult
+    pass
 
 HELP = """\
 Find the first commit between GOOD and BAD whose outcomes differ from GOOD's.
@@ -86,7 +85,7 @@ def search(args: argparse.Namespace, bar: Progress) -> int:
         _write(bar, report.step_line(steps, step) + "\n")
 
     result = bisect(repo, versions, good, bad, where, args.first_parent, show if live else None)
-    args.status = status_of(result)  # the answer, even if the reader goes away
+    args.status = result.status  # the answer, even if the reader goes away
     head = ("\n" if steps else report.header(matrix, good, bad) + "\n") if live else ""
     _write(bar, head + formats.text("bisect", args.format, matrix, result))
     return args.status
@@ -103,15 +102,6 @@ def ends(session: Session, good: str, bad: str | None) -> tuple[gitio.Revision, 
             "(from where B left A)"
         )
     return ranged
-
-
-def status_of(result: BisectResult) -> int:
-    """0 GOOD and BAD agree on the selected cells, and the matrix saw all that changed
-    between them; 1 the first bad commit is found; 4 cannot tell which: skipped commits
-    sit before it (the candidates), or GOOD and BAD agree but there are blind spots."""
-    if not result.found:
-        return EXIT_CANNOT_TELL if result.cannot_tell else EXIT_SAME
-    return EXIT_CANNOT_TELL if result.candidates else EXIT_CHANGED
 
 
 def _write(bar: Progress, text: str) -> None:

@@ -33,15 +33,16 @@ evaluated (a syntax error, no such function) are listed as skipped and the
 comparison carries on from the last evaluable commit. Each distinct version of
 the function is evaluated once and cached on disk.
 
-When no commit changed outcomes, blind spots are looked for between the
-range's ends (A and B; the first and last evaluable release), as `harness diff
-A B` looks for them: code that changed in the range where the matrix took a
+When no commit changed outcomes, blind spots are looked for between where the
+scan started (the first commit's parent, else the first evaluable commit) and
+the tip (for releases: the first and last evaluable one), as `harness diff`
+looks for them: code that changed in the range where the matrix took a
 condition one way or never, so a change there would show in no commit's
 comparison. (A change made and undone inside the range is not looked for.)
 
 Exit status: 0 no commit changed outcomes and nothing was unseen, 1 some did,
 2 error, 4 cannot tell: no commit changed outcomes, but there are blind spots,
-or the range's last commit cannot be evaluated."""
+or the range's start or last commit cannot be evaluated."""
 
 
 def register(commands: argparse._SubParsersAction) -> None:
@@ -88,19 +89,17 @@ def run(args: argparse.Namespace) -> int:
         if args.releases or args.pre:
             raise HarnessError("--releases and --pre go with a pypi:NAME range")
         text, revisions = parse_range(args.range, session.resolve)
-        ends = None  # a range from a base: blind spots are looked for between its ends
-        if len(revisions) == 2:
-            ends = (session.resolve(revisions[0][1:]), session.resolve(revisions[1]))
+        tip = session.resolve(revisions[-1])  # blind spots are looked for up to it
         with progress(args, "history") as bar:
             found = history(session.repo, versions, text, revisions, session.where,
-                            args.first_parent, bar, ends)  # fmt: skip
+                            args.first_parent, bar, tip)  # fmt: skip
     if not found.considered and project is None:
         print(
             f"harness: warning: no commit in {text} changes {session.matrix.target.path}: "
             "is --repo an SGLang clone, and --matrix the right target?",
             file=sys.stderr,
         )
-    args.status = 1 if found.changes else 4 if found.cannot_tell else 0  # even if the reader goes
+    args.status = found.status  # the answer, even if the reader goes away
     sys.stdout.write(formats.text("history", args.format, found))
     sys.stdout.flush()
     return args.status

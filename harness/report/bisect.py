@@ -90,6 +90,7 @@ def reasons_of(result: BisectResult) -> list[str]:
 def render_json(matrix: Matrix, result: BisectResult) -> str:
     document = {
         "format_version": FORMAT_VERSION,
+        "status": result.status,
         "culprit": _commit_json(result.culprit) if result.culprit else None,
         "candidates": [c.sha for c in result.candidates],
         "steps": [{"sha": s.commit.sha, "verdict": s.verdict} for s in result.steps],

@@ -113,6 +113,7 @@ def render_markdown(report: HistoryReport) -> str:
 def render_json(report: HistoryReport) -> str:
     document = {
         "format_version": FORMAT_VERSION,
+        "status": report.status,
         "range": report.range,
         "matrix": report.matrix.name,
         "considered": report.considered,

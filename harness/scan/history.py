@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from itertools import chain
 
 from harness import gitio
+from harness.engine.outcome import ABSENT
 from harness.gitcmd import Repo
 from harness.matrix.model import Matrix
 from harness.scan.because import Reasons, start_explaining
@@ -51,6 +52,8 @@ class HistoryReport:
     changes: list[Change] = field(default_factory=list)
     skipped: list[Skipped] = field(default_factory=list)
     releases: bool = False  # the "commits" are releases of a package (their id: the version)
+    start: str | None = None  # the commit the first comparison started from (a parent)
+    unstarted: str | None = None  # the first commit's parent, when it cannot be evaluated
     last: tuple[gitio.Commit, str | None] | None = None  # the last one scanned, why unevaluable
     last_evaluable: gitio.Commit | None = None  # the last one scanned that could be evaluated
     blind: list[BlindSpot] = field(default_factory=list)  # between the ends, when unchanged
@@ -67,14 +70,22 @@ class HistoryReport:
 
     @property
     def reasons(self) -> list[str]:
-        """Why it cannot tell, besides blind spots."""
-        return [r for r in (self.untold, self.unseen) if r]
+        """Why it cannot tell, besides blind spots: an end of the range cannot be evaluated
+        (what the first commit changed, or what the range ends with, is not known), or
+        coverage could not be read."""
+        start = self.unstarted and f"the range's start, {self.unstarted[:10]}, cannot be evaluated"
+        return [r for r in (start, self.untold, self.unseen) if r]
 
     @property
     def cannot_tell(self) -> bool:
         """No commit changes outcomes, but the matrix could not see all that changed, or
         the range's end cannot be evaluated."""
         return not self.changes and bool(self.blind or self.reasons)
+
+    @property
+    def status(self) -> int:
+        """The exit status: 1 some commit changed outcomes, 4 cannot tell, else 0."""
+        return 1 if self.changes else 4 if self.cannot_tell else 0
 
 
 def history(
@@ -85,27 +96,44 @@ def history(
     where: tuple[int, ...] | None = None,
     first_parent: bool = False,
     on_commit: Callable[[int, int], None] | None = None,
-    ends: tuple[gitio.Revision, gitio.Revision] | None = None,
+    tip: gitio.Revision | None = None,
 ) -> HistoryReport:
     """Scan the commits of `revisions` that touch the target or a file its closure draws
     from; `on_commit(done, total)` is told after each one (a progress bar).
 
     The files start as those read at the range's tip; a commit whose state reads
     another file widens the set, and the scan runs again (every state it already
-    made is remembered, so only the new commits cost anything). `ends`: the range's
-    base and tip, between which blind spots are looked for when no commit changed
-    outcomes (see `with_blind_spots`).
+    made is remembered, so only the new commits cost anything). `tip`: the range's
+    last revision; when no commit changed outcomes, blind spots are looked for between
+    where the scan started and it (see `with_blind_spots`).
     """
     gitio.refuse_shallow_range(repo, revisions, "harness history")
-    tip = versions.start_commit(revisions[-1])  # its files are known before it evaluates
-    paths = paths_of(settled_or_not(tip)) or [versions.matrix.target.path]
+    tip_plan = versions.start_commit(revisions[-1])  # its files are known before it evaluates
+    paths = paths_of(settled_or_not(tip_plan)) or [versions.matrix.target.path]
     while True:
         report, read = _scan(repo, versions, range_text, revisions, where, first_parent,
                              on_commit, paths)  # fmt: skip
         if read <= set(paths):
-            versions.settle(tip)
-            return with_blind_spots(versions, report, ends)
+            versions.settle(tip_plan)
+            return with_blind_spots(versions, report, _ends(report, tip))
         paths += sorted(read - set(paths))
+
+
+def _ends(report: HistoryReport, tip: gitio.Revision | None) -> tuple | None:
+    """Where the scan started (the first listed commit's parent, when it could be
+    evaluated; else the first evaluable commit) and where it ended (`tip`; the last
+    evaluable commit when the last one cannot be evaluated): what a blind-spot search
+    of the range compares. None: nothing to compare (no commit listed, none evaluable)."""
+    first = report.start or (report.baseline.sha if report.baseline else None)
+    last = report.last_evaluable
+    if first is None or last is None:
+        return None
+    head = tip if tip is not None and not report.untold else _revision(last)
+    return gitio.CommitRevision(first, first), head
+
+
+def _revision(commit: gitio.Commit) -> gitio.Revision:
+    return gitio.CommitRevision(commit.sha, commit.sha, commit.subject, commit.date)
 
 
 def with_blind_spots(
@@ -117,11 +145,7 @@ def with_blind_spots(
     only where the matrix looked. (A history that found changes answers 1 either way,
     and a search costs about a diff: it is not made.)"""
     if ends is not None and not report.changes:
-        base, head = ends
-        last = report.last_evaluable
-        if report.untold and last is not None:  # the tip cannot run: up to where it could
-            head = gitio.CommitRevision(last.sha, last.sha, last.subject, last.date)
-        report.blind, report.unseen = blind_spots(versions, base, head)
+        report.blind, report.unseen = blind_spots(versions, *ends)
     return report
 
 
@@ -157,7 +181,7 @@ def _walk(versions, listing, report, where, told) -> set[str]:
     the paths the states read."""
     commits = listing.stream()
     first = next(commits, None)
-    last, read = _start(versions, first), set()
+    last, read = _start(versions, first, report), set()
     commits = chain([first] if first else [], commits)
     matrix, previous = versions.matrix, (None, None)
     explaining: deque = deque()  # (change, its `because` when its traces are done)
@@ -211,12 +235,19 @@ def _states_ahead(versions: Versions, listing: gitio.Listing, commits: Iterator[
             yield oldest, versions.settle(plan)
 
 
-def _start(versions: Versions, first: gitio.Commit | None) -> State | None:
-    """The state the range starts from: the first commit's parent, if it can be evaluated."""
+def _start(versions: Versions, first: gitio.Commit | None, report: HistoryReport) -> State | None:
+    """The state the range starts from: the first commit's parent, if it can be evaluated
+    (`report` is told which commit it is, or that it cannot be evaluated; a parent without
+    the target is where the function began, not a state that cannot be told)."""
     if first is None or first.parent is None:
         return None
     state = versions.at_scanned(first, parent=True)
-    return state if state.evaluable else None
+    if state.evaluable:
+        report.start = first.parent
+        return state
+    if not (state.reason or "").startswith(f"{ABSENT}:"):
+        report.unstarted = first.parent
+    return None
 
 
 def _before(

@@ -1,6 +1,6 @@
-"""The one format table: each command's --format choices are its kind's formats, a
-renderer's module is imported only when its format is asked for, and every entry
-renders a real report of its kind."""
+"""The one format table: every diff format it lists is written by `harness diff`, in
+that format's shape; a renderer's module is imported only when its format is asked
+for; the matrix kind renders in each of its formats."""
 
 from __future__ import annotations
 
@@ -10,26 +10,29 @@ import sys
 
 import pytest
 
-from harness.cli.main import build_parser
 from harness.matrix.load import load_matrix
 from harness.report import formats
+from tests.conftest import run_cli
 
-COMMANDS = {"diff": "diff", "history": "history", "bisect": "bisect", "explain": "explain",
-            "passes": "passes", "matrix": "matrix"}  # fmt: skip
+# What each diff format looks like, whoever renders it: told from the text alone.
+LOOKS = {
+    "text": lambda out: "cells change page_size, covered by" in out,
+    "markdown": lambda out: out.startswith("### "),
+    "json": lambda out: json.loads(out)["status"] == 1,
+    "json-sample": lambda out: json.loads(out)["changed_count"] > 0,
+    "junit": lambda out: out.startswith("<?xml") and "<testsuite" in out,
+    "github": lambda out: out.startswith("::warning"),
+    "html": lambda out: out.startswith("<!DOCTYPE html>"),
+}
 
 
-def format_choices(command: str) -> tuple[str, ...]:
-    parser = build_parser()
-    (commands,) = [a for a in parser._actions if a.dest == "command" or a.choices]
-    sub = commands.choices[command]
-    (option,) = [a for a in sub._actions if "--format" in a.option_strings]
-    return tuple(option.choices)
-
-
-@pytest.mark.parametrize("kind", sorted(COMMANDS))
-def test_each_command_offers_its_kinds_formats(kind):
-    assert format_choices(COMMANDS[kind]) == formats.formats(kind)
-    assert formats.formats(kind)[0] == "text"  # the default every command takes
+def test_every_diff_format_in_the_table_is_written_by_the_command(history):
+    """Each format the table lists for a diff is one `harness diff --format` takes, and
+    what it writes has that format's shape (#30835 changes cells: exit 1)."""
+    assert set(formats.formats("diff")) == set(LOOKS)
+    for fmt in formats.formats("diff"):
+        result = run_cli("diff", "#30835^", "#30835", "--repo", history.repo(), "--format", fmt)
+        assert result.code == 1 and LOOKS[fmt](result.out), fmt
 
 
 def test_renderers_are_imported_only_when_their_format_is_asked_for():
