@@ -116,9 +116,9 @@ def test_pr_numbers_resolve_through_the_github_option(pytester, github_api, tmp_
     ids=["time", "memory", "where", "max-cells", "github"],
 )
 def test_bad_values_are_usage_errors_naming_the_option(pytester, history, tmp_path, option, words):
-    baseline = tmp_path / "baseline.json"
-    snapshot("HEAD", baseline, "--repo", history.repo())
-    result = run_pytest(pytester, history, baseline, "HEAD", *option)
+    """Said before the baseline is read (none is written here: its absence is not what
+    the usage error is about)."""
+    result = run_pytest(pytester, history, tmp_path / "baseline.json", "HEAD", *option)
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     for word in words:
         assert word in result.stderr.str()
@@ -126,8 +126,7 @@ def test_bad_values_are_usage_errors_naming_the_option(pytester, history, tmp_pa
 
 
 def test_a_cache_dir_that_is_a_file_names_the_pytest_options(pytester, history, tmp_path):
-    baseline, file = tmp_path / "baseline.json", tmp_path / "file"
-    snapshot("HEAD", baseline, "--repo", history.repo())
+    baseline, file = tmp_path / "baseline.json", tmp_path / "file"  # no baseline: said first
     file.write_text("")
     result = run_pytest(pytester, history, baseline, "HEAD", "--override-cache-dir", str(file))
     assert result.ret == pytest.ExitCode.USAGE_ERROR
