@@ -261,8 +261,8 @@ def test_whatever_the_runs_found_the_file_loads_with_it(case):
     only when it could not be an axis or would not fit), or a comment."""
     from harness.matrix.load import parse_matrix
     from harness.matrix.write import scalar
+    from harness.report.inferred_matrix import render
     from harness.scan.infer import layout
-    from harness.scan.infer_file import render
 
     world, found, defaults, outputs, max_cells = case
     target = ["  path: a.py", "  passes: all", f"  output: {scalar(outputs[0])}"]

@@ -13,8 +13,8 @@ from harness.errors import Absent, HarnessError, Unevaluable
 from harness.files import write_output
 from harness.matrix.load import MAX_CELLS, parse_matrix
 from harness.matrix.write import flow_list, scalar
+from harness.report.inferred_matrix import render
 from harness.scan.infer import base_matrix, discover
-from harness.scan.infer_file import render
 from harness.session import open_session
 
 

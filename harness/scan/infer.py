@@ -15,7 +15,7 @@ read become axes. An input read only through the world (`envs.X`,
 The layout: an axis for every input compared with literals (`null`, the
 literals, and one value none of them names), a field for every other input
 (the default the code declares for it, else `null`), and the names no one
-binds; `harness.scan.infer_file` writes it as a matrix file, a user starts
+binds; `harness.report.inferred_matrix` writes it as a matrix file, a user starts
 from it and trims.
 """
 
