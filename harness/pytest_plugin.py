@@ -133,33 +133,14 @@ def check_options(config: pytest.Config) -> None:
 
 def open_session(config: pytest.Config) -> Any:
     """The run's `harness.session.Session`, from the options as `harness diff` maps its own
-    (an option left out takes diff's default)."""
-    from harness.engine.limits import DEFAULT_LIMITS, Limits
-    from harness.matrix import MAX_CELLS
-    from harness.session import open_session as opened
+    (their defaults are diff's: one declaration, `harness.option_values`)."""
+    from harness.session import session_of
 
-    def option(name: str, default: Any = None) -> Any:
-        value = config.getoption(f"override_{name}")
-        return default if value is None else value
+    def value(name: str) -> Any:
+        return config.getoption(f"override_{name.replace('-', '_')}")
 
-    limits = Limits(
-        option("time_limit", DEFAULT_LIMITS.seconds),
-        option("memory_limit", DEFAULT_LIMITS.memory),
-        option("allow_unconfined"),
-    )
-    return opened(
-        config.getoption("override_matrix"),
-        repo=option("repo"),
-        revisions=[config.getoption("override_rev")],
-        where=option("where", []),
-        max_cells=option("max_cells", MAX_CELLS),
-        cache_dir=option("cache_dir"),
-        no_cache=option("no_cache"),
-        limits=limits,
-        index_url=option("index_url"),
-        cert=option("cert"),
-        github=option("github"),
-    )
+    matrix, rev = config.getoption("override_matrix"), config.getoption("override_rev")
+    return session_of(matrix, [rev], value)
 
 
 def spelled(message: str) -> str:

@@ -1,5 +1,5 @@
-"""A run's context, opened once from plain arguments by each entry (the CLI maps its
-options onto `open_session`, the pytest plugin its own): the matrix and its selected
+"""A run's context, opened once from plain arguments by each entry (the CLI and the
+pytest plugin each read their options into `session_of`): the matrix and its selected
 cells, the repository, how revision expressions resolve, the cache and the worker's
 limits. `Session.versions` is the one place a run's `Versions` is made, so every entry
 evaluates under the same cache and limits."""
@@ -82,6 +82,26 @@ def open_session(
     directory = cache_directory(cache_dir, no_cache)
     resolve = revision_resolver(opened, index_url, directory, lookup, cert)
     return Session(loaded, cells, opened, resolve, online, TableCache(directory), limits)
+
+
+def session_of(matrix: str, revisions: Iterable[str], value: Callable[[str], Any]) -> Session:
+    """`open_session` from the options a diff shares with the pytest entry
+    (`harness.option_values.OPTIONS`), each read by `value(name)`: how both entries map
+    their options onto a run."""
+    limits = Limits(value("time-limit"), value("memory-limit"), value("allow-unconfined"))
+    return open_session(
+        matrix,
+        repo=value("repo"),
+        revisions=revisions,
+        where=value("where"),
+        max_cells=value("max-cells"),
+        cache_dir=value("cache-dir"),
+        no_cache=value("no-cache"),
+        limits=limits,
+        index_url=value("index-url"),
+        cert=value("cert"),
+        github=value("github"),
+    )
 
 
 def cache_directory(given: str | None, no_cache: bool = False) -> Path | None:

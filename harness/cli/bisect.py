@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import TYPE_CHECKING
 
 from harness import gitio
 from harness.cli.options import add_command, add_evaluation_options, set_up
@@ -13,9 +12,6 @@ from harness.errors import HarnessError
 from harness.releases.ranges import resolve_range
 from harness.report import formats
 from harness.session import Session
-
-if TYPE_CHECKING:
-    pass
 
 HELP = """\
 Find the first commit between GOOD and BAD whose outcomes differ from GOOD's.
@@ -85,7 +81,7 @@ def search(args: argparse.Namespace, bar: Progress) -> int:
         _write(bar, report.step_line(steps, step) + "\n")
 
     result = bisect(repo, versions, good, bad, where, args.first_parent, show if live else None)
-    args.status = result.status  # the answer, even if the reader goes away
+    args.status = report.status_of(result)  # the answer, even if the reader goes away
     head = ("\n" if steps else report.header(matrix, good, bad) + "\n") if live else ""
     _write(bar, head + formats.text("bisect", args.format, matrix, result))
     return args.status

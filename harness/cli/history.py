@@ -64,6 +64,7 @@ def register(commands: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from harness.report.history import status_of
     from harness.scan.history import history
 
     session = set_up(args)
@@ -99,7 +100,7 @@ def run(args: argparse.Namespace) -> int:
             "is --repo an SGLang clone, and --matrix the right target?",
             file=sys.stderr,
         )
-    args.status = found.status  # the answer, even if the reader goes away
+    args.status = status_of(found)  # the answer, even if the reader goes away
     sys.stdout.write(formats.text("history", args.format, found))
     sys.stdout.flush()
     return args.status

@@ -8,7 +8,6 @@ import sys
 from harness.cli.options import limits_of
 from harness.cli.progress import Progress, progress
 from harness.closure.survey import registered, survey_pass
-from harness.engine.worlds import world_named
 from harness.errors import Absent, HarnessError, Unevaluable
 from harness.files import write_output
 from harness.matrix.load import MAX_CELLS, parse_matrix
@@ -44,7 +43,7 @@ def inferred_text(args: argparse.Namespace, bar: Progress) -> str:
         github=args.github,
     )
     matrix, revision, versions = run.matrix, run.resolve(args.infer), run.versions()
-    world = world_named(matrix.world, matrix.source)
+    world = versions.world
     files = versions.files_at(revision)
     try:
         found = registered(versions.front.sources, files)

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import argparse
+from typing import Any
 
 from harness.engine.limits import Limits
 from harness.matrix.load import DEFAULT_MATRIX
 from harness.option_values import OPTIONS
-from harness.session import Session, open_session
+from harness.session import Session, session_of
 
 FORMATS = ("text", "markdown", "json")
 
@@ -118,17 +119,10 @@ def limits_of(args: argparse.Namespace) -> Limits:
 
 
 def set_up(args: argparse.Namespace) -> Session:
-    """The run's session, from the options every evaluating command takes."""
-    return open_session(
-        args.matrix,
-        repo=args.repo,
-        revisions=named_revisions(args),
-        where=getattr(args, "where", []),
-        max_cells=args.max_cells,
-        cache_dir=getattr(args, "cache_dir", None),
-        no_cache=getattr(args, "no_cache", False),
-        limits=limits_of(args),
-        index_url=args.index_url,
-        cert=args.cert,
-        github=args.github,
-    )
+    """The run's session, from the options every evaluating command takes (one it does
+    not take has its default)."""
+
+    def value(name: str) -> Any:
+        return getattr(args, name.replace("-", "_"), OPTIONS[name].get("default"))
+
+    return session_of(args.matrix, named_revisions(args), value)

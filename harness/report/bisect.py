@@ -11,7 +11,15 @@ from harness.report.blind import spot_json
 from harness.report.history import commit_line
 from harness.report.jsonfmt import FORMAT_VERSION, summary_json
 from harness.report.markdown import escape, heading, rule_table, unseen_markdown
-from harness.report.model import RuleView, function_label, output_label, rule_view
+from harness.report.model import (
+    EXIT_CANNOT_TELL,
+    EXIT_CHANGED,
+    EXIT_SAME,
+    RuleView,
+    function_label,
+    output_label,
+    rule_view,
+)
 from harness.report.text import blind_lines, revision_line, rule_lines, title
 from harness.scan.bisect import BisectResult, Step
 
@@ -82,6 +90,14 @@ def render_markdown(matrix: Matrix, result: BisectResult) -> str:
     return "\n".join(lines) + "\n"
 
 
+def status_of(result: BisectResult) -> int:
+    """The exit status: 0 GOOD and BAD agree and nothing was unseen, 1 the first bad commit
+    is found, 4 cannot tell (skipped commits hide which, or blind spots)."""
+    if not result.found:
+        return EXIT_CANNOT_TELL if result.cannot_tell else EXIT_SAME
+    return EXIT_CANNOT_TELL if result.candidates else EXIT_CHANGED
+
+
 def reasons_of(result: BisectResult) -> list[str]:
     """Why it cannot tell besides blind spots: coverage that could not be read."""
     return [result.unseen] if result.unseen else []
@@ -90,7 +106,7 @@ def reasons_of(result: BisectResult) -> list[str]:
 def render_json(matrix: Matrix, result: BisectResult) -> str:
     document = {
         "format_version": FORMAT_VERSION,
-        "status": result.status,
+        "status": status_of(result),
         "culprit": _commit_json(result.culprit) if result.culprit else None,
         "candidates": [c.sha for c in result.candidates],
         "steps": [{"sha": s.commit.sha, "verdict": s.verdict} for s in result.steps],

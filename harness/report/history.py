@@ -10,7 +10,15 @@ from harness.report.because import with_because
 from harness.report.blind import spot_json
 from harness.report.jsonfmt import FORMAT_VERSION, summary_json
 from harness.report.markdown import escape, heading, rule_table, unseen_markdown
-from harness.report.model import RuleView, function_label, output_label, rule_view
+from harness.report.model import (
+    EXIT_CANNOT_TELL,
+    EXIT_CHANGED,
+    EXIT_SAME,
+    RuleView,
+    function_label,
+    output_label,
+    rule_view,
+)
 from harness.report.text import blind_lines, rule_lines, title
 from harness.scan.history import Change, HistoryReport
 
@@ -51,6 +59,13 @@ def render_text(report: HistoryReport) -> str:
     lines.extend(_skipped_text(report))
     lines.extend(blind_lines(reasons_of(report), report.blind, bool(report.changes)))
     return "\n".join(lines) + "\n"
+
+
+def status_of(report: HistoryReport) -> int:
+    """The exit status: 1 some commit changed outcomes, 4 cannot tell, else 0."""
+    if report.changes:
+        return EXIT_CHANGED
+    return EXIT_CANNOT_TELL if report.cannot_tell else EXIT_SAME
 
 
 def reasons_of(report: HistoryReport) -> list[str]:
@@ -113,7 +128,7 @@ def render_markdown(report: HistoryReport) -> str:
 def render_json(report: HistoryReport) -> str:
     document = {
         "format_version": FORMAT_VERSION,
-        "status": report.status,
+        "status": status_of(report),
         "range": report.range,
         "matrix": report.matrix.name,
         "considered": report.considered,

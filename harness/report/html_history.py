@@ -39,7 +39,7 @@ def render_history(report: HistoryReport) -> str:
         changes[old]["pair"] = changes[new]["pair"] = letter
     noun = "release" if report.releases else "commit"
     skipped = [{"commit": _commit(s.commit), "reason": cut(flat(s.reason))} for s in report.skipped]
-    status = report.status
+    status = history_report.status_of(report)
     return page("history.html.j2", title=_title(report.matrix), range=flat(report.range),
                 considered=report.considered, noun=noun, changes=changes, skipped=skipped,
                 timeline=timeline(changes, pairs), field=output_label(report.matrix.target),
@@ -128,7 +128,7 @@ def render_bisect(matrix: Matrix, result: BisectResult) -> str:
     ]
     found = result.found
     rules = rules_html(matrix, bisect_report.rules_of(matrix, result)) if found else []
-    status = result.status
+    status = bisect_report.status_of(result)
     good, bad = (cut(flat(revision_line(r))) for r in (result.good, result.bad))
     return page("bisect.html.j2", title=_title(matrix), steps=steps, rules=rules, good=good,
                 bad=bad,

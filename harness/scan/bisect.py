@@ -56,14 +56,6 @@ class BisectResult:
         return not self.found and bool(self.blind or self.unseen)
 
     @property
-    def status(self) -> int:
-        """The exit status: 0 GOOD and BAD agree and nothing was unseen, 1 the first bad
-        commit is found, 4 cannot tell (skipped commits hide it, or blind spots)."""
-        if not self.found:
-            return 4 if self.cannot_tell else 0
-        return 4 if self.candidates else 1
-
-    @property
     def found(self) -> bool:
         return self.comparison is not None
 

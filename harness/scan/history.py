@@ -82,11 +82,6 @@ class HistoryReport:
         the range's end cannot be evaluated."""
         return not self.changes and bool(self.blind or self.reasons)
 
-    @property
-    def status(self) -> int:
-        """The exit status: 1 some commit changed outcomes, 4 cannot tell, else 0."""
-        return 1 if self.changes else 4 if self.cannot_tell else 0
-
 
 def history(
     repo: Repo,

@@ -48,7 +48,7 @@ def release_history(
     report.releases = True
     report.skipped += [Skipped(_as_commit(f, name), f"yanked{': ' + f.yanked if f.yanked else ''}")
                        for f in yanked]  # fmt: skip
-    last, ends = None, []  # the first evaluable release, then the last
+    last, first_revision, last_revision = None, None, None  # evaluable ones
     for done, dist in enumerate(chosen, 1):
         release = release_for(dist, http, cache)
         revision = ReleaseRevision(f"pypi:{name}=={dist.version}", release.subject,
@@ -60,7 +60,7 @@ def release_history(
         if not state.evaluable:
             report.skipped.append(Skipped(commit, state.reason))
             continue
-        ends[1 if ends else 0 :] = [revision]
+        first_revision, last_revision = first_revision or revision, revision
         if last is None:
             report.baseline = commit
         elif last.key != state.key:
@@ -69,7 +69,8 @@ def release_history(
             if change:
                 change.because = because_of(versions, last, state, change)
         last = state
-    return with_blind_spots(versions, report, tuple(ends) if len(ends) == 2 else None)
+    two = first_revision is not None and last_revision is not first_revision
+    return with_blind_spots(versions, report, (first_revision, last_revision) if two else None)
 
 
 def _releases(files: list[DistFile], name: str, span: str | None, pre: bool):
