@@ -40,6 +40,7 @@ from harness.closure.extract import extract_closure
 from harness.closure.modules import RevisionFiles
 from harness.closure.pieces import SourceCache
 from harness.engine.explore import evaluate_closure
+from harness.engine.worlds.sglang import FACTS
 from harness.matrix.load import load_matrix
 from harness.report import baseline
 from harness.scan.diff import diff
@@ -111,7 +112,7 @@ def plain_stubs(state: SimpleNamespace) -> dict:
 def bare_function(source: str, state: SimpleNamespace):
     stubs = plain_stubs(state)
     files = RevisionFiles.of({OVERRIDES: source}, OVERRIDES)
-    closure = extract_closure(SourceCache(), files, "_fa4_page_constraint", stubs)
+    closure = extract_closure(SourceCache(), files, "_fa4_page_constraint", stubs, facts=FACTS)
     namespace = dict(stubs)
     module = ast.Module(body=list(closure.nodes), type_ignores=[])
     exec(compile(module, "bare", "exec"), namespace)

@@ -29,7 +29,6 @@ import time
 from harness import gitio
 from harness.cli.main import main
 from harness.closure.pieces import SourceCache
-from harness.closure.survey import survey
 from harness.engine.policy import check_closure
 from harness.engine.purity import impurity
 from harness.errors import Unevaluable
@@ -77,8 +76,7 @@ def policy(repo: str, tag: str) -> str:
     matrix = load_matrix("sglang-page-size-pipeline")
     versions = Versions(gitio.open_repo(repo), matrix)
     files = versions.files(gitio.resolve(versions.repo, tag).sha)
-    names, hint = versions.bound.names, matrix.edit_hint
-    surveyed = survey(versions.front.sources, files, names, hint, versions.view)
+    surveyed = versions.front.surveys(files)
     closures = [one.closure for one in surveyed if one.closure]
     refused = 0
     for closure in closures:

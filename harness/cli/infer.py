@@ -7,7 +7,6 @@ import sys
 
 from harness.cli.options import limits_of
 from harness.cli.progress import Progress, progress
-from harness.closure.survey import registered, survey_pass
 from harness.errors import Absent, HarnessError, Unevaluable
 from harness.files import write_output
 from harness.matrix.load import MAX_CELLS, parse_matrix
@@ -46,15 +45,11 @@ def inferred_text(args: argparse.Namespace, bar: Progress) -> str:
     world = versions.world
     files = versions.files_at(revision)
     try:
-        found = registered(versions.front.sources, files)
+        found = versions.front.registered(files)
     except (Absent, Unevaluable) as exc:
         raise HarnessError(f"cannot infer a matrix at {revision.label}: {exc}") from None
     names, target = _chosen(args.passes, found, versions, files, matrix.target.path)
-    names_bound, hint = versions.bound.names, matrix.edit_hint
-    surveys = [
-        survey_pass(versions.front.sources, files, n, names_bound, hint, versions.view)
-        for n in names
-    ]
+    surveys = [versions.front.survey(files, n) for n in names]
     blocked = {s.name: "; ".join(r for _, r in s.blocked_by) for s in surveys if s.closure is None}
     declared = (f for s in surveys for f in s.declares if f)  # a field with no name: none
     outputs = tuple(dict.fromkeys(declared)) or matrix.target.outputs
@@ -92,7 +87,8 @@ def _chosen(passes: str | None, found: list[str], versions, files, path: str):
     lines = [f"  path: {scalar(path)}"]
     if passes in (None, "all"):
         if not found:
-            raise HarnessError(f"no function in {path} is registered with @register_post_process")
+            register = versions.front.facts.register
+            raise HarnessError(f"no function in {path} is registered with @{register}")
         order = versions.front.run_order(files, found)
         lines.append("  passes: run-order" if order.entry else "  passes: all")
         return list(order.passes), lines

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 
 from harness.closure.defaults import NO_DEFAULTS, Defaults
+from harness.closure.facts import WorldFacts
 from harness.closure.index import DEFINITION, Binding, definitions_in, names_bound
 from harness.closure.modules import RevisionFiles
 from harness.closure.mutations import ANY, Effects, Reach, effects
@@ -114,6 +115,8 @@ def extract_closure(
     matrix_file: str = "the matrix",
     view: ViewClass | None = None,
     chosen: Collection[str] = (),
+    *,
+    facts: WorldFacts,
 ) -> Closure:
     """The closure of `function` in the file `files.target`; names in `bound` come from
     the world (those in `chosen`, from the matrix's `bindings:`, even where the file
@@ -123,18 +126,19 @@ def extract_closure(
     Cheap when the files differ from the last ones `cache` saw in a few
     statements: only those are parsed, and when none of them binds a name the
     last closure looked up, that closure is reused (at its new lines).
-    `matrix_file` is where messages tell the user to add a binding.
+    `matrix_file` is where messages tell the user to add a binding; `facts`, how the
+    world's project lays out its code.
     """
     path = files.target
     if cache.layout_of(files, path) is None:
         raise Absent(f"{path} does not exist")
     chosen = frozenset(chosen)
-    key, names = (path, function, matrix_file, view, chosen), frozenset(bound)
+    key, names = (path, function, matrix_file, view, chosen, facts), frozenset(bound)
     closure = reuse_closure(cache, files, key, names)
     if closure is not None:
         return closure
-    resolver = Resolver(cache, files, names, matrix_file, view, chosen)
-    target = find_target(resolver.index(path), path, function)
+    resolver = Resolver(cache, files, names, matrix_file, view, chosen, facts=facts)
+    target = find_target(resolver.index(path), path, function, facts)
     resolver.seen.add((path, function))
     try:
         resolver.add(path, target, TARGET)
@@ -152,13 +156,14 @@ def extract_closure(
 
 def check_registries(resolver: Resolver) -> None:
     """The world's `register_post_process` registers nothing: a closure that reads the
-    registry SGLang's own decorator fills would read it empty."""
+    registry the project's own decorator fills would read it empty."""
+    facts = resolver.facts
     for path, registry in sorted(resolver.registries):
         if registry in resolver.data.get(path, ()):
             raise Unevaluable(
                 f"the closure reads {registry} ({path}), which {path}'s own "
-                f"@{REGISTER} fills when SGLang imports it; the harness calls each pass "
-                "itself and fills no registry: read the passes another way"
+                f"@{facts.register} fills when {facts.display} imports it; the harness calls "
+                "each pass itself and fills no registry: read the passes another way"
             )
 
 
@@ -227,6 +232,8 @@ def extract_pipeline(
     matrix_file: str,
     view: ViewClass | None = None,
     chosen: Collection[str] = (),
+    *,
+    facts: WorldFacts,
 ) -> Pipeline:
     """Each pass's closure; a pass missing at this revision is skipped, not an error."""
     path = files.target
@@ -235,7 +242,9 @@ def extract_pipeline(
     passes = []
     for name in names:
         try:
-            closure = extract_closure(cache, files, name, bound, matrix_file, view, chosen)
+            closure = extract_closure(
+                cache, files, name, bound, matrix_file, view, chosen, facts=facts
+            )
             passes.append((name, closure))
         except Absent:
             passes.append((name, None))
@@ -446,20 +455,21 @@ def _in_place(statement: Statement, layout: Layout) -> bool:
     )
 
 
-REGISTER = "register_post_process"  # SGLang's decorator that adds a pass to the list it runs
-
-
-def find_target(index: dict[str, list[Binding]], path: str, function: str) -> Statement:
-    """The definition of `function` SGLang runs: the one registered with
-    `@register_post_process` when there is one (a later plain definition of the same name
-    only rebinds the name), else the last one (what the name is bound to)."""
+def find_target(
+    index: dict[str, list[Binding]], path: str, function: str, facts: WorldFacts
+) -> Statement:
+    """The definition of `function` the project runs: the one registered with the world's
+    decorator (`@register_post_process`) when there is one (a later plain definition of
+    the same name only rebinds the name), else the last one (what the name is bound to)."""
     bindings = index.get(function, [])
-    registered = [b for b in bindings if b.kind == DEFINITION and decorated(b.statement.node)]
+    registered = [
+        b for b in bindings if b.kind == DEFINITION and decorated(b.statement.node, facts.register)
+    ]
     if len(registered) > 1:
         lines = " and ".join(str(b.statement.lineno) for b in registered)
         raise Unevaluable(
-            f"{function} is registered twice in {path} (lines {lines}), and SGLang runs both: "
-            "harness runs one function per name; rename one"
+            f"{function} is registered twice in {path} (lines {lines}), and {facts.display} "
+            "runs both: harness runs one function per name; rename one"
         )
     if registered:
         bindings = registered
@@ -475,7 +485,7 @@ def find_target(index: dict[str, list[Binding]], path: str, function: str) -> St
     return statement
 
 
-def decorated(node: ast.stmt, decorator: str = REGISTER) -> bool:
+def decorated(node: ast.stmt, decorator: str) -> bool:
     """Whether a function definition carries `@decorator` (or `@decorator(...)`)."""
     if not isinstance(node, ast.FunctionDef):
         return False

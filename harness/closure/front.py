@@ -24,10 +24,11 @@ from harness.closure.extract import (
     extract_pipeline,
     with_defaults,
 )
+from harness.closure.facts import WorldFacts
 from harness.closure.modules import RevisionFiles
 from harness.closure.order import PassOrder, pass_order
 from harness.closure.pieces import SourceCache
-from harness.closure.survey import REGISTER, registered
+from harness.closure.survey import PassSurvey, registered, survey_pass
 from harness.errors import Absent, Unevaluable
 from harness.matrix.model import ALL_PASSES, RUN_ORDER, Matrix
 
@@ -38,20 +39,14 @@ class Extractor:
     """The target's code in a revision's files, for one matrix of one run.
 
     `names`: the names the world binds; `view`: where the world says the view's
-    methods are defined (None: nowhere); `run_entries`: the functions that run the
-    passes, to follow for their order; `input_defaults`: where the world's inputs
-    declare their defaults (None: nowhere)."""
+    methods are defined (None: nowhere); `facts`: how the world's project lays out its
+    code (the decorator that registers a pass, the functions that run the passes, where
+    its inputs declare their defaults)."""
 
     def __init__(
-        self,
-        matrix: Matrix,
-        names: Any,
-        view: ViewClass | None,
-        run_entries: Any,
-        input_defaults: Any = None,
+        self, matrix: Matrix, names: Any, view: ViewClass | None, facts: WorldFacts
     ) -> None:
-        self.matrix, self.names, self.view = matrix, names, view
-        self.run_entries, self.input_defaults = run_entries, input_defaults
+        self.matrix, self.names, self.view, self.facts = matrix, names, view, facts
         self.sources = SourceCache()  # parsed pieces and closures, for this run only
         self.memos: dict[str, tuple[tuple[tuple, Any], ...]] = {}  # see `texts_memo`
         self.kept = 1  # memos kept per name: a scan's last commit's (a diff's two: `sharing`)
@@ -76,11 +71,13 @@ class Extractor:
 
     def _extract(self, files: RevisionFiles) -> Closure | Pipeline:
         target, names, hint = self.matrix.target, self.names, self.matrix.edit_hint
-        pipeline = partial(extract_pipeline, chosen=self.matrix.bindings)  # bound on purpose
+        pipeline = partial(extract_pipeline, chosen=self.matrix.bindings, facts=self.facts)
         if target.passes in (ALL_PASSES, RUN_ORDER):
             passes = self.texts_memo("registered", files, self._registered)
             if not passes:
-                raise Absent(f"no function is registered with @{REGISTER} in {target.path}")
+                raise Absent(
+                    f"no function is registered with @{self.facts.register} in {target.path}"
+                )
             if target.passes == RUN_ORDER:
                 order = self.texts_memo("order", files, partial(self.run_order, passes=passes))
                 found = pipeline(self.sources, files, order.passes, names, hint, self.view)
@@ -90,8 +87,9 @@ class Extractor:
             return pipeline(self.sources, files, target.passes, names, hint, self.view)
         (function,) = target.passes
         return extract_closure(
-            self.sources, files, function, names, hint, self.view, self.matrix.bindings
-        )
+            self.sources, files, function, names, hint, self.view, self.matrix.bindings,
+            facts=self.facts,
+        )  # fmt: skip
 
     def texts_memo(
         self, name: str, files: RevisionFiles, compute: Callable[[RevisionFiles], T]
@@ -123,12 +121,28 @@ class Extractor:
         return found
 
     def _registered(self, files: RevisionFiles) -> tuple[str, ...]:
-        return tuple(registered(self.sources, files))
+        return tuple(self.registered(files))
+
+    def registered(self, files: RevisionFiles) -> list[str]:
+        """The functions the target file registers as passes, in file order; raises
+        Absent or Unevaluable."""
+        return registered(self.sources, files, self.facts.register)
+
+    def surveys(self, files: RevisionFiles) -> list[PassSurvey]:
+        """Each registered pass, surveyed, in file order; raises Absent or Unevaluable."""
+        return [self.survey(files, name) for name in self.registered(files)]
+
+    def survey(self, files: RevisionFiles, function: str) -> PassSurvey:
+        """What one pass reads, declares and draws on (`harness.closure.survey`)."""
+        matrix = self.matrix
+        return survey_pass(
+            self.sources, files, function, self.names, matrix.edit_hint, self.view, self.facts
+        )
 
     def run_order(self, files: RevisionFiles, passes: tuple[str, ...]) -> PassOrder:
         """The registered `passes` in the order the world's entry point runs them."""
         try:
-            return pass_order(self.sources, files, list(passes), self.run_entries)
+            return pass_order(self.sources, files, list(passes), self.facts.run_entries)
         except RecursionError:
             raise Unevaluable(
                 "the code that runs the passes nests its calls too deeply to follow"
@@ -141,7 +155,7 @@ class Extractor:
 
     def _defaults(self, files: RevisionFiles) -> Defaults:
         found = class_defaults(self.sources, files, self.view) if self.view else NO_DEFAULTS
-        if self.input_defaults is None:
+        if self.facts.input_defaults is None:
             return found
-        inputs = input_defaults(self.sources, files, *self.input_defaults)
+        inputs = input_defaults(self.sources, files, *self.facts.input_defaults)
         return replace(found, inputs=inputs) if inputs else found

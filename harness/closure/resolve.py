@@ -20,18 +20,16 @@ import posixpath
 from collections.abc import Collection
 from typing import NamedTuple
 
+from harness.closure.facts import WorldFacts
 from harness.closure.index import CONDITIONAL, DEFINITION, IMPORT, Binding, index_module
 from harness.closure.modules import RevisionFiles
 from harness.closure.mutations import ANY, DEFINES, NO_EFFECTS, Reach, effects
 from harness.closure.names import free_names, strip_annotations
 from harness.closure.pieces import Layout, SourceCache, Statement, refusal
 from harness.closure.shadows import (
-    REGISTER,
-    is_home,
     names_bound_at_import,
     own_definition,
     registry_of,
-    stands_for,
     star_imports,
 )
 from harness.errors import Unevaluable
@@ -49,6 +47,7 @@ class ViewClass(NamedTuple):
     answered: frozenset[str]
     identities: frozenset[str] = frozenset()  # functions that return the view itself
     namespaces: str | None = None  # a module-level list of classes declaring more fields
+    names: frozenset[str] = frozenset()  # what a helper calls the view (its first parameter)
 
 
 class LocalImport(NamedTuple):
@@ -131,9 +130,11 @@ class Resolver:
         matrix_file: str,
         view_class: ViewClass | None = None,
         chosen: Collection[str] = (),
+        *,
+        facts: WorldFacts,
     ) -> None:
         self.cache, self.files, self.bound, self.matrix_file = cache, files, bound, matrix_file
-        self.view_class = view_class
+        self.view_class, self.facts = view_class, facts
         self.chosen = frozenset(chosen)  # names the matrix binds on purpose (`bindings:`)
         self.data: dict[str, set[str]] = {}  # per file: names the closure reads there
         self.watchers: dict[tuple[str, str], list[tuple[str, Statement]]] = {}
@@ -334,7 +335,7 @@ class Resolver:
         """A world name a function imports from its SGLang home: compared like a
         top-level import of it (see `homes`)."""
         module = self.files.module_file(node.module or "", path, node.level)
-        if module is not None and is_home(name, module):
+        if module is not None and self.facts.is_home(name, module):
             self.homes.add((name, module))
 
     def _resolution_code(self, path: str) -> bool:
@@ -532,8 +533,9 @@ class Resolver:
             self.add(path, statement, HELPER)
         except Unevaluable as exc:
             raise Unevaluable(
-                f"{path}:{statement.lineno} may change {name} (of {where}) when SGLang imports "
-                f"it, and the closure reads {name}, but the statement cannot be evaluated: {exc}"
+                f"{path}:{statement.lineno} may change {name} (of {where}) when "
+                f"{self.facts.display} imports it, and the closure reads {name}, but the "
+                f"statement cannot be evaluated: {exc}"
             ) from None
 
     # --- names the world supplies and the file defines --------------------------------
@@ -549,16 +551,16 @@ class Resolver:
                 if isinstance(statement.node, ast.ImportFrom):  # follow it to its definition
                     self._imported_world_name(statement, name, use.path, hops + 1)
                 continue
-            if stands_for(name, node, use.path):
-                if name == REGISTER:
+            if self.facts.stands_for(name, node, use.path):
+                if name == self.facts.register:
                     self.registries |= {(use.path, r) for r in registry_of(node) or ()}
                 continue
             line = getattr(node, "lineno", 1) + statement.offset
             self._fail(
                 name,
                 f"{use.path}:{line} defines {name}, which the world supplies in its place "
-                f"(SGLang would run the file's own): remove the definition, or bind {name} "
-                f"under `bindings:` in {self.matrix_file} to replace it on purpose",
+                f"({self.facts.display} would run the file's own): remove the definition, or "
+                f"bind {name} under `bindings:` in {self.matrix_file} to replace it on purpose",
             )
             return
         for statement, module in self._star_sources(use.path):  # `from m import *`
@@ -574,9 +576,9 @@ class Resolver:
             return
         alias = next(a for a in node.names if (a.asname or a.name) == name)
         module = self.files.module_file(node.module or "", path, node.level)
-        if module is not None and is_home(alias.name, module):
-            self.homes.add((alias.name, module))  # SGLang runs that definition: see `homes`
-        if module is None or is_home(alias.name, module):
+        if module is not None and self.facts.is_home(alias.name, module):
+            self.homes.add((alias.name, module))  # the project runs that one: see `homes`
+        if module is None or self.facts.is_home(alias.name, module):
             return
         found = self._source_of(node, name, path)
         if found is not None and found[1] is not None:

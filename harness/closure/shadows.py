@@ -2,17 +2,13 @@
 
 The world answers names such as `get_platform` or `register_post_process`
 wherever the code reads them. When the file itself defines the name (a def, a
-class, an assignment, `from m import other as name`), SGLang runs that
+class, an assignment, `from m import other as name`), the project runs that
 definition and the harness would not: the substitution is reported, unless
-the definition is one the world stands for by design, in the shape SGLang's
-released files give it:
-
-- `logger = logging.getLogger(...)`: the world's logger drops what it is told;
-- `register_post_process` that adds its argument to a registry and returns it
-  unchanged: the harness calls each pass itself, so registering is moot;
-- the view functions and model probes SGLang keeps in `model_override_base.py`
-  (`resolved_view` also in `overrides.py`, up to 0.5.18), which the world
-  answers from the cell (`HOMES`).
+the definition is one the world stands for by design
+(`harness.closure.facts.WorldFacts.stands_for`): the logger
+(`logger = logging.getLogger(...)`, `get_logger`), a registering decorator that
+returns its argument unchanged (`registry_of`), or a definition in one of the
+world's homes. This module reads those shapes from the syntax tree.
 
 A name the matrix binds under `bindings:` is replaced on purpose and never
 reported.
@@ -21,21 +17,6 @@ reported.
 from __future__ import annotations
 
 import ast
-import functools
-import posixpath
-
-REGISTER = "register_post_process"
-LOGGER = "logger"
-# SGLang's own definitions the sglang world answers in their place, by the file that
-# holds them in the released trees (0.5.16, 0.5.18-0.5.23).
-BASE = "model_override_base.py"
-HOMES = {
-    "resolved_view": ("overrides.py", BASE),  # overrides.py up to 0.5.18
-    "resolving_view": (BASE,),
-    "record_of": (BASE,),
-    "use_mla_backend": (BASE,),
-    "model_config_of": (BASE,),
-}
 
 
 def own_definition(node: ast.stmt, name: str) -> ast.AST | None:
@@ -127,48 +108,6 @@ def _runs_here(node: ast.AST) -> list[ast.AST]:
     return list(ast.iter_child_nodes(node))
 
 
-# The files where SGLang's released trees define the names the sglang world answers and
-# the code imports from elsewhere (`from sglang.srt.utils import is_hip`): an import of
-# the name from one of them reads the definition the world stands for; from another file
-# of the repository that defines the name itself, it is a substitution (SGLang would run
-# that file's definition). Any name not listed has the platform helpers' home.
-UTILS = ("sglang/srt/utils/common.py", "sglang/srt/utils/__init__.py", "sglang/srt/utils.py")
-IMPORTED_HOMES = {
-    "get_platform": ("sglang/srt/runtime_context.py",),
-    "current_platform": ("sglang/srt/platforms/__init__.py", "sglang/srt/platforms.py"),
-    "envs": ("sglang/srt/environ.py",),
-    "Backend": ("sglang/srt/model_executor/cuda_graph_config.py",),
-    "AttentionArch": ("sglang/srt/configs/model_config.py",),
-    "use_mlx": ("sglang/srt/hardware_backend/mlx/runtime.py", "sglang/srt/utils/tensor_bridge.py"),
-}
-
-
-def stands_for(name: str, node: ast.AST, path: str) -> bool:
-    """Whether the world's answer for `name` stands for this definition by design."""
-    if name == LOGGER:
-        return _get_logger(node)
-    if name == REGISTER:
-        return registry_of(node) is not None
-    return posixpath.basename(path) in HOMES.get(name, ()) or is_home(name, path)
-
-
-def is_home(name: str, path: str) -> bool:
-    """Whether `path` is a file where SGLang defines `name`, which the world answers."""
-    return any(path == home or path.endswith("/" + home)
-               for home in IMPORTED_HOMES.get(name, UTILS))  # fmt: skip
-
-
-def is_home_file(path: str) -> bool:
-    """Whether `path` is a file where SGLang defines names the world answers (compared
-    between revisions as definitions: `harness.closure.homes`)."""
-    return any(path == home or path.endswith("/" + home) for home in _home_files())
-
-
-@functools.cache
-def _home_files() -> frozenset[str]:
-    return frozenset({home for found in IMPORTED_HOMES.values() for home in found} | set(UTILS))
-
-
 def registry_of(node: ast.AST) -> tuple[str, ...] | None:
     """The registries a registering decorator adds its argument to, when it returns the
     argument unchanged and does nothing else (a docstring, `R.append(fn)`, `R.add(fn)`,
@@ -192,7 +131,7 @@ def _renames(alias: ast.alias, name: str, node: ast.stmt) -> bool:
     return original != name
 
 
-def _get_logger(node: ast.AST) -> bool:
+def get_logger(node: ast.AST) -> bool:
     value = node.value if isinstance(node, ast.Assign) and len(node.targets) == 1 else None
     func = value.func if isinstance(value, ast.Call) else None
     return (

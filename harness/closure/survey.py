@@ -10,12 +10,10 @@ from __future__ import annotations
 
 import ast
 import hashlib
-from collections.abc import Collection
 from dataclasses import dataclass, replace
 from functools import partial
 
 from harness.closure.extract import (
-    REGISTER,
     Closure,
     LastClosure,
     Pipeline,
@@ -32,8 +30,6 @@ from harness.closure.pieces import SourceCache, Statement
 from harness.closure.resolve import TARGET, Resolver, ViewClass
 from harness.errors import Absent, Unevaluable
 
-VIEW_NAMES = frozenset({"view", "cfg", "server_args", "self"})  # a helper's view parameter
-
 
 @dataclass(frozen=True)
 class PassSurvey:
@@ -47,7 +43,7 @@ class PassSurvey:
     digest: str = ""  # of the code as far as it could be read: blocked code changes too
 
 
-def registered(cache: SourceCache, files: RevisionFiles, decorator: str = REGISTER) -> list[str]:
+def registered(cache: SourceCache, files: RevisionFiles, decorator: str) -> list[str]:
     """The top-level functions of the target file decorated with `decorator`, in order."""
     layout = cache.layout_of(files, files.target)
     if layout is None:
@@ -62,42 +58,31 @@ def registered(cache: SourceCache, files: RevisionFiles, decorator: str = REGIST
     return sorted(found, key=found.get)
 
 
-def survey(
-    cache: SourceCache,
-    files: RevisionFiles,
-    bound: Collection[str],
-    matrix_file: str,
-    view: ViewClass | None = None,
-) -> list[PassSurvey]:
-    """Each registered pass of `files.target`, surveyed."""
-    return [
-        survey_pass(cache, files, name, bound, matrix_file, view)
-        for name in registered(cache, files)
-    ]
-
-
-def survey_pass(cache, files, function, bound, matrix_file, view) -> PassSurvey:
+def survey_pass(cache, files, function, bound, matrix_file, view, facts) -> PassSurvey:
     """What one pass reads, declares and draws on. Cheap at a revision whose files differ
     from the last surveyed ones only in statements that bind no name the pass looked up
     (`harness.closure.extract.reuse_closure`): the last survey stands, at its new lines."""
-    key, names = ("survey", files.target, function, matrix_file, view), frozenset(bound)
+    key = ("survey", files.target, function, matrix_file, view, facts)
+    names = frozenset(bound)
     last = cache.closures.get(key)
     closure = reuse_closure(cache, files, key, names) if last is not None else None
     if closure is not None:
         return replace(last.survey, line=closure.lineno, closure=closure)
-    found, resolver = _surveyed(cache, files, function, names, matrix_file, view)
+    found, resolver = _surveyed(cache, files, function, names, matrix_file, view, facts)
     if found.closure is not None:  # a blocked survey is made again: its reasons may change
         last = last_closure(resolver, key, found.closure, SurveyedClosure, survey=found)
         remember_closure(cache, last)
     return found
 
 
-def _surveyed(cache, files, function, bound, matrix_file, view) -> tuple[PassSurvey, Resolver]:
-    resolver = Resolver(cache, files, bound, matrix_file, view)
+def _surveyed(
+    cache, files, function, bound, matrix_file, view, facts
+) -> tuple[PassSurvey, Resolver]:
+    resolver = Resolver(cache, files, bound, matrix_file, view, facts=facts)
     resolver.blocked = []
     path = files.target
     try:
-        target = find_target(resolver.index(path), path, function)
+        target = find_target(resolver.index(path), path, function, facts)
     except (Absent, Unevaluable) as exc:
         return PassSurvey(function, 0, (), (), (), ((function, str(exc)),), None), resolver
     resolver.seen.add((path, function))
@@ -113,7 +98,8 @@ def _surveyed(cache, files, function, bound, matrix_file, view) -> tuple[PassSur
     world = tuple(sorted({need.world for need in closure.needs}))
     return PassSurvey(
         function, target.lineno, declared_fields(target),
-        view_reads(closure, view.identities if view else frozenset()), world, blocked,
+        view_reads(closure, view.identities if view else frozenset(), facts.view_names),
+        world, blocked,
         None if blocked else closure, closure.digest,
     ), resolver  # fmt: skip
 
@@ -131,7 +117,7 @@ def defaults_read(code: Closure | Pipeline, view: ViewClass | None) -> tuple[tup
     if view is None or not code.defaults.fields:  # (inputs' defaults are not view reads)
         return ()
     closures = [c for _, c in code.passes if c] if isinstance(code, Pipeline) else [code]
-    reads = {name for c in closures for name in view_reads(c, view.identities)}
+    reads = {name for c in closures for name in view_reads(c, view.identities, view.names)}
     fields = code.defaults.fields
     return tuple(
         (name, fields[name].shown()) for name in sorted(reads - view.answered) if name in fields
@@ -163,26 +149,30 @@ def _own_nodes(function: ast.FunctionDef):
             stack.extend(ast.iter_child_nodes(node))
 
 
-def view_reads(closure: Closure, identities: frozenset[str]) -> tuple[str, ...]:
+def view_reads(
+    closure: Closure, identities: frozenset[str], names: frozenset[str]
+) -> tuple[str, ...]:
     """View attributes read by the closure's functions: off the target's (or a method's)
-    first parameter, a helper's parameter named like a view, or a local bound to a call
-    of one of `identities` (`resolving_view(...)`); methods of the view's class are
-    code, not reads."""
+    first parameter, a helper's first parameter named like a view (one of `names`), or a
+    local bound to a call of one of `identities` (`resolving_view(...)`); methods of the
+    view's class are code, not reads."""
     reads: set[str] = set()
     for part in closure.parts:
         helper = part.role == "helper"
-        compute = partial(_function_reads, helper=helper, identities=identities)
-        reads |= part.statement.memo(("view reads", helper, identities), compute)
+        compute = partial(_function_reads, helper=helper, identities=identities, names=names)
+        reads |= part.statement.memo(("view reads", helper, identities, names), compute)
     return tuple(sorted(reads - {name for name, _ in closure.methods}))
 
 
-def _function_reads(node: ast.stmt, helper: bool, identities: frozenset[str]) -> frozenset[str]:
+def _function_reads(
+    node: ast.stmt, helper: bool, identities: frozenset[str], names: frozenset[str]
+) -> frozenset[str]:
     """The view attributes one statement of a closure reads (see `view_reads`): a fact of
     its text, kept on its parsed piece (helpers recur in most passes' closures)."""
     if not (isinstance(node, ast.FunctionDef) and node.args.args):
         return frozenset()
     first = node.args.args[0].arg
-    if helper and first not in VIEW_NAMES:
+    if helper and first not in names:
         return frozenset()
     return frozenset(_reads_off(node, {first, *_view_locals(node, identities)}))
 

@@ -430,7 +430,7 @@ def _run(code: CodeType, space: dict[str, Any]) -> None:
 
 def view_type(bound: Bound) -> str:
     """The name of the view's class in the world `bound` was compiled from."""
-    return "view" if bound.ctx is None else bound.ctx.world.view_type
+    return "view" if bound.ctx is None else bound.ctx.world.facts.view_type
 
 
 def module_maker(
@@ -455,7 +455,7 @@ def package_roots(bound: Bound) -> tuple[tuple[str, ...], tuple[str, ...]]:
     what gives a loaded file's `__name__` as the project imports it (`module_name`)."""
     if bound.ctx is None:
         return (), ()
-    return bound.ctx.matrix.target.roots, bound.ctx.world.tops
+    return bound.ctx.matrix.target.roots, bound.ctx.world.facts.tops
 
 
 def _repository_imports(closure: Closure, spaces: dict[str, dict]) -> dict[tuple, dict]:

@@ -29,6 +29,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from harness.closure.facts import PLAIN, WorldFacts
 from harness.errors import HarnessError
 from harness.matrix.model import SCALAR_TYPES, Matrix
 
@@ -201,12 +202,13 @@ class Call(Spec):
         get, probe = self.returns.compile(ctx), ctx.probe
         label = self.label or "function"
         bare, refuses = self.parameters, self.refuses_arguments
+        fix = ARGUMENTS_FIX.format(project=ctx.world.facts.display)
 
         def answer(*args: Any, **kwargs: Any) -> Any:
             if bare is not None:
                 bare(*args, **kwargs)
             elif refuses and (args or kwargs):
-                raise probe.refuse(f"{label} called with arguments", ARGUMENTS_FIX)
+                raise probe.refuse(f"{label} called with arguments", fix)
             return get(probe)
 
         stub = world_function(self.label or "function", answer, probe)
@@ -214,8 +216,8 @@ class Call(Spec):
 
 
 ARGUMENTS_FIX = (
-    "the world answers this function called without arguments, as SGLang's passes call "
-    "it; with arguments SGLang's answer depends on them (a keyword replaces what its "
+    "the world answers this function called without arguments, as {project}'s passes call "
+    "it; with arguments {project}'s answer depends on them (a keyword replaces what its "
     "partial fixes), which no world models: call it without arguments, or bind the name "
     "under `bindings:` in the matrix (see docs/matrix-files.md)"
 )
@@ -546,22 +548,10 @@ class World:
     view_attrs: dict[str, Spec] = field(default_factory=dict)
     consumed: frozenset[str] = frozenset()
     validate: Callable[[Matrix], None] | None = None  # refuses a matrix iff one of its values
-    view_class: tuple[str, str] | None = None  # (module, class) whose methods the view has
-    view_type: str = "view"  # the name of the view's class, as the project's is
-    view_functions: frozenset[str] = frozenset()  # names bound to functions returning the view
-    view_namespaces: str | None = None  # the list of classes whose fields the view's class has
-    run_entries: tuple[tuple[str, str], ...] = ()  # (module, function) that run the passes
     suggested: dict[str, tuple] = field(default_factory=dict)  # inputs it reads: a first axis
     classes: dict[str, tuple] = field(default_factory=dict)  # every value its probes tell apart
-    input_defaults: tuple[str, str] | None = None  # (module, class) declaring inputs' defaults
     view_writes: bool = False  # an attribute assigned to the view is declared (not refused)
-
-    @property
-    def tops(self) -> tuple[str, ...]:
-        """The top-level packages of the modules the world names (`sglang`): where the
-        project's own files are, and what gives a file's dotted name as it imports it."""
-        named = [self.view_class, self.input_defaults, *self.run_entries]
-        return tuple(dict.fromkeys(pair[0].split(".")[0] for pair in named if pair is not None))
+    facts: WorldFacts = PLAIN  # how its project's code is laid out (read by closure/)
 
     def __reduce__(self) -> tuple:
         """Pickled by name (a worker's job): the registered world of that name."""
@@ -656,7 +646,7 @@ def bind(world: World, matrix: Matrix) -> Bound:
     for name, value in matrix.fields.items():
         if name not in world.consumed and "." not in name:  # dotted: a probe's answer
             view_specs[name] = Const(value)
-    view = Obj("view", view_specs, kind=world.view_type).compile(ctx)(ctx.probe)
+    view = Obj("view", view_specs, kind=world.facts.view_type).compile(ctx)(ctx.probe)
     names = {name: named(spec, name).compile(ctx)(ctx.probe) for name, spec in world.names.items()}
     for name, raw in matrix.bindings.items():
         spec = parse_binding(raw, f"{matrix.source}: bindings.{name}", name)
@@ -677,7 +667,7 @@ def _check_matrix(world: World, matrix: Matrix) -> None:
 def _check_outputs(world: World, matrix: Matrix) -> None:
     """Each output is an input too (the value a cell keeps when nothing declares it): an
     axis, a field, or, in a world whose view stands for a class, the class's default."""
-    if world.view_class is not None:
+    if world.facts.view_class is not None:
         return
     for output in matrix.target.outputs:
         if output not in matrix.fields and matrix.axis_index(output) is None:
@@ -734,7 +724,7 @@ def _with_fallback(bound: Bound, defaults: Any, recipe: tuple) -> Bound:
 
 def with_view_fallback(bound: Bound, fallback: Callable[[str], Spec]) -> Bound:
     """`bound` whose view answers an attribute nothing else does with `fallback(name)`."""
-    kind = bound.ctx.world.view_type
+    kind = bound.ctx.world.facts.view_type
     view = Obj("view", bound.view_specs, fallback, kind).compile(bound.ctx)(bound.probe)
     return replace(bound, view=view, recipe=None)
 

@@ -214,11 +214,11 @@ def changed_defaults(base, head) -> list[tuple[str, str, str]]:
     ]
 
 
-def unguarded_line(unguarded) -> str:
-    """The passes SGLang runs under a condition that run here on every cell."""
+def unguarded_line(unguarded, project: str) -> str:
+    """The passes the project runs under a condition that run here on every cell."""
     names = ", ".join(name for name, _ in unguarded)
     return (
-        f"run on every cell, though SGLang runs them only under a condition (declare "
+        f"run on every cell, though {project} runs them only under a condition (declare "
         f"target.guards to say where they run): {names}"
     )
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+from harness.engine.worlds import facts_of
 from harness.gitio import Revision
 from harness.matrix.model import Matrix
 from harness.report.jsonfmt import FORMAT_VERSION
@@ -12,12 +13,12 @@ from harness.scan.passes import PassReport
 
 
 def render_text(matrix: Matrix, revision: Revision, reports: list[PassReport]) -> str:
-    ready = sum(r.evaluable for r in reports)
+    ready, facts = sum(r.evaluable for r in reports), facts_of(matrix)
     lines = [
         f"passes registered at {revision_line(revision)}",
         f"{ready} of {len(reports)} evaluate under matrix {matrix.name}"
         if reports
-        else f"no function in {matrix.target.path} is registered with @register_post_process",
+        else f"no function in {matrix.target.path} is registered with @{facts.register}",
         "",
     ]
     width = max((len(r.survey.name) for r in reports), default=0)
@@ -33,7 +34,7 @@ def render_text(matrix: Matrix, revision: Revision, reports: list[PassReport]) -
             f"  {r.survey.name:<{width}}  line {r.survey.line:<5}  declares {declares}: {state}"
         )
         lines.extend(f"      {name}: {reason}" for name, reason in r.blocked_by)
-        lines.extend(f"      {line}" for line in _placement(r, matrix.size))
+        lines.extend(f"      {line}" for line in _placement(r, matrix.size, facts.display))
         lines.extend(f"      {line}" for line in _one_way(r))
     return "\n".join(lines) + "\n"
 
@@ -51,13 +52,13 @@ def _one_way(r: PassReport) -> list[str]:
     return [f"{len(r.one_way)} condition(s) no cell takes both ways:", *shown, *tail]
 
 
-def _placement(r: PassReport, size: int) -> list[str]:
-    """Where SGLang runs the pass, and on which cells of the matrix it runs."""
+def _placement(r: PassReport, size: int, project: str) -> list[str]:
+    """Where the project runs the pass, and on which cells of the matrix it runs."""
     lines = []
     if r.order is None and r.reached is False:
-        lines.append("not reached from SGLang's entry point: run last, in file order")
+        lines.append(f"not reached from {project}'s entry point: run last, in file order")
     if r.runs_under:
-        lines.append(f"SGLang runs it only under {r.runs_under}")
+        lines.append(f"{project} runs it only under {r.runs_under}")
     if r.cells is not None:
         lines.append(f"runs on {r.cells:,} of {size:,} cells (target.guards)")
     return lines

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from harness.engine.worlds import facts_of
 from harness.gitio import Revision
 from harness.matrix.model import Matrix, format_value
 from harness.report.because import because_text, more_text
@@ -40,7 +41,8 @@ def header(report: DiffReport) -> list[str]:
         if report.defaults.get(side):
             lines.append(f"      {defaults_line(report.defaults[side])}")
         if report.unguarded.get(side):
-            lines.append(f"      {unguarded_line(report.unguarded[side])}")
+            project = facts_of(report.matrix).display
+            lines.append(f"      {unguarded_line(report.unguarded[side], project)}")
         entries = report.coverage.get(side, ())
         if any(e.why == GUARDED for e in entries):
             lines.append(f"      {coverage_line(entries, report.matrix.size)}")

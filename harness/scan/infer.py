@@ -361,7 +361,7 @@ def base_matrix(
     axes = tuple(Axis(n, tuple((every and world.classes.get(n)) or v))
                  for n, v in world.suggested.items())  # fmt: skip
     target = Target(path, tuple(passes), outputs)
-    fields = {} if world.view_class else {o: Symbol(o) for o in outputs}  # outputs are inputs
+    fields = {} if world.facts.view_class else {o: Symbol(o) for o in outputs}  # outputs are inputs
     return Matrix("inferred", "the inferred matrix", target, world.name, axes, fields)
 
 

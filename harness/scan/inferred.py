@@ -36,7 +36,7 @@ from dataclasses import dataclass, replace
 
 from harness import gitio
 from harness.closure.modules import RevisionFiles
-from harness.closure.survey import PassSurvey, registered, survey_pass
+from harness.closure.survey import PassSurvey
 from harness.engine.world import World
 from harness.errors import Absent, CannotTell, Unevaluable
 from harness.matrix.model import Axis, Matrix
@@ -160,13 +160,10 @@ def _inferred(versions: Versions, sides: list, surveys: list, chosen: list[str],
 def _surveys(versions: Versions, files: RevisionFiles) -> dict[str, PassSurvey]:
     """Each registered pass at one revision, surveyed (none when the file is absent)."""
     try:
-        names = registered(versions.front.sources, files)
+        names = versions.front.registered(files)
     except (Absent, Unevaluable):
         return {}
-    bound, hint = versions.bound.names, versions.matrix.edit_hint
-    return {
-        n: survey_pass(versions.front.sources, files, n, bound, hint, versions.view) for n in names
-    }
+    return {n: versions.front.survey(files, n) for n in names}
 
 
 def _names(*surveys: dict[str, PassSurvey]) -> list[str]:
@@ -188,7 +185,7 @@ def _why_none(versions: Versions, files: RevisionFiles) -> str:
     """Why one revision has no registered pass: the file is absent, does not parse, or
     registers none."""
     try:
-        registered(versions.front.sources, files)
+        versions.front.registered(files)
     except (Absent, Unevaluable) as exc:
         return str(exc)
     return f"no function is registered in {files.target}"

@@ -14,7 +14,7 @@ from dataclasses import dataclass, replace
 
 from harness import gitio
 from harness.closure.extract import with_defaults
-from harness.closure.survey import PassSurvey, survey
+from harness.closure.survey import PassSurvey
 from harness.engine.branches import sites_of
 from harness.engine.explore import evaluate_closure
 from harness.engine.sandbox import load_order
@@ -45,8 +45,7 @@ def passes_at(versions: Versions, revision: gitio.Revision) -> list[PassReport]:
     matrix = versions.matrix
     files = versions.files(revision.sha)
     try:
-        found = survey(versions.front.sources, files, versions.bound.names, matrix.edit_hint,
-                       versions.view)  # fmt: skip
+        found = versions.front.surveys(files)
     except (Absent, Unevaluable) as exc:
         raise HarnessError(
             f"cannot list the passes at {revision.label}: {exc}; name a revision where "

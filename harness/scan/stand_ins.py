@@ -36,22 +36,25 @@ def changed_stand_ins(versions: Any, revisions: dict, closures: dict) -> list[Bl
     for key in keys:
         found = {side: _definition(versions, revisions[side], files[side], key, read)
                  for side in files}  # fmt: skip
-        spot = _judged(key, found, homes, versions.matrix.edit_hint)
+        spot = _judged(key, found, homes, versions.matrix.edit_hint, versions.world.facts.display)
         if spot is not None:
             spots.append(spot)
     return spots
 
 
-def _judged(key: tuple[str, str], found: dict, homes: dict, matrix: str) -> BlindSpot | None:
-    """The blind spot one definition makes, if any."""
+def _judged(
+    key: tuple[str, str], found: dict, homes: dict, matrix: str, project: str
+) -> BlindSpot | None:
+    """The blind spot one definition makes, if any (`project`: whose definition it is)."""
     for side in ("head", "base"):
         if isinstance(found[side], Unsure):
-            return _unread(key, side, found[side].reason)
+            return _unread(key, side, found[side].reason, project)
         if found[side] is None and key in homes[side]:  # its code imports it from there
-            return _unread(key, side, f"no definition of {key[0]} is found in {key[1]}")
+            why = f"no definition of {key[0]} is found in {key[1]}"
+            return _unread(key, side, why, project)
     base, head = found["base"], found["head"]
     if base is not None and head is not None and _differs(base, head):
-        return _spot(base, head, matrix)
+        return _spot(base, head, matrix, project)
     return None
 
 
@@ -94,14 +97,14 @@ def _definition(versions: Any, revision: Any, files: Any, key: tuple[str, str], 
     return memo[at]
 
 
-def _unread(key: tuple[str, str], side: str, reason: str) -> BlindSpot:
+def _unread(key: tuple[str, str], side: str, reason: str, project: str) -> BlindSpot:
     name, path = key
-    hint = f"SGLang's definition of {name} could not be read to compare it: {reason}"
+    hint = f"{project}'s definition of {name} could not be read to compare it: {reason}"
     return BlindSpot(side, path, 1, f"the definition of {name}", name, NEVER_RUN, hint)
 
 
 def _read_by_world(versions: Any) -> frozenset[str]:
-    defaults = versions.world.input_defaults
+    defaults = versions.world.facts.input_defaults
     return frozenset() if defaults is None else frozenset({defaults[1]})
 
 
@@ -110,7 +113,7 @@ def _differs(base: HomeDefinition, head: HomeDefinition) -> bool:
     return base.path != head.path or digests[0] != digests[1]
 
 
-def _spot(base: HomeDefinition, head: HomeDefinition, matrix: str) -> BlindSpot:
+def _spot(base: HomeDefinition, head: HomeDefinition, matrix: str, project: str) -> BlindSpot:
     """The first statement of the definition that differs: the head's, unless the head
     only lacks some of the base's."""
     added = head.changed(base)
@@ -118,7 +121,7 @@ def _spot(base: HomeDefinition, head: HomeDefinition, matrix: str) -> BlindSpot:
     piece = added or base.changed(head) or base.pieces[0]  # else only moved
     name = shown.name
     hint = (
-        f"SGLang's definition of {name} (with what it reads) changed "
+        f"{project}'s definition of {name} (with what it reads) changed "
         f"between the revisions, and the world answers {name} in its place, so a change in "
         f"what it returns would not show: review it, or bind {name} under `bindings:` in "
         f"{matrix} to take it from the matrix on purpose"

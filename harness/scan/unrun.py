@@ -37,10 +37,11 @@ from collections.abc import Iterator
 from typing import Any
 
 from harness.closure.extract import postpones
+from harness.closure.facts import WorldFacts
 from harness.closure.modules import module_name, package_dir
 from harness.closure.mutations import ANY, CHANGERS, Reach, effects, function_effects
 from harness.closure.names import never_annotated
-from harness.closure.shadows import is_home, is_home_file, names_bound_at_import
+from harness.closure.shadows import names_bound_at_import
 from harness.engine.purity import load_time_nodes
 from harness.errors import Unevaluable
 from harness.scan.spots import NEVER_RUN, BlindSpot
@@ -55,7 +56,7 @@ MAX_DEEPER = 32  # of those, the ones that name what the closures read, judged a
 DYNAMIC = ("sys", "import_module", "__import__", "pkgutil", "runpy", "environ", "setattr",
            "globals", "vars", "exec")  # fmt: skip
 HINT = (
-    "this module-level code changed, runs when SGLang imports its module and may change "
+    "this module-level code changed, runs when {project} imports its module and may change "
     "what the passes read, but harness does not run it, so what it does would not show "
     "in any cell: review it"
 )
@@ -65,24 +66,26 @@ def unrun_changes(versions: Any, revisions: dict, closures: dict) -> list[BlindS
     """A blind spot for each module-level statement, of the files SGLang imports for
     either side's closures, that changed between the revisions, is not in the closure,
     and may change what it reads from another file (see the module)."""
+    world: WorldFacts = versions.world.facts
     files = {side: _files_at(versions, revisions[side]) for side in ("base", "head")}
     facts = {side: _facts_of(versions, revisions[side], files[side]) for side in files}
     roots = {side: _files_of(files[side], closures[side]) for side in files}
-    near = {side: _with_imports(roots[side], facts[side], _run_imports(files[side], closures[side]))
+    near = {side: _with_imports(roots[side], facts[side],
+                                _run_imports(files[side], closures[side], world))
             for side in files}  # fmt: skip
     read = {side: _read(closures[side]) for side in files}
     spots: list[BlindSpot] = []
     base, head = files["base"], files["head"]
     both = sorted(p for p in set(near["base"]) & set(near["head"])
-                  if not is_home_file(p) and base.ident(p) != head.ident(p))  # fmt: skip
+                  if not world.is_home_file(p) and base.ident(p) != head.ident(p))  # fmt: skip
     for n, path in enumerate(both):
         if n == MAX_MODULES:
-            spots.append(_unread("head", path, f"more than {MAX_MODULES} changed modules"))
+            spots.append(_unread("head", path, f"more than {MAX_MODULES} changed modules", world))
             break
         for side, other in (("head", "base"), ("base", "head")):
             mine, theirs = facts[side](path), facts[other](path)
             spots += _judged(side, mine, mine.retyped(theirs), read[side], facts[side], theirs)
-    spots += _newly_imported(facts, near, read, files)
+    spots += _newly_imported(facts, near, read, files, world)
     deeper, judged = _deeper(versions, revisions, facts, near, read, files)
     fed = _fed(facts, {side: [*near[side], *judged] for side in files}, read, files)
     return _unique(spots + deeper + fed)
@@ -121,19 +124,21 @@ def _fed_in(mine: _Facts, side: str, other: str, facts: dict, read: dict,
         if used and mine.reaches(index, read, facts[side]):
             for name in sorted(used):
                 origin = _origin(facts[side], *mine.imports[name])
-                spots += _changed_definition(side, other, facts, files, *origin)
+                if not mine.world.is_home_file(origin[0]):
+                    spots += _changed_definition(side, other, facts, files, *origin)
     return spots
 
 
 def _changed_definition(side: str, other: str, facts: dict, files: dict, path: str,
                         name: str) -> list[BlindSpot]:  # fmt: skip
     """A spot for each statement binding `name` in `path` that changed between the sides."""
-    if is_home_file(path) or files[side].ident(path) == files[other].ident(path):
+    if files[side].ident(path) == files[other].ident(path):
         return []
     mine, theirs = facts[side](path), facts[other](path)
     fresh = set(mine.retyped(theirs))
     bound = {id(node) for node in mine.reach.definitions(name)}
-    return [_spot(side, path, line, node) for n, (line, node) in enumerate(mine.statements)
+    return [_spot(side, path, line, node, mine.world)
+            for n, (line, node) in enumerate(mine.statements)
             if id(node) in bound and n in fresh and mine.new_to(n, theirs)]  # fmt: skip
 
 
@@ -146,7 +151,7 @@ def _with_imports(paths: list[str], facts: Any, more: list[str]) -> list[str]:
     return list(out)
 
 
-def _run_imports(files: Any, closures: list) -> list[str]:
+def _run_imports(files: Any, closures: list, world: WorldFacts) -> list[str]:
     """The repository modules the closures' own code imports where it runs (`import m`
     inside the pass: SGLang runs m's module-level code when it calls the pass)."""
     out: dict[str, None] = {}
@@ -155,12 +160,14 @@ def _run_imports(files: Any, closures: list) -> list[str]:
             found = part.statement.memo("unrun-imports", lambda node: tuple(_imports_in(node)))
             for module, level, names in found:
                 target = files.module_file(module, part.path, level)
-                if target is not None and target != part.path and not _all_home(names, target):
+                if target and target != part.path and not _all_home(names, target, world):
                     out.update(dict.fromkeys([target, *_package_inits(files, target)]))
     return list(out)
 
 
-def _newly_imported(facts: dict, near: dict, read: dict, files: dict) -> list[BlindSpot]:
+def _newly_imported(
+    facts: dict, near: dict, read: dict, files: dict, world: WorldFacts
+) -> list[BlindSpot]:
     """Spots for the changed modules the head's files import that the base's did not (and
     the base's that the head no longer does): their code newly runs (or no longer). A
     module the same at both revisions is passed over: SGLang's server imports its
@@ -173,14 +180,16 @@ def _newly_imported(facts: dict, near: dict, read: dict, files: dict) -> list[Bl
         while queue:
             path = queue.pop(0)
             same = files[side].ident(path) == files[other].ident(path)
-            if same or path in seen or is_home_file(path):
+            if same or path in seen or world.is_home_file(path):
                 continue
             before = _reachable(near[other], facts[other]) if before is None else before
             if path in before:
                 continue
             seen.add(path)
             if len(seen) > MAX_MODULES:
-                spots.append(_unread(side, path, f"more than {MAX_MODULES} modules newly imported"))
+                spots.append(
+                    _unread(side, path, f"more than {MAX_MODULES} modules newly imported", world)
+                )
                 break
             found = facts[side](path)
             spots += _judged(side, found, range(len(found.statements)), read[side], facts[side])
@@ -201,7 +210,8 @@ def _deeper(versions: Any, revisions: dict, facts: dict, near: dict, read: dict,
     closures = {*read["base"], *read["head"]}
     if not changed or not closures:  # no closure read: nothing it reads to reach
         return [], []
-    roots, tops = versions.matrix.target.roots, versions.world.tops
+    world: WorldFacts = versions.world.facts
+    roots, tops = versions.matrix.target.roots, world.tops
     packages = {_package_prefix(path, roots, tops) for path in closures}
     judged = {*near["base"], *near["head"]}
     under = tuple(sorted(packages))
@@ -209,19 +219,19 @@ def _deeper(versions: Any, revisions: dict, facts: dict, near: dict, read: dict,
     memo, at = versions.front.sources.homes, ("changed python", sides, under)
     if at not in memo:  # once a run: the parts of a split inferred diff ask it each
         memo[at] = [p for p in changed if p.endswith(".py") and p.startswith(under)
-                    and not is_home_file(p)]  # fmt: skip
+                    and not world.is_home_file(p)]  # fmt: skip
     others = [p for p in memo[at] if p not in judged]
     where = min(packages).rstrip("/") or "."
     if len(others) > MAX_LISTED:
         why = f"{len(others)} other changed modules under {where}/ (more than {MAX_LISTED})"
-        return [_unread("head", where, why)], []
+        return [_unread("head", where, why, world)], []
     named = others
     if len(others) > MAX_DEEPER:  # a pull request's few are read whole; more, by their words
         words = _spelled(closures, roots, tops)
         named = [p for p in others if any(words.search(files[s].read(p) or "") for s in files)]
     if len(named) > MAX_DEEPER:
         why = f"{len(named)} other changed modules under {where}/ name the passes' modules"
-        return [_unread("head", where, f"{why} (more than {MAX_DEEPER})")], []
+        return [_unread("head", where, f"{why} (more than {MAX_DEEPER})", world)], []
     spots: list[BlindSpot] = []
     for path in named:
         for side, other in (("head", "base"), ("base", "head")):
@@ -259,9 +269,11 @@ def _reachable(paths: list[str], facts: Any) -> set[str]:
     return found
 
 
-def _unread(side: str, path: str, why: str) -> BlindSpot:
+def _unread(side: str, path: str, why: str, world: WorldFacts) -> BlindSpot:
     text = f"{why}: not read"
-    return BlindSpot(side, path, 1, text, MODULE_LEVEL, NEVER_RUN, HINT)
+    return BlindSpot(
+        side, path, 1, text, MODULE_LEVEL, NEVER_RUN, HINT.format(project=world.display)
+    )
 
 
 class _Facts:
@@ -270,6 +282,7 @@ class _Facts:
 
     def __init__(self, versions: Any, files: Any, path: str) -> None:
         self.path, self.files = path, files
+        self.world: WorldFacts = versions.world.facts
         self.statements, self.texts, self.unreadable = _statements(versions, files, path)
         nodes = [node for _, node in self.statements]
         self._dumps: dict[int, str] = {}
@@ -289,7 +302,7 @@ class _Facts:
     def imported(self) -> set[str]:
         """The repository files the file imports when SGLang imports it (see `_imported`):
         asked only of the files whose imports are followed, not of every file read."""
-        return _imported(self.files, self.path, self.statements, self.texts)
+        return _imported(self.files, self.path, self.statements, self.texts, self.world)
 
     def retyped(self, other: _Facts) -> list[int]:
         """Indexes of the statements in pieces of text `other` (the same file at the other
@@ -339,7 +352,7 @@ class _Facts:
         """Whether statement `index`, as it runs at import, may change what the closure
         reads of another file (see the module)."""
         names, foreign, written = self.changed(index)
-        return (_writes_a_module(written, self.imports, read, every)
+        return (_writes_a_module(written, self.imports, read, every, self.world)
                 or _reaches(names, self, read, every)
                 or _calls_into(foreign, self.imports, read, every))  # fmt: skip
 
@@ -445,7 +458,9 @@ def _judged(
     are not there in another form; one for the file when it cannot be read. `every`:
     the facts of the side's other files (a function of one called here)."""
     if facts.unreadable:
-        return [_unread(side, facts.path, f"cannot be read ({facts.unreadable[:200]})")]
+        return [
+            _unread(side, facts.path, f"cannot be read ({facts.unreadable[:200]})", facts.world)
+        ]
     drawn = read.get(facts.path, {}).get("lines", set())
     spots = []
     for index in fresh:
@@ -456,7 +471,7 @@ def _judged(
                 or (facts.path not in read and facts.call_writes(index, read, every))):  # fmt: skip
             continue
         if other is None or facts.new_to(index, other):
-            spots.append(_spot(side, facts.path, line, node))
+            spots.append(_spot(side, facts.path, line, node, facts.world))
     return spots
 
 
@@ -473,7 +488,7 @@ def _reaches(changed: frozenset[str], facts: _Facts, read: dict, every: Any) -> 
                 return True
         elif target[1] is not None:
             path, got = _origin(every, *target)
-            if path in read and not is_home(got, path):  # a world name's: only written
+            if path in read and not facts.world.is_home(got, path):  # a world name's
                 return True
     return False
 
@@ -613,21 +628,25 @@ def _in_read(write: tuple, read: dict) -> bool:
     return name in read.get(path, {}).get("names", ())
 
 
-def _writes_a_module(written: frozenset, imports: dict, read: dict, every: Any) -> bool:
+def _writes_a_module(
+    written: frozenset, imports: dict, read: dict, every: Any, world: WorldFacts
+) -> bool:
     """Whether a statement's writes through imported names (`written`: (root, first
     attribute)) go to a module outside the repository (`os.environ[...] = ...`, which
     SGLang's `envs` read; `torch...`), to a closure file's module or a name it holds
     through another module (`registry.TABLE` where registry imports TABLE), or to a name
     imported from SGLang's home of what the world answers. A module's own functions
     called, `logging.getLogger(...)`, change nothing here."""
-    return any(_module_write(imports[root], attribute, read, every)
+    return any(_module_write(imports[root], attribute, read, every, world)
                for root, attribute in written)  # fmt: skip
 
 
-def _module_write(target: tuple, attribute: str | None, read: dict, every: Any) -> bool:
+def _module_write(
+    target: tuple, attribute: str | None, read: dict, every: Any, world: WorldFacts
+) -> bool:
     path, name = target
     if name is not None:
-        return is_home(name, path)
+        return world.is_home(name, path)
     if not path.endswith(".py") or path in read:  # outside the repository, or read
         return True
     return attribute is not None and _origin(every, path, attribute)[0] in read
@@ -770,7 +789,7 @@ def _package_inits(files: Any, path: str) -> Iterator[str]:
         directory = posixpath.dirname(directory)
 
 
-def _imported(files: Any, path: str, found: list, texts: list[str]) -> set[str]:
+def _imported(files: Any, path: str, found: list, texts: list[str], world: WorldFacts) -> set[str]:
     """Repository files the file's imports name that run when SGLang imports it: at module
     level, in a class's body, in a function the module level calls, or as
     `importlib.import_module("m")`. Not SGLang's homes of what the world answers: those
@@ -778,14 +797,14 @@ def _imported(files: Any, path: str, found: list, texts: list[str]) -> set[str]:
     out: set[str] = set()
     for module, level, names in _imports(found, texts):
         target = files.module_file(module, path, level)
-        if target is not None and target != path and not _all_home(names, target):
+        if target is not None and target != path and not _all_home(names, target, world):
             out.add(target)
             out.update(init for init in _package_inits(files, target) if init != path)
     return out
 
 
-def _all_home(names: list[str], path: str) -> bool:
-    return bool(names) and all(is_home(name, path) for name in names)
+def _all_home(names: list[str], path: str, world: WorldFacts) -> bool:
+    return bool(names) and all(world.is_home(name, path) for name in names)
 
 
 def _imports(found: list, texts: list[str]) -> Iterator[tuple[str, int, list[str]]]:
@@ -1013,6 +1032,7 @@ def _binds_only(node: ast.stmt) -> bool:
     return False
 
 
-def _spot(side: str, path: str, line: int, node: ast.stmt) -> BlindSpot:
+def _spot(side: str, path: str, line: int, node: ast.stmt, world: WorldFacts) -> BlindSpot:
     text = ast.unparse(node).splitlines()[0][:200]
-    return BlindSpot(side, path, line, text, MODULE_LEVEL, NEVER_RUN, HINT)
+    hint = HINT.format(project=world.display)
+    return BlindSpot(side, path, line, text, MODULE_LEVEL, NEVER_RUN, hint)

@@ -51,11 +51,16 @@ def bind_matrix(matrix: Matrix) -> Bound:
 def view_class(matrix: Matrix) -> ViewClass | None:
     """Where the world says the view's methods are defined, and what it already answers."""
     world = world_named(matrix.world, matrix.source)
-    if world.view_class is None:
+    facts = world.facts
+    if facts.view_class is None:
         return None
     answered = {*world.view_attrs, *matrix.axis_names, *matrix.fields}
     return ViewClass(
-        *world.view_class, frozenset(answered), world.view_functions, world.view_namespaces
+        *facts.view_class,
+        frozenset(answered),
+        facts.view_functions,
+        facts.view_namespaces,
+        facts.view_names,
     )
 
 
@@ -84,10 +89,7 @@ class Versions:
         self.world = world_named(matrix.world, matrix.source)
         self.bound = bind_matrix(matrix)
         self.view = view_class(matrix)
-        world = self.world
-        self.front = Extractor(
-            matrix, self.bound.names, self.view, world.run_entries, world.input_defaults
-        )
+        self.front = Extractor(matrix, self.bound.names, self.view, self.world.facts)
         self.tables = Tables(matrix, self.bound, self.view, self.cache, exhaustive, limits)
         self.by_blob: dict[str | None, list[tuple[Blobs, State]]] = {}  # by the target's blob
         self.blobs_at: dict[str, dict[str, str | None]] = {}  # commit -> blob ids of its paths

@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 from harness.closure.extract import extract_closure
 from harness.closure.modules import RevisionFiles
 from harness.closure.pieces import SourceCache
+from harness.engine.worlds.sglang import FACTS
 from harness.errors import Absent, HarnessError, Unevaluable
 from harness.matrix.load import load_matrix, parse_matrix
 
@@ -117,14 +118,16 @@ def test_random_python_ish_text_is_extracted_or_refused_never_crashes(pieces):
     text = "".join(pieces)
     files = RevisionFiles.of({"m.py": text}, "m.py")
     with contextlib.suppress(Absent, Unevaluable):
-        extract_closure(SourceCache(), files, "target", frozenset({"d", "z"}), "m.yaml")
+        extract_closure(
+            SourceCache(), files, "target", frozenset({"d", "z"}), "m.yaml", facts=FACTS
+        )
 
 
 def test_deeply_nested_source_is_unevaluable_not_a_crash():
     text = "def target(view):\n    return " + "(" * 5000 + "1" + ")" * 5000 + "\n"
     files = RevisionFiles.of({"m.py": text}, "m.py")
     try:
-        extract_closure(SourceCache(), files, "target", frozenset(), "m.yaml")
+        extract_closure(SourceCache(), files, "target", frozenset(), "m.yaml", facts=FACTS)
     except Unevaluable as exc:
         assert "m.py" in str(exc)
 

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from harness.closure.facts import WorldFacts
 from harness.engine.world import World, register_world
 from harness.engine.worlds import sglang
 from harness.errors import HarnessError
+from harness.matrix.model import Matrix
 
 WORLDS: dict[str, World] = {
     # binds nothing: axes and fields are view attributes, and what the code assigns to
@@ -12,6 +14,12 @@ WORLDS: dict[str, World] = {
     "plain": register_world(World(name="plain", view_writes=True)),
     "sglang": register_world(sglang.WORLD),
 }
+
+
+def facts_of(matrix: Matrix) -> WorldFacts:
+    """How the project of the matrix's world lays out its code (its name, as reports say
+    it: `facts_of(matrix).display`)."""
+    return world_named(matrix.world, matrix.source).facts
 
 
 def world_named(name: str, source: str) -> World:

@@ -22,25 +22,23 @@ does not imply, a field named `platform.X`, `model_config.X` or
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
+from harness.closure.facts import WorldFacts
 from harness.engine.world import (
     Call,
     Constants,
-    Context,
     Function,
     ListOf,
     Map,
     Obj,
     Param,
-    Resolver,
     Spec,
     Test,
     World,
     no_parameters,
-    world_function,
 )
+from harness.engine.worlds.common import identity, logger, registering
 from harness.errors import HarnessError
 from harness.matrix.model import Matrix, format_value
 
@@ -55,87 +53,6 @@ class Backend:
 
 
 CUDA_GRAPH_MODULE = "sglang.srt.model_executor.cuda_graph_config"  # where Backend lives
-LOG_CALLS = ("debug", "info", "warning", "warn", "error", "exception", "critical", "log")
-LEVELS = {"CRITICAL": 50, "FATAL": 50, "ERROR": 40, "WARNING": 30, "WARN": 30, "INFO": 20,
-          "DEBUG": 10, "NOTSET": 0}  # fmt: skip
-
-
-@dataclass(frozen=True)
-class EnabledFor(Spec):
-    """`logger.isEnabledFor(level)` as Python's logging answers it, the logger's level
-    being the field `logging.level` (a name or a number): how SGLang's process set up
-    logging is nothing the code or the world can tell, so without the field the read
-    is refused."""
-
-    def compile(self, ctx: Context) -> Resolver:
-        level = Param("logging.level", reader="logger.isEnabledFor()").compile(ctx)
-        probe = ctx.probe
-
-        def answer(asked: Any) -> bool:
-            if 0 >= asked:  # noqa: SIM300 (logging compares manager.disable, 0, first)
-                return False
-            return asked >= _numeric_level(level(probe), probe)
-
-        function = world_function("isEnabledFor", answer, probe)
-        return lambda probe: function
-
-
-def _numeric_level(value: Any, probe: Any) -> int:
-    if type(value) is int:
-        return value
-    if type(value) is str and value.upper() in LEVELS:
-        return LEVELS[value.upper()]
-    fix = f"set logging.level to one of {', '.join(LEVELS)} or a number"
-    raise probe.refuse(f"logger.isEnabledFor() with logging.level {value!r}", fix, "logging.level")
-
-
-@dataclass(frozen=True)
-class LogCall(Spec):
-    """`logger.warning(msg, *args)` and its siblings: dropped, as nothing the code can see
-    depends on them, unless an argument is not plain data: SGLang's logging calls its
-    `__str__` (the code's own, or a repr naming an address) when the level lets the
-    record through, which the world cannot tell, so that call is refused."""
-
-    name: str
-
-    def compile(self, ctx: Context) -> Resolver:
-        name, probe = self.name, ctx.probe
-
-        def answer(*args: Any, **kwargs: Any) -> None:
-            for value in (*args, *kwargs.values()):
-                if not _plain(value, 4):
-                    kind = type(value).__name__
-                    fix = "log plain values (strings, numbers, their lists), e.g. with an f-string"
-                    raise probe.refuse(f"logger.{name}() with an argument of type {kind}", fix)
-            return None
-
-        function = world_function(name, answer, probe)
-        return lambda probe: function
-
-
-PLAIN_TYPES = (type(None), bool, int, float, complex, str, bytes)
-
-
-def _plain(value: Any, depth: int) -> bool:
-    """Whether `str(value)` runs no code but Python's own (exact builtin types)."""
-    if type(value) in PLAIN_TYPES:
-        return True
-    if depth <= 0 or type(value) not in (list, tuple, set, frozenset, dict):
-        return False
-    items = [*value.keys(), *value.values()] if type(value) is dict else value
-    return all(_plain(item, depth - 1) for item in items)
-
-
-def _logger() -> Spec:
-    calls: dict[str, Spec] = {name: LogCall(name) for name in LOG_CALLS}
-    return Obj("logger", {**calls, "isEnabledFor": EnabledFor()})
-
-
-def register_post_process(fn: Any = None, **options: Any) -> Any:
-    """Identity: the harness calls the target itself, so registration is moot."""
-    if callable(fn):
-        return fn
-    return world_function("register_post_process()", _identity)
 
 
 def gpu_major(platform: Any) -> int | None:
@@ -356,16 +273,12 @@ def _env_var(name: str) -> Spec:
     )
 
 
-def _identity(value: Any) -> Any:
-    return value
-
-
 def _names() -> dict[str, Spec]:
     names: dict[str, Spec] = {
         "Backend": Constants(Backend, CUDA_GRAPH_MODULE),
         "AttentionArch": Constants(AttentionArch, "sglang.srt.configs.model_config"),
-        "logger": _logger(),
-        "register_post_process": Function("register_post_process", register_post_process),
+        "logger": logger(),
+        "register_post_process": registering("register_post_process"),
         "get_platform": Call(
             _platform_object(), label="get_platform()", parameters=no_parameters("get_platform")
         ),
@@ -381,7 +294,7 @@ def _names() -> dict[str, Spec]:
             Map(Param("platform"), _device_sm), parameters=no_parameters("get_device_sm")
         ),
     }
-    names.update({name: Function(name, _identity) for name in VIEW_FUNCTIONS})
+    names.update({name: Function(name, identity) for name in VIEW_FUNCTIONS})
     for helper, flag in HELPERS.items():
         names[helper] = Call(_platform_flag(flag, f"{helper}()"), label=f"{helper}()",
                              parameters=_takes_nothing(helper),
@@ -418,6 +331,48 @@ def check_platforms(matrix: Matrix) -> None:
             )
 
 
+# SGLang's own definitions the world answers in their place, by the base name of the
+# file that holds them in the released trees (0.5.16, 0.5.18-0.5.23) ...
+BASE = "model_override_base.py"
+HOMES = (
+    ("resolved_view", ("overrides.py", BASE)),  # overrides.py up to 0.5.18
+    ("resolving_view", (BASE,)),
+    ("record_of", (BASE,)),
+    ("use_mla_backend", (BASE,)),
+    ("model_config_of", (BASE,)),
+)
+# ... and the files the code imports them from (`from sglang.srt.utils import is_hip`):
+# an import of the name from one of them reads the definition the world stands for; from
+# another file of the repository that defines the name itself, it is a substitution
+# (SGLang would run that file's definition). A name not listed has the platform
+# helpers' homes (UTILS).
+UTILS = ("sglang/srt/utils/common.py", "sglang/srt/utils/__init__.py", "sglang/srt/utils.py")
+IMPORTED_HOMES = (
+    ("get_platform", ("sglang/srt/runtime_context.py",)),
+    ("current_platform", ("sglang/srt/platforms/__init__.py", "sglang/srt/platforms.py")),
+    ("envs", ("sglang/srt/environ.py",)),
+    ("Backend", ("sglang/srt/model_executor/cuda_graph_config.py",)),
+    ("AttentionArch", ("sglang/srt/configs/model_config.py",)),
+    ("use_mlx", ("sglang/srt/hardware_backend/mlx/runtime.py",
+                 "sglang/srt/utils/tensor_bridge.py")),
+)  # fmt: skip
+
+FACTS = WorldFacts(
+    display="SGLang",
+    view_class=("sglang.srt.server_args", "ServerArgs"),
+    view_type="ResolvedView",  # what SGLang hands a pass (model_override_base.py)
+    view_functions=frozenset(VIEW_FUNCTIONS),
+    view_namespaces="_INPUT_NAMESPACES",  # ServerArgs's fields from 0.5.20 on
+    input_defaults=("sglang.srt.environ", "Envs"),  # envs.X: `X = EnvBool(False)` there
+    run_entries=(
+        ("sglang.srt.arg_groups.pipeline", "run_resolution_pipeline"),  # 0.5.19 on
+        ("sglang.srt.server_args", "ServerArgs.__post_init__"),  # before
+    ),
+    homes=HOMES,
+    imported_homes=IMPORTED_HOMES,
+    default_homes=UTILS,
+)
+
 WORLD = World(
     name="sglang",
     names=_names(),
@@ -431,11 +386,7 @@ WORLD = World(
         {"platform", "use_mla", "prefill_cuda_graph", "decode_cuda_graph", "architecture"}
     ),
     validate=check_platforms,
-    view_class=("sglang.srt.server_args", "ServerArgs"),
-    view_type="ResolvedView",  # what SGLang hands a pass (model_override_base.py)
-    view_functions=frozenset(VIEW_FUNCTIONS),
-    view_namespaces="_INPUT_NAMESPACES",  # ServerArgs's fields from 0.5.20 on
-    input_defaults=("sglang.srt.environ", "Envs"),  # envs.X: `X = EnvBool(False)` there
+    facts=FACTS,
     suggested={  # `matrix --infer`: the axes these become when the code reads them
         "platform": ("sm90", "sm100", "sm120", "hip"),
         "use_mla": (False, True),
@@ -446,8 +397,4 @@ WORLD = World(
     classes={  # `--matrix inferred`: one value per answer the platform probes can give
         "platform": ("sm90", "sm100", "sm110", "sm120", *NON_CUDA),
     },
-    run_entries=(
-        ("sglang.srt.arg_groups.pipeline", "run_resolution_pipeline"),  # 0.5.19 on
-        ("sglang.srt.server_args", "ServerArgs.__post_init__"),  # before
-    ),
 )

@@ -10,6 +10,7 @@ import pytest
 from harness.closure.extract import extract_closure, extract_pipeline
 from harness.closure.modules import RevisionFiles
 from harness.closure.pieces import SourceCache
+from harness.engine.worlds.sglang import FACTS
 from harness.errors import Absent, Unevaluable
 
 WORLD = frozenset({"get_platform", "Backend", "register_post_process", "logger"})
@@ -18,7 +19,7 @@ WORLD = frozenset({"get_platform", "Backend", "register_post_process", "logger"}
 def closure_of(source: str, function: str = "target", bound=WORLD, cache=None):
     text = textwrap.dedent(source)
     files = RevisionFiles.of({"m.py": text}, "m.py")
-    return extract_closure(cache or SourceCache(), files, function, bound, "m.yaml")
+    return extract_closure(cache or SourceCache(), files, function, bound, "m.yaml", facts=FACTS)
 
 
 def names_defined(closure) -> list[str]:
@@ -156,11 +157,11 @@ def test_a_pipeline_skips_absent_passes_and_is_absent_only_when_all_are():
     source = "def a(view):\n    return {}\n\ndef c(view):\n    return {}\n"
     cache = SourceCache()
     files = RevisionFiles.of({"m.py": source}, "m.py")
-    pipeline = extract_pipeline(cache, files, ("a", "b", "c"), WORLD, "m.yaml")
+    pipeline = extract_pipeline(cache, files, ("a", "b", "c"), WORLD, "m.yaml", facts=FACTS)
     assert pipeline.skipped == ("b",)
     assert [name for name, closure in pipeline.passes if closure] == ["a", "c"]
     with pytest.raises(Absent, match="none of the passes x, y"):
-        extract_pipeline(cache, files, ("x", "y"), WORLD, "m.yaml")
+        extract_pipeline(cache, files, ("x", "y"), WORLD, "m.yaml", facts=FACTS)
 
 
 def test_a_reused_closure_moves_with_its_lines():
@@ -193,7 +194,7 @@ PACKAGE = {
 
 def closure_across(target_text: str, function: str = "target", bound=WORLD | {"torch"}):
     files = RevisionFiles.of({**PACKAGE, TARGET: textwrap.dedent(target_text)}, TARGET)
-    return extract_closure(SourceCache(), files, function, bound, "m.yaml")
+    return extract_closure(SourceCache(), files, function, bound, "m.yaml", facts=FACTS)
 
 
 def drawn(closure) -> dict[str, list[str]]:
@@ -290,7 +291,9 @@ def test_a_change_to_a_helper_file_changes_the_digest_and_one_elsewhere_does_not
 
     def digest_with(**changes: str) -> str:
         files = RevisionFiles.of({**PACKAGE, **changes, TARGET: source}, TARGET)
-        return extract_closure(SourceCache(), files, "target", WORLD | {"torch"}, "m.yaml").digest
+        return extract_closure(
+            SourceCache(), files, "target", WORLD | {"torch"}, "m.yaml", facts=FACTS
+        ).digest
 
     choices = "python/pkg/sub/choices.py"
     assert digest_with() == digest_with(**{choices: PACKAGE[choices] + "OTHER = 1\n"})
@@ -305,7 +308,12 @@ def test_a_world_name_imported_from_its_home_is_the_worlds_and_its_home_is_not_r
         "def target(view):\n    return get_platform()\n"
     )
     closure = extract_closure(
-        SourceCache(), RevisionFiles.of({**files, TARGET: source}, TARGET), "target", WORLD, "m"
+        SourceCache(),
+        RevisionFiles.of({**files, TARGET: source}, TARGET),
+        "target",
+        WORLD,
+        "m",
+        facts=FACTS,
     )
     assert [tuple(n) for n in closure.needs] == [(TARGET, "get_platform", "get_platform")]
     assert closure.files == (TARGET,)
@@ -318,8 +326,10 @@ def test_a_world_name_imported_from_another_definition_is_reported_unless_bound(
     with pytest.raises(
         Unevaluable, match=r"pkg/sub/base.py:1 defines get_platform, which the world"
     ):
-        extract_closure(SourceCache(), revision, "target", WORLD, "m")
-    bound = extract_closure(SourceCache(), revision, "target", WORLD, "m", chosen={"get_platform"})
+        extract_closure(SourceCache(), revision, "target", WORLD, "m", facts=FACTS)
+    bound = extract_closure(
+        SourceCache(), revision, "target", WORLD, "m", chosen={"get_platform"}, facts=FACTS
+    )
     assert [tuple(n) for n in bound.needs] == [(TARGET, "get_platform", "get_platform")]
     assert bound.files == (TARGET,)
 

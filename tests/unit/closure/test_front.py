@@ -3,6 +3,7 @@ worker. What the files alone decide is made again only when a file it read diffe
 
 from __future__ import annotations
 
+from harness.closure.facts import PLAIN
 from harness.closure.front import Extractor
 from harness.closure.modules import RevisionFiles
 from harness.errors import Absent
@@ -14,7 +15,7 @@ TARGET = "def target(view):\n    return {'page_size': LIMIT}\n\n\nLIMIT = 16\n"
 
 def extractor(**target) -> Extractor:
     matrix = small_matrix([2], target={"path": "m.py", "output": "page_size", **target})
-    return Extractor(matrix, bind_matrix(matrix).names, None, ())
+    return Extractor(matrix, bind_matrix(matrix).names, None, PLAIN)
 
 
 def files(text: str, **more: str) -> RevisionFiles:

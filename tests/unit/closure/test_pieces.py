@@ -13,6 +13,7 @@ import pytest
 
 from harness.closure.modules import RevisionFiles
 from harness.closure.pieces import Layout, SourceCache, changed_span
+from harness.engine.worlds.sglang import FACTS
 from harness.errors import Unevaluable
 from harness.testing.sglang_fixture import Overrides, overrides_source
 
@@ -221,7 +222,9 @@ def test_a_reused_closure_is_the_closure_a_fresh_extraction_finds():
 
     def facts(cache: SourceCache, text: str) -> tuple:
         files = RevisionFiles.of({"m.py": text}, "m.py")
-        return closure_facts(extract_closure(cache, files, "_fa4_page_constraint", names))
+        return closure_facts(
+            extract_closure(cache, files, "_fa4_page_constraint", names, facts=FACTS)
+        )
 
     chained = [facts(cache, v) for v in fixture_edits()]
     fresh = [facts(SourceCache(), v) for v in fixture_edits()]
@@ -257,7 +260,9 @@ def test_a_closure_reused_across_random_module_level_edits_is_a_fresh_one(seed):
     def facts(cache: SourceCache, text: str) -> object:
         try:
             files = RevisionFiles.of({"m.py": text}, "m.py")
-            return closure_facts(extract_closure(cache, files, "_fa4_page_constraint", names))
+            return closure_facts(
+                extract_closure(cache, files, "_fa4_page_constraint", names, facts=FACTS)
+            )
         except Unevaluable as exc:
             return str(exc)
 
@@ -287,7 +292,9 @@ def test_a_pass_edited_only_in_comments_keeps_its_closure_at_its_new_lines():
 
     def facts(cache: SourceCache, text: str) -> tuple:
         files = RevisionFiles.of({"m.py": text}, "m.py")
-        return closure_facts(extract_closure(cache, files, "_fa4_page_constraint", names))
+        return closure_facts(
+            extract_closure(cache, files, "_fa4_page_constraint", names, facts=FACTS)
+        )
 
     cache = SourceCache()
     chained = [facts(cache, v) for v in versions]

@@ -20,6 +20,7 @@ from harness.engine.outcome import CODE_TYPE, VALUE, Outcome, OutcomeTable
 from harness.engine.plain import Malformed
 from harness.engine.sandbox import load_order
 from harness.engine.whatif import Question, start_asking
+from harness.engine.worlds.sglang import FACTS
 from harness.errors import Unevaluable
 from harness.scan.versions import bind_matrix
 from tests.unit.engine.test_explore import oracle, outcomes
@@ -38,7 +39,7 @@ LOOP = "def target(view):\n    while True:\n        pass\n"
 
 def closure_of(source: str, matrix):
     files = RevisionFiles.of({"m.py": source}, "m.py")
-    return extract_closure(SourceCache(), files, "target", bind_matrix(matrix).names)
+    return extract_closure(SourceCache(), files, "target", bind_matrix(matrix).names, facts=FACTS)
 
 
 def add(batch: Batch, source: str, matrix):

@@ -23,6 +23,7 @@ from harness.closure.pieces import SourceCache
 from harness.engine.branches import BLOCK, FALSE, OPERAND, TEST, TRUE, sites_of, truth
 from harness.engine.explore import evaluate_closure
 from harness.engine.sandbox import load_order
+from harness.engine.worlds.sglang import FACTS
 from harness.scan.versions import bind_matrix
 from tests.unit.engine.test_explore import pass_source
 from tests.unit.tables import small_matrix
@@ -32,7 +33,7 @@ def evaluated(source: str, radices: list[int], files: dict | None = None, exhaus
     matrix = small_matrix(radices)
     bound = bind_matrix(matrix)
     revision = RevisionFiles.of({"m.py": source, **(files or {})}, "m.py")
-    closure = extract_closure(SourceCache(), revision, "target", bound.names)
+    closure = extract_closure(SourceCache(), revision, "target", bound.names, facts=FACTS)
     evaluation = evaluate_closure(closure, matrix, bound, "rev", exhaustive=exhaustive)
     return closure, evaluation.table, matrix
 

@@ -19,6 +19,7 @@ from harness.closure.modules import RevisionFiles
 from harness.closure.pieces import SourceCache
 from harness.engine.explore import evaluate_closure
 from harness.engine.outcome import ERROR, KEPT, VALUE
+from harness.engine.worlds.sglang import FACTS
 from harness.scan.versions import bind_matrix
 from tests.unit.tables import PAGE_SIZES, radices, small_matrix
 
@@ -124,7 +125,7 @@ def test_exploration_equals_every_cell_equals_plain_python(case):
     matrix = small_matrix(sizes)
     bound = bind_matrix(matrix)
     files = RevisionFiles.of({"m.py": source}, "m.py")
-    closure = extract_closure(SourceCache(), files, "target", bound.names)
+    closure = extract_closure(SourceCache(), files, "target", bound.names, facts=FACTS)
     explored = evaluate_closure(closure, matrix, bound, "rev")
     exhaustive = evaluate_closure(closure, matrix, bound, "rev", exhaustive=True)
     expected = oracle(source, matrix)

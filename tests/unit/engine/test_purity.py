@@ -10,11 +10,14 @@ from harness.closure.extract import extract_closure
 from harness.closure.modules import RevisionFiles
 from harness.closure.pieces import SourceCache
 from harness.engine.purity import impurity
+from harness.engine.worlds.sglang import FACTS
 
 
 def reason(source: str) -> str | None:
     files = RevisionFiles.of({"m.py": textwrap.dedent(source)}, "m.py")
-    return impurity(extract_closure(SourceCache(), files, "target", frozenset(), "m.yaml"))
+    return impurity(
+        extract_closure(SourceCache(), files, "target", frozenset(), "m.yaml", facts=FACTS)
+    )
 
 
 @pytest.mark.parametrize(

@@ -11,6 +11,7 @@ from harness.closure.modules import RevisionFiles
 from harness.closure.pieces import SourceCache
 from harness.engine.events import CONDITION, OPERAND
 from harness.engine.trace import Job, trace_cells
+from harness.engine.worlds.sglang import FACTS
 from harness.scan.versions import bind_matrix
 from tests.unit.tables import small_matrix
 
@@ -38,7 +39,7 @@ def traced(source: str, cells: list[tuple[int, ...]]):
     matrix = small_matrix([2, 2])
     text = textwrap.dedent(source)
     files = RevisionFiles.of({"m.py": text}, "m.py")
-    closure = extract_closure(SourceCache(), files, "target", frozenset(), "m.yaml")
+    closure = extract_closure(SourceCache(), files, "target", frozenset(), "m.yaml", facts=FACTS)
     jobs = [Job(closure, text, "rev", cell) for cell in cells]
     return trace_cells(jobs, matrix, bind_matrix(matrix))
 

@@ -3,6 +3,7 @@ evaluated once per key, then found in memory, then on disk by another run."""
 
 from __future__ import annotations
 
+from harness.closure.facts import PLAIN
 from harness.closure.front import Extractor
 from harness.closure.modules import RevisionFiles
 from harness.engine.limits import DEFAULT_LIMITS
@@ -18,7 +19,7 @@ IMPURE = "SEEN = []\n\n\ndef target(view):\n    SEEN.append(1)\n    return {}\n"
 def parts(cache: TableCache, exhaustive: bool = False):
     matrix = small_matrix([2])
     bound = bind_matrix(matrix)
-    front = Extractor(matrix, bound.names, None, ())
+    front = Extractor(matrix, bound.names, None, PLAIN)
     return matrix, front, Tables(matrix, bound, None, cache, exhaustive, DEFAULT_LIMITS)
 
 

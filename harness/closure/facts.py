@@ -1,0 +1,91 @@
+"""What a world knows of its project's code, read from text: the facts closure/ reads.
+
+A world (`harness.engine.world.World`) answers, at run time, the names the
+code reads; its `WorldFacts` say, before anything runs, how the project's code
+is laid out: which decorator registers a pass, what a helper calls its view,
+which class declares the view's fields and the inputs' defaults, which
+functions run the passes, and which of the project's own definitions the world
+stands for (its "homes", compared between revisions as definitions, never run).
+A new world is these facts and its answers, in one module of
+`harness.engine.worlds`.
+
+`PLAIN` is the world of a project of one's own: passes registered with
+`@register_post_process` (or named in the matrix), no class of its own, no
+homes; messages call its code "the project".
+"""
+
+from __future__ import annotations
+
+import ast
+import functools
+import posixpath
+from dataclasses import dataclass
+
+from harness.closure.shadows import get_logger, registry_of
+
+Home = tuple[str, ...]  # the files (paths from a source root) where a name is defined
+
+
+@dataclass(frozen=True, eq=False)  # one per world: compared (and hashed) by identity
+class WorldFacts:
+    """How a world's project writes its code (see the module)."""
+
+    display: str = "the project"  # the project's name, as messages say it: "SGLang"
+    register: str = "register_post_process"  # the decorator that adds a pass to the run
+    view_names: frozenset[str] = frozenset({"view", "cfg", "server_args", "self"})
+    view_class: tuple[str, str] | None = None  # (module, class) whose methods the view has
+    view_type: str = "view"  # the name of the view's class, as the project's is
+    view_functions: frozenset[str] = frozenset()  # names bound to functions returning the view
+    view_namespaces: str | None = None  # the list of classes whose fields the view's class has
+    run_entries: tuple[tuple[str, str], ...] = ()  # (module, function) that run the passes
+    input_defaults: tuple[str, str] | None = None  # (module, class) declaring inputs' defaults
+    logger: str = "logger"  # `logger = logging.getLogger(...)`: the world's drops it all
+    # the project's own definitions of names the world answers, by the file's base name
+    # (`resolving_view` in model_override_base.py) ...
+    homes: tuple[tuple[str, Home], ...] = ()
+    # ... and by the file a name is imported from (`from sglang.srt.utils import is_hip`);
+    # `default_homes` for a name listed in neither
+    imported_homes: tuple[tuple[str, Home], ...] = ()
+    default_homes: Home = ()
+
+    @property
+    def tops(self) -> tuple[str, ...]:
+        """The top-level packages of the modules the world names (`sglang`): where the
+        project's own files are, and what gives a file's dotted name as it imports it."""
+        named = [self.view_class, self.input_defaults, *self.run_entries]
+        return tuple(dict.fromkeys(pair[0].split(".")[0] for pair in named if pair is not None))
+
+    def stands_for(self, name: str, node: ast.AST, path: str) -> bool:
+        """Whether the world's answer for `name` stands for the file's own definition
+        `node` by design: the logger, a registering decorator that returns its argument
+        unchanged (the harness calls each pass itself), or a home's definition."""
+        if name == self.logger:
+            return get_logger(node)
+        if name == self.register:
+            return registry_of(node) is not None
+        return posixpath.basename(path) in dict(self.homes).get(name, ()) or self.is_home(
+            name, path
+        )
+
+    def is_home(self, name: str, path: str) -> bool:
+        """Whether `path` is a file where the project defines `name`, which the world
+        answers: importing it from there reads the definition the world stands for."""
+        homes = dict(self.imported_homes).get(name, self.default_homes)
+        return any(_at(path, home) for home in homes)
+
+    def is_home_file(self, path: str) -> bool:
+        """Whether `path` is a file where the project defines names the world answers
+        (compared between revisions as definitions: `harness.closure.homes`)."""
+        return any(_at(path, home) for home in self._home_files)
+
+    @functools.cached_property
+    def _home_files(self) -> frozenset[str]:
+        imported = {home for _, found in self.imported_homes for home in found}
+        return frozenset(imported | set(self.default_homes))
+
+
+def _at(path: str, home: str) -> bool:
+    return path == home or path.endswith("/" + home)
+
+
+PLAIN = WorldFacts()
