@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from harness.closure.facts import WorldFacts
 from harness.engine.world import World, register_world
-from harness.engine.worlds import sglang
+from harness.engine.worlds import example, sglang
 from harness.errors import HarnessError
 from harness.matrix.model import Matrix
 
@@ -13,6 +13,7 @@ WORLDS: dict[str, World] = {
     # the view is what it declares (a project's `config.timeout = 5`)
     "plain": register_world(World(name="plain", view_writes=True)),
     "sglang": register_world(sglang.WORLD),
+    "example": register_world(example.WORLD),  # TinyServe, a made-up engine (see its module)
 }
 
 
