@@ -195,6 +195,7 @@ def test_the_shipped_resolution_matrix_sees_30835_on_the_resolution_code(history
 
 
 def test_a_hostile_report_artifact_cannot_inject_markup_or_flood_the_comment():
+    from harness.report.document import read_document
     from harness.report.markdown import render_document
 
     doc = {"matrix": "m", "target": {"function": "f", "path": "p", "output": "page_size"},
@@ -204,7 +205,7 @@ def test_a_hostile_report_artifact_cannot_inject_markup_or_flood_the_comment():
            "blind_spots": [{"side": "head", "path": "<img src=x onerror=alert(1)>", "line": 1,
                             "condition": "`x` @team " + "y" * 10_000, "function": "f",
                             "seen": "only true", "hint": "<script>"}] * 50 + ["junk", {}]}  # fmt: skip
-    text = render_document(doc)
+    text = render_document(read_document(doc))
     assert "<img" not in text and "<script>" not in text
     assert "`` `x` @team y" in text  # the backticks kept, in a longer fence: a code span
     assert len(text) < 10_000  # ten shown, each field cut

@@ -24,6 +24,7 @@ from harness.errors import HarnessError
 from harness.matrix.load import load_matrix, parse_matrix
 from harness.matrix.model import Matrix, format_value
 from harness.report import jsonfmt, markdown
+from harness.report.document import read_document
 from harness.report.grid import best_axes, build_grid, grid_of_document
 from harness.report.model import DiffReport, rule_view
 from harness.scan.compare import compare
@@ -155,7 +156,9 @@ def test_the_grid_of_the_json_report_is_the_grid_of_the_report(history, fixture)
                    "json-sample", "--no-cache")  # fmt: skip
     assert done.code == 1, done.err
     for pair in [None, ("page_size", "use_mla"), FIXTURE_PAIR]:
-        assert grid_of_document(json.loads(done.out), pair) == build_grid(report, pair)
+        assert grid_of_document(read_document(json.loads(done.out)), pair) == build_grid(
+            report, pair
+        )
 
 
 @pytest.mark.parametrize(
@@ -211,7 +214,7 @@ def test_any_pair_counts_what_the_changed_cells_say(tables):
     assert best_axes(report) == best_by_entropy(doc)
     for rows, cols in itertools.permutations(axes, 2):
         grid = build_grid(report, (rows, cols))
-        assert grid == grid_of_document(doc, (rows, cols))
+        assert grid == grid_of_document(read_document(doc), (rows, cols))
         assert grid_counts(grid) == counted(doc, rows, cols)
         assert grid.changed == len(doc["changed"]) and grid.total == matrix.size
         for (i, j), square in grid.squares.items():
@@ -358,7 +361,7 @@ def test_the_comment_stays_under_githubs_size_on_the_whole_matrix():
     report = big_report()
     doc = jsonfmt.document(report, 10)
     pair = ("attention_backend", "decode_attention_backend")
-    body = body_for(doc, 10, None, pair)
+    body = body_for(read_document(doc), 10, None, pair)
     assert len(body) <= MAX_BODY
     grid = body[body.index("Changed cells by") : body.index("| # | cells |")]
     assert len(grid) < 30_000  # the grid is whole, before the rules the body cuts
@@ -456,8 +459,8 @@ def test_a_document_that_does_not_add_up_draws_no_grid(history, damage, said):
     doc = json.loads(done.out)
     damage(doc)
     with pytest.raises(ValueError, match=said):
-        grid_of_document(doc)
-    lines = markdown.grid_lines(doc, None)
+        grid_of_document(read_document(doc))
+    lines = markdown.grid_lines(read_document(doc), None)
     assert len(lines) == 2 and lines[1].startswith("(No grid: ") and "|" not in lines[1]
 
 
@@ -510,6 +513,7 @@ def test_a_lying_document_draws_no_grid_and_takes_no_time(history, tmp_path, lie
                    "json-sample")  # fmt: skip
     doc = LIES[lie](json.loads(done.out))
     start = time.process_time()  # this process's CPU: what the rendering costs, whatever the load
+    doc = read_document(doc)
     lines = markdown.grid_lines(doc, None)
     assert len(lines) == 2 and lines[1].startswith("(No grid: "), lines
     try:  # the whole comment, as harness comment makes it
@@ -529,6 +533,8 @@ def test_an_unknown_grid_axis_lists_the_documents_axes_on_one_line(history, tmp_
     evil = "x\n::error title=pwned::injected\r\n::add-mask::x\u2028::notice::y\x1b[31m\x00"
     doc["axes"][evil] = [1]
     doc["axes"].update({f"filler{n}": [0] for n in range(2000)})
+    for item in doc["changed"]:  # a well-formed report: every cell has every axis
+        item["cell"].update({evil: 1} | {f"filler{n}": 0 for n in range(2000)})
     report = tmp_path / "comment.json"
     report.write_text(json.dumps(doc))
     bad = run_cli("comment", "--repo-slug", "octo/sglang", "--pr", "7", "--report",

@@ -228,10 +228,13 @@ def comment_html(history) -> str:
     from markdown_it import MarkdownIt
 
     from harness.github.comment import body_for
+    from harness.report.document import read_document
 
     result = run_cli("diff", "#30835^", "#30835", "--repo", history.repo(),
                      "--format", "json-sample")  # fmt: skip
-    body = body_for(json.loads(result.out), 10, "https://github.com/OWNER/REPO/actions/runs/1")
+    body = body_for(
+        read_document(json.loads(result.out)), 10, "https://github.com/OWNER/REPO/actions/runs/1"
+    )
     rendered = MarkdownIt("commonmark").enable(["table", "strikethrough"]).render(body)
     return f"<!DOCTYPE html><meta charset=utf-8><style>{COMMENT_STYLE}</style>{rendered}"
 

@@ -438,7 +438,7 @@ def test_a_guard_naming_no_pass_is_pointed_out(repo, tmp_path):
 
 def test_markdown_groups_the_rules_by_field_and_a_bad_fields_part_is_one_line(repo, tmp_path):
     from harness.errors import HarnessError
-    from harness.github.comment import body_for
+    from harness.github.comment import load_report
 
     path, shas, matrix = repo
     result = run_cli("diff", shas["initial"], shas["sampling"], "--repo", path,
@@ -448,10 +448,15 @@ def test_markdown_groups_the_rules_by_field_and_a_bad_fields_part_is_one_line(re
     assert "| 1 | 12 | flashinfer -> triton |" in result.out
     doc = json.loads(run_cli("diff", shas["initial"], shas["sampling"], "--repo", path,
                              "--matrix", matrix, "--format", "json").out)  # fmt: skip
+    nth = list(doc["fields"]).index("sampling_backend")
     doc["fields"]["sampling_backend"]["summary"] = [{"where": 3}]  # hostile: the wrong shape
+    report = tmp_path / "report.json"
+    report.write_text(json.dumps(doc))
     with pytest.raises(HarnessError) as raised:
-        body_for(doc, 10, None)
-    assert "the report is not a harness diff report" in str(raised.value)
+        load_report(str(report))
+    said = str(raised.value)
+    assert said.startswith(f"--report {report}: not a harness diff report")
+    assert f"(fields[{nth}].summary[0].where is not an object)" in said
 
 
 def test_environment_variables_default_to_what_environ_declares(tmp_path):

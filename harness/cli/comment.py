@@ -4,11 +4,15 @@ from __future__ import annotations
 
 import argparse
 import os
+from typing import TYPE_CHECKING
 
 from harness.cli.options import GRID_HELP, add_command
 from harness.cli.progress import progress
 from harness.errors import HarnessError
 from harness.option_values import grid_axes, nonnegative, slug_argument
+
+if TYPE_CHECKING:
+    from harness.report.document import DiffDocument
 
 HELP = """\
 Create or update one comment on a pull request with the markdown report made
@@ -83,7 +87,7 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def dry_run_offline(args: argparse.Namespace, doc: dict, details: str | None) -> int:
+def dry_run_offline(args: argparse.Namespace, doc: DiffDocument, details: str | None) -> int:
     """--dry-run without a token: the body, and what is known of the action without
     reading the PR's comments (no request at all)."""
     from harness.github.comment import body_for, worth_posting

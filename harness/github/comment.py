@@ -18,9 +18,9 @@ from typing import Any
 
 from harness.errors import HarnessError, first_line
 from harness.github.client import GitHub
-from harness.report.blind import spots_of
+from harness.report.document import DiffDocument, DocumentError, read_document
 from harness.report.jsonfmt import FORMAT_VERSION
-from harness.report.markdown import changed_count, render_document
+from harness.report.markdown import render_document
 
 MAX_BODY = 65_536  # GitHub's limit on a comment body, in characters
 PER_PAGE = 100
@@ -65,9 +65,10 @@ def marker(matrix: str) -> str:
     return f"<!-- harness:override-matrix:{kept} -->"
 
 
-def load_report(path: str) -> dict[str, Any]:
+def load_report(path: str) -> DiffDocument:
     """The JSON report of `harness diff --format json` (or json-sample), read with a size
-    cap and checked enough to render safely: it comes from a job that ran PR code."""
+    cap and checked part by part (`document.read_document`): it comes from a job that ran
+    PR code."""
     try:
         with open(path, "rb") as handle:
             data = handle.read(MAX_REPORT + 1)
@@ -83,7 +84,13 @@ def load_report(path: str) -> dict[str, Any]:
     except (ValueError, RecursionError) as exc:
         raise HarnessError(f"--report {path}: not JSON ({first_line(exc)})") from None
     _check_report(doc, path)
-    return doc
+    try:
+        return read_document(doc)
+    except DocumentError as exc:
+        raise HarnessError(
+            f"--report {path}: not a harness diff report: a part of it has the wrong shape "
+            f"({exc}); write it with harness diff --format json"
+        ) from None
 
 
 def _check_report(doc: Any, path: str) -> None:
@@ -139,18 +146,20 @@ def _version_shown(version: Any) -> str:
 
 
 def body_for(
-    doc: dict[str, Any], sample: int, details: str | None, grid: tuple[str, str] | None = None
+    doc: DiffDocument, sample: int, details: str | None, grid: tuple[str, str] | None = None
 ) -> str:
     """The comment's text (`grid`: its axes, None for the best pair). The report is
-    hostile: a part of the wrong shape anywhere is one line (exit 2), not a crash."""
+    hostile: its shape was checked as it was read, and values that do not add up (a rule
+    listing more values than its axis has, an outcome of no known kind) are one line
+    (exit 2), not a crash."""
     try:
         rendered = render_document(doc, sample, details, grid)
-    except (KeyError, TypeError, AttributeError, ValueError, IndexError) as exc:
+    except ValueError as exc:
         raise HarnessError(
-            f"the report is not a harness diff report: a part of it has the wrong shape "
-            f"({type(exc).__name__}: {first_line(exc)[:80]})"
+            f"the report is not a harness diff report: a part of it does not add up "
+            f"({first_line(exc)[:80]})"
         ) from None
-    return truncate(marker(doc["matrix"]) + "\n" + rendered, details)
+    return truncate(marker(doc.matrix) + "\n" + rendered, details)
 
 
 def truncate(text: str, details: str | None) -> str:
@@ -166,28 +175,28 @@ def truncate(text: str, details: str | None) -> str:
     return cut[: MAX_BODY - len(note)] + note
 
 
-def cannot_tell(doc: dict[str, Any]) -> bool:
+def cannot_tell(doc: DiffDocument) -> bool:
     """Whether the report says it cannot tell (blind spots, a side not evaluated): worth a
     comment even with no changed cell, since the check fails."""
-    return doc.get("status") == 4 or bool(spots_of(doc))
+    return doc.status == 4 or bool(doc.blind_spots)
 
 
-def worth_posting(doc: dict[str, Any]) -> bool:
+def worth_posting(doc: DiffDocument) -> bool:
     """Whether the report is worth a new comment (an earlier one is updated regardless)."""
-    return bool(changed_count(doc)) or cannot_tell(doc)
+    return bool(doc.changed_count) or cannot_tell(doc)
 
 
 def intend(
     client: GitHub,
     pr: int,
-    doc: dict[str, Any],
+    doc: DiffDocument,
     sample: int,
     details: str | None,
     grid: tuple[str, str] | None = None,
 ) -> Intent:
     """What posting the report on PR `pr` would do, found by reading its comments only."""
     body = body_for(doc, sample, details, grid)  # first: a malformed report reads nothing
-    existing = find_comment(client, pr, marker(doc["matrix"]), authors(client))
+    existing = find_comment(client, pr, marker(doc.matrix), authors(client))
     if existing is not None:
         return Intent("update", body, existing["id"])
     return Intent("create", body) if worth_posting(doc) else Intent("skip", body)
@@ -196,7 +205,7 @@ def intend(
 def post(
     client: GitHub,
     pr: int,
-    doc: dict[str, Any],
+    doc: DiffDocument,
     sample: int,
     details: str | None,
     grid: tuple[str, str] | None = None,

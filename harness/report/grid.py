@@ -30,6 +30,7 @@ from harness.errors import HarnessError
 from harness.matrix.cells import bits_of
 from harness.matrix.load import MAX_CELLS
 from harness.matrix.model import MAX_VALUES, same_value
+from harness.report.document import DiffDocument, Rule
 from harness.report.escape import flat
 from harness.report.model import DiffReport, transition_text
 
@@ -262,56 +263,54 @@ def binary_entropy(p: float) -> float:
     return -(p * math.log2(p) + (1 - p) * math.log2(1 - p))
 
 
-def grid_of_document(doc: dict[str, Any], axes: tuple[str, str] | None = None) -> Grid:
-    """The grid of a JSON diff report, from its `axes`, `cells` and `summary` (the rules).
+def grid_of_document(doc: DiffDocument, axes: tuple[str, str] | None = None) -> Grid:
+    """The grid of a diff report read back (`document.read_document`), from its `axes`,
+    `cells` and `summary` (the rules).
     The document may come from an untrusted job: a rule that names no axis value of the
     report, or whose cells are not its cube's size, or a summary that does not add up to
     the changed cells, is a ValueError."""
     return grid_of(space_of_document(doc), axes)
 
 
-def space_of_document(doc: dict[str, Any]) -> Space:
-    """The space of a JSON report, checked as far as a harness report always holds: axes of
-    at most MAX_VALUES values, at most MAX_CELLS cells, rules that fit the axes and add up
-    to the changed cells, no more than the cells (else a ValueError)."""
-    if not all(type(values) is list for values in doc["axes"].values()):
-        raise ValueError("an axis's values are not a list")
-    axes = tuple((str(name), tuple(values)) for name, values in doc["axes"].items())
+def space_of_document(doc: DiffDocument) -> Space:
+    """The space of a report read back, checked as far as a harness report always holds:
+    axes of at most MAX_VALUES values, at most MAX_CELLS cells, rules that fit the axes and
+    add up to the changed cells, no more than the cells (else a ValueError; the types are
+    `read_document`'s to check)."""
+    axes = tuple((name, tuple(values)) for name, values in doc.axes.items())
     if any(len(values) > MAX_VALUES for _, values in axes):
         raise ValueError(f"an axis has more than {MAX_VALUES} values")
-    total = doc["cells"]
-    if type(total) is not int or total != math.prod(len(values) for _, values in axes):
+    total = doc.cells
+    if total != math.prod(len(values) for _, values in axes):
         raise ValueError("cells is not the product of the axes' sizes")
     if total > MAX_CELLS:
         raise ValueError(f"more than {MAX_CELLS:,} cells")
     budget = Budget()
-    budget.spend(len(doc["summary"]) * (len(axes) + 1))
+    budget.spend(len(doc.summary) * (len(axes) + 1))
     lookups = [_lookup(values) for _, values in axes]
-    cubes = tuple(_cube_of(rule, axes, lookups) for rule in doc["summary"])
-    changed = doc.get("changed_count", len(doc["changed"]))
+    cubes = tuple(_cube_of(rule, axes, lookups) for rule in doc.summary)
+    changed = doc.changed_count
     if sum(cube.cells for cube in cubes) != changed or changed > total:
         raise ValueError("the rules do not add up to the changed cells")
     return Space(axes, total, cubes, budget)
 
 
 def _cube_of(
-    rule: dict[str, Any],
+    rule: Rule,
     axes: tuple[tuple[str, tuple[Any, ...]], ...],
     lookups: list[dict[tuple[type, Any], int]],
 ) -> Cube:
-    where, names = rule["where"], {name for name, _ in axes}
-    if not isinstance(where, dict) or not set(where) <= names:
+    where, names = rule.where, {name for name, _ in axes}
+    if not set(where) <= names:
         raise ValueError("a rule names an axis the report does not have")
     values = tuple(
         _indices(where[name], known, lookup) if name in where else tuple(range(len(known)))
         for (name, known), lookup in zip(axes, lookups, strict=True)
     )
-    cells, transition = rule["cells"], rule["transition"]
-    if type(cells) is not int or cells != math.prod(map(len, values)):
+    if rule.cells != math.prod(map(len, values)):
         raise ValueError("a rule's cells are not the size of its cube")
-    if not isinstance(transition, str):
-        raise ValueError("a rule's transition is not text")
-    return Cube(tuple(sum(1 << k for k in chosen) for chosen in values), cells, transition)
+    chosen_bits = tuple(sum(1 << k for k in chosen) for chosen in values)
+    return Cube(chosen_bits, rule.cells, rule.transition)
 
 
 def _lookup(known: tuple[Any, ...]) -> dict[tuple[type, Any], int]:

@@ -1,9 +1,9 @@
 """The diff report as GitHub-flavoured markdown (step summaries, PR comments).
 
-Rendered from the JSON document (`jsonfmt.document`), so the PR comment, made
-from the JSON artifact by a job that never runs PR code, is the same text as
-`harness diff --format markdown`. Everything taken from the document is
-escaped: in CI it comes from an untrusted job.
+Rendered from the JSON document (`jsonfmt.document`) read back as a typed
+`document.DiffDocument`, so the PR comment, made from the JSON artifact by a job
+that never runs PR code, is the same text as `harness diff --format markdown`.
+Everything taken from the document is escaped: in CI it comes from an untrusted job.
 """
 
 from __future__ import annotations
@@ -14,7 +14,8 @@ from typing import Any
 from harness.errors import HarnessError
 from harness.matrix.model import MAX_VALUES, format_value, same_value
 from harness.report.because import because_text, more_text
-from harness.report.blind import SHOWN, blind_title, is_block, more_line, spots_of
+from harness.report.blind import SHOWN, blind_title, is_block, more_line
+from harness.report.document import Changed, DiffDocument, Rule, Side, read_document
 from harness.report.escape import code_span, markdown_text
 from harness.report.fields import OUTCOME, OUTCOME_TITLE, RULES_SHOWN
 from harness.report.grid import Grid, Square, best_pair, checked_axes, grid_of, space_of_document
@@ -32,41 +33,40 @@ from harness.report.text import revision_text
 
 
 def render(report: DiffReport, sample: int = 10, grid: tuple[str, str] | None = None) -> str:
-    return render_document(document(report, sample), sample, grid=grid)
+    return render_document(read_document(document(report, sample)), sample, grid=grid)
 
 
 def render_document(
-    doc: dict[str, Any],
+    doc: DiffDocument,
     sample: int = 10,
     details: str | None = None,
     grid: tuple[str, str] | None = None,
 ) -> str:
     """Markdown for a diff document; `details`: a link to the full report, if any; `grid`:
     the axes (rows, columns) of the grid of changed cells (None: `grid.best_axes`'s)."""
-    target, field = doc["target"], doc["target"]["output"]
+    field = doc.output
     lines = [
-        heading(doc["matrix"], target["function"], target["path"]),
+        heading(doc.matrix, doc.function, doc.path),
         "",
-        f"- base: {escape(_revision(doc['base']))}",
-        f"- head: {escape(_revision(doc['head']))}",
+        f"- base: {escape(_revision(doc.base))}",
+        f"- head: {escape(_revision(doc.head))}",
     ]
-    lines.extend(f"- {side}: {escape(note)}" for side, note in doc.get("notes", {}).items())
-    for side in ("base", "head"):
-        if isinstance(doc[side].get("every_cell"), str):
-            lines.append(f"- {side}: {escape(every_cell_note(doc[side]['every_cell']))}")
-    for item in _changed_defaults(doc):
-        lines.append(f"- default changed: {escape(item)}")
+    lines.extend(f"- {side}: {escape(note)}" for side, note in doc.notes.items())
+    for name, side in (("base", doc.base), ("head", doc.head)):
+        if side.every_cell is not None:
+            lines.append(f"- {name}: {escape(every_cell_note(side.every_cell))}")
+    for name, before, after in doc.changed_defaults:
+        lines.append(f"- default changed: {escape(f'{name}: {before} -> {after}')}")
     lines.append("")
-    changed, cells = changed_count(doc), doc["cells"]
-    reasons = [r for r in doc.get("cannot_tell") or [] if isinstance(r, str)]
-    spots = spots_of(doc)
-    if not changed and reasons and doc.get("notes"):
+    changed, cells = doc.changed_count, doc.cells
+    reasons, spots = list(doc.cannot_tell), list(doc.blind_spots)
+    if not changed and reasons and doc.notes:
         lines.append("Nothing was compared (the reasons are above).")
     elif not changed:
         but = ", but:" if reasons or spots else "."
         lines.append(f"No cell changes {code(field)} ({cells:,} cells compared){but}")
-    elif isinstance(doc.get("fields"), dict):
-        count = len(doc["target"]["outputs"])
+    elif doc.fields is not None:
+        count = len(doc.outputs)
         lines += [f"**{changed:,} of {cells:,} cells change at least one of {count} fields:**"]
         lines.extend(grid_lines(doc, grid))
         lines.extend(_by_field(doc))
@@ -91,7 +91,7 @@ SHOWN_TEXT = 48  # characters of a value, transition or condition shown in a squ
 CHANGED_MARK, SAME_MARK = "\U0001f7e7", "\u2b1c"  # orange and white squares: not red/green
 
 
-def grid_lines(doc: dict[str, Any], axes: tuple[str, str] | None) -> list[str]:
+def grid_lines(doc: DiffDocument, axes: tuple[str, str] | None) -> list[str]:
     """The grid of changed cells over two axes (`harness.report.grid`), as a table of
     squares that read without colour: changed/cells and the most frequent change; what
     the changed cells of every changed square share, once, below. The largest rows and
@@ -240,25 +240,13 @@ def unseen_markdown(reasons: list[str], spots: list[dict[str, Any]], changed: bo
     return lines
 
 
-def _changed_defaults(doc: dict[str, Any]) -> list[str]:
-    """`field: before -> after` for each well-formed entry of `changed_defaults` (the
-    document may come from an artifact: anything else is left out)."""
-    out = []
-    for item in doc.get("changed_defaults") or []:
-        if isinstance(item, dict) and all(
-            isinstance(item.get(k), str) for k in ("field", "base", "head")
-        ):
-            out.append(f"{item['field']}: {item['base']} -> {item['head']}")
-    return out
-
-
-def _by_field(doc: dict[str, Any]) -> list[str]:
+def _by_field(doc: DiffDocument) -> list[str]:
     """A table of rules per output field (the report's `fields`), 12 rules each."""
-    lines, order = [], axis_order(doc["axes"])
-    for name, group in doc["fields"].items():
-        rules = [_rule(r, doc["axes"], order) for r in group["summary"]]
+    lines, order = [], axis_order(doc.axes)
+    for name, group in (doc.fields or {}).items():
+        rules = [_rule(r, doc.axes, order) for r in group.summary]
         title = OUTCOME_TITLE if name == OUTCOME else name
-        lines += ["", f"{code(title)}: {int(group['cells']):,} cells", ""]
+        lines += ["", f"{code(title)}: {group.cells:,} cells", ""]
         lines.extend(rule_table(rules[:RULES_SHOWN]))
         if len(rules) > RULES_SHOWN:
             lines.append(f"\n... and {len(rules) - RULES_SHOWN} more rules (JSON report)")
@@ -270,31 +258,24 @@ def heading(matrix: str, function: str, path: str) -> str:
     return f"### {escape(matrix)}: {code(function)} in {code(path)}"
 
 
-def changed_count(doc: dict[str, Any]) -> int:
-    return doc.get("changed_count", len(doc["changed"]))
-
-
-def rules_of(doc: dict[str, Any]) -> list[RuleView]:
+def rules_of(doc: DiffDocument) -> list[RuleView]:
     """The document's rules; a document may come from an untrusted job: an axis of more
     than MAX_VALUES values, or a rule listing more values than its axis has, is a
     ValueError (matching them would take time quadratic in their length)."""
-    axes = doc["axes"]
+    axes = doc.axes
     if any(len(values) > MAX_VALUES for values in axes.values()):
         raise ValueError(f"an axis has more than {MAX_VALUES} values")
-    for rule in doc["summary"]:
-        if any(len(values) > len(axes.get(name, ())) for name, values in rule["where"].items()):
+    for rule in doc.summary:
+        if any(len(values) > len(axes.get(name, ())) for name, values in rule.where.items()):
             raise ValueError("a rule lists more values than its axis has")
     order = axis_order(axes)
-    return [_rule(r, axes, order) for r in doc["summary"]]
+    return [_rule(r, axes, order) for r in doc.summary]
 
 
-def _rule(rule: dict[str, Any], axes: dict[str, list[Any]], order: dict[str, int]) -> RuleView:
-    conditions = conditions_of(rule["where"], axes, order)
-    because = tuple(
-        b if isinstance(b.get("source"), str) else b["text"] for b in rule.get("because", [])
-    )
-    more = rule.get("because_more", 0)
-    return RuleView(rule["where"], conditions, rule["cells"], rule["transition"], because, more)
+def _rule(rule: Rule, axes: dict[str, list[Any]], order: dict[str, int]) -> RuleView:
+    conditions = conditions_of(rule.where, axes, order)
+    return RuleView(rule.where, conditions, rule.cells, rule.transition, rule.because,
+                    rule.because_more)  # fmt: skip
 
 
 def rule_table(rules: list[RuleView]) -> list[str]:
@@ -328,16 +309,16 @@ def _because(reason: Any) -> str:
 SCANNED = 10_000  # changed cells searched for the rules' first cells, at most
 
 
-def pick_sample(doc: dict[str, Any], limit: int) -> list[dict[str, Any]]:
+def pick_sample(doc: DiffDocument, limit: int) -> list[Changed]:
     """Up to `limit` changed cells: the first of each of the first `limit` rules (found
     among the first SCANNED cells), then the next in order. Linear in the cells read,
     whatever the report holds."""
-    items = doc["changed"]
-    wanted = [rule["where"] for rule in doc["summary"][:limit]]
+    items = doc.changed
+    wanted = [rule.where for rule in doc.summary[:limit]]
     firsts: list[int | None] = [None] * len(wanted)
     for k, item in enumerate(items[:SCANNED]):
         for n, where in enumerate(wanted):
-            if firsts[n] is None and _inside(item["cell"], where):
+            if firsts[n] is None and _inside(item.cell, where):
                 firsts[n] = k
         if all(f is not None for f in firsts):
             break
@@ -349,26 +330,26 @@ def _inside(cell: dict[str, Any], where: dict[str, list[Any]]) -> bool:
     return all(any(same_value(cell[a], v) for v in values) for a, values in where.items())
 
 
-def _sample(doc: dict[str, Any], limit: int) -> list[str]:
-    axes, fields = list(doc["axes"]), doc["target"].get("outputs") or [doc["target"]["output"]]
+def _sample(doc: DiffDocument, limit: int) -> list[str]:
+    axes, fields = list(doc.axes), doc.outputs or (doc.output,)
     shown = pick_sample(doc, limit)
     lines = [
         "",
-        f"<details><summary>Changed cells ({len(shown)} of {changed_count(doc):,})</summary>",
+        f"<details><summary>Changed cells ({len(shown)} of {doc.changed_count:,})</summary>",
         "",
         "| " + " | ".join(escape(a) for a in axes) + " | base | head |",
         "|" + "---|" * (len(axes) + 2),
     ]
     for item in shown:
-        values = [escape(format_value(item["cell"][a])) for a in axes]
-        ends = [escape(short_outcome(item[side], fields)) for side in ("base", "head")]
+        values = [escape(format_value(item.cell[a])) for a in axes]
+        ends = [escape(short_outcome(end, fields)) for end in (item.base, item.head)]
         lines.append("| " + " | ".join(values + ends) + " |")
     lines.extend(["", "</details>"])
     return lines
 
 
-def _revision(rev: dict[str, Any]) -> str:
-    return revision_text(rev["rev"], rev["sha"], rev.get("subject") or "")
+def _revision(side: Side) -> str:
+    return revision_text(side.rev, side.sha, side.subject)
 
 
 BIDI = re.compile("[\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")  # bidi controls
