@@ -7,10 +7,17 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+import requests  # noqa: F401  (see below)
 
 from harness.cli.main import main
 from harness.testing.sglang_fixture import build_history
 from tests.helpers import check_json_reports
+
+# pytester restores sys.modules after each of its tests, dropping the modules the test
+# imported first. harness.http imports requests on first use; dropped and imported
+# again half-way, requests fails its own isinstance checks ("You can only merge into
+# CookieJar") in whichever test comes next in the same process (`-n 0`). Imported
+# here, it is in every snapshot.
 
 
 @dataclass
