@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import signal
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,6 +19,12 @@ from tests.helpers import check_json_reports
 # again half-way, requests fails its own isinstance checks ("You can only merge into
 # CookieJar") in whichever test comes next in the same process (`-n 0`). Imported
 # here, it is in every snapshot.
+
+# A shell that starts pytest in the background (`pytest ... &` in a script) hands it
+# SIGINT ignored, and every process a test starts would inherit that: the tests that
+# interrupt a harness run would see it carry on. Their children get the default back.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 @dataclass
