@@ -218,14 +218,25 @@ def test_a_changed_home_of_what_the_world_answers_is_a_blind_spot_named_for_tiny
     assert not any("SGLang" in h for h in hints), hints
 
 
+NEW_CONFIG = "return {}\n\n\n@config_rule\ndef quantized"  # batch_default's end
+
+
 @pytest.mark.parametrize(
-    ("edit", "said"),
+    ("edit", "replacement", "said"),
     [
-        ("from tinyserve.platform import device_name\n", "TinyServe would run the file's own"),
+        ("from tinyserve.platform import device_name\n",
+         "\ndef device_name():\n    return 'x'\n", "TinyServe would run the file's own"),
+        ('if device_name() == "tpu":', 'if repr(device_name) == "tpu":',
+         "TinyServe's answer names its object's memory address"),
+        (NEW_CONFIG, NEW_CONFIG.replace("{}", "{'n': type(config)()}", 1),
+         "the world stands in for TinyServe's object"),
     ],
-)
-def test_messages_name_the_world_s_project(tmp_path, edit, said):
-    own = RULES_TEXT.format(compare=BASE).replace(edit, "\ndef device_name():\n    return 'x'\n")
+    ids=["own-definition", "repr-of-a-function", "new-config-object"],
+)  # fmt: skip
+def test_messages_name_the_world_s_project(tmp_path, edit, replacement, said):
+    rules = RULES_TEXT.format(compare=BASE)
+    assert edit in rules
+    own = rules.replace(edit, replacement)
     shas = repository(tmp_path, files(BASE), {**files(BASE), RULES: own})
     done = harness(tmp_path, "diff", *shas)
     assert done.code == 4 and said in done.out + done.err, done.out + done.err

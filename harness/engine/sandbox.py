@@ -477,7 +477,7 @@ def _loaded(spaces: dict[str, dict], path: str, name: str) -> Any:
 
 MUTATOR_FIX = (
     "a mutating method taken by a name harness cannot read before running may change "
-    "state a later call sees, which SGLang's one call per process never does: call it "
+    "state a later call sees, which {project}'s one call per process never does: call it "
     "as x.append(...) instead"
 )
 

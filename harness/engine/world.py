@@ -39,6 +39,12 @@ Resolver = Callable[["Probe"], Any]
 READ, ASSIGNED, DELETED, MADE = "read", "assigned", "deleted", "made"  # what the code did
 
 
+def for_project(fix: str, project: str) -> str:
+    """`fix` with each `{project}` the project's name (not str.format: a fix may quote
+    braces of the evaluated code's)."""
+    return fix.replace("{project}", project)
+
+
 class Unbound(BaseException):
     """The evaluated code read something the matrix and the world do not define (`done`
     is READ), assigned to or deleted an attribute of the world's (ASSIGNED, DELETED), or
@@ -55,19 +61,20 @@ class Unbound(BaseException):
 class Probe:
     """The cell under evaluation and a bitmask of the axes read so far."""
 
-    __slots__ = ("cell", "read", "unbound", "values")
+    __slots__ = ("cell", "project", "read", "unbound", "values")
 
-    def __init__(self, matrix: Matrix) -> None:
+    def __init__(self, matrix: Matrix, project: str = PLAIN.display) -> None:
         self.values = [axis.values for axis in matrix.axes]
         self.cell: tuple[int, ...] = tuple(0 for _ in matrix.axes)
         self.read = 0
         self.unbound: Unbound | None = None  # the first refusal of this call
+        self.project = project  # how a fix names the project: "SGLang"
 
     def refuse(self, what: str, fix: str, field: str | None = None, done: str = READ) -> Unbound:
         """The exception to raise for a read nothing answers (or a write, `done`),
         remembered here, out of the evaluated code's reach: catching it does not hide it
-        (the runner checks)."""
-        exc = Unbound(what, fix, field, done)
+        (the runner checks). `{project}` in `fix` is the world's project."""
+        exc = Unbound(what, for_project(fix, self.project), field, done)
         if self.unbound is None:
             self.unbound = exc
         return exc
@@ -202,13 +209,12 @@ class Call(Spec):
         get, probe = self.returns.compile(ctx), ctx.probe
         label = self.label or "function"
         bare, refuses = self.parameters, self.refuses_arguments
-        fix = ARGUMENTS_FIX.format(project=ctx.world.facts.display)
 
         def answer(*args: Any, **kwargs: Any) -> Any:
             if bare is not None:
                 bare(*args, **kwargs)
             elif refuses and (args or kwargs):
-                raise probe.refuse(f"{label} called with arguments", fix)
+                raise probe.refuse(f"{label} called with arguments", ARGUMENTS_FIX)
             return get(probe)
 
         stub = world_function(self.label or "function", answer, probe)
@@ -340,15 +346,15 @@ def strict_object(
 STAND_IN_MODULE = "world"  # the module a stand-in's class names: not the harness's
 _STAND_INS: weakref.WeakSet[type] = weakref.WeakSet()
 CONSTRUCT_FIX = (
-    "the world stands in for SGLang's object, not for its class: evaluated code may "
+    "the world stands in for {project}'s object, not for its class: evaluated code may "
     "not make one (see docs/security.md)"
 )
 REPR_FIX = (
-    "SGLang's answer names its object's memory address, which no world can give: "
+    "{project}'s answer names its object's memory address, which no world can give: "
     "print or compare the object's fields instead"
 )
 TYPE_FIX = (
-    "the world stands in for SGLang's objects, not for their classes: compare their "
+    "the world stands in for {project}'s objects, not for their classes: compare their "
     "attributes instead (see docs/security.md)"
 )
 
@@ -390,7 +396,7 @@ def refusal(probe: Probe | None, what: str, fix: str, done: str = READ) -> BaseE
     """What to raise for `what`: the probe's refusal (which the runner sees, caught or
     not), or a TypeError where no probe is at hand."""
     if probe is None:
-        return TypeError(f"{what} is {done}: {fix}")
+        return TypeError(f"{what} is {done}: {for_project(fix, PLAIN.display)}")
     return probe.refuse(what, fix, done=done)
 
 
@@ -445,8 +451,8 @@ def is_stand_in(obj: Any) -> bool:
 
 
 FUNCTION_FIX = (
-    "the world stands in for what SGLang's function returns, not for the function "
-    "(SGLang's may be an lru_cache wrapper, a builtin, ...): call it instead"
+    "the world stands in for what {project}'s function returns, not for the function "
+    "({project}'s may be an lru_cache wrapper, a builtin, ...): call it instead"
 )
 
 
@@ -577,7 +583,7 @@ class Context:
 
     def __init__(self, world: World, matrix: Matrix) -> None:
         self.world, self.matrix = world, matrix
-        self.probe = Probe(matrix)
+        self.probe = Probe(matrix, world.facts.display)
 
     def fix_for(self, label: str, name: str) -> str:
         source = self.matrix.edit_hint
