@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 import requests  # noqa: F401  (see below)
 
+from harness import http
 from harness.cli.main import main
 from harness.testing.sglang_fixture import build_history
 from tests.helpers import check_json_reports
@@ -82,6 +83,13 @@ def one_line_error(result: Result) -> str:
     assert len(lines) == 1, result.err
     assert "Traceback" not in result.err
     return lines[0]
+
+
+@pytest.fixture
+def no_retry_pauses(monkeypatch) -> None:
+    """HTTP retries without their pauses (0.5 s, 1 s, 2 s): for tests of what a refusal
+    says, not of when it is retried."""
+    monkeypatch.setattr(http, "BACKOFF", 0.01)
 
 
 @pytest.fixture(autouse=True)

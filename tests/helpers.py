@@ -10,17 +10,45 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 from harness import gitio
 from harness.closure.extract import Closure, Pipeline
 from harness.engine.explore import evaluate_closure
 from harness.engine.outcome import KEPT, VALUE, OutcomeTable, revision_wide
 from harness.errors import Absent, Unevaluable
-from harness.matrix.load import load_matrix
+from harness.matrix.load import load_matrix, shipped_dir
 from harness.matrix.model import Matrix
 from harness.scan.versions import Versions
 from harness.testing.gitrepo import FixtureRepo
 
 PATH = "python/sglang/srt/arg_groups/overrides.py"
+FA4 = "sglang-fa4-page-size"
+
+
+def shipped_variant(path: Path, edit: Callable[[dict], None], name: str = FA4) -> Path:
+    """A shipped matrix file as `edit` changes it (its document, parsed), written to
+    `path`: a matrix a test varies from the shipped one."""
+    doc = yaml.safe_load((shipped_dir() / f"{name}.yaml").read_text())
+    edit(doc)
+    path.write_text(yaml.safe_dump(doc, sort_keys=False))
+    return path
+
+
+def matrix_holding(tmp_path: Path, axis: str, value: Any) -> Path:
+    """The shipped FA4 matrix with one axis held at one value (a field)."""
+
+    def hold(doc: dict) -> None:
+        del doc["axes"][axis]
+        doc["fields"][axis] = value
+
+    return shipped_variant(tmp_path / f"fa4-{axis}.yaml", hold)
+
+
+def matrix_with_axes(tmp_path: Path, **axes: list) -> Path:
+    """The shipped FA4 matrix with fewer values on the `axes` named."""
+    return shipped_variant(tmp_path / "fewer.yaml", lambda doc: doc["axes"].update(axes))
+
 
 HEAVY_TOP = """\
 import torch

@@ -12,22 +12,9 @@ from pathlib import Path
 
 import yaml
 
-from harness.matrix.load import shipped_dir
 from tests import oracle
 from tests.conftest import git_out, run_cli
-from tests.helpers import PATH, commit_versions, module
-
-FA4 = shipped_dir() / "sglang-fa4-page-size.yaml"
-
-
-def matrix_holding(tmp_path: Path, axis: str, value) -> Path:
-    """The shipped FA4 matrix with one axis held at one value (a field)."""
-    doc = yaml.safe_load(FA4.read_text())
-    del doc["axes"][axis]
-    doc["fields"][axis] = value
-    path = tmp_path / f"fa4-{axis}.yaml"
-    path.write_text(yaml.safe_dump(doc, sort_keys=False))
-    return path
+from tests.helpers import PATH, commit_versions, matrix_holding, module, shipped_variant
 
 
 def diff(repo: str, *args: str) -> tuple[int, dict]:
@@ -176,12 +163,14 @@ def test_the_shipped_resolution_matrix_sees_30835_on_the_resolution_code(history
     last = [step.overrides for step in history_steps() if step.overrides is not None][-1]
     FixtureRepo(clone).commit("[Tiny] Enable Full Cuda Graph with Page size = 1 (#30835)",
                               {OVERRIDES: overrides_source(replace(last, full_clause=True))})  # fmt: skip
-    doc = yaml.safe_load((shipped_dir() / "sglang-resolution.yaml").read_text())
-    # What SGLang's files answer and the fixture's do not have: a GPU count, an env default.
-    doc["bindings"]["torch"] = {"object": {"cuda": {"object": {"device_count": {"call": 8}}}}}
-    doc["fields"]["SGLANG_AITER_KV_CACHE_LAYOUT"] = "default"
-    matrix = tmp_path / "resolution.yaml"
-    matrix.write_text(yaml.safe_dump(doc, sort_keys=False))
+
+    def answer(doc: dict) -> None:
+        """What SGLang's files answer and the fixture's do not have: a GPU count, an
+        environment variable's default."""
+        doc["bindings"]["torch"] = {"object": {"cuda": {"object": {"device_count": {"call": 8}}}}}
+        doc["fields"]["SGLANG_AITER_KV_CACHE_LAYOUT"] = "default"
+
+    matrix = shipped_variant(tmp_path / "resolution.yaml", answer, "sglang-resolution")
     code, report = diff(str(clone), "HEAD~", "HEAD", "--matrix", str(matrix))
     assert code == 1 and report["blind_spots"] == []
     assert report["changed"]

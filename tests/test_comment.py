@@ -7,13 +7,12 @@ import re
 from pathlib import Path
 
 import pytest
-import yaml
 
 from harness.github.comment import MAX_BODY, marker
-from harness.matrix.load import shipped_dir
 from tests import oracle
 from tests.apiserver import Comments, Reply
 from tests.conftest import TOKEN, one_line_error, run_cli
+from tests.helpers import matrix_holding
 
 SLUG, PR = "octo/sglang", 7
 MARK = marker("sglang-fa4-page-size")
@@ -154,11 +153,7 @@ def test_bad_report_files_are_one_line(tmp_path):
 
 def test_cannot_tell_is_commented_even_with_no_changed_cell(github_api, history, tmp_path):
     """The check fails on blind spots; the PR gets the comment that says why."""
-    doc = yaml.safe_load((shipped_dir() / "sglang-fa4-page-size.yaml").read_text())
-    del doc["axes"]["prefill_cuda_graph"]
-    doc["fields"]["prefill_cuda_graph"] = "breakable"
-    matrix = tmp_path / "fixed.yaml"
-    matrix.write_text(yaml.safe_dump(doc, sort_keys=False))
+    matrix = matrix_holding(tmp_path, "prefill_cuda_graph", "breakable")
     done = run_cli("diff", "#30835^", "#30835", "--repo", history.repo(), "--matrix", str(matrix),
                    "--format", "json-sample")  # fmt: skip
     assert done.code == 4

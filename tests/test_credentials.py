@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from harness import gitio, http
+from harness import gitio
 from harness.cli.main import redacted
 from tests import oracle
 from tests.conftest import TOKEN, one_line_error, run_cli
@@ -78,9 +78,9 @@ SOURCES = ["option", "environment", "pip.conf"]
     "path",
     ["no-such-project", "refused", "not-json", "missing-file", "wrong-sha256", "bad-port"],
 )
+@pytest.mark.usefixtures("no_retry_pauses")
 def test_no_error_path_shows_the_credentials(index, tmp_path, monkeypatch, source, path):
     monkeypatch.setenv("HARNESS_HTTP_TIMEOUT", "2")
-    monkeypatch.setattr(http, "BACKOFF", 0.01)  # the retries' pauses are not what this checks
     url = with_login(index.url)
     if path == "no-such-project":
         url += "/elsewhere"

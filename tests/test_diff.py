@@ -7,11 +7,10 @@ import re
 import subprocess
 
 import pytest
-import yaml
 
-from harness.matrix.load import shipped_dir
 from tests import oracle
 from tests.conftest import git_out, run_cli
+from tests.helpers import matrix_with_axes
 
 RULE_ROW = re.compile(r"\| \d+ \| [\d,]+ \| ")  # a row of the rule table, not of the grid
 
@@ -118,12 +117,8 @@ def test_exhaustive_agrees_with_exploration(history, tmp_path):
     """On a smaller matrix of the same axes (run cell by cell, the shipped one costs
     700,000 calls and says no more: tests/unit/engine/test_explore.py compares the two
     on random passes); the report is the same, byte for byte."""
-    doc = yaml.safe_load((shipped_dir() / "sglang-fa4-page-size.yaml").read_text())
-    doc["axes"]["prefill_attention_backend"] = [None, "fa4", "triton"]
-    doc["axes"]["platform"] = ["sm90", "sm100"]
-    doc["axes"]["page_size"] = [None, 16]
-    matrix = tmp_path / "smaller.yaml"
-    matrix.write_text(yaml.safe_dump(doc, sort_keys=False))
+    matrix = matrix_with_axes(tmp_path, prefill_attention_backend=[None, "fa4", "triton"],
+                              platform=["sm90", "sm100"], page_size=[None, 16])  # fmt: skip
     _, explored = diff_json(history, "#30835^", "#30835", extra=("--matrix", str(matrix)))
     extra = ("--matrix", str(matrix), "--exhaustive")
     _, exhaustive = diff_json(history, "#30835^", "#30835", extra=extra)

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import json
 
-import yaml
-
 from harness.engine.outcome import ABSENT, ERROR, UNEVALUABLE
 from harness.matrix.load import load_matrix, parse_matrix, shipped_dir
 from harness.scan.compare import compare
@@ -16,6 +14,7 @@ from tests.helpers import (
     commit_versions,
     evaluate_at,
     fa4_matrix,
+    matrix_with_axes,
     module,
     resolved_outcomes,
 )
@@ -224,10 +223,9 @@ def test_exploration_agrees_with_running_every_cell(tmp_path):
     top = "from sglang.srt.utils import is_sm90_supported as is_sm90\n"
     (sha,) = commit_versions(tmp_path / "repo", [module(tricky, top=top)])
     # every axis, fewer backends (the shipped 349,920 cells, one by one, say no more)
-    doc = yaml.safe_load(_matrix_text())
-    for name in ("attention_backend", "decode_attention_backend", "prefill_attention_backend"):
-        doc["axes"][name] = [None, "fa4", "flashmla", "triton"]
-    matrix = parse_matrix(yaml.safe_dump(doc, sort_keys=False), str(tmp_path / "fewer.yaml"))
+    few = [None, "fa4", "flashmla", "triton"]
+    names = ("attention_backend", "decode_attention_backend", "prefill_attention_backend")
+    matrix = load_matrix(str(matrix_with_axes(tmp_path, **dict.fromkeys(names, few))))
     assert matrix.size == 4**3 * 2 * 4 * 4 * 3 * 5
     explored = evaluate_at(tmp_path / "repo", sha, matrix)
     exhaustive = evaluate_at(tmp_path / "repo", sha, matrix, exhaustive=True)

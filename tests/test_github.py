@@ -9,7 +9,6 @@ from pathlib import Path
 
 import pytest
 
-from harness import http
 from harness.testing.gitrepo import FixtureRepo
 from harness.testing.sglang_fixture import OVERRIDES, Overrides, overrides_source
 from tests import oracle
@@ -142,8 +141,8 @@ def test_a_slow_answer_is_retried(github_api, upstream, local, monkeypatch):
     ],
     ids=["401", "404", "403", "rate-limit-too-long", "5xx-persists"],
 )
-def test_refusals_are_one_line_without_the_token(github_api, local, reply, words, monkeypatch):
-    monkeypatch.setattr(http, "BACKOFF", 0.01)  # the retries' pauses are not what this checks
+@pytest.mark.usefixtures("no_retry_pauses")
+def test_refusals_are_one_line_without_the_token(github_api, local, reply, words):
     github_api.on("GET", PULL.format(42), reply)
     result = run_cli("diff", "#42^", "#42", "--repo", str(local), "--github", "octo/sglang")
     line = one_line_error(result)

@@ -7,10 +7,9 @@ from __future__ import annotations
 import json
 
 import pytest
-import yaml
 
-from harness.matrix.load import shipped_dir
 from tests.conftest import git_out, run_cli
+from tests.helpers import matrix_holding
 
 HINT = "prefill_cuda_graph = full takes it the other way"
 
@@ -19,12 +18,7 @@ HINT = "prefill_cuda_graph = full takes it the other way"
 def held_fixed(tmp_path):
     """The FA4 matrix with the prefill CUDA-graph mode held at `breakable`: #30835's new
     clause (a full prefill graph keeps its page size) is never taken."""
-    doc = yaml.safe_load((shipped_dir() / "sglang-fa4-page-size.yaml").read_text())
-    del doc["axes"]["prefill_cuda_graph"]
-    doc["fields"]["prefill_cuda_graph"] = "breakable"
-    path = tmp_path / "fixed.yaml"
-    path.write_text(yaml.safe_dump(doc, sort_keys=False))
-    return str(path)
+    return str(matrix_holding(tmp_path, "prefill_cuda_graph", "breakable"))
 
 
 def run(history, held_fixed, *argv: str):

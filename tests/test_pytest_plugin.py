@@ -20,6 +20,7 @@ from harness.pytest_plugin import slices
 from harness.report.baseline import read
 from tests import oracle
 from tests.conftest import git_out, run_cli
+from tests.helpers import matrix_holding
 
 MATRIX = "sglang-fa4-page-size"
 
@@ -108,11 +109,7 @@ def test_fails_after_30835_with_the_rule_summary(pytester, history, tmp_path, wo
 def test_a_change_behind_an_input_the_matrix_holds_fixed_fails_the_blind_spot_item(
     pytester, history, tmp_path
 ):
-    doc = yaml.safe_load((shipped_dir() / f"{MATRIX}.yaml").read_text())
-    del doc["axes"]["prefill_cuda_graph"]
-    doc["fields"]["prefill_cuda_graph"] = "breakable"
-    matrix = tmp_path / "fixed.yaml"
-    matrix.write_text(yaml.safe_dump(doc, sort_keys=False))
+    matrix = matrix_holding(tmp_path, "prefill_cuda_graph", "breakable")
     baseline = tmp_path / "baseline.json"
     done = run_cli("snapshot", "#30835^", "-o", str(baseline), "--repo", history.repo(),
                    "--matrix", str(matrix))  # fmt: skip
