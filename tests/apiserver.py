@@ -11,6 +11,15 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
+# How often a serving loop looks for shutdown(): socketserver's 0.5 s default made every
+# test with a loopback server wait half a second in its teardown.
+POLL_SECONDS = 0.02
+
+
+def serving(server: Any) -> threading.Thread:
+    """A daemon thread serving `server` until its shutdown() (not yet started)."""
+    return threading.Thread(target=server.serve_forever, args=(POLL_SECONDS,), daemon=True)
+
 
 @dataclass
 class Reply:
@@ -39,7 +48,7 @@ class FakeGitHub:
         self.lock = threading.Lock()
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self))
         self.server.daemon_threads = True
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread = serving(self.server)
 
     @property
     def url(self) -> str:

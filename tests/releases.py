@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from harness import gitio
+from tests.apiserver import serving
 
 PADDING = 4 << 20  # bytes of incompressible data in each wheel
 
@@ -88,7 +89,7 @@ class Index:
         self.lock = threading.Lock()
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self))
         self.server.daemon_threads = True
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        serving(self.server).start()
 
     @property
     def url(self) -> str:

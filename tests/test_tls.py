@@ -30,6 +30,7 @@ import trustme
 
 from harness import gitio
 from harness.releases.pipconfig import config_files
+from tests.apiserver import serving
 from tests.conftest import one_line_error, run_cli
 from tests.releases import Index, Served, _handler, build_wheel, package_files
 
@@ -57,7 +58,7 @@ class TlsIndex(Index):
         context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         self.certificate.configure_cert(context)
         self.server = _TlsServer(context, self)
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        serving(self.server).start()
 
     @property
     def url(self) -> str:
@@ -381,7 +382,7 @@ def proxy_ca(cas, monkeypatch, tmp_path):
     own, pem = trustme.CA(), tmp_path / "proxy.pem"
     own.cert_pem.write_to_path(str(pem))
     proxy = _Proxy(own, cas.right)
-    threading.Thread(target=proxy.serve_forever, daemon=True).start()
+    serving(proxy).start()
     monkeypatch.setenv("HTTPS_PROXY", f"http://127.0.0.1:{proxy.server_address[1]}")
     yield pem
     proxy.shutdown()
