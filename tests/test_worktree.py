@@ -9,6 +9,7 @@ from pathlib import Path
 from harness.testing.sglang_fixture import FULL_CLAUSE, OVERRIDES
 from tests import oracle
 from tests.conftest import git_out, rev_sha, run_cli
+from tests.helpers import matrix_with_axes
 
 
 def snapshot(repo: Path) -> dict:
@@ -60,21 +61,35 @@ def test_a_clean_working_tree_shows_no_change(clone):
     assert result.code == 0 and "working tree" in result.out
 
 
-def test_no_command_touches_the_repository(clone):
+def test_no_command_touches_the_repository(clone, tmp_path):
     add_full_clause(clone)
     (clone / "untracked.txt").write_text("left alone\n")
+    # every cell, one by one: on fewer of them than the shipped matrix's 349,920
+    fewer = matrix_with_axes(tmp_path, prefill_attention_backend=[None, "fa4"], page_size=[None])
     before = snapshot(clone)
-    repo = str(clone)
+    repo, codes = str(clone), []
     for argv in (
         ["diff", "--repo", repo],
         ["diff", "#30835^", "#30835", "--repo", repo, "--format", "json"],
         ["diff", "HEAD~3", "--repo", repo, "--format", "markdown"],
-        ["diff", "#30835^", "#30835", "--repo", repo, "--exhaustive", "--where", "platform=sm100"],
+        [
+            "diff",
+            "#30835^",
+            "#30835",
+            "--repo",
+            repo,
+            "--exhaustive",
+            "--matrix",
+            str(fewer),
+            "--where",
+            "platform=sm100",
+        ],
         ["diff", "nosuchrev", "--repo", repo],
         ["matrix"],
     ):
-        run_cli(*argv)
+        codes.append(run_cli(*argv).code)
     assert snapshot(clone) == before
+    assert codes == [1, 1, 1, 1, 2, 0]  # each ran (the unknown revision: a user error)
 
 
 def test_an_uncommitted_helper_edit_is_seen_in_the_working_tree(clone):
