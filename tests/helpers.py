@@ -207,8 +207,17 @@ def check_report(doc: Any, command: str) -> None:
 def closed_kinds(doc: Any) -> list[str]:
     """The kinds of report (the schema's anyOf) `doc` is, each closed to the keys it names:
     a report is exactly one."""
-    kinds = [entry["$ref"].removeprefix("#/$defs/") for entry in _report_schema()["anyOf"]]
-    return [kind for kind in kinds if _closed_validator(kind).is_valid(doc)]
+    return [kind for kind in report_kinds() if _compiled_validator(kind)(doc)]
+
+
+def open_kinds(doc: Any) -> list[str]:
+    """The kinds of report `doc` is by the published (open) schema, as a reader's
+    validator takes it (keys the schema does not name are let in)."""
+    return [kind for kind in report_kinds() if _compiled_validator(kind, closed=False)(doc)]
+
+
+def report_kinds() -> list[str]:
+    return [entry["$ref"].removeprefix("#/$defs/") for entry in _report_schema()["anyOf"]]
 
 
 def _likeness(doc: Any, kind: str) -> int:
@@ -234,17 +243,18 @@ def _closed_validator(kind: str):
 
 
 @functools.cache
-def _compiled_validator(kind: str) -> Callable[[Any], bool]:
-    """Whether a document is a valid report of `kind`, as `_closed_validator` judges it,
-    compiled to Python by fastjsonschema: a diff of every cell of the FA4 matrix writes a
-    138 MB report, which jsonschema took 155 s to walk, this a few seconds. The schema uses
-    no keyword whose meaning changed after draft 7 (tests/test_json_schema.py holds the
-    two validators to the same verdicts)."""
+def _compiled_validator(kind: str, closed: bool = True) -> Callable[[Any], bool]:
+    """Whether a document is a valid report of `kind`, as `_closed_validator` judges it
+    (or, not `closed`, as jsonschema judges it by the published schema), compiled to Python
+    by fastjsonschema: a diff of every cell of the FA4 matrix writes a 138 MB report, which
+    jsonschema took 155 s to walk, this a few seconds. The schema uses no keyword whose
+    meaning changed after draft 7 (tests/test_json_schema.py holds the two validators to
+    the same verdicts)."""
     import fastjsonschema
 
-    schema = _report_schema()
-    closed = {"$ref": f"#/$defs/{kind}", "$defs": _closed(schema["$defs"])}
-    check = fastjsonschema.compile(closed, use_default=False)
+    defs = _report_schema()["$defs"]
+    schema = {"$ref": f"#/$defs/{kind}", "$defs": _closed(defs) if closed else defs}
+    check = fastjsonschema.compile(schema, use_default=False)
 
     def valid(doc: Any) -> bool:
         try:

@@ -19,6 +19,7 @@ from tests.helpers import (
     _compiled_validator,
     check_report,
     closed_kinds,
+    open_kinds,
 )
 from tests.releases import Index, Served, build_wheel, package_files
 
@@ -76,10 +77,11 @@ def emitted(argv: list[str], history) -> dict:
 def kinds_of(doc: dict) -> list[str]:
     """The schema's kinds of report the document is, by the published (open) schema (an
     explain report with no passes is a passes report too, to a schema that lets keys in)."""
-    return [
-        kind for kind in KINDS
-        if Draft202012Validator({"$ref": f"#/$defs/{kind}", "$defs": SCHEMA["$defs"]}).is_valid(doc)
-    ]  # fmt: skip
+    return open_kinds(doc)
+
+
+def open_validator(kind: str) -> Draft202012Validator:
+    return Draft202012Validator({"$ref": f"#/$defs/{kind}", "$defs": SCHEMA["$defs"]})
 
 
 @pytest.mark.parametrize("name", list(CASES))
@@ -201,6 +203,12 @@ def test_the_compiled_check_and_jsonschema_give_the_same_verdicts(name, history)
     whole = emitted(argv, history)
     assert best_match(_closed_validator(kind).iter_errors(whole)) is None
     assert _compiled_validator(kind)(whole)
+    shown = _shortened(whole)  # the kinds a report is, by either, open or closed
+    for other in KINDS:
+        assert _compiled_validator(other, closed=False)(shown) == open_validator(other).is_valid(
+            shown
+        ), other
+        assert _compiled_validator(other)(shown) == _closed_validator(other).is_valid(shown)
     for doc in mutants(_shortened(whole)):  # what a mutant drifts in is near the top
         by_jsonschema = best_match(_closed_validator(kind).iter_errors(doc)) is None
         assert _compiled_validator(kind)(doc) == by_jsonschema, json.dumps(doc)[:300]
