@@ -43,11 +43,10 @@ def render_text(matrix: Matrix) -> str:
 
 def cell_lines(matrix: Matrix, where: Cube, fmt: str) -> Iterator[str]:
     """Each cell inside `where`, in order: `AXIS=VALUE ...` (text) or a JSON object."""
-    names = [axis.name for axis in matrix.axes]
-    if fmt == "json":
-        values = [axis.values for axis in matrix.axes]
+    if fmt == "json":  # each `"axis": value` once, joined as json.dumps joins a dict's
+        pairs = [[f"{json.dumps(a.name)}: {json.dumps(v)}" for v in a.values] for a in matrix.axes]
         for cell in iter_cells(where):
-            yield json.dumps({n: v[d] for n, v, d in zip(names, values, cell, strict=True)})
+            yield "{" + ", ".join(p[d] for p, d in zip(pairs, cell, strict=True)) + "}"
         return
     texts = [[f"{axis.name}={format_value(v)}" for v in axis.values] for axis in matrix.axes]
     for cell in iter_cells(where):
