@@ -56,7 +56,7 @@ def test_the_time_limit_is_the_runs(pytester, tmp_path):
     shas = commit_versions(tmp_path / "repo", [BASE.format(marker=""), spin])
     matrix = tmp_path / "m.yaml"
     matrix.write_text(plain_matrix("spin"))
-    result = pytester.runpytest_subprocess(
+    result = pytester.runpytest_inprocess(
         "-p", "no:cacheprovider", "--override-matrix", str(matrix), "--override-repo",
         str(tmp_path / "repo"), "--override-rev", f"{shas[0]}...{shas[1]}", "--override-no-cache",
         "--override-time-limit", "1", "--override-memory-limit", "512M",
@@ -73,7 +73,7 @@ def test_releases_are_read_from_the_index_the_option_names(pytester, history, tm
     try:
         baseline = tmp_path / "baseline.json"
         snapshot("pypi:sglang==0.2.0", baseline, "--index-url", index.url)
-        result = pytester.runpytest_subprocess(
+        result = pytester.runpytest_inprocess(
             "-p", "no:cacheprovider", "--override-matrix", MATRIX, "--override-baseline",
             str(baseline), "--override-rev", "pypi:sglang==0.3.0", "--override-index-url",
             index.url,
@@ -96,11 +96,11 @@ def test_pr_numbers_resolve_through_the_github_option(pytester, github_api, tmp_
     github_api.on("GET", "/repos/octo/sglang/pulls/42", Reply(body=merged))
     common = ["-p", "no:cacheprovider", "--override-matrix", MATRIX, "--override-repo",
               str(local.root), "--override-rev", "#42^...#42"]  # fmt: skip
-    result = pytester.runpytest_subprocess(*common, "--override-github", "octo/sglang")
+    result = pytester.runpytest_inprocess(*common, "--override-github", "octo/sglang")
     expected = slice_counts()
     result.assert_outcomes(failed=len(expected), passed=82 - len(expected))
     assert failed_counts(result) == expected
-    result = pytester.runpytest_subprocess(*common)  # no API: the local history has no #42
+    result = pytester.runpytest_inprocess(*common)  # no API: the local history has no #42
     assert "--override-github OWNER/REPO" in result.stdout.str()
 
 

@@ -1,4 +1,10 @@
-"""The pytest entry point and `harness snapshot`: a revision against a committed baseline."""
+"""The pytest entry point and `harness snapshot`: a revision against a committed baseline.
+
+The check's outcomes and options are asked of pytest in this process (pytester's
+inline run, the plugin loaded from its entry point as any pytest loads it); what a
+process of its own shows (the inert plugin's imports, its help, the docs' CI command
+at an SGLang root) runs pytest as a command.
+"""
 
 from __future__ import annotations
 
@@ -39,7 +45,7 @@ def failed_counts(result) -> dict[str, int]:
 
 
 def run_pytest(pytester, history, baseline, rev: str, *extra: str):
-    return pytester.runpytest_subprocess(
+    return pytester.runpytest_inprocess(
         "-p", "no:cacheprovider", "--override-matrix", MATRIX, "--override-baseline",
         str(baseline), "--override-repo", history.repo(), "--override-rev", rev, *extra,
     )  # fmt: skip
@@ -113,7 +119,7 @@ def test_a_change_behind_an_input_the_matrix_holds_fixed_fails_the_blind_spot_it
     done = run_cli("snapshot", "#30835^", "-o", str(baseline), "--repo", history.repo(),
                    "--matrix", str(matrix))  # fmt: skip
     assert done.code == 0, done.err
-    result = pytester.runpytest_subprocess(
+    result = pytester.runpytest_inprocess(
         "-p", "no:cacheprovider", "--override-matrix", str(matrix), "--override-baseline",
         str(baseline), "--override-repo", history.repo(), "--override-rev", "#30835",
     )  # fmt: skip
@@ -163,7 +169,7 @@ def test_inert_unless_asked(pytester):
 
 
 def test_bad_options_are_usage_errors(pytester, history, tmp_path):
-    result = pytester.runpytest_subprocess("--override-matrix", MATRIX)
+    result = pytester.runpytest_inprocess("--override-matrix", MATRIX)
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     assert "--override-baseline" in result.stderr.str()
     result = run_pytest(pytester, history, tmp_path / "missing.json", "HEAD")
@@ -289,7 +295,7 @@ def test_a_range_compares_where_the_branch_left_with_its_head(pytester, clone, h
     subprocess.run([*git, "checkout", "-q", "-"], cwd=clone, check=True)
     base = git_out(clone, "merge-base", "HEAD", "feature").strip()
     assert base == history.shas["comment"] != git_out(clone, "rev-parse", "HEAD").strip()
-    result = pytester.runpytest_subprocess(
+    result = pytester.runpytest_inprocess(
         "-p", "no:cacheprovider", "--override-matrix", MATRIX, "--override-repo", str(clone),
         "--override-rev", "HEAD...feature",
     )  # fmt: skip
@@ -306,14 +312,14 @@ def test_a_range_names_its_own_base(pytester, history, tmp_path):
     snapshot(history, "HEAD", baseline)
     common = ["--override-matrix", MATRIX, "--override-repo", history.repo()]
     for extra in (["--override-baseline", str(baseline)], ["--override-update"]):
-        result = pytester.runpytest_subprocess(*common, "--override-rev", "HEAD~2...HEAD", *extra)
+        result = pytester.runpytest_inprocess(*common, "--override-rev", "HEAD~2...HEAD", *extra)
         assert result.ret == pytest.ExitCode.USAGE_ERROR
         assert f"is a range, whose base is the baseline: drop {extra[0]}" in result.stderr.str()
 
 
 def test_a_range_with_an_unevaluable_end_fails_every_item(pytester, history):
     """#30902 breaks the file's syntax: nothing can be compared, and no slice passes."""
-    result = pytester.runpytest_subprocess(
+    result = pytester.runpytest_inprocess(
         "-p", "no:cacheprovider", "--override-matrix", MATRIX, "--override-repo",
         history.repo(), "--override-rev", "#30902^...#30902",
     )  # fmt: skip
