@@ -66,24 +66,14 @@ def test_no_command_touches_the_repository(clone, tmp_path):
     (clone / "untracked.txt").write_text("left alone\n")
     # every cell, one by one: on fewer of them than the shipped matrix's 349,920
     fewer = matrix_with_axes(tmp_path, prefill_attention_backend=[None, "fa4"], page_size=[None])
+    every = ["--exhaustive", "--matrix", str(fewer), "--where", "platform=sm100"]
     before = snapshot(clone)
     repo, codes = str(clone), []
     for argv in (
         ["diff", "--repo", repo],
         ["diff", "#30835^", "#30835", "--repo", repo, "--format", "json"],
         ["diff", "HEAD~3", "--repo", repo, "--format", "markdown"],
-        [
-            "diff",
-            "#30835^",
-            "#30835",
-            "--repo",
-            repo,
-            "--exhaustive",
-            "--matrix",
-            str(fewer),
-            "--where",
-            "platform=sm100",
-        ],
+        ["diff", "#30835^", "#30835", "--repo", repo, *every],
         ["diff", "nosuchrev", "--repo", repo],
         ["matrix"],
     ):
