@@ -254,10 +254,12 @@ class _Loader:
 
 def _recorder(bound: Bound) -> Callable[[Any, dict[str, Any]], Any] | None:
     """The overlay a call's view is seen through when the world declares what code assigns
-    to the view (`World.view_writes`); None when it refuses that (SGLang's passes: their
-    view is read-only there too)."""
-    world = None if bound.ctx is None else bound.ctx.world
-    if world is None or not world.view_writes:
+    to the view (`World.view_writes`), or the target is an entry point (`entry:`, which
+    resolves the configuration it is handed by assigning and declaring); None when the
+    world refuses writes (SGLang's passes: their view is read-only there too)."""
+    if bound.ctx is None:
+        return None
+    if not (bound.ctx.world.view_writes or bound.ctx.matrix.target.entry):
         return None
     return overlay_maker("view", bound.probe, name=view_type(bound), record=True)
 

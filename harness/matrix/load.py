@@ -27,7 +27,8 @@ from harness.matrix.write import is_axis_name
 TOP_KEYS = {"name", "description", "target", "world", "axes", "fields", "bindings"}
 
 
-TARGET_KEYS = {"path", "function", "passes", "output", "roots", "guards"}
+TARGET_KEYS = {"path", "function", "passes", "entry", "output", "roots", "guards"}
+KINDS = ("function", "passes", "entry")  # what a target names: exactly one of them
 
 
 def shipped_dir() -> Path:
@@ -125,8 +126,16 @@ def parse_matrix(
 
 def _parse_target(check: _Checker, raw: Any) -> Target:
     data = check.mapping(raw, "target", TARGET_KEYS, required={"path", "output"})
-    if ("function" in data) == ("passes" in data):
-        check.fail("target", "needs either function: NAME or passes: [NAME, ...] (not both)")
+    if sum(kind in data for kind in KINDS) != 1:
+        check.fail(
+            "target", "needs one of function: NAME, passes: [NAME, ...] or entry: NAME "
+            "(the function that resolves the whole configuration)",
+        )  # fmt: skip
+    if "entry" in data:
+        name = check.string(data["entry"], "target.entry")
+        if not name.isidentifier():
+            check.fail("target.entry", f"{name!r} is not a function name")
+        return _target(check, data, (name,), entry=True)
     if "function" in data:
         passes = (check.string(data["function"], "target.function"),)
     elif data["passes"] in ("all", "run-order"):
@@ -145,7 +154,7 @@ def _parse_target(check: _Checker, raw: Any) -> Target:
     return _target(check, data, passes)
 
 
-def _target(check: _Checker, data: dict, passes: tuple[str, ...]) -> Target:
+def _target(check: _Checker, data: dict, passes: tuple[str, ...], entry: bool = False) -> Target:
     raw_outputs = data["output"]
     if isinstance(raw_outputs, list) and raw_outputs:
         outputs = tuple(check.string(o, f"target.output[{n}]") for n, o in enumerate(raw_outputs))
@@ -165,7 +174,7 @@ def _target(check: _Checker, data: dict, passes: tuple[str, ...]) -> Target:
     if guards and len(passes) == 1 and passes not in (ALL_PASSES, RUN_ORDER):
         check.fail("target.guards", "guards a pass of a pipeline: use it with passes:")
     return Target(path=path, passes=passes, outputs=outputs, roots=roots,
-                  guards=tuple(guards.items()))  # fmt: skip
+                  guards=tuple(guards.items()), entry=entry)  # fmt: skip
 
 
 def _inside(check: _Checker, raw: Any, key: str) -> str:

@@ -40,13 +40,16 @@ class Axis:
 
 @dataclass(frozen=True)
 class Target:
-    """One function, or a pipeline of passes run in order over one view."""
+    """One function, or a pipeline of passes run in order over one view, or the entry
+    point that resolves a whole configuration (`entry`: what it assigns or declares on
+    the configuration it is handed is its outcome)."""
 
     path: str
     passes: tuple[str, ...]  # one name: one function; ALL_PASSES, RUN_ORDER: every registered one
     outputs: tuple[str, ...]  # each output field, in order
     roots: tuple[str, ...] = ()  # source roots for module names (default: from `path`)
     guards: tuple[tuple[str, Any], ...] = ()  # (pass, binding): run it only where truthy
+    entry: bool = False  # `entry: NAME`: the function resolves the configuration it is handed
 
     @property
     def pipeline(self) -> bool:

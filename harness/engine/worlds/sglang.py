@@ -39,6 +39,7 @@ from harness.engine.world import (
     no_parameters,
 )
 from harness.engine.worlds.common import identity, logger, registering
+from harness.engine.worlds.plumbing import MACHINERY
 from harness.errors import HarnessError
 from harness.matrix.model import Matrix, format_value
 
@@ -295,6 +296,7 @@ def _names() -> dict[str, Spec]:
         ),
     }
     names.update({name: Function(name, identity) for name in VIEW_FUNCTIONS})
+    names.update(MACHINERY)
     for helper, flag in HELPERS.items():
         names[helper] = Call(_platform_flag(flag, f"{helper}()"), label=f"{helper}()",
                              parameters=_takes_nothing(helper),
@@ -340,6 +342,9 @@ HOMES = (
     ("record_of", (BASE,)),
     ("use_mla_backend", (BASE,)),
     ("model_config_of", (BASE,)),
+    ("run_post_process_pass", ("overrides.py",)),  # the machinery an entry runs through
+    ("declare_resolution", ("overrides.py",)),
+    ("run_hook", ("resolution_hooks.py",)),
 )
 # ... and the files the code imports them from (`from sglang.srt.utils import is_hip`):
 # an import of the name from one of them reads the definition the world stands for; from

@@ -1,0 +1,119 @@
+"""SGLang's resolution machinery, as an entry target (`target: {entry: ...}`) runs it.
+
+SGLang's resolution entry (`run_resolution_pipeline(server_args)`) runs its
+handlers and passes through three functions of its own, whose bodies reach
+the dataclass machinery of `ServerArgs` (field metadata, a stash of
+declarations projected at publication) and a plugin registry. What they do
+to the configuration is small, and the world does exactly that:
+
+- `run_hook(step, server_args)` runs `step(server_args)` (SGLang first wraps
+  it in the plugins registered for its name: the harness's process has none);
+- `run_post_process_pass(server_args, fn)` calls the pass with a read-only
+  view of the configuration as resolved so far, refuses a result that is not
+  a dict (TypeError, SGLang's message), and declares what it returns;
+- `declare_resolution(server_args, source, **fields)` declares the fields:
+  a later read of the configuration gives the declared value, and the last
+  declaration of a field is its final value.
+
+A declaration is a write to the configuration the entry was handed (the
+harness records it, see `harness.engine.sandbox`); the outputs are the final
+values of the output fields, the cell's input where nothing declared one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from harness.engine.world import (
+    ASSIGNED,
+    DELETED,
+    Context,
+    Probe,
+    Resolver,
+    Spec,
+    stand_in_class,
+    world_function,
+)
+
+PASS_VIEW_FIX = (
+    "a post-process pass returns the fields it declares; {project} hands it a read-only "
+    "view (see docs/matrix-files.md)"
+)
+
+
+@dataclass(frozen=True)
+class Machinery(Spec):
+    """One of the functions above: `make(probe, read_only)` is what a call answers,
+    `read_only(config)` the view a pass is handed."""
+
+    label: str
+    make: Callable[[Probe, Callable[[Any], Any]], Callable[..., Any]]
+
+    def compile(self, ctx: Context) -> Resolver:
+        read_only = read_only_maker(ctx.probe, ctx.world.facts.view_type)
+        function = world_function(self.label, self.make(ctx.probe, read_only), ctx.probe)
+        return lambda probe: function
+
+
+def read_only_maker(probe: Probe, name: str) -> Callable[[Any], Any]:
+    """`view(config)`: an object that reads what `config` reads and refuses writes on
+    `probe` (as SGLang's `ResolvedView` refuses them), of class `name`."""
+
+    def __getattribute__(self: Any, attr: str) -> Any:
+        return getattr(get_inner(self), attr)
+
+    def __setattr__(self: Any, attr: str, value: Any) -> None:
+        raise probe.refuse(f"view.{attr}", PASS_VIEW_FIX, done=ASSIGNED)
+
+    def __delattr__(self: Any, attr: str) -> None:
+        raise probe.refuse(f"view.{attr}", PASS_VIEW_FIX, done=DELETED)
+
+    methods = {"__getattribute__": __getattribute__, "__setattr__": __setattr__,
+               "__delattr__": __delattr__}  # fmt: skip
+    cls = stand_in_class("view", methods, probe, ("_inner",), name)
+    slot = cls.__dict__["_inner"]
+    get_inner = slot.__get__
+
+    def view(config: Any) -> Any:
+        made = object.__new__(cls)
+        slot.__set__(made, config)
+        return made
+
+    return view
+
+
+def _declare(config: Any, fields: dict[str, Any]) -> None:
+    for name, value in fields.items():
+        setattr(config, name, value)  # the entry's configuration records it
+
+
+def run_hook(probe: Probe, read_only: Callable[[Any], Any]) -> Callable[..., Any]:
+    def answer(step: Any, server_args: Any) -> None:
+        step(server_args)
+
+    return answer
+
+
+def run_post_process_pass(probe: Probe, read_only: Callable[[Any], Any]) -> Callable[..., Any]:
+    def answer(server_args: Any, fn: Any) -> None:
+        declared = fn(read_only(server_args))
+        if not isinstance(declared, dict):
+            name = getattr(fn, "__qualname__", "?")
+            kind = type(declared).__name__
+            raise TypeError(f"post-process pass {name} must return a dict, got {kind}")
+        _declare(server_args, dict(declared))
+
+    return answer
+
+
+def declare_resolution(probe: Probe, read_only: Callable[[Any], Any]) -> Callable[..., Any]:
+    def answer(server_args: Any, source: Any, /, **fields: Any) -> None:
+        _declare(server_args, fields)
+
+    return answer
+
+
+MACHINERY = {fn.__name__: Machinery(fn.__name__, fn)
+             for fn in (run_hook, run_post_process_pass, declare_resolution)}  # fmt: skip

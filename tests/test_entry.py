@@ -1,0 +1,383 @@
+"""An entry target (`target: {entry: run_resolution_pipeline}`): the resolution as the
+project's own entry point runs it, its handlers with their `if`s, early returns,
+asserts and raised validations, the passes they call in their order, and the fields
+they assign or declare on the configuration they are handed.
+
+A small SGLang-shaped repository is built in tmp_path: `pipeline.py` runs a
+speculative handler and two passes through `run_hook` and `run_post_process_pass`,
+declares through `declare_resolution` and assigns one field itself. Each commit
+changes one thing a handler does. The expected outcome of every cell comes from
+running that commit's own files in plain Python (the package imported from a
+directory, `get_platform()` answered per cell as SGLang's runtime would), never
+from harness.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import json
+import sys
+import types
+from pathlib import Path
+
+import pytest
+
+from harness.engine.outcome import ERROR
+from harness.engine.outputs import Inputs, declared
+from harness.matrix.load import load_matrix
+from harness.testing.gitrepo import FixtureRepo
+from tests.conftest import one_line_error, run_cli
+from tests.helpers import evaluate_at
+
+PKG = "python/sglang/srt/arg_groups"
+SERVER_ARGS = '''\
+# Written for harness's tests, shaped like SGLang's server_args.py.
+"""Server arguments: one dataclass, its defaults declared field by field."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Optional
+
+
+@dataclasses.dataclass
+class ServerArgs:
+    model_path: str = "meta-llama/Llama-3.1-8B-Instruct"
+    attention_backend: Optional[str] = None
+    page_size: Optional[int] = None
+    speculative_algorithm: Optional[str] = None
+    speculative_eagle_topk: Optional[int] = None
+    speculative_num_steps: Optional[int] = None
+'''
+
+OVERRIDES = '''\
+# Written for harness's tests, shaped like SGLang's overrides.py.
+"""Post-process passes, and the functions that run them and record what they declare."""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from sglang.srt.arg_groups.model_override_base import resolving_view  # noqa: F401
+from sglang.srt.runtime_context import get_platform
+
+POST_PROCESS_PASSES: list = []
+
+
+def register_post_process(fn: Callable[..., dict]) -> Callable[..., dict]:
+    POST_PROCESS_PASSES.append(fn)
+    return fn
+
+
+def run_post_process_pass(server_args: Any, fn: Callable[..., dict]) -> None:
+    declared = fn(server_args)
+    if not isinstance(declared, dict):
+        raise TypeError(
+            f"post-process pass {{fn.__qualname__}} must return a dict, "
+            f"got {{type(declared).__name__}}"
+        )
+    declare_resolution(server_args, fn.__qualname__, **declared)
+
+
+def declare_resolution(server_args: Any, source: str, **fields: Any) -> None:
+    for name, value in fields.items():
+        setattr(server_args, name, value)
+
+
+@register_post_process
+def _attention_backend_default(view: Any) -> dict:
+    if view.attention_backend is not None:
+        return {{}}
+    return {{"attention_backend": "fa4" if get_platform().is_sm100 else "fa3"}}
+
+
+@register_post_process
+def _page_size_default(view: Any) -> dict:
+    return {{"page_size": {page_default}}} if view.page_size is None else {{}}
+'''
+
+HOOKS = '''\
+"""Plugin overrides for named resolution steps (none registered here)."""
+
+_HOOKS: dict = {}
+
+
+def run_hook(builtin, server_args) -> None:
+    step = builtin
+    for fn in _HOOKS.get(builtin.__name__, ()):
+        step = fn
+    step(server_args)
+'''
+
+SPECULATIVE = '''\
+"""The speculative-decoding handler."""
+
+from sglang.srt.arg_groups.overrides import declare_resolution, resolving_view
+
+
+def handle_speculative_decoding(server_args) -> None:
+    cfg = resolving_view(server_args)
+    if cfg.speculative_algorithm is None:
+        return
+{check}    if cfg.speculative_eagle_topk is None:
+        declare_resolution(server_args, "speculative", speculative_eagle_topk={topk_default})
+    if cfg.speculative_eagle_topk > 1 and cfg.page_size not in (None, 1):
+        raise ValueError(
+            f"speculative_eagle_topk {{cfg.speculative_eagle_topk}} needs page size 1"
+        )
+'''
+STEPS_CHECK = (
+    "    if cfg.speculative_eagle_topk is not None:\n"
+    '        assert cfg.speculative_num_steps is not None, "set the number of steps"\n'
+)
+
+BASE = '''\
+"""The helpers every handler reads the configuration through."""
+
+
+def resolving_view(server_args):
+    return server_args
+'''
+
+PIPELINE = '''\
+# Written for harness's tests, shaped like SGLang's pipeline.py.
+"""Ordered configuration resolution."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sglang.srt.arg_groups.overrides import (
+    _attention_backend_default,
+    _page_size_default,
+    run_post_process_pass,
+)
+from sglang.srt.arg_groups.resolution_hooks import run_hook
+
+
+def run_resolution_pipeline(server_args: Any) -> None:
+    """Resolve the server arguments in dependency order."""
+    from sglang.srt.arg_groups.speculative_hook import handle_speculative_decoding
+
+    run_post_process_pass(server_args, _attention_backend_default)
+    run_hook(handle_speculative_decoding, server_args)
+    if server_args.attention_backend == "fa4" and {fa4_condition}:
+        server_args.page_size = 128
+    run_post_process_pass(server_args, _page_size_default)
+'''
+
+# Each commit's knobs, oldest first; each changes one thing the resolution does.
+VERSIONS = {
+    "initial": dict(check="", topk_default=1, page_default=1,
+                    fa4_condition="server_args.speculative_eagle_topk in (None, 1)"),
+    "assert": dict(check=STEPS_CHECK, topk_default=1, page_default=1,
+                   fa4_condition="server_args.speculative_eagle_topk in (None, 1)"),
+    "declared": dict(check=STEPS_CHECK, topk_default=4, page_default=1,
+                     fa4_condition="server_args.speculative_eagle_topk in (None, 1)"),
+    "assigned": dict(check=STEPS_CHECK, topk_default=4, page_default=1,
+                     fa4_condition="server_args.page_size is None"),
+    "pass": dict(check=STEPS_CHECK, topk_default=4, page_default=16,
+                 fa4_condition="server_args.page_size is None"),
+}  # fmt: skip
+
+AXES = {
+    "attention_backend": [None, "fa3", "fa4"],
+    "platform": ["sm90", "sm100"],
+    "page_size": [None, 1, 64],
+    "speculative_algorithm": [None, "EAGLE"],
+    "speculative_eagle_topk": [None, 1, 4],
+    "speculative_num_steps": [None, 3],
+}
+OUTPUTS = ("attention_backend", "page_size", "speculative_eagle_topk")
+MATRIX = f"""\
+name: entry-test
+target:
+  path: {PKG}/pipeline.py
+  entry: run_resolution_pipeline
+  output: [{", ".join(OUTPUTS)}]
+world: sglang
+axes:
+""" + "".join(
+    f"  {name}: [{', '.join('null' if v is None else str(v) for v in values)}]\n"
+    for name, values in AXES.items()
+)
+
+
+def files(version: dict) -> dict[str, str]:
+    return {
+        "python/sglang/srt/server_args.py": SERVER_ARGS,
+        f"{PKG}/__init__.py": "",
+        f"{PKG}/model_override_base.py": BASE,
+        f"{PKG}/overrides.py": OVERRIDES.format(page_default=version["page_default"]),
+        f"{PKG}/resolution_hooks.py": HOOKS,
+        f"{PKG}/speculative_hook.py": SPECULATIVE.format(
+            check=version["check"], topk_default=version["topk_default"]
+        ),
+        f"{PKG}/pipeline.py": PIPELINE.format(fa4_condition=version["fa4_condition"]),
+    }
+
+
+def cells() -> list[dict]:
+    return [dict(zip(AXES, values, strict=True)) for values in itertools.product(*AXES.values())]
+
+
+@contextlib.contextmanager
+def imported(root: Path, platform: str):
+    """The package written at `root` imported by plain Python, with SGLang's runtime
+    answering `get_platform()` for `platform`; sys.modules and sys.path restored after."""
+    saved = {k: v for k, v in sys.modules.items() if k == "sglang" or k.startswith("sglang.")}
+    sys.path.insert(0, str(root / "python"))
+    runtime = types.ModuleType("sglang.srt.runtime_context")
+    runtime.get_platform = lambda: types.SimpleNamespace(is_sm100=platform == "sm100")
+    try:
+        for name in [k for k in sys.modules if k == "sglang" or k.startswith("sglang.")]:
+            del sys.modules[name]
+        sys.modules["sglang.srt.runtime_context"] = runtime
+        from sglang.srt.arg_groups.pipeline import run_resolution_pipeline
+        from sglang.srt.server_args import ServerArgs
+
+        yield ServerArgs, run_resolution_pipeline
+    finally:
+        sys.path.remove(str(root / "python"))
+        for name in [k for k in sys.modules if k == "sglang" or k.startswith("sglang.")]:
+            del sys.modules[name]
+        sys.modules.update(saved)
+
+
+def plain_outcomes(root: Path) -> list:
+    """Per cell (matrix order), what the files at `root` resolve, run in plain Python:
+    the output fields' values, or ("error", "Type: message")."""
+    found = []
+    for cell in cells():
+        inputs = {k: v for k, v in cell.items() if k != "platform"}
+        with imported(root, cell["platform"]) as (server_args_class, run):
+            server_args = server_args_class(**inputs)
+            try:
+                run(server_args)
+            except Exception as exc:  # every error is an outcome, as the harness has it
+                found.append((ERROR, f"{type(exc).__name__}: {exc}".rstrip(": ")))
+                continue
+        found.append(tuple(getattr(server_args, f) for f in OUTPUTS))
+    return found
+
+
+def write_tree(root: Path, version: dict) -> Path:
+    for path, text in files(version).items():
+        target = root / path
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(text)
+    return root
+
+
+@pytest.fixture(scope="module")
+def repo(tmp_path_factory) -> tuple[Path, dict[str, str], Path, dict[str, list]]:
+    root = tmp_path_factory.mktemp("entry")
+    fixture = FixtureRepo(root / "repo")
+    shas = {key: fixture.commit(f"{key} (#{n})", files(v))
+            for n, (key, v) in enumerate(VERSIONS.items(), 1)}  # fmt: skip
+    matrix = root / "entry.yaml"
+    matrix.write_text(MATRIX)
+    expected = {key: plain_outcomes(write_tree(root / "trees" / key, v))
+                for key, v in VERSIONS.items()}  # fmt: skip
+    return root / "repo", shas, matrix, expected
+
+
+def harness_outcomes(root: Path, sha: str, matrix_path: Path, exhaustive: bool) -> list:
+    matrix = load_matrix(str(matrix_path))
+    table = evaluate_at(root, sha, matrix, exhaustive=exhaustive).table
+    inputs = Inputs(matrix)
+    found = []
+    for index in range(matrix.size):
+        outcome = table.outcome_at(index)
+        fields = declared(outcome, OUTPUTS)
+        if fields is None:
+            found.append((outcome.kind, outcome.value))
+        else:
+            found.append(tuple(fields[f] if f in fields else inputs.one(f, index) for f in OUTPUTS))
+    return found
+
+
+def changed(expected: dict, base: str, head: str) -> int:
+    return sum(a != b for a, b in zip(expected[base], expected[head], strict=True))
+
+
+@pytest.mark.parametrize("key", list(VERSIONS))
+def test_every_cell_is_what_the_code_itself_resolves(repo, key):
+    root, shas, matrix, expected = repo
+    assert harness_outcomes(root, shas[key], matrix, exhaustive=False) == expected[key]
+
+
+def test_exploring_and_running_every_cell_agree(repo):
+    root, shas, matrix, expected = repo
+    assert harness_outcomes(root, shas["assert"], matrix, exhaustive=True) == expected["assert"]
+
+
+def test_the_versions_differ_where_their_code_says(repo):
+    """Each commit's change shows on some cells (else the test above proves little): an
+    assert, a declared default, an assignment's condition, a pass's value."""
+    _, _, _, expected = repo
+    keys = list(VERSIONS)
+    assert all(changed(expected, a, b) > 0 for a, b in itertools.pairwise(keys))
+    assert (ERROR, "AssertionError: set the number of steps") in expected["assert"]
+    assert not any(o[0] == ERROR and "Assertion" in o[1] for o in expected["initial"])
+
+
+@pytest.mark.parametrize("base, head", list(itertools.pairwise(VERSIONS)))
+def test_diff_reports_exactly_the_cells_that_change(repo, base, head):
+    root, shas, matrix, expected = repo
+    done = run_cli("diff", shas[base], shas[head], "--repo", str(root), "--matrix",
+                   str(matrix), "--format", "json", "--no-cache")  # fmt: skip
+    report = json.loads(done.out)
+    assert (done.code, len(report["changed"])) == (1, changed(expected, base, head)), done.err
+
+
+def test_history_lists_each_commit_that_changes_outcomes(repo):
+    root, shas, matrix, expected = repo
+    done = run_cli("history", "--repo", str(root), "--matrix", str(matrix), "--format", "json")
+    keys = list(VERSIONS)
+    want = [(shas[b], changed(expected, a, b)) for a, b in itertools.pairwise(keys)]
+    assert [(c["sha"], c["cells_changed"]) for c in json.loads(done.out)["commits"]] == want
+
+
+PASS_WRITES = '''\
+"""A pass that assigns to the view it is handed."""
+
+from sglang.srt.arg_groups.overrides import run_post_process_pass
+
+
+def _pages(view):
+    view.page_size = 8
+    return {}
+
+
+def run_resolution_pipeline(server_args):
+    run_post_process_pass(server_args, _pages)
+'''
+
+
+def test_a_pass_that_assigns_to_its_view_is_refused_by_line(tmp_path):
+    """SGLang hands a pass a read-only view: the assignment is refused there, and here the
+    revision is unevaluable, with the line, not a page size SGLang never sets."""
+    sha = FixtureRepo(tmp_path / "repo").commit("pass writes", {f"{PKG}/pipeline.py": PASS_WRITES})
+    matrix = tmp_path / "m.yaml"
+    matrix.write_text(MATRIX)
+    done = run_cli("diff", sha, sha, "--repo", str(tmp_path / "repo"), "--matrix", str(matrix),
+                   "--format", "json", "--no-cache")  # fmt: skip
+    note = json.loads(done.out)["notes"]["base"]
+    line = PASS_WRITES.splitlines().index("    view.page_size = 8") + 1
+    assert done.code == 4 and "view.page_size" in note and f"pipeline.py:{line}" in note, note
+
+
+@pytest.mark.parametrize(
+    "target, wrong",
+    [
+        ("{path: a.py, entry: run, function: run, output: x}", "needs one of"),
+        ("{path: a.py, entry: 'run me', output: x}", "'run me' is not a function name"),
+    ],
+)
+def test_a_bad_entry_is_one_line_naming_the_key(tmp_path, target, wrong):
+    matrix = tmp_path / "bad.yaml"
+    matrix.write_text(f"name: bad\ntarget: {target}\naxes:\n  x: [1, 2]\n")
+    line = one_line_error(run_cli("matrix", "--matrix", str(matrix)))
+    assert "target" in line and wrong in line and str(matrix) in line, line
