@@ -354,19 +354,47 @@ def _pages(view):
 def run_resolution_pipeline(server_args):
     run_post_process_pass(server_args, _pages)
 '''
+OTHER_OBJECT = '''\
+"""Declarations on an object kept at module level, which would outlive the call."""
+
+from sglang.srt.arg_groups.overrides import declare_resolution
 
 
-def test_a_pass_that_assigns_to_its_view_is_refused_by_line(tmp_path):
-    """SGLang hands a pass a read-only view: the assignment is refused there, and here the
-    revision is unevaluable, with the line, not a page size SGLang never sets."""
-    sha = FixtureRepo(tmp_path / "repo").commit("pass writes", {f"{PKG}/pipeline.py": PASS_WRITES})
+class Seen:
+    count = 0
+
+
+SEEN = Seen()
+
+
+def run_resolution_pipeline(server_args):
+    declare_resolution(SEEN, "count", count=SEEN.count + 1)
+    server_args.page_size = SEEN.count
+'''
+
+
+@pytest.mark.parametrize(
+    "text, line, what",
+    [
+        (PASS_WRITES, "    view.page_size = 8", "view.page_size"),
+        (OTHER_OBJECT, '    declare_resolution(SEEN, "count", count=SEEN.count + 1)',
+         "declare_resolution() on an object of type Seen"),
+    ],
+)  # fmt: skip
+def test_a_write_sglang_refuses_or_the_harness_cannot_see_is_refused_by_line(
+    tmp_path, text, line, what
+):
+    """SGLang hands a pass a read-only view, which refuses the assignment; a declaration
+    on another object than the configuration is state the next cell would see. Either
+    makes the revision unevaluable, with the line: never a page size SGLang never sets."""
+    sha = FixtureRepo(tmp_path / "repo").commit("writes", {f"{PKG}/pipeline.py": text})
     matrix = tmp_path / "m.yaml"
     matrix.write_text(MATRIX)
     done = run_cli("diff", sha, sha, "--repo", str(tmp_path / "repo"), "--matrix", str(matrix),
                    "--format", "json", "--no-cache")  # fmt: skip
     note = json.loads(done.out)["notes"]["base"]
-    line = PASS_WRITES.splitlines().index("    view.page_size = 8") + 1
-    assert done.code == 4 and "view.page_size" in note and f"pipeline.py:{line}" in note, note
+    number = text.splitlines().index(line) + 1
+    assert done.code == 4 and what in note and f"pipeline.py:{number}" in note, note
 
 
 @pytest.mark.parametrize(

@@ -33,6 +33,7 @@ from harness.engine.world import (
     Probe,
     Resolver,
     Spec,
+    is_stand_in,
     stand_in_class,
     world_function,
 )
@@ -84,9 +85,20 @@ def read_only_maker(probe: Probe, name: str) -> Callable[[Any], Any]:
     return view
 
 
-def _declare(config: Any, fields: dict[str, Any]) -> None:
+OTHER_FIX = (
+    "declare fields only on the configuration the entry point is handed; other state "
+    "would outlive the call (see docs/matrix-files.md)"
+)
+
+
+def _declare(probe: Probe, label: str, config: Any, fields: dict[str, Any]) -> None:
+    """Set `fields` on `config`, which records them (the entry's configuration, a stand-in
+    of the harness's); on any other object, a write the purity check cannot see, refused."""
+    if not is_stand_in(config):
+        kind = type(config).__name__
+        raise probe.refuse(f"{label}() on an object of type {kind}", OTHER_FIX, done=ASSIGNED)
     for name, value in fields.items():
-        setattr(config, name, value)  # the entry's configuration records it
+        setattr(config, name, value)
 
 
 def run_hook(probe: Probe, read_only: Callable[[Any], Any]) -> Callable[..., Any]:
@@ -103,14 +115,14 @@ def run_post_process_pass(probe: Probe, read_only: Callable[[Any], Any]) -> Call
             name = getattr(fn, "__qualname__", "?")
             kind = type(declared).__name__
             raise TypeError(f"post-process pass {name} must return a dict, got {kind}")
-        _declare(server_args, dict(declared))
+        _declare(probe, "run_post_process_pass", server_args, dict(declared))
 
     return answer
 
 
 def declare_resolution(probe: Probe, read_only: Callable[[Any], Any]) -> Callable[..., Any]:
     def answer(server_args: Any, source: Any, /, **fields: Any) -> None:
-        _declare(server_args, fields)
+        _declare(probe, "declare_resolution", server_args, fields)
 
     return answer
 
