@@ -402,6 +402,7 @@ def test_a_write_sglang_refuses_or_the_harness_cannot_see_is_refused_by_line(
     [
         ("{path: a.py, entry: run, function: run, output: x}", "needs one of"),
         ("{path: a.py, entry: 'run me', output: x}", "'run me' is not a function name"),
+        ("{path: a.py, entry: a.b.c, output: x}", "'a.b.c' is not a function name"),
     ],
 )
 def test_a_bad_entry_is_one_line_naming_the_key(tmp_path, target, wrong):
@@ -409,3 +410,163 @@ def test_a_bad_entry_is_one_line_naming_the_key(tmp_path, target, wrong):
     matrix.write_text(f"name: bad\ntarget: {target}\naxes:\n  x: [1, 2]\n")
     line = one_line_error(run_cli("matrix", "--matrix", str(matrix)))
     assert "target" in line and wrong in line and str(matrix) in line, line
+
+
+# --- before the registry: ServerArgs.__post_init__ and its `_handle_*` methods ---------
+
+POST_INIT = '''\
+# Written for harness's tests, shaped like SGLang's server_args.py before the registry.
+"""Server arguments, resolved in place by `__post_init__`."""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from typing import Optional
+
+from sglang.srt.utils import is_sm100_supported
+
+logger = logging.getLogger(__name__)
+
+
+@dataclasses.dataclass
+class ServerArgs:
+    model_path: str = "meta-llama/Llama-3.1-8B-Instruct"
+    attention_backend: Optional[str] = None
+    page_size: Optional[int] = None
+    speculative_algorithm: Optional[str] = None
+    speculative_eagle_topk: Optional[int] = None
+
+    def __post_init__(self):
+        self._handle_attention_backend()
+        self._handle_speculative_decoding()
+        self._handle_page_size()
+
+    def _handle_attention_backend(self):
+        if self.attention_backend is None:
+            self.attention_backend = "fa4" if is_sm100_supported() else "fa3"
+
+    def _handle_speculative_decoding(self):
+        if self.speculative_algorithm is None:
+            return
+        if self.speculative_eagle_topk is None:
+            self.speculative_eagle_topk = {topk_default}
+        assert self.speculative_eagle_topk == 1 or self.page_size in (None, 1), (
+            "topk above one needs page size 1"
+        )
+
+    def _handle_page_size(self):
+        if self.attention_backend == "fa4" and {fa4_condition}:
+            logger.info("page size 128 for fa4")
+            self.page_size = 128
+            return
+        if self.page_size is None:
+            self.page_size = 1
+'''
+POST_INIT_VERSIONS = {
+    "initial": dict(topk_default=1, fa4_condition="(self.speculative_eagle_topk or 0) <= 1"),
+    "topk": dict(topk_default=4, fa4_condition="(self.speculative_eagle_topk or 0) <= 1"),
+    "unset": dict(topk_default=4, fa4_condition="self.page_size is None"),
+}
+POST_INIT_AXES = {k: v for k, v in AXES.items() if k != "speculative_num_steps"}
+POST_INIT_MATRIX = f"""\
+name: post-init-test
+target:
+  path: python/sglang/srt/server_args.py
+  entry: ServerArgs.__post_init__
+  output: [{", ".join(OUTPUTS)}]
+world: sglang
+axes:
+""" + "".join(
+    f"  {name}: [{', '.join('null' if v is None else str(v) for v in values)}]\n"
+    for name, values in POST_INIT_AXES.items()
+)
+
+
+def post_init_outcomes(text: str) -> list:
+    """Per cell, what `ServerArgs(**inputs)` resolves when `text` is server_args.py, run
+    in plain Python with `is_sm100_supported()` answered for the cell's platform."""
+    found = []
+    for values in itertools.product(*POST_INIT_AXES.values()):
+        cell = dict(zip(POST_INIT_AXES, values, strict=True))
+        utils = types.ModuleType("sglang.srt.utils")
+        utils.is_sm100_supported = lambda platform=cell["platform"]: platform == "sm100"
+        space: dict = {"__name__": "sglang.srt.server_args"}
+        saved = sys.modules.get("sglang.srt.utils")
+        sys.modules["sglang.srt.utils"] = utils
+        try:
+            sys.modules[space["__name__"]] = types.ModuleType(space["__name__"])
+            sys.modules[space["__name__"]].__dict__.update(space)
+            exec(compile(text, "server_args.py", "exec"), sys.modules[space["__name__"]].__dict__)
+            server_args_class = sys.modules[space["__name__"]].ServerArgs
+            try:
+                made = server_args_class(**{k: v for k, v in cell.items() if k != "platform"})
+            except Exception as exc:  # every error is an outcome, as the harness has it
+                found.append((ERROR, f"{type(exc).__name__}: {exc}"))
+                continue
+            found.append(tuple(getattr(made, f) for f in OUTPUTS))
+        finally:
+            del sys.modules[space["__name__"]]
+            if saved is None:
+                del sys.modules["sglang.srt.utils"]
+            else:
+                sys.modules["sglang.srt.utils"] = saved
+    return found
+
+
+@pytest.fixture(scope="module")
+def post_init_repo(tmp_path_factory) -> tuple[Path, dict[str, str], Path, dict[str, list]]:
+    root = tmp_path_factory.mktemp("post-init")
+    fixture = FixtureRepo(root / "repo")
+    texts = {key: POST_INIT.format(**v) for key, v in POST_INIT_VERSIONS.items()}
+    shas = {key: fixture.commit(f"{key} (#{n})", {"python/sglang/srt/server_args.py": text})
+            for n, (key, text) in enumerate(texts.items(), 1)}  # fmt: skip
+    matrix = root / "post-init.yaml"
+    matrix.write_text(POST_INIT_MATRIX)
+    return root / "repo", shas, matrix, {k: post_init_outcomes(t) for k, t in texts.items()}
+
+
+@pytest.mark.parametrize("key", list(POST_INIT_VERSIONS))
+def test_a_post_init_entry_resolves_every_cell_as_the_class_itself(post_init_repo, key):
+    """`entry: ServerArgs.__post_init__`: `self` is the cell's configuration, the
+    `_handle_*` methods it calls on `self` run as the class's, and what they assign to
+    `self` is the outcome, as constructing the dataclass gives it."""
+    root, shas, matrix, expected = post_init_repo
+    assert harness_outcomes(root, shas[key], matrix, exhaustive=False) == expected[key]
+
+
+def test_a_post_init_entry_is_explored_exactly(post_init_repo):
+    """Assignments to `self` in the methods are the configuration's, not state: the
+    entry is explored (fewer calls than cells), to the same table as every cell."""
+    root, shas, matrix_path, expected = post_init_repo
+    matrix = load_matrix(str(matrix_path))
+    explored = evaluate_at(root, shas["topk"], matrix)
+    assert explored.calls < matrix.size
+    assert harness_outcomes(root, shas["topk"], matrix_path, exhaustive=True) == expected["topk"]
+
+
+@pytest.mark.parametrize("base, head", list(itertools.pairwise(POST_INIT_VERSIONS)))
+def test_a_post_init_diff_reports_exactly_the_cells_that_change(post_init_repo, base, head):
+    root, shas, matrix, expected = post_init_repo
+    assert changed(expected, base, head) > 0
+    done = run_cli("diff", shas[base], shas[head], "--repo", str(root), "--matrix",
+                   str(matrix), "--format", "json", "--no-cache")  # fmt: skip
+    report = json.loads(done.out)
+    assert (done.code, len(report["changed"])) == (1, changed(expected, base, head)), done.err
+
+
+@pytest.mark.parametrize(
+    "entry, wrong",
+    [
+        ("Config.__post_init__", "only a method of the class the configuration stands for"),
+        ("ServerArgs._missing", "no method _missing of class ServerArgs"),
+    ],
+)
+def test_an_entry_method_that_cannot_run_says_why(post_init_repo, tmp_path, entry, wrong):
+    root, shas, matrix, _ = post_init_repo
+    other = tmp_path / "other.yaml"
+    other.write_text(matrix.read_text().replace("ServerArgs.__post_init__", entry))
+    done = run_cli("diff", shas["initial"], shas["topk"], "--repo", str(root), "--matrix",
+                   str(other), "--format", "json", "--no-cache")  # fmt: skip
+    note = json.loads(done.out)["notes"]["base"]
+    assert done.code == 4 and wrong in note, note

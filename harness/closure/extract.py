@@ -28,6 +28,7 @@ from harness.closure.mutations import ANY, Effects, Reach, effects
 from harness.closure.pieces import Edit, Layout, Piece, SourceCache, Statement, refusal
 from harness.closure.resolve import (
     HELPER,
+    METHOD,
     METHOD_PREFIX,
     TARGET,
     Link,
@@ -138,11 +139,15 @@ def extract_closure(
     if closure is not None:
         return closure
     resolver = Resolver(cache, files, names, matrix_file, view, chosen, facts=facts)
-    target = find_target(resolver.index(path), path, function, facts)
-    resolver.seen.add((path, function))
+    if "." in function:  # `ServerArgs.__post_init__`: a method of the view's class
+        target, role, owner = find_method(resolver, path, function), METHOD, function.split(".")[0]
+        function = METHOD_PREFIX + function.split(".")[1]
+    else:
+        target, role, owner = find_target(resolver.index(path), path, function, facts), TARGET, ""
+    resolver.seen.add((path, owner or function))
     try:
-        resolver.add(path, target, TARGET)
-        resolver.mark(path, function)
+        resolver.add(path, target, role)
+        resolver.mark(path, owner or function)
     except RecursionError:
         raise Unevaluable(
             f"{function} in {path} draws on definitions nested too deeply to follow "
@@ -483,6 +488,27 @@ def find_target(
     if not isinstance(statement.node, ast.FunctionDef):
         raise Absent(f"{function} in {path} line {statement.lineno} is not a function")
     return statement
+
+
+def find_method(resolver: Resolver, path: str, name: str) -> Statement:
+    """The method `Class.method` of the view's class (which the world names, and which
+    `path` must define): it runs with the view as `self`, and the methods it calls on
+    `self` come along as the view's."""
+    owner, _, method = name.partition(".")
+    view = resolver.view_class
+    if view is None or view.name != owner:
+        expected = "none in this world" if view is None else view.name
+        raise Unevaluable(
+            f"entry {name}: only a method of the class the configuration stands for runs as "
+            f"an entry ({expected}); name a function, or that class's method"
+        )
+    found = resolver.view_class_member(method)
+    if found is None or found[0] != path:
+        raise Absent(f"no method {method} of class {owner} in {path}")
+    if isinstance(found[1].node, ast.AsyncFunctionDef):
+        raise Unevaluable(f"{name} in {path} line {found[1].lineno} is async; only plain "
+                          "functions run")  # fmt: skip
+    return found[1]
 
 
 def decorated(node: ast.stmt, decorator: str) -> bool:

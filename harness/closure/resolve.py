@@ -411,14 +411,15 @@ class Resolver:
         if name in self.methods or name in self.methods_missing:
             return
         self.methods_missing.add(name)
-        found = self._view_class_member(name)
+        found = self.view_class_member(name)
         if found is not None:
             path, statement = found
             self.methods_missing.discard(name)
             self.methods[name] = path
             self.add(path, statement, METHOD)
 
-    def _view_class_member(self, name: str) -> tuple[str, Statement] | None:
+    def view_class_member(self, name: str) -> tuple[str, Statement] | None:
+        """The method `name` of the view's class, with the file defining the class."""
         view = self.view_class
         path = self.files.module_file(view.module, self.files.target)
         bindings = self.index(path).get(view.name, []) if path else []

@@ -43,6 +43,7 @@ import ast
 from collections.abc import Collection
 
 from harness.closure.extract import Closure, Pipeline
+from harness.closure.resolve import METHOD_PREFIX
 
 MUTATORS = frozenset(
     [
@@ -248,8 +249,10 @@ def _views(closure: Closure) -> dict[int, str]:
     """The view parameter of each function (by node id) that is always handed the call's
     view: the target's first parameter, and the first of a function of the closure that
     is only ever called, by name, with a view as its first argument (a handler,
-    `_handle_timeouts(config)`), and so on down. A function named anywhere else (kept,
-    passed along, decorated, defined twice) has none."""
+    `_handle_timeouts(config)`), and so on down; and `self` of a method of the view's
+    class, which the view alone calls (its copy in the closure has a name no code can
+    write: `self._handle_page_size()`). A function named anywhere else (kept, passed
+    along, decorated, defined twice) has none."""
     defs: dict[str, list[Function]] = {}
     statements = [(path, node) for path in closure.files for node in closure.nodes_of(path)]
     for _, node in statements:
@@ -260,6 +263,9 @@ def _views(closure: Closure) -> dict[int, str]:
                   None)  # fmt: skip
     alone = target is not None and not sites.get(target.name) and target.name not in named
     views = {id(target): view} if alone and (view := _view_of(target)) else {}
+    for name, found in defs.items():  # a view method: only the view's overlay calls it
+        if name.startswith(METHOD_PREFIX) and len(found) == 1 and (view := _view_of(found[0])):
+            views[id(found[0])] = view
     grew = True
     while grew:
         grew = False

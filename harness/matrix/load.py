@@ -133,8 +133,9 @@ def _parse_target(check: _Checker, raw: Any) -> Target:
         )  # fmt: skip
     if "entry" in data:
         name = check.string(data["entry"], "target.entry")
-        if not name.isidentifier():
-            check.fail("target.entry", f"{name!r} is not a function name")
+        parts = name.split(".")
+        if len(parts) > 2 or not all(part.isidentifier() for part in parts):
+            check.fail("target.entry", f"{name!r} is not a function name (or Class.method)")
         return _target(check, data, (name,), entry=True)
     if "function" in data:
         passes = (check.string(data["function"], "target.function"),)
