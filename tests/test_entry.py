@@ -570,3 +570,97 @@ def test_an_entry_method_that_cannot_run_says_why(post_init_repo, tmp_path, entr
                    str(other), "--format", "json", "--no-cache")  # fmt: skip
     note = json.loads(done.out)["notes"]["base"]
     assert done.code == 4 and wrong in note, note
+
+
+# --- code no cell reaches, and handlers run through run_hook -------------------------
+
+NPU_HOOK = '''\
+"""A handler for another platform, with names nothing here binds."""
+
+
+def handle_npu(server_args):
+    if server_args.attention_backend == "ascend":
+        load_npu_kernels()
+        server_args.page_size = NPU_PAGE_SIZE
+    elif server_args.page_size is None:
+        server_args.page_size = 16
+'''
+NPU_PIPELINE = '''\
+"""Resolution: one handler, run through run_hook."""
+
+from sglang.srt.arg_groups.resolution_hooks import run_hook
+
+
+def run_resolution_pipeline(server_args):
+    from sglang.srt.arg_groups.npu_hook import handle_npu
+
+    run_hook(handle_npu, server_args)
+'''
+
+
+def npu_repo(tmp_path: Path, backends: str) -> tuple[str, str, Path]:
+    root = tmp_path / "repo"
+    files = {f"{PKG}/npu_hook.py": NPU_HOOK, f"{PKG}/pipeline.py": NPU_PIPELINE,
+             f"{PKG}/resolution_hooks.py": HOOKS}  # fmt: skip
+    sha = FixtureRepo(root).commit("npu", files)
+    matrix = tmp_path / "npu.yaml"
+    matrix.write_text(
+        f"name: npu\ntarget: {{path: {PKG}/pipeline.py, entry: run_resolution_pipeline, "
+        f"output: page_size}}\nworld: sglang\naxes:\n  attention_backend: [{backends}]\n"
+        "  page_size: [null, 1, 64]\n  speculative_algorithm: [null, EAGLE]\n"
+    )
+    return str(root), sha, matrix
+
+
+def test_a_name_nothing_binds_is_refused_only_where_a_cell_reaches_it(tmp_path):
+    """An entry point holds code for every platform: a name nothing binds on a branch no
+    cell takes does not stop the diff; where a cell takes it, the revision is
+    unevaluable, naming the name, the line reached and how to bind it."""
+    root, sha, matrix = npu_repo(tmp_path, "null, fa3")
+    done = run_cli("diff", sha, sha, "--repo", root, "--matrix", str(matrix), "--format",
+                   "json", "--no-cache")  # fmt: skip
+    report = json.loads(done.out)
+    assert report["notes"] == {} and report["changed"] == [], report["notes"]
+    root, sha, other = npu_repo(tmp_path / "reached", "null, fa3, ascend")
+    done = run_cli("diff", sha, sha, "--repo", root, "--matrix", str(other), "--format",
+                   "json", "--no-cache")  # fmt: skip
+    note = json.loads(done.out)["notes"]["base"]
+    line = NPU_HOOK.splitlines().index("        load_npu_kernels()") + 1
+    assert done.code == 4, done.err
+    assert f"name load_npu_kernels is read at {PKG}/npu_hook.py:{line}" in note, note
+    assert "bindings:" in note and str(other) in note, note
+
+
+def test_a_function_target_still_refuses_an_unbound_name_before_it_runs(tmp_path):
+    """Strictness as before for a function: the same handler as a target is unevaluable
+    for its unbound name although no cell reaches it."""
+    root, sha, matrix = npu_repo(tmp_path, "null, fa3")
+    as_function = tmp_path / "function.yaml"
+    as_function.write_text(matrix.read_text().replace(
+        f"path: {PKG}/pipeline.py, entry: run_resolution_pipeline",
+        f"path: {PKG}/npu_hook.py, function: handle_npu",
+    ))  # fmt: skip
+    done = run_cli("diff", sha, sha, "--repo", root, "--matrix", str(as_function),
+                   "--format", "json", "--no-cache")  # fmt: skip
+    note = json.loads(done.out)["notes"]["base"]
+    assert done.code == 4 and "name NPU_PAGE_SIZE (used at" in note, note  # sorted first
+
+
+def test_a_handler_run_through_run_hook_assigns_to_the_configuration(tmp_path):
+    """`run_hook(handle_npu, server_args)` calls the handler with the configuration, so
+    what it assigns there is the configuration's: explored, to what every cell gives,
+    and to the handler's own meaning (16 when unset, else the input)."""
+    root, sha, matrix_path = npu_repo(tmp_path, "null, fa3")
+    matrix = load_matrix(str(matrix_path))
+    explored = evaluate_at(Path(root), sha, matrix)
+    every = evaluate_at(Path(root), sha, matrix, exhaustive=True)
+    assert explored.calls < matrix.size
+    pages = matrix.axes[matrix.axis_index("page_size")].values
+    want = [16 if page is None else page for _ in ("null", "fa3") for page in pages for _ in "ab"]
+    inputs = Inputs(matrix)
+    for table in (explored.table, every.table):
+        got = []
+        for index in range(matrix.size):
+            fields = declared(table.outcome_at(index), ("page_size",))
+            got.append(fields.get("page_size", inputs.one("page_size", index)))
+        assert got == want

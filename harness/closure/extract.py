@@ -74,6 +74,8 @@ class Closure:
     defaults: Defaults = NO_DEFAULTS  # what the view's class declares (see `with_defaults`)
     homes: tuple[tuple[str, str], ...] = ()  # (world name, the SGLang file it is imported from)
     postponed: tuple[str, ...] = ()  # files under `from __future__ import annotations`
+    unbound: tuple[tuple[str, str, str], ...] = ()  # (file, name, why): refused if reached
+    runners: tuple[tuple[str, str], ...] = ()  # (file, name) bound to a world's step runner
 
     def method_functions(self, spaces: dict[str, dict]) -> dict[str, object]:
         """The loaded view methods, by name, from the files' namespaces."""
@@ -118,6 +120,7 @@ def extract_closure(
     chosen: Collection[str] = (),
     *,
     facts: WorldFacts,
+    defer: bool = False,
 ) -> Closure:
     """The closure of `function` in the file `files.target`; names in `bound` come from
     the world (those in `chosen`, from the matrix's `bindings:`, even where the file
@@ -128,17 +131,19 @@ def extract_closure(
     statements: only those are parsed, and when none of them binds a name the
     last closure looked up, that closure is reused (at its new lines).
     `matrix_file` is where messages tell the user to add a binding; `facts`, how the
-    world's project lays out its code.
+    world's project lays out its code; `defer` (an entry point): a free name nothing
+    binds is refused where a cell reaches it, not here.
     """
     path = files.target
     if cache.layout_of(files, path) is None:
         raise Absent(f"{path} does not exist")
     chosen = frozenset(chosen)
-    key, names = (path, function, matrix_file, view, chosen, facts), frozenset(bound)
+    key, names = (path, function, matrix_file, view, chosen, facts, defer), frozenset(bound)
     closure = reuse_closure(cache, files, key, names)
     if closure is not None:
         return closure
     resolver = Resolver(cache, files, names, matrix_file, view, chosen, facts=facts)
+    resolver.defer = defer
     if "." in function:  # `ServerArgs.__post_init__`: a method of the view's class
         target, role, owner = find_method(resolver, path, function), METHOD, function.split(".")[0]
         function = METHOD_PREFIX + function.split(".")[1]
@@ -182,11 +187,15 @@ def build_closure(path: str, function: str, target: Statement, resolver: Resolve
     methods = tuple(sorted(resolver.methods.items()))
     local = tuple(sorted(resolver.local_imports))
     postponed = tuple(p for p in order if postpones(statements_of(resolver.layouts.get(p))))
-    digest = _digest(parts, needs, links + methods + local + postponed)
+    unbound = tuple(sorted((p, n, why) for (p, n), why in resolver.unbound.items()))
+    digest = _digest(parts, needs, links + methods + local + postponed
+                     + tuple((p, n) for p, n, _ in unbound))  # fmt: skip
     return Closure(
         path, function, target.lineno, parts, needs, links, digest,
         tuple(sorted(resolver.builtins)), tuple(order), methods, local,
-        homes=tuple(sorted(resolver.homes)), postponed=postponed,
+        homes=tuple(sorted(resolver.homes)), postponed=postponed, unbound=unbound,
+        runners=tuple(sorted(k for k, world in resolver.needs.items()
+                             if world in resolver.facts.step_runners)),
     )  # fmt: skip
 
 

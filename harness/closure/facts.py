@@ -36,6 +36,7 @@ class WorldFacts:
     view_class: tuple[str, str] | None = None  # (module, class) whose methods the view has
     view_type: str = "view"  # the name of the view's class, as the project's is
     view_functions: frozenset[str] = frozenset()  # names bound to functions returning the view
+    step_runners: frozenset[str] = frozenset()  # world functions `f(step, view)` calling step(view)
     view_namespaces: str | None = None  # the list of classes whose fields the view's class has
     run_entries: tuple[tuple[str, str], ...] = ()  # (module, function) that run the passes
     input_defaults: tuple[str, str] | None = None  # (module, class) declaring inputs' defaults

@@ -88,7 +88,7 @@ class Extractor:
         (function,) = target.passes
         return extract_closure(
             self.sources, files, function, names, hint, self.view, self.matrix.bindings,
-            facts=self.facts,
+            facts=self.facts, defer=target.entry,
         )  # fmt: skip
 
     def texts_memo(

@@ -146,6 +146,8 @@ class Resolver:
         self.methods: dict[str, str] = {}  # view method -> the file defining it
         self.methods_missing: set[str] = set()  # looked up, not (yet) found
         self.blocked: list[tuple[str, str]] | None = None  # set: collect, do not raise
+        self.defer = False  # an unbound name is refused where it is reached, not here
+        self.unbound: dict[tuple[str, str], str] = {}  # (file, name) -> why nothing binds it
         self.indexes: dict[str, dict[str, list[Binding]]] = {}
         self.layouts: dict = {}
         self.first_missed = len(files.missed)  # what `missing` counts from
@@ -250,7 +252,7 @@ class Resolver:
         elif hasattr(builtins, name):
             self.builtins.add(name)
         else:
-            self._fail(name, self._unknown(name, use))
+            self._fail(name, self._unknown(name, use), use)
 
     def watched(self) -> dict[str, frozenset[str]]:
         """Per file, every name looked up in it, and every name whose definitions told what
@@ -275,7 +277,7 @@ class Resolver:
 
     def _include(self, name: str, bindings: list[Binding], use: Use) -> None:
         if bindings[-1].kind != DEFINITION:
-            self._fail(name, self._conditional(name, bindings[-1], use))
+            self._fail(name, self._conditional(name, bindings[-1], use), use)
             return
         for binding in bindings:
             statement = binding.statement
@@ -294,7 +296,7 @@ class Resolver:
             return
         found = self._source_of(node, name, use.path)
         if found is None:
-            self._fail(name, self._unbound(name, binding, use))
+            self._fail(name, self._unbound(name, binding, use), use)
             return
         source, source_name = found
         link = self.links[key] = Link(use.path, name, source, source_name)
@@ -607,11 +609,18 @@ class Resolver:
 
     # --- messages ------------------------------------------------------------------
 
-    def _fail(self, name: str, reason: str) -> None:
-        """A name nothing can supply: an error, or (when surveying) one more blocker."""
-        if self.blocked is None:
+    def _fail(self, name: str, reason: str, use: Use | None = None) -> None:
+        """A name nothing can supply: an error, or (when surveying) one more blocker, or
+        (`defer`, a free name of a file) refused when the code reaches it: an entry point's
+        code spans every platform and feature, and only what a cell runs must be bound."""
+        if self.blocked is not None:
+            self.blocked.append((name, reason))
+        elif self.defer and use is not None:
+            why = reason.replace(f"name {name} (used at {use.where(name)}) ", "", 1)
+            why = why.removeprefix("is ")  # `name X is read at F:L: defined nowhere in F`
+            self.unbound[(use.path, name)] = why
+        else:
             raise Unevaluable(reason)
-        self.blocked.append((name, reason))
 
     def _unbound(self, name: str, binding: Binding, use: Use) -> str:
         node = binding.statement.node

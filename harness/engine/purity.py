@@ -258,7 +258,7 @@ def _views(closure: Closure) -> dict[int, str]:
     for _, node in statements:
         if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
             defs.setdefault(node.name, []).append(node)
-    sites, named = _call_sites([node for _, node in statements], defs)
+    sites, named = _call_sites(statements, defs, frozenset(closure.runners))
     target = next((n for p, n in statements if p == closure.path and _named(n, closure.function)),
                   None)  # fmt: skip
     alone = target is not None and not sites.get(target.name) and target.name not in named
@@ -280,20 +280,29 @@ def _views(closure: Closure) -> dict[int, str]:
     return views
 
 
-def _call_sites(statements: list[ast.stmt], defs: dict) -> tuple[dict[str, list], set[str]]:
+def _call_sites(
+    statements: list[tuple[str, ast.stmt]], defs: dict, runners: frozenset[tuple[str, str]]
+) -> tuple[dict[str, list], set[str]]:
     """Each call by name of one of `defs` in a function ((caller, call)), and the names
-    of `defs` used otherwise (at module level, as a value)."""
+    of `defs` used otherwise (at module level, as a value). A world's step runner called
+    with one of them and a view (`run_hook(handle_x, server_args)`, a name of `runners`
+    in that file) counts as a call of it with that view."""
     sites: dict[str, list[tuple[Function, ast.Call]]] = {name: [] for name in defs}
     called: set[int] = set()
-    for node in statements:
+    for path, node in statements:
         for function in _functions(node):
             for child in _own_nodes(function):
                 func = child.func if isinstance(child, ast.Call) else None
                 if isinstance(func, ast.Name) and func.id in sites:
                     sites[func.id].append((function, child))
                     called.add(id(func))
+                elif isinstance(func, ast.Name) and (path, func.id) in runners:
+                    step = _stepped(child, sites)
+                    if step is not None:
+                        sites[step.func.id].append((function, step))
+                        called.add(id(child.args[0]))
     named: set[str] = set()
-    for node in statements:
+    for _, node in statements:
         for child in ast.walk(node):
             if isinstance(child, ast.Name) and id(child) not in called:
                 name: str | None = child.id
@@ -314,6 +323,17 @@ def _named_otherwise(node: ast.AST) -> str | None:
     if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.decorator_list:
         return node.name
     return None
+
+
+def _stepped(call: ast.Call, sites: dict) -> ast.Call | None:
+    """`run_hook(step, view)` as the call it makes, `step(view)`, when `step` is a name
+    of `sites` and the call has just those two arguments."""
+    args = call.args
+    if len(args) != 2 or call.keywords or not isinstance(args[0], ast.Name):
+        return None
+    if args[0].id not in sites or isinstance(args[1], ast.Starred):
+        return None
+    return ast.Call(args[0], [args[1]], [])
 
 
 def _hands_view(call: ast.Call, view: str | None) -> bool:

@@ -217,6 +217,9 @@ class _Loader:
                       for path in order]  # fmt: skip
         self.needs = [[(n.name, n.world) for n in closure.needs if n.path == path]
                       for path in order]  # fmt: skip
+        unbound = {p for p, _, _ in closure.unbound}
+        self.refusers = [unbound_refuser(closure, path, bound.probe) if path in unbound else None
+                         for path in order]  # fmt: skip
         roots, tops = package_roots(bound)
         self.module_names = [module_name(path, roots, tops) for path in order]
         self.module = module_maker(bound.probe, roots, tops)
@@ -239,6 +242,8 @@ class _Loader:
             space = {"__builtins__": self.table, "__name__": self.module_names[n]}
             self.importers[path] = space
             space.update({name: world[bound_as] for name, bound_as in self.needs[n]})
+            if self.refusers[n] is not None:
+                space[UNBOUND] = self.refusers[n]
             pending = _bind_links(pending, spaces, {path: space}, self.module)
             space.update(self.extra[n])
             _run(self.codes[n], space)
@@ -314,7 +319,42 @@ def _body(
     body = nodes if nodes is not None and path == closure.path else closure.nodes_of(path)
     if rewrite is not None:
         body = rewrite(path, body)
+    unbound = {name for p, name, _ in closure.unbound if p == path}
+    if unbound:
+        body = _Unbound(unbound).refusing(body)
     return ast.Module(body=list(body), type_ignores=[])
+
+
+UNBOUND = "harness unbound"  # what a read of an unbound name calls: no source can name it
+
+
+class _Unbound(ast.NodeTransformer):
+    """Each read of a name nothing binds (an entry point's: see `Closure.unbound`) made a
+    call that refuses it, `UNBOUND(name)`, where the code reaches it; the statements
+    copied first (they are shared)."""
+
+    def __init__(self, names: set[str]) -> None:
+        self.names = names
+
+    def refusing(self, body: tuple[ast.stmt, ...]) -> tuple[ast.stmt, ...]:
+        return tuple(ast.fix_missing_locations(self.visit(copy.deepcopy(n))) for n in body)
+
+    def visit_Name(self, node: ast.Name) -> ast.expr:
+        if node.id not in self.names or not isinstance(node.ctx, ast.Load):
+            return node
+        call = ast.Call(ast.Name(UNBOUND, ast.Load()), [ast.Constant(node.id)], [])
+        return ast.copy_location(call, node)
+
+
+def unbound_refuser(closure: Closure, path: str, probe: Probe) -> Callable[[str], Any]:
+    """What `UNBOUND(name)` does in `path`: refuse the name on `probe`, saying why nothing
+    binds it (the traceback gives the line the code reached)."""
+    why = {name: reason for p, name, reason in closure.unbound if p == path}
+
+    def refuse(name: str) -> Any:
+        raise probe.refuse(f"name {name}", why[name])
+
+    return world_function("unbound", refuse, probe)
 
 
 def _bind_rest(pending: list, spaces: dict[str, dict], module: Callable[..., Any]) -> None:
