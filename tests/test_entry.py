@@ -664,3 +664,61 @@ def test_a_handler_run_through_run_hook_assigns_to_the_configuration(tmp_path):
             fields = declared(table.outcome_at(index), ("page_size",))
             got.append(fields.get("page_size", inputs.one("page_size", index)))
         assert got == want
+
+
+OUTSIDE = '''\
+"""Resolution code importing a helper from outside it, and one from below it."""
+
+from sglang.srt.arg_groups.model_overrides.table import DEFAULT_PAGE
+from sglang.srt.utils.gpu import device_memory_gb
+
+
+def run_resolution_pipeline(server_args):
+    if server_args.attention_backend == "fa4" and device_memory_gb() < 80:
+        server_args.page_size = 1
+    elif server_args.page_size is None:
+        server_args.page_size = DEFAULT_PAGE
+'''
+GPU = '''\
+"""A probe of the machine, outside the resolution code."""
+
+import subprocess
+
+
+def device_memory_gb():
+    return int(subprocess.check_output(["nvidia-smi"]).split()[0])
+'''
+
+
+def test_an_entry_runs_the_resolution_code_and_not_what_it_imports_from_outside(tmp_path):
+    """An import from the package below the entry's directory (`model_overrides/`) is
+    followed; one from outside the resolution code (a probe of the machine in
+    `utils/`) is not run: where a cell reaches it, the revision is unevaluable, naming
+    the name and the file it comes from, and the matrix binds it to go on."""
+    root = tmp_path / "repo"
+    sha = FixtureRepo(root).commit("outside", {
+        f"{PKG}/pipeline.py": OUTSIDE, f"{PKG}/model_overrides/table.py": "DEFAULT_PAGE = 32\n",
+        "python/sglang/srt/utils/gpu.py": GPU,
+    })  # fmt: skip
+    text = (f"name: outside\ntarget: {{path: {PKG}/pipeline.py, entry: run_resolution_pipeline, "
+            "output: page_size}\nworld: sglang\naxes:\n  attention_backend: [null, BACKENDS]\n"
+            "  page_size: [null, 64]\n")  # fmt: skip
+
+    def diff(backends: str, bindings: str = "") -> tuple[int, dict]:
+        matrix = tmp_path / f"{backends}-{bool(bindings)}.yaml"
+        matrix.write_text(text.replace("BACKENDS", backends) + bindings)
+        done = run_cli("diff", sha, sha, "--repo", str(root), "--matrix", str(matrix),
+                       "--format", "json", "--no-cache")  # fmt: skip
+        return done.code, json.loads(done.out)
+
+    code, report = diff("fa3")
+    assert (code, report["notes"]) == (0, {}), report["notes"]
+    code, report = diff("fa4")
+    note = report["notes"]["base"]
+    assert code == 4 and "name device_memory_gb is read at" in note, note
+    assert "python/sglang/srt/utils/gpu.py, outside the resolution code" in note, note
+    code, report = diff("fa4", "bindings:\n  device_memory_gb: {call: 40}\n")
+    assert (code, report["notes"]) == (0, {}), report["notes"]
+    table = evaluate_at(root, sha, load_matrix(str(tmp_path / "fa4-True.yaml"))).table
+    pages = [table.outcome_at(i) for i in range(4)]  # (null, null) (null, 64) (fa4, ..)x2
+    assert [o.value for o in pages] == [32, None, 1, 1], pages

@@ -298,6 +298,9 @@ class Resolver:
         if found is None:
             self._fail(name, self._unbound(name, binding, use), use)
             return
+        if self.defer and not self._resolution_code(found[0]):
+            self._fail(name, self._outside(name, binding, use, found[0]), use)
+            return
         source, source_name = found
         link = self.links[key] = Link(use.path, name, source, source_name)
         self.mark(use.path, name)
@@ -341,9 +344,10 @@ class Resolver:
             self.homes.add((name, module))
 
     def _resolution_code(self, path: str) -> bool:
-        """Whether the file at `path` is resolution code: next to the target, or the
-        module of the view's class."""
-        if posixpath.dirname(path) == posixpath.dirname(self.files.target):
+        """Whether the file at `path` is resolution code: next to the target (for an entry
+        point, `defer`, also below it), or the module of the view's class."""
+        here, there = posixpath.dirname(self.files.target), posixpath.dirname(path)
+        if there == here or (self.defer and there.startswith(here + "/")):
             return True
         view = self.view_class
         return view is not None and path == self.files.module_file(view.module, self.files.target)
@@ -642,6 +646,14 @@ class Resolver:
             f"name {name} (used at {use.where(name)}) is defined conditionally at "
             f"{use.path}:{binding.statement.lineno} and not bound by the world: bind it "
             f"under `bindings:` in {self.matrix_file}"
+        )
+
+    def _outside(self, name: str, binding: Binding, use: Use, source: str) -> str:
+        return (
+            f"name {name} (used at {use.where(name)}) is imported at "
+            f"{use.path}:{binding.statement.lineno} from {source}, outside the resolution "
+            f"code an entry runs, and the world does not answer it: bind it under "
+            f"`bindings:` in {self.matrix_file}"
         )
 
     def _unknown(self, name: str, use: Use) -> str:
