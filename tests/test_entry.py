@@ -722,3 +722,191 @@ def test_an_entry_runs_the_resolution_code_and_not_what_it_imports_from_outside(
     table = evaluate_at(root, sha, load_matrix(str(tmp_path / "fa4-True.yaml"))).table
     pages = [table.outcome_at(i) for i in range(4)]  # (null, null) (null, 64) (fa4, ..)x2
     assert [o.value for o in pages] == [32, None, 1, 1], pages
+
+
+SCOPES = '''\
+"""Names nothing binds at module level, next to locals of the same name."""
+
+
+def read_config_file(path):
+    with open(path) as f:
+        return f.read()
+
+
+def pages(server_args):
+    NPU_PAGE_SIZE = 256  # a local: never the module's missing name
+    return NPU_PAGE_SIZE if server_args.attention_backend == "ascend" else None
+
+
+def run_resolution_pipeline(server_args):
+    if server_args.attention_backend == "from-file":
+        server_args.page_size = int(read_config_file("/etc/pages"))
+    elif server_args.attention_backend == "npu":
+        server_args.page_size = NPU_PAGE_SIZE
+    else:
+        server_args.page_size = pages(server_args)
+'''
+
+
+@pytest.mark.parametrize(
+    "backend, refused",
+    [
+        ("ascend", None),
+        ("npu", "name NPU_PAGE_SIZE is read at"),
+        ("from-file", "name open is read at"),
+    ],
+)
+def test_only_module_names_are_refused_and_only_where_reached(tmp_path, backend, refused):
+    """A function's own local of the same name as a missing module name is its local
+    (256 on ascend); the missing module name, and a builtin outside the allow-list
+    (`open`), are refused where a cell reaches them, with the line."""
+    root = tmp_path / "repo"
+    sha = FixtureRepo(root).commit("scopes", {f"{PKG}/pipeline.py": SCOPES})
+    matrix = tmp_path / "m.yaml"
+    matrix.write_text(
+        f"name: scopes\ntarget: {{path: {PKG}/pipeline.py, entry: run_resolution_pipeline, "
+        f"output: page_size}}\nworld: sglang\naxes:\n  attention_backend: [{backend}, fa3]\n"
+        "  page_size: [null, 1]\n"
+    )
+    done = run_cli("diff", sha, sha, "--repo", str(root), "--matrix", str(matrix), "--format",
+                   "json", "--no-cache")  # fmt: skip
+    report = json.loads(done.out)
+    if refused is None:
+        assert (done.code, report["notes"]) == (0, {}), report["notes"]
+        table = evaluate_at(root, sha, load_matrix(str(matrix))).table
+        assert [table.outcome_at(i).value for i in range(4)] == [256, 256, None, None]
+        return
+    line = next(n for n, s in enumerate(SCOPES.splitlines(), 1)
+                if ("NPU_PAGE_SIZE\n" if backend == "npu" else "open(path)")
+                in s + "\n")  # fmt: skip
+    note = report["notes"]["base"]
+    assert done.code == 4 and f"{refused} {PKG}/pipeline.py:{line}" in note, note
+
+
+WITHHELD = '''\
+"""Definitions holding what evaluated code may not hold, on paths only some cells take."""
+
+
+class Snapshot:
+    def __getattr__(self, name):
+        return None
+
+
+def memo_of(server_args):
+    return server_args.__dict__.get("_memo")
+
+
+def run_resolution_pipeline(server_args):
+    if server_args.attention_backend == "memo":
+        server_args.page_size = memo_of(server_args)
+    elif server_args.attention_backend == "snapshot":
+        server_args.page_size = Snapshot().page_size
+    elif server_args.attention_backend == "helper":
+        server_args.page_size = imported_memo(server_args)
+    elif server_args.page_size is None:
+        server_args.page_size = 16
+'''
+HELPER_FILE = '''\
+"""Another file of the resolution code, importing a withheld function."""
+
+from sglang.srt.arg_groups.pipeline import memo_of as imported_memo  # noqa: F401
+'''
+
+
+@pytest.mark.parametrize(
+    "backend, refused, at",
+    [
+        ("fa3", None, None),
+        ("memo", "attribute .__dict__", "return server_args.__dict__"),
+        ("snapshot", "special method __getattr__ in class Snapshot", "class Snapshot:"),
+        ("helper", "attribute .__dict__", "return server_args.__dict__"),
+    ],
+)
+def test_a_definition_the_policy_refuses_is_withheld_and_refused_where_reached(
+    tmp_path, backend, refused, at
+):
+    """In an entry, a function or class holding a construct the policy refuses is never
+    compiled: on cells that never reach it the resolution runs (16 when unset); a cell
+    that calls it, makes the class, or calls it through another file's import, makes
+    the revision unevaluable, naming the construct and its line."""
+    root = tmp_path / "repo"
+    pipeline = WITHHELD.replace(
+        "\n\ndef run_resolution_pipeline",
+        "\n\nfrom sglang.srt.arg_groups.helper import imported_memo\n\n\n"
+        "def run_resolution_pipeline",
+    )
+    files = {f"{PKG}/pipeline.py": pipeline, f"{PKG}/helper.py": HELPER_FILE}
+    sha = FixtureRepo(root).commit("withheld", files)
+    matrix = tmp_path / "m.yaml"
+    matrix.write_text(
+        f"name: withheld\ntarget: {{path: {PKG}/pipeline.py, entry: run_resolution_pipeline, "
+        f"output: page_size}}\nworld: sglang\naxes:\n  attention_backend: [{backend}, fa4]\n"
+        "  page_size: [null, 1]\n"
+    )
+    done = run_cli("diff", sha, sha, "--repo", str(root), "--matrix", str(matrix), "--format",
+                   "json", "--no-cache")  # fmt: skip
+    report = json.loads(done.out)
+    if refused is None:
+        assert (done.code, report["notes"]) == (0, {}), report["notes"]
+        table = evaluate_at(root, sha, load_matrix(str(matrix))).table
+        assert [table.outcome_at(i).value for i in range(4)] == [16, None, 16, None]
+        return
+    line = next(n for n, s in enumerate(pipeline.splitlines(), 1) if s.strip().startswith(at))
+    note = report["notes"]["base"]
+    assert done.code == 4 and f"{refused} (at {PKG}/pipeline.py:{line})" in note, note
+
+
+UNLOADABLE = '''\
+"""A file of the resolution code whose module-level code needs what the world lacks."""
+
+import msgspec
+
+
+class Arg(msgspec.Struct, frozen=True):
+    help: str = ""
+
+
+def field_names(cls):
+    return frozenset({Arg().help})
+'''
+USES_UNLOADABLE = '''\
+"""Resolution reading a name from a file that cannot load, on one backend only."""
+
+from sglang.srt.arg_groups.arg_utils import field_names
+
+
+def run_resolution_pipeline(server_args):
+    if server_args.attention_backend == "checked":
+        server_args.page_size = len(field_names(server_args))
+    elif server_args.page_size is None:
+        server_args.page_size = 16
+'''
+
+
+@pytest.mark.parametrize("backend", ["fa3", "checked"])
+def test_a_file_that_cannot_load_is_refused_where_its_names_are_reached(tmp_path, backend):
+    """A file of the resolution code whose module-level code reads what nothing binds
+    (`msgspec`) loads nothing; the entry runs on cells that never read its names, and
+    where one does, the revision is unevaluable, saying which file and why."""
+    root = tmp_path / "repo"
+    sha = FixtureRepo(root).commit("unloadable", {
+        f"{PKG}/pipeline.py": USES_UNLOADABLE, f"{PKG}/arg_utils.py": UNLOADABLE,
+    })  # fmt: skip
+    matrix = tmp_path / "m.yaml"
+    matrix.write_text(
+        f"name: unloadable\ntarget: {{path: {PKG}/pipeline.py, entry: run_resolution_pipeline, "
+        f"output: page_size}}\nworld: sglang\naxes:\n  attention_backend: [{backend}, fa4]\n"
+        "  page_size: [null, 1]\n"
+    )
+    done = run_cli("diff", sha, sha, "--repo", str(root), "--matrix", str(matrix), "--format",
+                   "json", "--no-cache")  # fmt: skip
+    report = json.loads(done.out)
+    if backend == "fa3":
+        assert (done.code, report["notes"]) == (0, {}), report["notes"]
+        return
+    read = USES_UNLOADABLE.splitlines().index(
+        "        server_args.page_size = len(field_names(server_args))") + 1  # fmt: skip
+    note = report["notes"]["base"]
+    assert done.code == 4, note
+    assert f"name field_names is read at {PKG}/pipeline.py:{read}: {PKG}/arg_utils.py " \
+           "could not be loaded: name msgspec is read at" in note, note  # fmt: skip

@@ -76,6 +76,7 @@ class Closure:
     postponed: tuple[str, ...] = ()  # files under `from __future__ import annotations`
     unbound: tuple[tuple[str, str, str], ...] = ()  # (file, name, why): refused if reached
     runners: tuple[tuple[str, str], ...] = ()  # (file, name) bound to a world's step runner
+    entry: bool = False  # an entry point's: what nothing binds is refused where reached
 
     def method_functions(self, spaces: dict[str, dict]) -> dict[str, object]:
         """The loaded view methods, by name, from the files' namespaces."""
@@ -196,6 +197,7 @@ def build_closure(path: str, function: str, target: Statement, resolver: Resolve
         homes=tuple(sorted(resolver.homes)), postponed=postponed, unbound=unbound,
         runners=tuple(sorted(k for k, world in resolver.needs.items()
                              if world in resolver.facts.step_runners)),
+        entry=resolver.defer,
     )  # fmt: skip
 
 

@@ -37,6 +37,9 @@ class WorldFacts:
     view_type: str = "view"  # the name of the view's class, as the project's is
     view_functions: frozenset[str] = frozenset()  # names bound to functions returning the view
     step_runners: frozenset[str] = frozenset()  # world functions `f(step, view)` calling step(view)
+    # what an entry point runs (directories end with `/`, from a source root); none: the
+    # entry's directory and the view class's module
+    resolution_code: tuple[str, ...] = ()
     view_namespaces: str | None = None  # the list of classes whose fields the view's class has
     run_entries: tuple[tuple[str, str], ...] = ()  # (module, function) that run the passes
     input_defaults: tuple[str, str] | None = None  # (module, class) declaring inputs' defaults
@@ -83,6 +86,12 @@ class WorldFacts:
     def _home_files(self) -> frozenset[str]:
         imported = {home for _, found in self.imported_homes for home in found}
         return frozenset(imported | set(self.default_homes))
+
+
+def within(path: str, places: tuple[str, ...]) -> bool:
+    """Whether `path` is one of `places` (files), or below one (directories, ending `/`)."""
+    return any(_at(path, place) if not place.endswith("/") else
+               path.startswith(place) or f"/{place}" in path for place in places)  # fmt: skip
 
 
 def _at(path: str, home: str) -> bool:

@@ -20,7 +20,7 @@ import posixpath
 from collections.abc import Collection
 from typing import NamedTuple
 
-from harness.closure.facts import WorldFacts
+from harness.closure.facts import WorldFacts, within
 from harness.closure.index import CONDITIONAL, DEFINITION, IMPORT, Binding, index_module
 from harness.closure.modules import RevisionFiles
 from harness.closure.mutations import ANY, DEFINES, NO_EFFECTS, Reach, effects
@@ -344,10 +344,12 @@ class Resolver:
             self.homes.add((name, module))
 
     def _resolution_code(self, path: str) -> bool:
-        """Whether the file at `path` is resolution code: next to the target (for an entry
-        point, `defer`, also below it), or the module of the view's class."""
-        here, there = posixpath.dirname(self.files.target), posixpath.dirname(path)
-        if there == here or (self.defer and there.startswith(here + "/")):
+        """Whether the file at `path` is resolution code: next to the target, or the
+        module of the view's class; for an entry point (`defer`), where the world says
+        its project's resolution code is (`WorldFacts.resolution_code`), if it says."""
+        if self.defer and self.facts.resolution_code:
+            return within(path, self.facts.resolution_code)
+        if posixpath.dirname(path) == posixpath.dirname(self.files.target):
             return True
         view = self.view_class
         return view is not None and path == self.files.module_file(view.module, self.files.target)

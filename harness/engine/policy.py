@@ -178,38 +178,59 @@ def forbidden_attribute(name: str) -> bool:
     )
 
 
-_PASSED: dict[int, Closure] = {}  # closures found within the policy, by id (kept alive)
+_PASSED: dict[int, tuple] = {}  # closures found within the policy, by id (kept alive)
 MAX_PASSED = 256
 
 
-def check_closure(closure: Closure) -> None:
+Withheld = dict[tuple[str, int], str]  # (file, line of a `def`) -> why it is not compiled
+
+
+def check_closure(closure: Closure) -> Withheld:
     """Raise Unevaluable naming the first construct the policy forbids (file order), then
-    the first builtin outside the allow-list. A closure (the same object) that passed is
-    not read again: a worker loads one closure once per set of inputs."""
-    if _PASSED.get(id(closure)) is closure:
-        return
-    _check(closure)
+    the first builtin outside the allow-list. In an entry point's closure, a function
+    (other than the entry) or a class holding such a construct is withheld instead: never compiled,
+    its name refused where the code reaches it; the answer says which, and why. A
+    closure (the same object) that passed is not read again: a worker loads one closure
+    once per set of inputs."""
+    passed = _PASSED.get(id(closure))
+    if passed is not None and passed[0] is closure:
+        return passed[1]
+    withheld = _check(closure)
     if len(_PASSED) >= MAX_PASSED:
         _PASSED.clear()
-    _PASSED[id(closure)] = closure
+    _PASSED[id(closure)] = (closure, withheld)
+    return withheld
 
 
-def _check(closure: Closure) -> None:
+def _check(closure: Closure) -> Withheld:
+    withheld: Withheld = {}
     for path in closure.files:
         for node in closure.nodes_of(path):
             found = sorted(violations(node))
-            if found:
-                line, _, construct = found[0]
-                raise Unevaluable(
-                    f"{construct} (at {path}:{line}) is not allowed in evaluated code "
-                    "(see Security model in the README)"
-                )
+            if not found:
+                continue
+            line, _, construct = found[0]
+            why = (f"{construct} (at {path}:{line}) is not allowed in evaluated code "
+                   "(see Security model in the README)")  # fmt: skip
+            if _withheld(closure, path, node):
+                withheld[(path, node.lineno)] = why
+                continue
+            raise Unevaluable(why)
     for name in closure.builtins:
-        if name not in ALLOWED_BUILTINS:
+        if name not in ALLOWED_BUILTINS and not closure.entry:  # an entry's: where reached
             where = closure.use_line(name)
             raise Unevaluable(
                 f"builtin {name} (used at {where}) is not available to evaluated code"
             )
+    return withheld
+
+
+def _withheld(closure: Closure, path: str, node: ast.stmt) -> bool:
+    """Whether an entry point's closure may withhold `node`: a function (not the entry) or
+    a class."""
+    if not closure.entry or not isinstance(node, ast.FunctionDef | ast.ClassDef):
+        return False
+    return not (path == closure.path and node.name == closure.function)
 
 
 def violations(tree: ast.AST) -> Iterator[tuple[int, int, str]]:

@@ -21,8 +21,15 @@ from typing import Any
 
 from harness.closure.extract import Closure, Pipeline
 from harness.closure.modules import module_name
+from harness.closure.resolve import METHOD_PREFIX
 from harness.engine.branches import Sites
-from harness.engine.policy import ALLOWED_BUILTINS, POLICY_FIX, check_closure, forbidden_attribute
+from harness.engine.policy import (
+    ALLOWED_BUILTINS,
+    POLICY_FIX,
+    Withheld,
+    check_closure,
+    forbidden_attribute,
+)
 from harness.engine.purity import MUTATORS
 from harness.engine.world import (
     ASSIGNED,
@@ -197,8 +204,8 @@ def function_loader(
     the rewrite and the compilation happen here, once; each call of the answer runs every
     file's body again in new namespaces (new module-level state, the world's mutable
     plain data copied anew: `fresh_names`) and returns that copy's target function."""
-    check_closure(closure)
-    return _Loader(closure, bound, label, extra or {}, nodes, rewrite)
+    withheld = check_closure(closure)
+    return _Loader(closure, bound, label, extra or {}, nodes, rewrite, withheld)
 
 
 class _Loader:
@@ -207,19 +214,18 @@ class _Loader:
     refilled by each load), the module and method overlays' classes."""
 
     def __init__(self, closure: Closure, bound: Bound, label: str, extra: dict[str, Any],
-                 nodes: tuple[ast.stmt, ...] | None, rewrite: Any) -> None:  # fmt: skip
+                 nodes: tuple[ast.stmt, ...] | None, rewrite: Any,
+                 withheld: Withheld | None = None) -> None:  # fmt: skip
         self.closure, self.bound = closure, bound
         self.order = order = load_order(closure)
-        self.codes = [_compiled(_body(closure, path, nodes, rewrite), code_name(path, label),
-                                path in closure.postponed)
+        self.codes = [_compiled(_body(closure, path, nodes, rewrite, withheld),
+                                code_name(path, label), path in closure.postponed)
                       for path in order]  # fmt: skip
         self.extra = [extra if path == closure.path or rewrite is not None else {}
                       for path in order]  # fmt: skip
         self.needs = [[(n.name, n.world) for n in closure.needs if n.path == path]
                       for path in order]  # fmt: skip
-        unbound = {p for p, _, _ in closure.unbound}
-        self.refusers = [unbound_refuser(closure, path, bound.probe) if path in unbound else None
-                         for path in order]  # fmt: skip
+        self.deferred = deferred_reasons(closure, withheld or {})
         roots, tops = package_roots(bound)
         self.module_names = [module_name(path, roots, tops) for path in order]
         self.module = module_maker(bound.probe, roots, tops)
@@ -240,21 +246,46 @@ class _Loader:
         pending = list(closure.links)
         for n, path in enumerate(self.order):
             space = {"__builtins__": self.table, "__name__": self.module_names[n]}
+            space = deferring_space(space, self.deferred[n], probe)
             self.importers[path] = space
             space.update({name: world[bound_as] for name, bound_as in self.needs[n]})
-            if self.refusers[n] is not None:
-                space[UNBOUND] = self.refusers[n]
             pending = _bind_links(pending, spaces, {path: space}, self.module)
             space.update(self.extra[n])
-            _run(self.codes[n], space)
+            if closure.entry and path != closure.path:
+                why = _load(self.codes[n], space, probe)
+                space = space if why is None else failed_space(path, why, probe)
+            else:
+                _run(self.codes[n], space)
             spaces[path] = space
         _bind_rest(pending, spaces, self.module)
         if probe.unbound is not None:  # refused at load time, and caught there
             raise Unevaluable(unbound_reason(probe.unbound), probe.unbound.field)
         function = spaces[closure.path][closure.function]
         if self.viewer is not None:
-            function = _with_viewer(function, closure.method_functions(dict(spaces)), self.viewer)
+            function = _with_viewer(function, self._methods(), self.viewer)
         return function if self.recorder is None else _recording(function, self.recorder)
+
+    def _methods(self) -> dict[str, Any]:
+        """The loaded view methods, by name; one the policy withholds, a function refusing
+        to run (with why) when the code calls it."""
+        found = {}
+        for name, path in self.closure.methods:
+            space = self.spaces[path]
+            if METHOD_PREFIX + name in space:
+                found[name] = space[METHOD_PREFIX + name]
+            else:
+                found[name] = _refusing(space, METHOD_PREFIX + name, f"self.{name}", self.bound)
+        return found
+
+
+def _refusing(space: dict[str, Any], key: str, label: str, bound: Bound) -> Any:
+    """A function of the world that refuses `label` when called, for why `space` gives."""
+    why = space.why[key] if isinstance(space, Deferring) and key in space.why else "withheld"
+
+    def refuse(*args: Any, **kwargs: Any) -> Any:
+        raise bound.probe.refuse(label, why)
+
+    return world_function(label, refuse, bound.probe)
 
 
 def _recorder(bound: Bound) -> Callable[[Any, dict[str, Any]], Any] | None:
@@ -314,47 +345,81 @@ def _body(
     path: str,
     nodes: tuple[ast.stmt, ...] | None,
     rewrite: Callable[[str, tuple[ast.stmt, ...]], tuple[ast.stmt, ...]] | None,
+    withheld: Withheld | None = None,
 ) -> ast.Module:
-    """The statements a file runs: its closure's (or `nodes`, for the target's), rewritten."""
+    """The statements a file runs: its closure's (or `nodes`, for the target's), rewritten,
+    without the functions the policy withholds."""
     body = nodes if nodes is not None and path == closure.path else closure.nodes_of(path)
     if rewrite is not None:
         body = rewrite(path, body)
-    unbound = {name for p, name, _ in closure.unbound if p == path}
-    if unbound:
-        body = _Unbound(unbound).refusing(body)
-    return ast.Module(body=list(body), type_ignores=[])
+    return ast.Module(body=withholding(tuple(body), path, withheld or {}), type_ignores=[])
 
 
-UNBOUND = "harness unbound"  # what a read of an unbound name calls: no source can name it
+class Deferring(dict):
+    """A file's namespace that refuses, where the code reaches them, the names an entry
+    point's closure leaves unbound (`Closure.unbound`, builtins outside the allow-list,
+    functions the policy withholds), each with why (`why`, on `probe`): Python looks a
+    global name up in it through `__missing__` when it holds no such key, before the
+    builtins, and never for a function's own local names. No evaluated code can reach
+    the namespace itself (no `globals()`, no `__globals__`)."""
+
+    __slots__ = ("every", "probe", "why")
+
+    def __missing__(self, name: str) -> Any:
+        why = self.refuses(name)
+        if why is not None:
+            raise self.probe.refuse(f"name {name}", why)
+        raise KeyError(name)
+
+    def refuses(self, name: str) -> str | None:
+        """Why the name is refused here; None: it is not (a builtin may answer it)."""
+        return self.why.get(name, self.every)
 
 
-class _Unbound(ast.NodeTransformer):
-    """Each read of a name nothing binds (an entry point's: see `Closure.unbound`) made a
-    call that refuses it, `UNBOUND(name)`, where the code reaches it; the statements
-    copied first (they are shared)."""
-
-    def __init__(self, names: set[str]) -> None:
-        self.names = names
-
-    def refusing(self, body: tuple[ast.stmt, ...]) -> tuple[ast.stmt, ...]:
-        return tuple(ast.fix_missing_locations(self.visit(copy.deepcopy(n))) for n in body)
-
-    def visit_Name(self, node: ast.Name) -> ast.expr:
-        if node.id not in self.names or not isinstance(node.ctx, ast.Load):
-            return node
-        call = ast.Call(ast.Name(UNBOUND, ast.Load()), [ast.Constant(node.id)], [])
-        return ast.copy_location(call, node)
+def failed_space(path: str, why: str, probe: Probe) -> Deferring:
+    """The namespace of a file of an entry's closure whose module-level code could not run
+    (`why`): every name read from it is refused where the code reads it."""
+    space = Deferring()
+    space.why, space.probe, space.every = {}, probe, f"{path} could not be loaded: {why}"
+    return space
 
 
-def unbound_refuser(closure: Closure, path: str, probe: Probe) -> Callable[[str], Any]:
-    """What `UNBOUND(name)` does in `path`: refuse the name on `probe`, saying why nothing
-    binds it (the traceback gives the line the code reached)."""
-    why = {name: reason for p, name, reason in closure.unbound if p == path}
+def deferred_reasons(closure: Closure, withheld: Withheld) -> list[dict[str, str] | None]:
+    """Per file of `load_order(closure)`, why each name it may not read is not there (None:
+    a closure not an entry point's): the names nothing binds, builtins outside the
+    allow-list, and the functions the policy withholds."""
+    if not closure.entry:
+        return [None for _ in load_order(closure)]
+    builtin = {name: "builtins outside the allow-list are not available to evaluated code "
+               "(see Security model in the README)"
+               for name in closure.builtins if name not in ALLOWED_BUILTINS}  # fmt: skip
+    reasons = []
+    for path in load_order(closure):
+        found = {**builtin, **{name: why for p, name, why in closure.unbound if p == path}}
+        for node in closure.nodes_of(path):
+            if _withheld(node, path, withheld):
+                found[node.name] = withheld[(path, node.lineno)]
+        reasons.append(found)
+    return reasons
 
-    def refuse(name: str) -> Any:
-        raise probe.refuse(f"name {name}", why[name])
 
-    return world_function("unbound", refuse, probe)
+def deferring_space(space: dict[str, Any], why: dict[str, str] | None, probe: Probe) -> dict:
+    """`space` as a namespace refusing the names of `why` on `probe` where they are read
+    (the traceback gives the line), or `space` itself for a closure not an entry's."""
+    if why is None:
+        return space
+    deferring = Deferring(space)
+    deferring.why, deferring.probe, deferring.every = dict(why), probe, None
+    return deferring
+
+
+def withholding(body: tuple[ast.stmt, ...], path: str, withheld: Withheld) -> list[ast.stmt]:
+    """The file's statements without the functions the policy withholds."""
+    return [node for node in body if not _withheld(node, path, withheld)]
+
+
+def _withheld(node: ast.stmt, path: str, withheld: Withheld) -> bool:
+    return (path, node.lineno) in withheld and isinstance(node, ast.FunctionDef | ast.ClassDef)
 
 
 def _bind_rest(pending: list, spaces: dict[str, dict], module: Callable[..., Any]) -> None:
@@ -427,11 +492,14 @@ def _bind_links(
         if link.path not in targets or link.source not in spaces:
             rest.append(link)
             continue
-        source = spaces[link.source]
+        source, target = spaces[link.source], targets[link.path]
         if link.source_name is None:
-            targets[link.path][link.name] = module(link.source, source)
+            target[link.name] = module(link.source, source)
         elif link.source_name in source:
-            targets[link.path][link.name] = source[link.source_name]
+            target[link.name] = source[link.source_name]
+        elif isinstance(source, Deferring) and source.refuses(link.source_name) is not None:
+            if isinstance(target, Deferring):  # refused where the importing code reads it
+                target.why[link.name] = source.refuses(link.source_name)
         else:
             rest.append(link)  # a name the source file imports in turn: bound in a later round
     return rest
@@ -456,6 +524,19 @@ def _compiled(module: ast.Module, filename: str, postponed: bool = False) -> Cod
         raise Unevaluable(
             f"module-level code of the closure raised {describe(exc)} at {where}"
         ) from None
+
+
+def _load(code: CodeType, space: dict[str, Any], probe: Probe) -> str | None:
+    """Run a file's module-level code (of an entry's closure, not the entry's own file):
+    None, or why it could not run (what it raised, or a refusal, caught there or not)."""
+    probe.unbound = None
+    try:
+        _run(code, space)
+    except Unevaluable as exc:
+        probe.unbound = None
+        return str(exc)
+    found, probe.unbound = probe.unbound, None
+    return None if found is None else unbound_reason(found)
 
 
 def _run(code: CodeType, space: dict[str, Any]) -> None:

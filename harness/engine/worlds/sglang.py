@@ -368,6 +368,7 @@ FACTS = WorldFacts(
     view_type="ResolvedView",  # what SGLang hands a pass (model_override_base.py)
     view_functions=frozenset(VIEW_FUNCTIONS),
     step_runners=frozenset({"run_hook"}),  # run_hook(handle_x, server_args): handle_x(server_args)
+    resolution_code=("sglang/srt/arg_groups/", "sglang/srt/server_args.py"),
     view_namespaces="_INPUT_NAMESPACES",  # ServerArgs's fields from 0.5.20 on
     input_defaults=("sglang.srt.environ", "Envs"),  # envs.X: `X = EnvBool(False)` there
     run_entries=(
