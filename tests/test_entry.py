@@ -910,3 +910,18 @@ def test_a_file_that_cannot_load_is_refused_where_its_names_are_reached(tmp_path
     assert done.code == 4, note
     assert f"name field_names is read at {PKG}/pipeline.py:{read}: {PKG}/arg_utils.py " \
            "could not be loaded: name msgspec is read at" in note, note  # fmt: skip
+
+
+def test_explain_shows_the_error_a_handler_raised_for_the_cell(repo):
+    """`harness explain` on an entry: the outcome is the assert the speculative handler
+    raised, and the trace says the entry reached nothing of its own before it."""
+    root, shas, matrix, expected = repo
+    cell = {"attention_backend": "fa4", "platform": "sm100", "page_size": "null",
+            "speculative_algorithm": "EAGLE", "speculative_eagle_topk": "4",
+            "speculative_num_steps": "null"}  # fmt: skip
+    where = [arg for k, v in cell.items() for arg in ("--where", f"{k}={v}")]
+    done = run_cli("explain", shas["assert"], "--repo", str(root), "--matrix", str(matrix),
+                   *where)  # fmt: skip
+    assert done.code == 0, done.err
+    assert "outcome: AssertionError: set the number of steps" in done.out, done.out
+    assert "(nothing traced: the target reached no condition" in done.out, done.out

@@ -36,6 +36,9 @@ def outcome_text(matrix: Matrix, revision: Revision, cell: tuple[int, ...], outc
     return ", ".join(parts)
 
 
+UNTRACED = "(nothing traced: the target reached no condition, return or raise of its own)"
+
+
 def render_text(matrix: Matrix, revision: Revision, cell: tuple[int, ...], trace: Trace) -> str:
     shown = " ".join(f"{k}={format_value(v)}" for k, v in matrix.values_of(cell).items())
     lines = [
@@ -45,7 +48,7 @@ def render_text(matrix: Matrix, revision: Revision, cell: tuple[int, ...], trace
         f"outcome: {outcome_text(matrix, revision, cell, trace.outcome)}",
         "",
     ]
-    lines.extend(_trace_lines(trace.events) or ["(nothing traced: the function did not run)"])
+    lines.extend(_trace_lines(trace.events) or [UNTRACED])
     if trace.passes:
         lines += ["", "passes:"]
         lines += [f"  {p['pass']}: " + ("absent at this revision" if p.get("absent") else
