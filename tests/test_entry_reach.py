@@ -1,0 +1,339 @@
+"""Entry targets reach only what their cells run: a name nothing binds, a builtin outside
+the allow-list, a definition holding what the policy forbids, a name of a file that
+cannot load, and what the resolution code imports from outside it are refused where a
+cell reaches them (exit 4, naming the name, the line and why), and stop nothing on
+cells that never do. Handlers run through `run_hook` keep the entry explored.
+
+Each test builds a one-commit SGLang-shaped repository in tmp_path; expected values
+come from the fixture's text (its lines, what it assigns), never from harness.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from harness.engine.outputs import Inputs, declared
+from harness.matrix.load import load_matrix
+from harness.testing.gitrepo import FixtureRepo
+from tests.conftest import run_cli
+from tests.helpers import evaluate_at
+from tests.test_entry import HOOKS, PKG
+
+HEADER = (
+    f"name: reach\ntarget: {{path: {PKG}/pipeline.py, entry: run_resolution_pipeline, "
+    "output: page_size}\nworld: sglang\naxes:\n"
+)
+
+
+def entry_diff(
+    tmp_path: Path, files: dict[str, str], axes: str
+) -> tuple[int, dict, Path, str, Path]:
+    """`harness diff` (JSON) of a one-commit repository holding `files` against itself,
+    with the entry's matrix over `axes` (YAML lines): (exit, report, repo, sha, matrix)."""
+    root = tmp_path / "repo"
+    sha = FixtureRepo(root).commit("entry", files)
+    matrix = tmp_path / "m.yaml"
+    matrix.write_text(HEADER + axes)
+    done = run_cli("diff", sha, sha, "--repo", str(root), "--matrix", str(matrix), "--format",
+                   "json", "--no-cache")  # fmt: skip
+    return done.code, json.loads(done.out), root, sha, matrix
+
+
+def backends(backend: str, more: str = "") -> str:
+    """The axes of most tests here: `backend` and fa4, page_size unset or 1."""
+    return f"  attention_backend: [{backend}, fa4]\n  page_size: [null, 1]\n{more}"
+
+
+# --- code no cell reaches, and handlers run through run_hook -------------------------
+
+NPU_HOOK = '''\
+"""A handler for another platform, with names nothing here binds."""
+
+
+def handle_npu(server_args):
+    if server_args.attention_backend == "ascend":
+        load_npu_kernels()
+        server_args.page_size = NPU_PAGE_SIZE
+    elif server_args.page_size is None:
+        server_args.page_size = 16
+'''
+NPU_PIPELINE = '''\
+"""Resolution: one handler, run through run_hook."""
+
+from sglang.srt.arg_groups.resolution_hooks import run_hook
+
+
+def run_resolution_pipeline(server_args):
+    from sglang.srt.arg_groups.npu_hook import handle_npu
+
+    run_hook(handle_npu, server_args)
+'''
+
+
+NPU_FILES = {f"{PKG}/npu_hook.py": NPU_HOOK, f"{PKG}/pipeline.py": NPU_PIPELINE,
+             f"{PKG}/resolution_hooks.py": HOOKS}  # fmt: skip
+NPU_AXES = "  page_size: [null, 1, 64]\n  speculative_algorithm: [null, EAGLE]\n"
+
+
+def test_a_name_nothing_binds_is_refused_only_where_a_cell_reaches_it(tmp_path):
+    """An entry point holds code for every platform: a name nothing binds on a branch no
+    cell takes does not stop the diff; where a cell takes it, the revision is
+    unevaluable, naming the name, the line reached and how to bind it."""
+    code, report, *_ = entry_diff(tmp_path, NPU_FILES, "  attention_backend: [null, fa3]\n"
+                                  + NPU_AXES)  # fmt: skip
+    assert (code, report["notes"], report["changed"]) == (0, {}, []), report["notes"]
+    code, report, _, _, matrix = entry_diff(
+        tmp_path / "reached", NPU_FILES, "  attention_backend: [null, fa3, ascend]\n" + NPU_AXES
+    )
+    note = report["notes"]["base"]
+    line = NPU_HOOK.splitlines().index("        load_npu_kernels()") + 1
+    assert code == 4, note
+    assert f"name load_npu_kernels is read at {PKG}/npu_hook.py:{line}" in note, note
+    assert "bindings:" in note and str(matrix) in note, note
+
+
+def test_a_function_target_still_refuses_an_unbound_name_before_it_runs(tmp_path):
+    """Strictness as before for a function: the same handler as a target is unevaluable
+    for its unbound name although no cell reaches it."""
+    _, _, root, sha, matrix = entry_diff(
+        tmp_path, NPU_FILES, "  attention_backend: [null, fa3]\n" + NPU_AXES
+    )
+    as_function = tmp_path / "function.yaml"
+    as_function.write_text(matrix.read_text().replace(
+        f"path: {PKG}/pipeline.py, entry: run_resolution_pipeline",
+        f"path: {PKG}/npu_hook.py, function: handle_npu",
+    ))  # fmt: skip
+    done = run_cli("diff", sha, sha, "--repo", str(root), "--matrix", str(as_function),
+                   "--format", "json", "--no-cache")  # fmt: skip
+    note = json.loads(done.out)["notes"]["base"]
+    assert done.code == 4 and "name NPU_PAGE_SIZE (used at" in note, note  # sorted first
+
+
+def test_a_handler_run_through_run_hook_assigns_to_the_configuration(tmp_path):
+    """`run_hook(handle_npu, server_args)` calls the handler with the configuration, so
+    what it assigns there is the configuration's: explored, to what every cell gives,
+    and to the handler's own meaning (16 when unset, else the input)."""
+    _, _, root, sha, matrix_path = entry_diff(
+        tmp_path, NPU_FILES, "  attention_backend: [null, fa3]\n" + NPU_AXES
+    )
+    matrix = load_matrix(str(matrix_path))
+    explored = evaluate_at(root, sha, matrix)
+    every = evaluate_at(root, sha, matrix, exhaustive=True)
+    assert explored.calls < matrix.size
+    pages = matrix.axes[matrix.axis_index("page_size")].values
+    want = [16 if page is None else page for _ in ("null", "fa3") for page in pages for _ in "ab"]
+    inputs = Inputs(matrix)
+    for table in (explored.table, every.table):
+        got = []
+        for index in range(matrix.size):
+            fields = declared(table.outcome_at(index), ("page_size",))
+            got.append(fields.get("page_size", inputs.one("page_size", index)))
+        assert got == want
+
+
+OUTSIDE = '''\
+"""Resolution code importing a helper from outside it, and one from below it."""
+
+from sglang.srt.arg_groups.model_overrides.table import DEFAULT_PAGE
+from sglang.srt.utils.gpu import device_memory_gb
+
+
+def run_resolution_pipeline(server_args):
+    if server_args.attention_backend == "fa4" and device_memory_gb() < 80:
+        server_args.page_size = 1
+    elif server_args.page_size is None:
+        server_args.page_size = DEFAULT_PAGE
+'''
+GPU = '''\
+"""A probe of the machine, outside the resolution code."""
+
+import subprocess
+
+
+def device_memory_gb():
+    return int(subprocess.check_output(["nvidia-smi"]).split()[0])
+'''
+
+
+def test_an_entry_runs_the_resolution_code_and_not_what_it_imports_from_outside(tmp_path):
+    """An import from the package below the entry's directory (`model_overrides/`) is
+    followed; one from outside the resolution code (a probe of the machine in
+    `utils/`) is not run: where a cell reaches it, the revision is unevaluable, naming
+    the name and the file it comes from, and the matrix binds it to go on."""
+    files = {f"{PKG}/pipeline.py": OUTSIDE, f"{PKG}/model_overrides/table.py": "DEFAULT_PAGE = 32\n",
+             "python/sglang/srt/utils/gpu.py": GPU}  # fmt: skip
+    axes = "  attention_backend: [null, {}]\n  page_size: [null, 64]\n{}"
+    code, report, *_ = entry_diff(tmp_path / "a", files, axes.format("fa3", ""))
+    assert (code, report["notes"]) == (0, {}), report["notes"]
+    code, report, *_ = entry_diff(tmp_path / "b", files, axes.format("fa4", ""))
+    note = report["notes"]["base"]
+    assert code == 4 and "name device_memory_gb is read at" in note, note
+    assert "python/sglang/srt/utils/gpu.py, outside the resolution code" in note, note
+    bound = "bindings:\n  device_memory_gb: {call: 40}\n"
+    code, report, root, sha, matrix = entry_diff(tmp_path / "c", files, axes.format("fa4", bound))
+    assert (code, report["notes"]) == (0, {}), report["notes"]
+    table = evaluate_at(root, sha, load_matrix(str(matrix))).table
+    pages = [table.outcome_at(i) for i in range(4)]  # (null, null) (null, 64) (fa4, ..)x2
+    assert [o.value for o in pages] == [32, None, 1, 1], pages
+
+
+SCOPES = '''\
+"""Names nothing binds at module level, next to locals of the same name."""
+
+
+def read_config_file(path):
+    with open(path) as f:
+        return f.read()
+
+
+def pages(server_args):
+    NPU_PAGE_SIZE = 256  # a local: never the module's missing name
+    return NPU_PAGE_SIZE if server_args.attention_backend == "ascend" else None
+
+
+def run_resolution_pipeline(server_args):
+    if server_args.attention_backend == "from-file":
+        server_args.page_size = int(read_config_file("/etc/pages"))
+    elif server_args.attention_backend == "npu":
+        server_args.page_size = NPU_PAGE_SIZE
+    else:
+        server_args.page_size = pages(server_args)
+'''
+
+
+@pytest.mark.parametrize(
+    "backend, refused",
+    [
+        ("ascend", None),
+        ("npu", "name NPU_PAGE_SIZE is read at"),
+        ("from-file", "name open is read at"),
+    ],
+)
+def test_only_module_names_are_refused_and_only_where_reached(tmp_path, backend, refused):
+    """A function's own local of the same name as a missing module name is its local
+    (256 on ascend); the missing module name, and a builtin outside the allow-list
+    (`open`), are refused where a cell reaches them, with the line."""
+    code, report, root, sha, matrix = entry_diff(
+        tmp_path, {f"{PKG}/pipeline.py": SCOPES}, backends(backend)
+    )
+    if refused is None:
+        assert (code, report["notes"]) == (0, {}), report["notes"]
+        table = evaluate_at(root, sha, load_matrix(str(matrix))).table
+        assert [table.outcome_at(i).value for i in range(4)] == [256, 256, None, None]
+        return
+    line = next(n for n, s in enumerate(SCOPES.splitlines(), 1)
+                if ("NPU_PAGE_SIZE\n" if backend == "npu" else "open(path)")
+                in s + "\n")  # fmt: skip
+    note = report["notes"]["base"]
+    assert code == 4 and f"{refused} {PKG}/pipeline.py:{line}" in note, note
+
+
+WITHHELD = '''\
+"""Definitions holding what evaluated code may not hold, on paths only some cells take."""
+
+
+class Snapshot:
+    def __getattr__(self, name):
+        return None
+
+
+def memo_of(server_args):
+    return server_args.__dict__.get("_memo")
+
+
+def run_resolution_pipeline(server_args):
+    if server_args.attention_backend == "memo":
+        server_args.page_size = memo_of(server_args)
+    elif server_args.attention_backend == "snapshot":
+        server_args.page_size = Snapshot().page_size
+    elif server_args.attention_backend == "helper":
+        server_args.page_size = imported_memo(server_args)
+    elif server_args.page_size is None:
+        server_args.page_size = 16
+'''
+HELPER_FILE = '''\
+"""Another file of the resolution code, importing a withheld function."""
+
+from sglang.srt.arg_groups.pipeline import memo_of as imported_memo  # noqa: F401
+'''
+
+
+@pytest.mark.parametrize(
+    "backend, refused, at",
+    [
+        ("fa3", None, None),
+        ("memo", "attribute .__dict__", "return server_args.__dict__"),
+        ("snapshot", "special method __getattr__ in class Snapshot", "class Snapshot:"),
+        ("helper", "attribute .__dict__", "return server_args.__dict__"),
+    ],
+)
+def test_a_definition_the_policy_refuses_is_withheld_and_refused_where_reached(
+    tmp_path, backend, refused, at
+):
+    """In an entry, a function or class holding a construct the policy refuses is never
+    compiled: on cells that never reach it the resolution runs (16 when unset); a cell
+    that calls it, makes the class, or calls it through another file's import, makes
+    the revision unevaluable, naming the construct and its line."""
+    pipeline = WITHHELD.replace(
+        "\n\ndef run_resolution_pipeline",
+        "\n\nfrom sglang.srt.arg_groups.helper import imported_memo\n\n\n"
+        "def run_resolution_pipeline",
+    )
+    files = {f"{PKG}/pipeline.py": pipeline, f"{PKG}/helper.py": HELPER_FILE}
+    code, report, root, sha, matrix = entry_diff(tmp_path, files, backends(backend))
+    if refused is None:
+        assert (code, report["notes"]) == (0, {}), report["notes"]
+        table = evaluate_at(root, sha, load_matrix(str(matrix))).table
+        assert [table.outcome_at(i).value for i in range(4)] == [16, None, 16, None]
+        return
+    line = next(n for n, s in enumerate(pipeline.splitlines(), 1) if s.strip().startswith(at))
+    note = report["notes"]["base"]
+    assert code == 4 and f"{refused} (at {PKG}/pipeline.py:{line})" in note, note
+
+
+UNLOADABLE = '''\
+"""A file of the resolution code whose module-level code needs what the world lacks."""
+
+import msgspec
+
+
+class Arg(msgspec.Struct, frozen=True):
+    help: str = ""
+
+
+def field_names(cls):
+    return frozenset({Arg().help})
+'''
+USES_UNLOADABLE = '''\
+"""Resolution reading a name from a file that cannot load, on one backend only."""
+
+from sglang.srt.arg_groups.arg_utils import field_names
+
+
+def run_resolution_pipeline(server_args):
+    if server_args.attention_backend == "checked":
+        server_args.page_size = len(field_names(server_args))
+    elif server_args.page_size is None:
+        server_args.page_size = 16
+'''
+
+
+@pytest.mark.parametrize("backend", ["fa3", "checked"])
+def test_a_file_that_cannot_load_is_refused_where_its_names_are_reached(tmp_path, backend):
+    """A file of the resolution code whose module-level code reads what nothing binds
+    (`msgspec`) loads nothing; the entry runs on cells that never read its names, and
+    where one does, the revision is unevaluable, saying which file and why."""
+    files = {f"{PKG}/pipeline.py": USES_UNLOADABLE, f"{PKG}/arg_utils.py": UNLOADABLE}
+    code, report, *_ = entry_diff(tmp_path, files, backends(backend))
+    if backend == "fa3":
+        assert (code, report["notes"]) == (0, {}), report["notes"]
+        return
+    read = USES_UNLOADABLE.splitlines().index(
+        "        server_args.page_size = len(field_names(server_args))") + 1  # fmt: skip
+    note = report["notes"]["base"]
+    assert code == 4, note
+    assert f"name field_names is read at {PKG}/pipeline.py:{read}: {PKG}/arg_utils.py " \
+           "could not be loaded: name msgspec is read at" in note, note  # fmt: skip
