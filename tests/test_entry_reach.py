@@ -337,3 +337,205 @@ def test_a_file_that_cannot_load_is_refused_where_its_names_are_reached(tmp_path
     assert code == 4, note
     assert f"name field_names is read at {PKG}/pipeline.py:{read}: {PKG}/arg_utils.py " \
            "could not be loaded: name msgspec is read at" in note, note  # fmt: skip
+
+
+# --- what a refusal must not let through (each found by an adversarial review) -------
+
+ENTRY = "\n\ndef run_resolution_pipeline(server_args):\n"
+CAUGHT_AT_LOAD = (
+    """\
+from sglang.srt.runtime_context import get_platform
+
+STATE = {}
+try:
+    STATE["probe"] = repr(get_platform)
+except BaseException:
+    STATE["probe"] = None
+"""
+    + ENTRY
+    + """\
+    from sglang.srt.arg_groups.helper import helper_page
+
+    server_args.page_size = helper_page()
+"""
+)
+IMPORTS_ENTRY_FILE = """\
+from sglang.srt.arg_groups.pipeline import STATE
+
+
+def helper_page():
+    return len(STATE)
+"""
+CLASS_BODY = (
+    """\
+def bad(x):
+    return x.__class__
+
+
+class Pick:
+    try:
+        PAGE = {read}
+        PAGE = 1
+    except Exception:
+        PAGE = 99
+"""
+    + ENTRY
+    + "    server_args.page_size = Pick.PAGE\n"
+)
+REDEFINED = (
+    """\
+def page(x):
+    return 1
+
+
+def page(x):
+    return len(type(x).__name__)
+"""
+    + ENTRY
+    + "    server_args.page_size = page(server_args)\n"
+)
+DECORATED = (
+    """\
+TABLE = {}
+
+
+def register(fn):
+    TABLE["page"] = 64
+    return fn
+
+
+@register
+def bad(x):
+    return x.__class__
+"""
+    + ENTRY
+    + '    server_args.page_size = TABLE.get("page", 1)\n'
+)
+MODULE_ATTRIBUTE = (
+    """\
+from sglang.srt.arg_groups import helper
+"""
+    + ENTRY
+    + """\
+    try:
+        helper.bad
+        server_args.page_size = 64
+    except AttributeError:
+        server_args.page_size = 1
+"""
+)
+BAD_HELPER = "def bad(x):\n    return x.__class__\n"
+REGISTRY = "REG = []\n\n\ndef register(f):\n    REG.append(f)\n    return f\n"
+PLUGIN = """\
+import msgspec
+
+from sglang.srt.arg_groups.reg import register
+
+register(len)
+Base = msgspec.Struct
+"""
+USES_REGISTRY = (
+    """\
+from sglang.srt.arg_groups.plugin import Base  # noqa: F401
+from sglang.srt.arg_groups.reg import REG
+"""
+    + ENTRY
+    + "    server_args.page_size = len(REG)\n"
+)
+RETURNS = (
+    ENTRY
+    + """\
+    if server_args.page_size is None:
+        server_args.page_size = 1
+    return {"page_size": 99}
+"""
+)
+USES_REGISTRY_AND_PLUGIN = USES_REGISTRY.replace(
+    "len(REG)\n", "len(REG) if server_args.page_size else Base\n"
+)
+
+
+def unevaluable(note_part: str):
+    return ("unevaluable", note_part)
+
+
+@pytest.mark.parametrize(
+    "files, expected",
+    [
+        pytest.param({"pipeline.py": CAUGHT_AT_LOAD, "helper.py": IMPORTS_ENTRY_FILE},
+                     unevaluable("repr(get_platform) is read at"), id="caught-at-load"),
+        pytest.param({"pipeline.py": CLASS_BODY.format(read="bad")},
+                     unevaluable("name bad is read at"), id="class-body-withheld"),
+        pytest.param({"pipeline.py": CLASS_BODY.format(read="open")},
+                     unevaluable("name open is read at"), id="class-body-builtin"),
+        pytest.param({"pipeline.py": REDEFINED},
+                     unevaluable("name page is read at"), id="redefined"),
+        pytest.param({"pipeline.py": DECORATED},
+                     unevaluable("attribute .__class__ (at"), id="decorated"),
+        pytest.param({"pipeline.py": MODULE_ATTRIBUTE, "helper.py": BAD_HELPER, "__init__.py": ""},
+                     unevaluable("sglang.srt.arg_groups.helper.bad is read at"),
+                     id="module-attribute"),
+        pytest.param({"pipeline.py": USES_REGISTRY, "plugin.py": PLUGIN, "reg.py": REGISTRY},
+                     unevaluable(f"imports {PKG}/plugin.py, whose module-level code at line 5"),
+                     id="import-with-effects"),
+        pytest.param({"pipeline.py": USES_REGISTRY_AND_PLUGIN, "plugin.py": PLUGIN,
+                      "reg.py": REGISTRY},
+                     unevaluable("name msgspec is read at"), id="failed-file-with-effects"),
+        pytest.param({"pipeline.py": RETURNS}, ("values", [1, None, 1, None]), id="returns"),
+    ],
+)  # fmt: skip
+def test_what_the_code_catches_or_leaves_out_never_changes_an_outcome(tmp_path, files, expected):
+    """A refusal caught as a file loads, a class body reading a refused name, a withheld
+    definition that shadows an earlier one, one whose decorator would have filled a
+    table, a module attribute of a withheld function, a file that stops loading after
+    it changed another's table, a file imported for what its code does: each makes the
+    revision unevaluable rather than give a table SGLang's code would not. A value the
+    entry returns is not its outcome."""
+    tree = {f"{PKG}/{name}": text for name, text in files.items()}
+    code, report, root, sha, matrix = entry_diff(tmp_path, tree, backends("null"))
+    kind, want = expected
+    if kind == "values":
+        assert (code, report["notes"]) == (0, {}), report["notes"]
+        table = evaluate_at(root, sha, load_matrix(str(matrix))).table
+        assert [table.outcome_at(i).value for i in range(4)] == want
+        return
+    note = report["notes"].get("base", "")
+    assert code == 4 and want in note, (code, note)
+
+
+STATIC = '''\
+"""ServerArgs with a static method its __post_init__ calls on self."""
+
+import dataclasses
+from typing import Optional
+
+
+@dataclasses.dataclass
+class ServerArgs:
+    attention_backend: Optional[str] = None
+    page_size: Optional[int] = None
+
+    def __post_init__(self):
+        try:
+            self.page_size = self.pick(self.page_size)
+        except TypeError as error:
+            self.page_size = len(str(error))
+
+    @staticmethod
+    def pick(page):
+        return 5 if page is None else page
+'''
+
+
+def test_a_static_method_is_called_without_the_configuration(tmp_path):
+    """`self.pick(x)` on a `@staticmethod` passes x alone, as Python does (5 when unset,
+    else the input), never the configuration too (a TypeError whose text would name
+    the harness's copy of the method)."""
+    root = tmp_path / "repo"
+    sha = FixtureRepo(root).commit("static", {"python/sglang/srt/server_args.py": STATIC})
+    matrix = tmp_path / "m.yaml"
+    matrix.write_text(HEADER.replace(f"path: {PKG}/pipeline.py, entry: run_resolution_pipeline",
+                                     "path: python/sglang/srt/server_args.py, "
+                                     "entry: ServerArgs.__post_init__") + backends("fa3"))  # fmt: skip
+    table = evaluate_at(root, sha, load_matrix(str(matrix))).table
+    assert [table.outcome_at(i).value for i in range(4)] == [5, 1, 5, 1]

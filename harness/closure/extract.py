@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 
 from harness.closure.defaults import NO_DEFAULTS, Defaults
+from harness.closure.effects import check_imports
 from harness.closure.facts import WorldFacts
 from harness.closure.index import DEFINITION, Binding, definitions_in, names_bound
 from harness.closure.modules import RevisionFiles
@@ -160,6 +161,8 @@ def extract_closure(
             f"(more than {sys.getrecursionlimit() // 4} levels of helpers)"
         ) from None
     check_registries(resolver)
+    if defer:
+        check_imports(cache, files, resolver.layouts, resolver.resolution_code)
     closure = build_closure(path, function, target, resolver)
     remember_closure(cache, last_closure(resolver, key, closure))
     return closure

@@ -298,7 +298,7 @@ class Resolver:
         if found is None:
             self._fail(name, self._unbound(name, binding, use), use)
             return
-        if self.defer and not self._resolution_code(found[0]):
+        if self.defer and not self.resolution_code(found[0]):
             self._fail(name, self._outside(name, binding, use, found[0]), use)
             return
         source, source_name = found
@@ -327,7 +327,7 @@ class Resolver:
                 if alias.name in self.bound or alias.name == "*":
                     continue
                 found = self._source_of(node, alias.asname or alias.name, path)
-                if found is None or found[1] is None or not self._resolution_code(found[0]):
+                if found is None or found[1] is None or not self.resolution_code(found[0]):
                     continue
                 source, source_name = found
                 module, level = node.module or "", node.level
@@ -343,7 +343,7 @@ class Resolver:
         if module is not None and self.facts.is_home(name, module):
             self.homes.add((name, module))
 
-    def _resolution_code(self, path: str) -> bool:
+    def resolution_code(self, path: str) -> bool:
         """Whether the file at `path` is resolution code: next to the target, or the
         module of the view's class; for an entry point (`defer`), where the world says
         its project's resolution code is (`WorldFacts.resolution_code`), if it says."""

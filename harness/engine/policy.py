@@ -40,6 +40,7 @@ import string
 from collections.abc import Iterator
 
 from harness.closure.extract import Closure
+from harness.closure.inert import inert
 from harness.errors import Unevaluable
 
 # Builtins the evaluated code may use: pure functions, types and exceptions.
@@ -227,10 +228,19 @@ def _check(closure: Closure) -> Withheld:
 
 def _withheld(closure: Closure, path: str, node: ast.stmt) -> bool:
     """Whether an entry point's closure may withhold `node`: a function (not the entry) or
-    a class."""
+    a class whose definition, run as its file loads, changes nothing but its name
+    (`harness.closure.inert`): leaving it out then loses nothing the project's process
+    would have done."""
     if not closure.entry or not isinstance(node, ast.FunctionDef | ast.ClassDef):
         return False
-    return not (path == closure.path and node.name == closure.function)
+    if path == closure.path and node.name == closure.function:
+        return False
+    return inert(node, unbound_in(closure, path))
+
+
+def unbound_in(closure: Closure, path: str) -> frozenset[str]:
+    """The names an entry's closure leaves unbound in the file at `path`."""
+    return frozenset(name for p, name, _ in closure.unbound if p == path)
 
 
 def violations(tree: ast.AST) -> Iterator[tuple[int, int, str]]:

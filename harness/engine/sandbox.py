@@ -20,8 +20,9 @@ from types import CodeType, MethodType, TracebackType
 from typing import Any
 
 from harness.closure.extract import Closure, Pipeline
+from harness.closure.inert import inert
 from harness.closure.modules import module_name
-from harness.closure.resolve import METHOD_PREFIX
+from harness.closure.resolve import METHOD, METHOD_PREFIX
 from harness.engine.branches import Sites
 from harness.engine.policy import (
     ALLOWED_BUILTINS,
@@ -29,6 +30,7 @@ from harness.engine.policy import (
     Withheld,
     check_closure,
     forbidden_attribute,
+    unbound_in,
 )
 from harness.engine.purity import MUTATORS
 from harness.engine.world import (
@@ -226,6 +228,11 @@ class _Loader:
         self.needs = [[(n.name, n.world) for n in closure.needs if n.path == path]
                       for path in order]  # fmt: skip
         self.deferred = deferred_reasons(closure, withheld or {})
+        self.skippable = [self_contained(closure.nodes_of(path), closure, path) for path in order]
+        self.method_kinds = method_kinds(closure)
+        self.withheld_names = [[node.name for node in closure.nodes_of(path)
+                                if _withheld(node, path, withheld or {})]
+                               for path in order]  # fmt: skip
         roots, tops = package_roots(bound)
         self.module_names = [module_name(path, roots, tops) for path in order]
         self.module = module_maker(bound.probe, roots, tops)
@@ -251,11 +258,13 @@ class _Loader:
             space.update({name: world[bound_as] for name, bound_as in self.needs[n]})
             pending = _bind_links(pending, spaces, {path: space}, self.module)
             space.update(self.extra[n])
-            if closure.entry and path != closure.path:
+            if closure.entry and path != closure.path and self.skippable[n]:
                 why = _load(self.codes[n], space, probe)
                 space = space if why is None else failed_space(path, why, probe)
             else:
                 _run(self.codes[n], space)
+            for name in self.withheld_names[n]:  # an earlier statement's binding of it
+                space.pop(name, None)
             spaces[path] = space
         _bind_rest(pending, spaces, self.module)
         if probe.unbound is not None:  # refused at load time, and caught there
@@ -263,24 +272,58 @@ class _Loader:
         function = spaces[closure.path][closure.function]
         if self.viewer is not None:
             function = _with_viewer(function, self._methods(), self.viewer)
-        return function if self.recorder is None else _recording(function, self.recorder)
+        if self.recorder is None:
+            return function
+        return _recording(function, self.recorder, entry=_is_entry(self.bound))
 
     def _methods(self) -> dict[str, Any]:
         """The loaded view methods, by name; one the policy withholds, a function refusing
         to run (with why) when the code calls it."""
         found = {}
+        owner = _view_class_name(self.bound)
         for name, path in self.closure.methods:
             space = self.spaces[path]
-            if METHOD_PREFIX + name in space:
-                found[name] = space[METHOD_PREFIX + name]
+            kind = self.method_kinds.get(name)
+            if kind == "classmethod":  # called on the view: its class is not one to hand
+                why = f"a classmethod of {owner} called on the configuration is not modelled"
+                space = {"why": {METHOD_PREFIX + name: why}}
+                found[name] = _refusing(space, METHOD_PREFIX + name, f"self.{name}", self.bound)
+            elif METHOD_PREFIX + name in space:
+                found[name] = method = space[METHOD_PREFIX + name]
+                method.__name__, method.__qualname__ = name, f"{owner}.{name}"  # as SGLang's
+                if kind == "staticmethod":
+                    found[name] = staticmethod(method)  # called without the view
             else:
                 found[name] = _refusing(space, METHOD_PREFIX + name, f"self.{name}", self.bound)
         return found
 
 
-def _refusing(space: dict[str, Any], key: str, label: str, bound: Bound) -> Any:
+def method_kinds(closure: Closure) -> dict[str, str]:
+    """The view methods declared `@staticmethod` or `@classmethod` in their class, by name
+    (their copies in the closure lose the decorator: a method out of its class)."""
+    kinds = {}
+    for part in closure.parts:
+        node = part.statement.node
+        if part.role == METHOD and isinstance(node, ast.FunctionDef):
+            names = {d.id for d in node.decorator_list if isinstance(d, ast.Name)}
+            for kind in ("staticmethod", "classmethod"):
+                if kind in names:
+                    kinds[node.name] = kind
+    return kinds
+
+
+def _view_class_name(bound: Bound) -> str:
+    """The name of the class whose methods the view answers (SGLang's `ServerArgs`): the
+    name a method's own messages give it (`ServerArgs.pick() takes 1 positional
+    argument`), never the name the harness compiled it under."""
+    facts = None if bound.ctx is None else bound.ctx.world.facts
+    return facts.view_class[1] if facts is not None and facts.view_class else view_type(bound)
+
+
+def _refusing(space: Any, key: str, label: str, bound: Bound) -> Any:
     """A function of the world that refuses `label` when called, for why `space` gives."""
-    why = space.why[key] if isinstance(space, Deferring) and key in space.why else "withheld"
+    reasons = space.why if isinstance(space, Deferring) else space.get("why", {})
+    why = reasons.get(key, "withheld")
 
     def refuse(*args: Any, **kwargs: Any) -> Any:
         raise bound.probe.refuse(label, why)
@@ -300,20 +343,26 @@ def _recorder(bound: Bound) -> Callable[[Any, dict[str, Any]], Any] | None:
     return overlay_maker("view", bound.probe, name=view_type(bound), record=True)
 
 
+def _is_entry(bound: Bound) -> bool:
+    return bound.ctx is not None and bound.ctx.matrix.target.entry
+
+
 def _recording(
-    function: Callable[..., Any], recorder: Callable[[Any, dict[str, Any]], Any]
-) -> Callable[..., Any]:
+    function: Callable[..., Any], recorder: Callable[[Any, dict[str, Any]], Any],
+    entry: bool = False,
+) -> Callable[..., Any]:  # fmt: skip
     """`function`, called with the view seen through `recorder`: each call's writes are
     its own (a fresh overlay), read back after they are made (never the input: no axis
     is read), and declared under what it returns (a dict wins; None, or the view itself,
-    `return config`, declares the writes alone)."""
+    `return config`, declares the writes alone). An entry point's return value is not
+    read (SGLang's callers drop it): its writes alone are its outcome."""
 
     @functools.wraps(function)
     def call(view: Any) -> Any:
         written: dict[str, Any] = {}
         seen = recorder(view, written)
         result = function(seen)
-        if result is None or result is seen:
+        if entry or result is None or result is seen:
             return dict(written)
         if type(result) is dict and written:
             return {**written, **result}
@@ -355,6 +404,21 @@ def _body(
     return ast.Module(body=withholding(tuple(body), path, withheld or {}), type_ignores=[])
 
 
+class FileBuiltins(dict):
+    """The builtins of one file of an entry's closure: a name neither its namespace nor the
+    builtins hold is looked up here through `__missing__`, which refuses what the file's
+    namespace refuses. A class body reads the namespace without asking it (as a plain
+    dict), then the builtins: this is where its read of a refused name is refused."""
+
+    __slots__ = ("space",)
+
+    def __missing__(self, name: str) -> Any:
+        why = self.space.refuses(name)
+        if why is not None:
+            raise self.space.probe.refuse(f"name {name}", why)
+        raise KeyError(name)
+
+
 class Deferring(dict):
     """A file's namespace that refuses, where the code reaches them, the names an entry
     point's closure leaves unbound (`Closure.unbound`, builtins outside the allow-list,
@@ -374,6 +438,14 @@ class Deferring(dict):
     def refuses(self, name: str) -> str | None:
         """Why the name is refused here; None: it is not (a builtin may answer it)."""
         return self.why.get(name, self.every)
+
+
+def self_contained(nodes: tuple[ast.stmt, ...], closure: Closure, path: str) -> bool:
+    """Whether a file of an entry's closure may be left empty when its module-level code
+    cannot run here: only if that code, in the project's process, changes nothing but
+    the names it binds (`harness.closure.inert`)."""
+    deferred = unbound_in(closure, path)
+    return closure.entry and all(inert(node, deferred) for node in nodes)
 
 
 def failed_space(path: str, why: str, probe: Probe) -> Deferring:
@@ -410,6 +482,9 @@ def deferring_space(space: dict[str, Any], why: dict[str, str] | None, probe: Pr
         return space
     deferring = Deferring(space)
     deferring.why, deferring.probe, deferring.every = dict(why), probe, None
+    builtins = FileBuiltins(space["__builtins__"])
+    builtins.space = deferring
+    deferring["__builtins__"] = builtins
     return deferring
 
 
@@ -447,6 +522,8 @@ def method_viewer(probe: Probe | None, kind: str) -> Callable[[Any, dict[str, An
     `kind`, made once)."""
 
     def bound_method(view: Any, method: Any) -> Any:
+        if type(method) is staticmethod:  # `@staticmethod` in the view's class
+            return method.__func__
         return MethodType(method, view)
 
     return overlay_maker("view", probe, answer=bound_method, name=kind)
@@ -528,15 +605,17 @@ def _compiled(module: ast.Module, filename: str, postponed: bool = False) -> Cod
 
 def _load(code: CodeType, space: dict[str, Any], probe: Probe) -> str | None:
     """Run a file's module-level code (of an entry's closure, not the entry's own file):
-    None, or why it could not run (what it raised, or a refusal, caught there or not)."""
-    probe.unbound = None
+    None, or why it could not run (what it raised, or a refusal, caught there or not).
+    A refusal an earlier file met stays the probe's, to be found when the load ends."""
+    before, probe.unbound = probe.unbound, None
     try:
         _run(code, space)
     except Unevaluable as exc:
-        probe.unbound = None
         return str(exc)
-    found, probe.unbound = probe.unbound, None
-    return None if found is None else unbound_reason(found)
+    else:
+        return None if probe.unbound is None else unbound_reason(probe.unbound)
+    finally:
+        probe.unbound = before
 
 
 def _run(code: CodeType, space: dict[str, Any]) -> None:
@@ -563,14 +642,23 @@ def module_maker(
     definitions read-only (a write is refused: harness runs each cell alone, so what a
     pass sets on a module would not carry over as in SGLang's one process)."""
 
-    def missing(path: str, name: str) -> Any:
+    def missing(inner: tuple[str, dict], name: str) -> Any:
+        path, space = inner
+        why = space.refuses(name) if isinstance(space, Deferring) else None
+        if why is not None:  # an entry's: refused where read, as a global of the file is
+            raise probe.refuse(f"{module_name(path, roots, tops)}.{name}", why)
         raise AttributeError(f"module {module_name(path, roots, tops)!r} has no attribute {name!r}")
 
-    def write(path: str, name: str, done: str) -> BaseException:
+    def write(inner: tuple[str, dict], name: str, done: str) -> BaseException:
         fix = "evaluated code may not change a module's names: return what it declares"
-        return refusal(probe, f"{module_name(path, roots, tops)}.{name}", fix, done)
+        return refusal(probe, f"{module_name(inner[0], roots, tops)}.{name}", fix, done)
 
-    return overlay_maker("module", probe, otherwise=missing, write=write)
+    overlay = overlay_maker("module", probe, otherwise=missing, write=write)
+
+    def make(path: str, space: dict[str, Any]) -> Any:
+        return overlay((path, space), space)
+
+    return make
 
 
 def package_roots(bound: Bound) -> tuple[tuple[str, ...], tuple[str, ...]]:
