@@ -469,14 +469,14 @@ def unevaluable(note_part: str):
         pytest.param({"pipeline.py": CLASS_BODY.format(read="open")},
                      unevaluable("name open is read at"), id="class-body-builtin"),
         pytest.param({"pipeline.py": REDEFINED},
-                     unevaluable("name page is read at"), id="redefined"),
+                     unevaluable("attribute .__name__ (at"), id="redefined"),
         pytest.param({"pipeline.py": DECORATED},
                      unevaluable("attribute .__class__ (at"), id="decorated"),
         pytest.param({"pipeline.py": MODULE_ATTRIBUTE, "helper.py": BAD_HELPER, "__init__.py": ""},
                      unevaluable("sglang.srt.arg_groups.helper.bad is read at"),
                      id="module-attribute"),
         pytest.param({"pipeline.py": USES_REGISTRY, "plugin.py": PLUGIN, "reg.py": REGISTRY},
-                     unevaluable(f"imports {PKG}/plugin.py, whose module-level code at line 5"),
+                     unevaluable(f"imports {PKG}/plugin.py, whose module-level code at {PKG}/plugin.py:5"),
                      id="import-with-effects"),
         pytest.param({"pipeline.py": USES_REGISTRY_AND_PLUGIN, "plugin.py": PLUGIN,
                       "reg.py": REGISTRY},
@@ -539,3 +539,92 @@ def test_a_static_method_is_called_without_the_configuration(tmp_path):
                                      "entry: ServerArgs.__post_init__") + backends("fa3"))  # fmt: skip
     table = evaluate_at(root, sha, load_matrix(str(matrix))).table
     assert [table.outcome_at(i).value for i in range(4)] == [5, 1, 5, 1]
+
+
+SETS_TABLE = """\
+TABLE = {}
+
+
+def mark(*args, **kwargs):
+    TABLE["page"] = 64
+    return object
+"""
+READS_TABLE = ENTRY + '    server_args.page_size = TABLE.get("page", 1)\n'
+LOAD_TIME = {
+    "class-annotation": "class Bad:\n    hint: mark()\n\n    def get(self):\n"
+                        "        return self.__class__\n",
+    "argument-annotation": "def bad(x: mark()):\n    return x.__class__\n",
+    "metaclass": "class Bad(metaclass=mark):\n    def get(self):\n        return self.__dict__\n",
+    "subscript-default": "import typing\n\n\ndef bad(x=typing.Optional[mark()]):\n"
+                         "    return x.__class__\n",
+}  # fmt: skip
+SIDE_IMPORT = "from sglang.srt.arg_groups.reg import REG\n\nREG.append(1)\n"
+IMPORTS_FOR_EFFECT = {
+    "guarded": "try:\n    import sglang.srt.arg_groups.plugin  # noqa: F401\nexcept ImportError:\n"
+               "    pass\n",
+    "package": "import sglang.srt.arg_groups.sub.leaf  # noqa: F401\n",
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("shape", list(LOAD_TIME))
+def test_a_definition_whose_load_time_code_runs_the_repository_is_not_left_out(tmp_path, shape):
+    """A forbidden definition is left out only if nothing in it runs as its file loads:
+    an annotation Python evaluates, a metaclass, a subscript's index calling the
+    repository's code would have set the table; the revision is refused instead."""
+    text = SETS_TABLE + "\n\n" + LOAD_TIME[shape] + READS_TABLE
+    code, report, *_ = entry_diff(tmp_path, {f"{PKG}/pipeline.py": text}, backends("null"))
+    note = report["notes"].get("base", "")
+    assert code == 4 and "is not allowed in evaluated code" in note, (code, note)
+
+
+@pytest.mark.parametrize("shape", list(IMPORTS_FOR_EFFECT))
+def test_an_import_for_its_effects_is_found_inside_try_and_in_packages(tmp_path, shape):
+    """An import run for what its code does is found inside `try`, and in the package
+    `__init__.py` a dotted import runs first: the entry is refused, naming the file."""
+    files = {f"{PKG}/__init__.py": "", f"{PKG}/reg.py": "REG = []\n",
+             f"{PKG}/plugin.py": SIDE_IMPORT, f"{PKG}/sub/__init__.py": SIDE_IMPORT,
+             f"{PKG}/sub/leaf.py": "LEAF = 1\n",
+             f"{PKG}/pipeline.py": "from sglang.srt.arg_groups.reg import REG\n"
+             + IMPORTS_FOR_EFFECT[shape] + ENTRY + "    server_args.page_size = len(REG)\n"}  # fmt: skip
+    code, report, *_ = entry_diff(tmp_path, files, backends("null"))
+    note = report["notes"].get("base", "")
+    culprit = f"{PKG}/plugin.py:3" if shape == "guarded" else f"{PKG}/sub/__init__.py:3"
+    assert code == 4 and f"whose module-level code at {culprit} may change" in note, note
+
+
+REBOUND = '''\
+"""ServerArgs binding a method again in its body."""
+
+import dataclasses
+from typing import Optional
+
+
+@dataclasses.dataclass
+class ServerArgs:
+    attention_backend: Optional[str] = None
+    page_size: Optional[int] = None
+
+    def __post_init__(self):
+        self.page_size = self.pick(self.page_size)
+
+    def pick(page, other=None):
+        return 5 if other is None else 7
+
+    pick = staticmethod(pick)
+'''
+
+
+def test_a_method_its_class_binds_again_is_refused_where_called(tmp_path):
+    """`pick = staticmethod(pick)` in the class body: how SGLang's class binds the method
+    is not read, so calling it on the configuration is refused (exit 4), never run as a
+    plain method (7, where Python gives 5)."""
+    root = tmp_path / "repo"
+    sha = FixtureRepo(root).commit("rebound", {"python/sglang/srt/server_args.py": REBOUND})
+    matrix = tmp_path / "m.yaml"
+    matrix.write_text(HEADER.replace(f"path: {PKG}/pipeline.py, entry: run_resolution_pipeline",
+                                     "path: python/sglang/srt/server_args.py, "
+                                     "entry: ServerArgs.__post_init__") + backends("fa3"))  # fmt: skip
+    done = run_cli("diff", sha, sha, "--repo", str(root), "--matrix", str(matrix), "--format",
+                   "json", "--no-cache")  # fmt: skip
+    note = json.loads(done.out)["notes"]["base"]
+    assert done.code == 4 and "self.pick is read at" in note and "rebound" in note, note

@@ -14,6 +14,7 @@ the import and the statement, rather than resolved without what that code does.
 from __future__ import annotations
 
 import ast
+import posixpath
 from collections.abc import Callable, Collection
 
 from harness.closure.inert import inert
@@ -33,28 +34,35 @@ def check_imports(
     """Raise Unevaluable if a file of `read` (the closure's files) imports, at module
     level, resolution code outside `read` whose import does more than bind names."""
     seen = set(read)
-    pending = [(path, path) for path in sorted(read)]
+    pending = [(path, f"importing {path}") for path in sorted(read)]
+    for path in sorted(read):  # importing a module runs its packages' __init__.py first
+        for package in _packages(files, path):
+            if package not in seen and resolution_code(package):
+                seen.add(package)
+                _check_file(cache, files, package, f"importing {path}", resolution_code)
+                pending.append((package, path))
     while pending:
-        path, via = pending.pop()
+        path, _ = pending.pop()
         for node, offset in _statements(cache, files, path):
             for module in _imported(files, node, path):
                 if module in seen or not resolution_code(module):
                     continue
                 seen.add(module)
                 where = f"{path}:{node.lineno + offset}"
-                _check_file(cache, files, module, where, resolution_code)
-                pending.append((module, via))
+                _check_file(cache, files, module, f"{where} imports {module}", resolution_code)
+                pending.append((module, path))
 
 
 def _check_file(cache: SourceCache, files: RevisionFiles, path: str, where: str,
                 resolution_code: Callable[[str], bool]) -> None:  # fmt: skip
     placed = _statements(cache, files, path)
-    outside = _outside_names(files, [node for node, _ in placed], path, resolution_code)
+    nodes = [node for node, _ in placed]
+    outside = _outside_names(files, nodes, path, resolution_code)
+    postponed = _postpones(nodes)
     for node, offset in placed:
-        if not inert(node, outside):
+        if not inert(node, outside, postponed):
             raise Unevaluable(
-                f"{where} imports {path}, whose module-level code at line "
-                f"{node.lineno + offset} may "
+                f"{where}, whose module-level code at {path}:{node.lineno + offset} may "
                 "change what the resolution reads when the project imports it; an entry "
                 "runs only the code its names need, so it cannot resolve without it"
             )
@@ -71,18 +79,60 @@ def _statements(cache: SourceCache, files: RevisionFiles, path: str) -> list[Pla
 
 
 def _imported(files: RevisionFiles, node: ast.stmt, path: str) -> list[str]:
-    """The repository files a top-level import statement runs (submodules named by
-    `from package import module` too)."""
+    """The repository files a top-level statement's imports run, anywhere in it but in a
+    function's body (`if`, `try`, a class body run as the file loads): each module, the
+    packages above it, and submodules named by `from package import module`."""
     found: list[str | None] = []
-    if isinstance(node, ast.Import):
-        found = [files.module_file(alias.name, path) for alias in node.names]
-    elif isinstance(node, ast.ImportFrom):
-        module = node.module or ""
-        found.append(files.module_file(module, path, node.level))
-        for alias in node.names:
-            found.append(files.module_file(f"{module}.{alias.name}".lstrip("."), path,
-                                           node.level))  # fmt: skip
+    for child in _load_time(node):
+        if isinstance(child, ast.Import):
+            for alias in child.names:
+                found += _dotted(files, alias.name, path, 0)
+        elif isinstance(child, ast.ImportFrom):
+            module = child.module or ""
+            found += _dotted(files, module, path, child.level)
+            for alias in child.names:
+                name = f"{module}.{alias.name}" if module else alias.name
+                found.append(files.module_file(name, path, child.level))
     return [f for f in found if f is not None]
+
+
+def _dotted(files: RevisionFiles, module: str, path: str, level: int) -> list[str | None]:
+    """`a.b.c` and each package above it (`a`, `a.b`), as files."""
+    parts = module.split(".") if module else []
+    return [files.module_file(".".join(parts[:n]), path, level)
+            for n in range(0 if level else 1, len(parts) + 1)]  # fmt: skip
+
+
+def _packages(files: RevisionFiles, path: str) -> list[str]:
+    """The `__init__.py` of each package above the file at `path` that the repository
+    holds (Python runs them before the module)."""
+    found, directory = [], posixpath.dirname(path)
+    while directory:
+        init = f"{directory}/__init__.py"
+        if init != path and files.exists(init):
+            found.append(init)
+        directory = posixpath.dirname(directory)
+    return found[::-1]
+
+
+def _load_time(node: ast.AST):
+    """The nodes of a statement that run as its file loads (not a function's body)."""
+    yield node
+    for child in ast.iter_child_nodes(node):
+        if isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda):
+            continue
+        yield from _load_time(child)
+
+
+def _postpones(nodes: list[ast.stmt]) -> bool:
+    """Whether the file postpones annotations (`from __future__ import annotations`)."""
+    for node in nodes:
+        if isinstance(node, ast.ImportFrom) and node.module == "__future__":
+            if any(alias.name == "annotations" for alias in node.names):
+                return True
+        elif not (isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant)):
+            return False
+    return False
 
 
 def _outside_names(files: RevisionFiles, nodes: list[ast.stmt], path: str,

@@ -78,6 +78,7 @@ class Closure:
     unbound: tuple[tuple[str, str, str], ...] = ()  # (file, name, why): refused if reached
     runners: tuple[tuple[str, str], ...] = ()  # (file, name) bound to a world's step runner
     entry: bool = False  # an entry point's: what nothing binds is refused where reached
+    method_kinds: tuple[tuple[str, str], ...] = ()  # (view method, how its class binds it)
 
     def method_functions(self, spaces: dict[str, dict]) -> dict[str, object]:
         """The loaded view methods, by name, from the files' namespaces."""
@@ -201,6 +202,7 @@ def build_closure(path: str, function: str, target: Statement, resolver: Resolve
         runners=tuple(sorted(k for k, world in resolver.needs.items()
                              if world in resolver.facts.step_runners)),
         entry=resolver.defer,
+        method_kinds=tuple(sorted((n, k) for n, k in resolver.method_kinds.items() if k)),
     )  # fmt: skip
 
 

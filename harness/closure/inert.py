@@ -5,103 +5,161 @@ withheld: its name refused where reached) and may carry on past a file whose
 module-level code cannot run here (its names refused where reached). Either is
 sound only if the project's own process, running that code, changes nothing
 else the resolution could see: no registry filled by a decorator, no table
-written by a class body, no call into the repository's code. This module
-says so, conservatively, from the syntax tree.
+written by a class body or a base's hook, no call into the repository's code.
+This module says so, conservatively, from the syntax tree: anything it cannot
+read as inert is not.
 
 Code is *inert* here when, outside function bodies (which run only when
-called), it binds names and does nothing else: imports, definitions, and
-assignments to plain names of values that run no code of the repository:
-constants, names, tuples, lists and dicts of them, and calls or attribute
-reads rooted at a name the harness leaves unbound in that file (`deferred`:
-the project's process binds it to code outside the resolution code, which can
-change only state the resolution reaches through more such names, each refused
-where reached), with such values as arguments. A function's decorators and
-defaults, a class's bases, keywords, decorators and body count as code run at
-load.
+called), it binds names and does nothing else: imports; definitions whose
+decorators, defaults, annotations (unless the file postpones them), bases and
+body are inert; assignments to plain names of inert values. An inert value is
+a constant, a name read, a tuple, list, set or dict (without `**`) of inert
+values, or an attribute, item or call chain rooted at a name the harness leaves
+unbound in that file (`deferred`: the project's process binds it to code
+outside the resolution code, which can change only state the resolution reaches
+through more such names, each refused where reached) whose arguments and
+indexes are constants or such chains themselves. A name read is inert as a
+value only: as a decorator, a base, a metaclass or a test it runs code, so
+there only a deferred chain is. Rebinding a deferred name makes code not inert.
 """
 
 from __future__ import annotations
 
 import ast
-import builtins
 from collections.abc import Collection
 
 Deferred = Collection[str]  # names the harness leaves unbound in the file
+CHAIN = (ast.Attribute, ast.Subscript, ast.Call)
 
 
-def inert(node: ast.stmt, deferred: Deferred) -> bool:
-    """Whether running the statement as its file loads binds names and nothing else."""
+def inert(node: ast.stmt, deferred: Deferred, postponed: bool = True) -> bool:
+    """Whether running the statement as its file loads binds names and nothing else
+    (`postponed`: the file starts with `from __future__ import annotations`)."""
     if isinstance(node, ast.Import | ast.ImportFrom | ast.Pass):
         return True
     if isinstance(node, ast.Expr):
         return isinstance(node.value, ast.Constant)  # a docstring
     if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
-        defaults = [*node.args.defaults, *(d for d in node.args.kw_defaults if d is not None)]
-        return _decorators(node, deferred) and all(_value(e, deferred) for e in defaults)
+        return _function(node, deferred, postponed)
     if isinstance(node, ast.ClassDef):
-        heads = [*node.bases, *(k.value for k in node.keywords)]
-        return (_decorators(node, deferred) and all(_value(e, deferred) for e in heads)
-                and _all(node.body, deferred))  # fmt: skip
+        return _class(node, deferred, postponed)
     if isinstance(node, ast.Assign):
-        names = all(isinstance(t, ast.Name) for t in node.targets)
+        names = all(isinstance(t, ast.Name) and t.id not in deferred for t in node.targets)
         return names and _value(node.value, deferred)
     if isinstance(node, ast.AnnAssign):
-        target = isinstance(node.target, ast.Name)
-        return target and (node.value is None or _value(node.value, deferred))
+        target = isinstance(node.target, ast.Name) and node.target.id not in deferred
+        value = node.value is None or _value(node.value, deferred)
+        return target and value and _annotation(node.annotation, deferred, postponed)
     if isinstance(node, ast.If):
-        return _value(node.test, deferred) and _all(node.body + node.orelse, deferred)
+        body = _all(node.body + node.orelse, deferred, postponed)
+        return _called(node.test, deferred) and body
     if isinstance(node, ast.Try):
         handlers = [s for h in node.handlers for s in h.body]
         kinds = [h.type for h in node.handlers if h.type is not None]
         parts = node.body + handlers + node.orelse + node.finalbody
-        return _all(parts, deferred) and all(_value(k, deferred) for k in kinds)
+        names = all(h.name is None or h.name not in deferred for h in node.handlers)
+        return (
+            names
+            and _all(parts, deferred, postponed)
+            and all(_called(k, deferred) or _builtin_kind(k) for k in kinds)
+        )
     return False
 
 
-def _decorators(node: ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef,
-                deferred: Deferred) -> bool:  # fmt: skip
+def _function(node: ast.FunctionDef | ast.AsyncFunctionDef, deferred: Deferred,
+              postponed: bool) -> bool:  # fmt: skip
+    args = node.args
+    defaults = [*args.defaults, *(d for d in args.kw_defaults if d is not None)]
+    every = [*args.posonlyargs, *args.args, *args.kwonlyargs, args.vararg, args.kwarg]
+    notes = [a.annotation for a in every if a is not None and a.annotation is not None]
+    notes += [node.returns] if node.returns is not None else []
+    return (node.name not in deferred and _decorated(node, deferred)
+            and all(isinstance(d, ast.Constant) for d in defaults)
+            and all(_annotation(n, deferred, postponed) for n in notes))  # fmt: skip
+
+
+def _class(node: ast.ClassDef, deferred: Deferred, postponed: bool) -> bool:
+    if node.name in deferred or not _decorated(node, deferred):
+        return False
+    if not all(_called(b, deferred) or _is_object(b) for b in node.bases):
+        return False  # a base of the repository's may run a hook as the class is made
+    outside = any(_called(b, deferred) for b in node.bases)  # its metaclass is outside too
+    for keyword in node.keywords:  # handed to the metaclass
+        if not (_called(keyword.value, deferred) if keyword.arg == "metaclass"
+                else outside and _plain(keyword.value, deferred)):  # fmt: skip
+            return False
+    return _all(node.body, deferred, postponed)
+
+
+def _decorated(node: ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef,
+               deferred: Deferred) -> bool:  # fmt: skip
     """Each decorator is called with what it decorates: inert only if it is code outside
     the resolution code (`@functools.cache`, `@dataclasses.dataclass(frozen=True)`)."""
-    return all(
-        _root(d) in deferred and (not isinstance(d, ast.Call) or _value(d, deferred))
-        for d in node.decorator_list
-    )
+    return all(_called(d, deferred) for d in node.decorator_list)
 
 
-def _all(nodes: list[ast.stmt], deferred: Deferred) -> bool:
-    return all(inert(n, deferred) for n in nodes)
+def _annotation(node: ast.expr, deferred: Deferred, postponed: bool) -> bool:
+    """An annotation Python evaluates unless the file postpones them."""
+    return postponed or isinstance(node, ast.Constant | ast.Name) or _called(node, deferred)
+
+
+def _all(nodes: list[ast.stmt], deferred: Deferred, postponed: bool) -> bool:
+    return all(inert(n, deferred, postponed) for n in nodes)
 
 
 def _value(node: ast.expr, deferred: Deferred) -> bool:
-    """Whether evaluating `node` runs no code of the repository (see the module)."""
+    """Whether evaluating `node` as an assigned value runs no code of the repository."""
     if isinstance(node, ast.Constant | ast.Name):
         return True
     if isinstance(node, ast.Tuple | ast.List | ast.Set):
         return all(_value(e, deferred) for e in node.elts)
     if isinstance(node, ast.Dict):
-        return all(_value(e, deferred) for e in [*node.keys, *node.values] if e is not None)
-    if isinstance(node, ast.Attribute | ast.Subscript):
-        return _root(node) in deferred
-    if isinstance(node, ast.Call):
-        args = [*node.args, *(k.value for k in node.keywords)]
-        return _root(node.func) in deferred and all(_argument(a, deferred) for a in args)
-    return False
+        return None not in node.keys and all(_value(e, deferred)
+                                             for e in [*node.keys, *node.values])  # fmt: skip
+    return _called(node, deferred)
 
 
-def _argument(node: ast.expr, deferred: Deferred) -> bool:
-    """An argument handed to code outside the resolution code: nothing of the
-    repository's that it could change (a constant, a builtin, what is outside itself)."""
+def _called(node: ast.expr, deferred: Deferred) -> bool:
+    """A constant, or an attribute, item or call chain rooted at a deferred name whose
+    every argument and index is a constant or such a chain."""
     if isinstance(node, ast.Constant):
         return True
-    if isinstance(node, ast.Name):
-        return node.id in deferred or hasattr(builtins, node.id)
+    while isinstance(node, CHAIN):
+        if isinstance(node, ast.Call):
+            parts = [*node.args, *(k.value for k in node.keywords)]
+            if not all(_plain(p, deferred) for p in parts):
+                return False
+            node = node.func
+        elif isinstance(node, ast.Subscript):
+            if not _plain(node.slice, deferred):
+                return False
+            node = node.value
+        else:
+            node = node.value
+    return isinstance(node, ast.Name) and node.id in deferred
+
+
+def _plain(node: ast.expr, deferred: Deferred) -> bool:
+    """An argument or index: a constant, a tuple of them, or a deferred chain."""
     if isinstance(node, ast.Tuple | ast.List):
-        return all(_argument(e, deferred) for e in node.elts)
-    return _root(node) in deferred and _value(node, deferred)
+        return all(_plain(e, deferred) for e in node.elts)
+    if isinstance(node, ast.Starred):
+        return False
+    return _called(node, deferred)
 
 
-def _root(node: ast.expr) -> str | None:
-    """The name an attribute, item or call chain starts from (`a` in `a.b(c).d`)."""
-    while isinstance(node, ast.Attribute | ast.Subscript | ast.Call):
-        node = node.func if isinstance(node, ast.Call) else node.value
-    return node.id if isinstance(node, ast.Name) else None
+def _is_object(node: ast.expr) -> bool:
+    return isinstance(node, ast.Name) and node.id == "object"
+
+
+EXCEPTIONS = frozenset(
+    {"Exception", "BaseException", "ImportError", "ModuleNotFoundError", "AttributeError",
+     "KeyError", "ValueError", "TypeError", "OSError"}
+)  # fmt: skip
+
+
+def _builtin_kind(node: ast.expr) -> bool:
+    """An exception class an `except` names: a builtin one (the handler only compares)."""
+    if isinstance(node, ast.Tuple):
+        return all(_builtin_kind(e) for e in node.elts)
+    return isinstance(node, ast.Name) and node.id in EXCEPTIONS

@@ -27,6 +27,7 @@ from harness.closure.mutations import ANY, DEFINES, NO_EFFECTS, Reach, effects
 from harness.closure.names import free_names, strip_annotations
 from harness.closure.pieces import Layout, SourceCache, Statement, refusal
 from harness.closure.shadows import (
+    bound_names,
     names_bound_at_import,
     own_definition,
     registry_of,
@@ -145,6 +146,7 @@ class Resolver:
         self.stars: dict[str, list[tuple[Statement, str]]] = {}  # file -> its `import *`s
         self.methods: dict[str, str] = {}  # view method -> the file defining it
         self.methods_missing: set[str] = set()  # looked up, not (yet) found
+        self.method_kinds: dict[str, str] = {}  # view method -> how its class binds it
         self.blocked: list[tuple[str, str]] | None = None  # set: collect, do not raise
         self.defer = False  # an unbound name is refused where it is reached, not here
         self.unbound: dict[tuple[str, str], str] = {}  # (file, name) -> why nothing binds it
@@ -424,6 +426,7 @@ class Resolver:
             path, statement = found
             self.methods_missing.discard(name)
             self.methods[name] = path
+            self.method_kinds[name] = method_kind(statement)
             self.add(path, statement, METHOD)
 
     def view_class_member(self, name: str) -> tuple[str, Statement] | None:
@@ -724,6 +727,20 @@ def _decorator_name(node: ast.expr) -> str | None:
     if isinstance(node, ast.Attribute):
         return node.attr
     return node.id if isinstance(node, ast.Name) else None
+
+
+METHOD_KINDS = ("staticmethod", "classmethod")
+
+
+def method_kind(statement: Statement) -> str:
+    """How the class binds its method (a member `statement`): "" (a plain method),
+    `staticmethod`, `classmethod` (decorated so, by those names), or "rebound" (another
+    statement of the class body binds the name: `pick = staticmethod(pick)`)."""
+    cls, node = statement.piece.nodes[statement.position], statement.node
+    if any(other is not node and node.name in bound_names(other) for other in cls.body):
+        return "rebound"
+    names = {d.id for d in node.decorator_list if isinstance(d, ast.Name)}
+    return next((kind for kind in METHOD_KINDS if kind in names), "")
 
 
 def view_calls(node: ast.stmt) -> set[str]:

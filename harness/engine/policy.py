@@ -41,6 +41,7 @@ from collections.abc import Iterator
 
 from harness.closure.extract import Closure
 from harness.closure.inert import inert
+from harness.closure.shadows import bound_names
 from harness.errors import Unevaluable
 
 # Builtins the evaluated code may use: pure functions, types and exceptions.
@@ -229,13 +230,16 @@ def _check(closure: Closure) -> Withheld:
 def _withheld(closure: Closure, path: str, node: ast.stmt) -> bool:
     """Whether an entry point's closure may withhold `node`: a function (not the entry) or
     a class whose definition, run as its file loads, changes nothing but its name
-    (`harness.closure.inert`): leaving it out then loses nothing the project's process
-    would have done."""
+    (`harness.closure.inert`), and that nothing else in the file's closure binds:
+    leaving it out then loses nothing the project's process would have done, and no
+    other definition of its name is read in its place."""
     if not closure.entry or not isinstance(node, ast.FunctionDef | ast.ClassDef):
         return False
     if path == closure.path and node.name == closure.function:
         return False
-    return inert(node, unbound_in(closure, path))
+    return inert(node, unbound_in(closure, path), path in closure.postponed) and not any(
+        other is not node and node.name in bound_names(other) for other in closure.nodes_of(path)
+    )  # another binding of the name would be read while this one is left out
 
 
 def unbound_in(closure: Closure, path: str) -> frozenset[str]:

@@ -16,13 +16,13 @@ import builtins
 import copy
 import functools
 from collections.abc import Callable
-from types import CodeType, MethodType, TracebackType
+from types import CodeType, FunctionType, MethodType, TracebackType
 from typing import Any
 
 from harness.closure.extract import Closure, Pipeline
 from harness.closure.inert import inert
 from harness.closure.modules import module_name
-from harness.closure.resolve import METHOD, METHOD_PREFIX
+from harness.closure.resolve import METHOD_PREFIX
 from harness.engine.branches import Sites
 from harness.engine.policy import (
     ALLOWED_BUILTINS,
@@ -229,7 +229,7 @@ class _Loader:
                       for path in order]  # fmt: skip
         self.deferred = deferred_reasons(closure, withheld or {})
         self.skippable = [self_contained(closure.nodes_of(path), closure, path) for path in order]
-        self.method_kinds = method_kinds(closure)
+        self.method_kinds = dict(closure.method_kinds)
         self.withheld_names = [[node.name for node in closure.nodes_of(path)
                                 if _withheld(node, path, withheld or {})]
                                for path in order]  # fmt: skip
@@ -284,12 +284,16 @@ class _Loader:
         for name, path in self.closure.methods:
             space = self.spaces[path]
             kind = self.method_kinds.get(name)
-            if kind == "classmethod":  # called on the view: its class is not one to hand
-                why = f"a classmethod of {owner} called on the configuration is not modelled"
+            loaded = space.get(METHOD_PREFIX + name) if METHOD_PREFIX + name in space else None
+            if kind in UNREAD or (loaded is not None and type(loaded) is not FunctionType):
+                why = (
+                    f"{owner}.{name} is a classmethod, is rebound in its class, or is made by "
+                    "a decorator harness does not follow: how the class binds it is not read"
+                )
                 space = {"why": {METHOD_PREFIX + name: why}}
                 found[name] = _refusing(space, METHOD_PREFIX + name, f"self.{name}", self.bound)
-            elif METHOD_PREFIX + name in space:
-                found[name] = method = space[METHOD_PREFIX + name]
+            elif loaded is not None:
+                found[name] = method = loaded
                 method.__name__, method.__qualname__ = name, f"{owner}.{name}"  # as SGLang's
                 if kind == "staticmethod":
                     found[name] = staticmethod(method)  # called without the view
@@ -298,18 +302,7 @@ class _Loader:
         return found
 
 
-def method_kinds(closure: Closure) -> dict[str, str]:
-    """The view methods declared `@staticmethod` or `@classmethod` in their class, by name
-    (their copies in the closure lose the decorator: a method out of its class)."""
-    kinds = {}
-    for part in closure.parts:
-        node = part.statement.node
-        if part.role == METHOD and isinstance(node, ast.FunctionDef):
-            names = {d.id for d in node.decorator_list if isinstance(d, ast.Name)}
-            for kind in ("staticmethod", "classmethod"):
-                if kind in names:
-                    kinds[node.name] = kind
-    return kinds
+UNREAD = ("classmethod", "rebound")  # view methods refused where called
 
 
 def _view_class_name(bound: Bound) -> str:
@@ -444,8 +437,8 @@ def self_contained(nodes: tuple[ast.stmt, ...], closure: Closure, path: str) -> 
     """Whether a file of an entry's closure may be left empty when its module-level code
     cannot run here: only if that code, in the project's process, changes nothing but
     the names it binds (`harness.closure.inert`)."""
-    deferred = unbound_in(closure, path)
-    return closure.entry and all(inert(node, deferred) for node in nodes)
+    deferred, postponed = unbound_in(closure, path), path in closure.postponed
+    return closure.entry and all(inert(node, deferred, postponed) for node in nodes)
 
 
 def failed_space(path: str, why: str, probe: Probe) -> Deferring:
