@@ -503,8 +503,8 @@ def test_what_the_code_catches_or_leaves_out_never_changes_an_outcome(tmp_path, 
     assert code == 4 and want in note, (code, note)
 
 
-STATIC = '''\
-"""ServerArgs with a static method its __post_init__ calls on self."""
+CONFIGURATION = '''\
+"""ServerArgs resolved in __post_init__."""
 
 import dataclasses
 from typing import Optional
@@ -516,6 +516,10 @@ class ServerArgs:
     page_size: Optional[int] = None
 
     def __post_init__(self):
+'''
+STATIC = (
+    CONFIGURATION
+    + """\
         try:
             self.page_size = self.pick(self.page_size)
         except TypeError as error:
@@ -524,19 +528,38 @@ class ServerArgs:
     @staticmethod
     def pick(page):
         return 5 if page is None else page
-'''
+"""
+)
+REBOUND = (
+    CONFIGURATION
+    + """\
+        self.page_size = self.pick(self.page_size)
+
+    def pick(page, other=None):
+        return 5 if other is None else 7
+
+    pick = staticmethod(pick)
+"""
+)
+
+
+def post_init_repo(tmp_path: Path, text: str) -> tuple[Path, str, Path]:
+    """A one-commit repository whose server_args.py is `text`, and a matrix whose entry is
+    its `ServerArgs.__post_init__`: (repo, sha, matrix)."""
+    root = tmp_path / "repo"
+    sha = FixtureRepo(root).commit("post-init", {"python/sglang/srt/server_args.py": text})
+    matrix = tmp_path / "m.yaml"
+    matrix.write_text(HEADER.replace(f"path: {PKG}/pipeline.py, entry: run_resolution_pipeline",
+                                     "path: python/sglang/srt/server_args.py, "
+                                     "entry: ServerArgs.__post_init__") + backends("fa3"))  # fmt: skip
+    return root, sha, matrix
 
 
 def test_a_static_method_is_called_without_the_configuration(tmp_path):
     """`self.pick(x)` on a `@staticmethod` passes x alone, as Python does (5 when unset,
     else the input), never the configuration too (a TypeError whose text would name
     the harness's copy of the method)."""
-    root = tmp_path / "repo"
-    sha = FixtureRepo(root).commit("static", {"python/sglang/srt/server_args.py": STATIC})
-    matrix = tmp_path / "m.yaml"
-    matrix.write_text(HEADER.replace(f"path: {PKG}/pipeline.py, entry: run_resolution_pipeline",
-                                     "path: python/sglang/srt/server_args.py, "
-                                     "entry: ServerArgs.__post_init__") + backends("fa3"))  # fmt: skip
+    root, sha, matrix = post_init_repo(tmp_path, STATIC)
     table = evaluate_at(root, sha, load_matrix(str(matrix))).table
     assert [table.outcome_at(i).value for i in range(4)] == [5, 1, 5, 1]
 
@@ -592,38 +615,11 @@ def test_an_import_for_its_effects_is_found_inside_try_and_in_packages(tmp_path,
     assert code == 4 and f"whose module-level code at {culprit} may change" in note, note
 
 
-REBOUND = '''\
-"""ServerArgs binding a method again in its body."""
-
-import dataclasses
-from typing import Optional
-
-
-@dataclasses.dataclass
-class ServerArgs:
-    attention_backend: Optional[str] = None
-    page_size: Optional[int] = None
-
-    def __post_init__(self):
-        self.page_size = self.pick(self.page_size)
-
-    def pick(page, other=None):
-        return 5 if other is None else 7
-
-    pick = staticmethod(pick)
-'''
-
-
 def test_a_method_its_class_binds_again_is_refused_where_called(tmp_path):
     """`pick = staticmethod(pick)` in the class body: how SGLang's class binds the method
     is not read, so calling it on the configuration is refused (exit 4), never run as a
     plain method (7, where Python gives 5)."""
-    root = tmp_path / "repo"
-    sha = FixtureRepo(root).commit("rebound", {"python/sglang/srt/server_args.py": REBOUND})
-    matrix = tmp_path / "m.yaml"
-    matrix.write_text(HEADER.replace(f"path: {PKG}/pipeline.py, entry: run_resolution_pipeline",
-                                     "path: python/sglang/srt/server_args.py, "
-                                     "entry: ServerArgs.__post_init__") + backends("fa3"))  # fmt: skip
+    root, sha, matrix = post_init_repo(tmp_path, REBOUND)
     done = run_cli("diff", sha, sha, "--repo", str(root), "--matrix", str(matrix), "--format",
                    "json", "--no-cache")  # fmt: skip
     note = json.loads(done.out)["notes"]["base"]
