@@ -20,17 +20,24 @@ from types import CodeType, FunctionType, MethodType, TracebackType
 from typing import Any
 
 from harness.closure.extract import Closure, Pipeline
-from harness.closure.inert import inert
 from harness.closure.modules import module_name
 from harness.closure.resolve import METHOD_PREFIX
 from harness.engine.branches import Sites
+from harness.engine.deferral import (
+    Deferring,
+    deferred_reasons,
+    deferring_space,
+    failed_space,
+    self_contained,
+    withheld_here,
+    withholding,
+)
 from harness.engine.policy import (
     ALLOWED_BUILTINS,
     POLICY_FIX,
     Withheld,
     check_closure,
     forbidden_attribute,
-    unbound_in,
 )
 from harness.engine.purity import MUTATORS
 from harness.engine.world import (
@@ -227,11 +234,11 @@ class _Loader:
                       for path in order]  # fmt: skip
         self.needs = [[(n.name, n.world) for n in closure.needs if n.path == path]
                       for path in order]  # fmt: skip
-        self.deferred = deferred_reasons(closure, withheld or {})
+        self.deferred = deferred_reasons(closure, withheld or {}, order)
         self.skippable = [self_contained(closure.nodes_of(path), closure, path) for path in order]
         self.method_kinds = dict(closure.method_kinds)
         self.withheld_names = [[node.name for node in closure.nodes_of(path)
-                                if _withheld(node, path, withheld or {})]
+                                if withheld_here(node, path, withheld or {})]
                                for path in order]  # fmt: skip
         roots, tops = package_roots(bound)
         self.module_names = [module_name(path, roots, tops) for path in order]
@@ -395,99 +402,6 @@ def _body(
     if rewrite is not None:
         body = rewrite(path, body)
     return ast.Module(body=withholding(tuple(body), path, withheld or {}), type_ignores=[])
-
-
-class FileBuiltins(dict):
-    """The builtins of one file of an entry's closure: a name neither its namespace nor the
-    builtins hold is looked up here through `__missing__`, which refuses what the file's
-    namespace refuses. A class body reads the namespace without asking it (as a plain
-    dict), then the builtins: this is where its read of a refused name is refused."""
-
-    __slots__ = ("space",)
-
-    def __missing__(self, name: str) -> Any:
-        why = self.space.refuses(name)
-        if why is not None:
-            raise self.space.probe.refuse(f"name {name}", why)
-        raise KeyError(name)
-
-
-class Deferring(dict):
-    """A file's namespace that refuses, where the code reaches them, the names an entry
-    point's closure leaves unbound (`Closure.unbound`, builtins outside the allow-list,
-    functions the policy withholds), each with why (`why`, on `probe`): Python looks a
-    global name up in it through `__missing__` when it holds no such key, before the
-    builtins, and never for a function's own local names. No evaluated code can reach
-    the namespace itself (no `globals()`, no `__globals__`)."""
-
-    __slots__ = ("every", "probe", "why")
-
-    def __missing__(self, name: str) -> Any:
-        why = self.refuses(name)
-        if why is not None:
-            raise self.probe.refuse(f"name {name}", why)
-        raise KeyError(name)
-
-    def refuses(self, name: str) -> str | None:
-        """Why the name is refused here; None: it is not (a builtin may answer it)."""
-        return self.why.get(name, self.every)
-
-
-def self_contained(nodes: tuple[ast.stmt, ...], closure: Closure, path: str) -> bool:
-    """Whether a file of an entry's closure may be left empty when its module-level code
-    cannot run here: only if that code, in the project's process, changes nothing but
-    the names it binds (`harness.closure.inert`)."""
-    deferred, postponed = unbound_in(closure, path), path in closure.postponed
-    return closure.entry and all(inert(node, deferred, postponed) for node in nodes)
-
-
-def failed_space(path: str, why: str, probe: Probe) -> Deferring:
-    """The namespace of a file of an entry's closure whose module-level code could not run
-    (`why`): every name read from it is refused where the code reads it."""
-    space = Deferring()
-    space.why, space.probe, space.every = {}, probe, f"{path} could not be loaded: {why}"
-    return space
-
-
-def deferred_reasons(closure: Closure, withheld: Withheld) -> list[dict[str, str] | None]:
-    """Per file of `load_order(closure)`, why each name it may not read is not there (None:
-    a closure not an entry point's): the names nothing binds, builtins outside the
-    allow-list, and the functions the policy withholds."""
-    if not closure.entry:
-        return [None for _ in load_order(closure)]
-    builtin = {name: "builtins outside the allow-list are not available to evaluated code "
-               "(see Security model in the README)"
-               for name in closure.builtins if name not in ALLOWED_BUILTINS}  # fmt: skip
-    reasons = []
-    for path in load_order(closure):
-        found = {**builtin, **{name: why for p, name, why in closure.unbound if p == path}}
-        for node in closure.nodes_of(path):
-            if _withheld(node, path, withheld):
-                found[node.name] = withheld[(path, node.lineno)]
-        reasons.append(found)
-    return reasons
-
-
-def deferring_space(space: dict[str, Any], why: dict[str, str] | None, probe: Probe) -> dict:
-    """`space` as a namespace refusing the names of `why` on `probe` where they are read
-    (the traceback gives the line), or `space` itself for a closure not an entry's."""
-    if why is None:
-        return space
-    deferring = Deferring(space)
-    deferring.why, deferring.probe, deferring.every = dict(why), probe, None
-    builtins = FileBuiltins(space["__builtins__"])
-    builtins.space = deferring
-    deferring["__builtins__"] = builtins
-    return deferring
-
-
-def withholding(body: tuple[ast.stmt, ...], path: str, withheld: Withheld) -> list[ast.stmt]:
-    """The file's statements without the functions the policy withholds."""
-    return [node for node in body if not _withheld(node, path, withheld)]
-
-
-def _withheld(node: ast.stmt, path: str, withheld: Withheld) -> bool:
-    return (path, node.lineno) in withheld and isinstance(node, ast.FunctionDef | ast.ClassDef)
 
 
 def _bind_rest(pending: list, spaces: dict[str, dict], module: Callable[..., Any]) -> None:
