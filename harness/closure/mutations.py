@@ -81,6 +81,7 @@ def effects(node: ast.stmt) -> Effects:
         names.add(node.target.id)  # `ALIAS += [...]` changes a list in place
     if isinstance(node, ast.ClassDef):  # a base's __init_subclass__, a metaclass: they run
         calls.update(n for part in [*node.bases, *node.keywords] for n in _names_read(part))
+        calls.update(_called_in_body(node, calls))
     used = {n for part in _load_time(node, notes=False) for n in _names_read(part)}
     return Effects(frozenset(names), frozenset(calls), frozenset(results), frozenset(used))
 
@@ -279,6 +280,13 @@ class Reach:
         return self.of(Effects(frozenset(names), frozenset(calls), frozenset(results)))
 
 
+def _called_in_body(node: ast.ClassDef, calls: set[str]) -> set[str]:
+    """What a class body calls through its own names (`hook = fill` then `hook()`): the
+    names read by the values it binds them to (a class body is a namespace of its own)."""
+    local = {name: item.value for item in node.body for name in _assigned(item)}
+    return {n for name in calls & set(local) for n in _names_read(local[name])}
+
+
 def _implicit_methods(node: ast.stmt) -> list[ast.FunctionDef | ast.AsyncFunctionDef]:
     """The methods of a class Python may call without a call written: `__add__`,
     `__bool__`, `__getattr__`, ..., and decorated ones (a `property`)."""
@@ -370,6 +378,9 @@ def _collect(
             _root_into(child.target, names, calls, results)
         elif isinstance(child, ast.Call):
             _call_into(child, names, calls, results)
+        elif isinstance(child, ast.Dict):  # `{**OBJ}` calls OBJ.keys(), as a call would
+            calls.update(f"{v.id}.keys" for k, v in zip(child.keys, child.values, strict=True)
+                         if k is None and isinstance(v, ast.Name))  # fmt: skip
         elif isinstance(child, ast.ListComp | ast.SetComp | ast.GeneratorExp | ast.DictComp):
             targets = {n.id for g in child.generators for n in ast.walk(g.target)
                        if isinstance(n, ast.Name)}  # fmt: skip
@@ -418,6 +429,15 @@ def _call_into(call: ast.Call, names: set[str], calls: set[str], results: set[st
         calls.update(_called_through(func))
     for argument in arguments:
         names.update(_names_read(argument))
+        calls.update(_handed(argument))  # `reduce(fill, ...)`: what it is handed, it may call
+
+
+def _handed(argument: ast.expr) -> set[str]:
+    """The names an argument hands the callee as they are (`fill`, `*FNS`), which it may
+    call, not what the argument computes from them (`len(T)`)."""
+    if isinstance(argument, ast.Starred):
+        argument = argument.value
+    return {argument.id} if isinstance(argument, ast.Name) else set()
 
 
 def _called_through(func: ast.expr) -> set[str]:
