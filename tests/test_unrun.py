@@ -438,6 +438,30 @@ def test_a_change_in_the_passes_file_is_run_whatever_spells_it(statement: str, t
         assert "the method update (through getattr)" in report["notes"]["head"]
 
 
+HANDED_ON = {
+    "a function handed to another": "def _apply(f):\n    return f()\n\n\n"
+                                    "def _fill():\n    TABLE[\"fa4\"] = 64\n\n\n"
+                                    "_DONE = _apply(_fill)",
+    "an object unpacked": "class _Extra:\n    def keys(self):\n        TABLE[\"fa4\"] = 64\n"
+                          "        return []\n\n\n_EXTRA = _Extra()\n_MERGED = {**_EXTRA}",
+    "a class body calling its own name": "def _fill():\n    TABLE[\"fa4\"] = 64\n\n\n"
+                                         "class _Hooks:\n    hook = _fill\n    done = hook()",
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("name", sorted(HANDED_ON))
+def test_code_that_runs_what_it_is_handed_is_run(name: str, tmp_path: Path):
+    """A statement of the pass's file that runs a function of the file it hands on, an
+    object's `keys` through `**`, or what a class body's own name holds, changes TABLE
+    as SGLang imports the file: drawn into the closure, the change shows (exit 1, 64)."""
+    head = {PASSES: PASS.format(extra="\n\n" + HANDED_ON[name] + "\n")}
+    repo, first, second = repository(tmp_path, head)
+    assert sglang_page_size(repo, second, tmp_path) == 64
+    done, report = diff(tmp_path, first, second, repo)
+    assert done.code == 1, (done.err, report["notes"])
+    assert {c["head"]["page_size"] for c in report["changed"]} == {64}
+
+
 def test_a_changed_module_both_revisions_import_is_read(tmp_path: Path):
     base = {**BASE, **BOTH}
     head = {f"{PACKAGE}/tuning.py": 'from .consts import TABLE\n\nTABLE.update({"fa4": 64})\n'}
