@@ -38,6 +38,11 @@ PURE_BUILTINS = frozenset(
 SETTERS = frozenset({"setattr", "delattr"})
 MAX_REACH_DEPTH = 100  # aliases and calls followed one inside the other; past it, ANY
 ANY = "*"  # a statement that may change any name of its module (`globals()[...] = ...`)
+HANDED = "&"  # a call's key for a function of the file handed to a callee, which may call it
+# Callees that keep what they are handed for later, calling none of it then: a function
+# handed to them runs when what they make is called (followed as a call of that).
+WRAPPERS = frozenset({"partial", "partialmethod", "lru_cache", "cache", "wraps",
+                      "cached_property", "property", "staticmethod", "classmethod"})  # fmt: skip
 REFLECTION = frozenset({"globals", "vars", "locals"})  # called without arguments
 DYNAMIC = frozenset({"exec", "eval", "compile", "__import__"})  # code the reading cannot see
 NAMESPACES = frozenset({"__dict__", "__globals__", "__builtins__"})
@@ -150,7 +155,7 @@ class Reach:
 
     def consulted(self) -> frozenset[str]:
         """The names whose definitions told what the statements read so far may change."""
-        return frozenset(name.split(".")[0] for _, name in self.memo)
+        return frozenset(name.removeprefix(HANDED).split(".")[0] for _, name in self.memo)
 
     def _memo(self, key: tuple[str, str]) -> tuple[frozenset[str], frozenset[str]]:
         if key not in self.memo:
@@ -232,6 +237,9 @@ class Reach:
         holds may change."""
         if "." in name:
             return set(self._method(*name.split(".", 1))), set()
+        if name.startswith(HANDED):  # a function of the file handed to a callee
+            handed = [n for n in self.definitions(name[1:]) if isinstance(n, DEFINES[:2])]
+            return set(_union([self.of(function_effects(n)) for n in handed])[0]), set()
         nodes = self.definitions(name)
         if not nodes:
             return set(), {name}
@@ -427,9 +435,18 @@ def _call_into(call: ast.Call, names: set[str], calls: set[str], results: set[st
     else:
         _root_into(func, names, calls, results)  # `X.update(...)` may change X
         calls.update(_called_through(func))
+    wraps = _callee_name(func) in WRAPPERS  # `partial(fill, ...)` keeps fill for later
     for argument in arguments:
         names.update(_names_read(argument))
-        calls.update(_handed(argument))  # `reduce(fill, ...)`: what it is handed, it may call
+        if not wraps:  # `reduce(fill, ...)` may call fill now
+            calls.update(HANDED + n for n in _handed(argument))
+
+
+def _callee_name(func: ast.expr) -> str | None:
+    """The last name of a callee (`partial`, `functools.partial`)."""
+    if isinstance(func, ast.Attribute):
+        return func.attr
+    return func.id if isinstance(func, ast.Name) else None
 
 
 def _handed(argument: ast.expr) -> set[str]:
