@@ -11,7 +11,10 @@ statement that reaches data the closure reads into the closure, in file order.
 
 The reading is conservative: a method call may change its object, a call of a
 function other than a pure builtin may change its arguments and whatever that
-function (when the same file defines it) changes, and a way to the module's
+function (when the same file defines it) changes, and may call a function of the
+file it is handed (unless the callee only keeps it, as `partial` and `lru_cache`
+do), `{**OBJ}` calls `OBJ.keys()`, a class body may call what its own names hold,
+and a way to the module's
 namespace itself (`globals()`, `vars()`, `exec`, `sys.modules`, `__dict__`)
 may change any of its names (`ANY`). Reading more costs only a
 statement evaluated as SGLang evaluates it.
