@@ -19,6 +19,7 @@ from collections.abc import Callable, Collection
 
 from harness.closure.inert import inert
 from harness.closure.modules import RevisionFiles
+from harness.closure.names import postpones
 from harness.closure.pieces import SourceCache
 from harness.errors import Unevaluable
 
@@ -34,23 +35,23 @@ def check_imports(
     """Raise Unevaluable if a file of `read` (the closure's files) imports, at module
     level, resolution code outside `read` whose import does more than bind names."""
     seen = set(read)
-    pending = [(path, f"importing {path}") for path in sorted(read)]
+    pending: list[str] = []
+
+    def visit(module: str, where: str) -> None:
+        if module not in seen and resolution_code(module):
+            seen.add(module)
+            _check_file(cache, files, module, where, resolution_code)
+            pending.append(module)
+
     for path in sorted(read):  # importing a module runs its packages' __init__.py first
         for package in _packages(files, path):
-            if package not in seen and resolution_code(package):
-                seen.add(package)
-                _check_file(cache, files, package, f"importing {path}", resolution_code)
-                pending.append((package, path))
+            visit(package, f"importing {path}")
+    pending.extend(sorted(read))
     while pending:
-        path, _ = pending.pop()
+        path = pending.pop()
         for node, offset in _statements(cache, files, path):
             for module in _imported(files, node, path):
-                if module in seen or not resolution_code(module):
-                    continue
-                seen.add(module)
-                where = f"{path}:{node.lineno + offset}"
-                _check_file(cache, files, module, f"{where} imports {module}", resolution_code)
-                pending.append((module, path))
+                visit(module, f"{path}:{node.lineno + offset} imports {module}")
 
 
 def _check_file(cache: SourceCache, files: RevisionFiles, path: str, where: str,
@@ -58,7 +59,7 @@ def _check_file(cache: SourceCache, files: RevisionFiles, path: str, where: str,
     placed = _statements(cache, files, path)
     nodes = [node for node, _ in placed]
     outside = _outside_names(files, nodes, path, resolution_code)
-    postponed = _postpones(nodes)
+    postponed = postpones(nodes)
     for node, offset in placed:
         if not inert(node, outside, postponed):
             raise Unevaluable(
@@ -122,17 +123,6 @@ def _load_time(node: ast.AST):
         if isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda):
             continue
         yield from _load_time(child)
-
-
-def _postpones(nodes: list[ast.stmt]) -> bool:
-    """Whether the file postpones annotations (`from __future__ import annotations`)."""
-    for node in nodes:
-        if isinstance(node, ast.ImportFrom) and node.module == "__future__":
-            if any(alias.name == "annotations" for alias in node.names):
-                return True
-        elif not (isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant)):
-            return False
-    return False
 
 
 def _outside_names(files: RevisionFiles, nodes: list[ast.stmt], path: str,

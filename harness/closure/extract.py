@@ -16,7 +16,7 @@ import ast
 import functools
 import hashlib
 import sys
-from collections.abc import Collection, Iterable, Iterator
+from collections.abc import Collection, Iterator
 from dataclasses import dataclass, field
 from functools import cached_property
 
@@ -26,6 +26,7 @@ from harness.closure.facts import WorldFacts
 from harness.closure.index import DEFINITION, Binding, definitions_in, names_bound
 from harness.closure.modules import RevisionFiles
 from harness.closure.mutations import ANY, Effects, Reach, effects
+from harness.closure.names import postpones
 from harness.closure.pieces import Edit, Layout, Piece, SourceCache, Statement, refusal
 from harness.closure.resolve import (
     HELPER,
@@ -79,10 +80,6 @@ class Closure:
     runners: tuple[tuple[str, str], ...] = ()  # (file, name) bound to a world's step runner
     entry: bool = False  # an entry point's: what nothing binds is refused where reached
     method_kinds: tuple[tuple[str, str], ...] = ()  # (view method, how its class binds it)
-
-    def method_functions(self, spaces: dict[str, dict]) -> dict[str, object]:
-        """The loaded view methods, by name, from the files' namespaces."""
-        return {name: spaces[path][METHOD_PREFIX + name] for name, path in self.methods}
 
     def use_line(self, name: str) -> str:
         """`file:line` where the closure first reads `name`."""
@@ -210,20 +207,6 @@ def statements_of(layout: Layout | None) -> Iterator[ast.stmt]:
     """The file's top-level statements, in order (none: no such file)."""
     if layout is not None:
         yield from (node for piece in layout.pieces for node in piece.nodes)
-
-
-def postpones(nodes: Iterable[ast.stmt]) -> bool:
-    """Whether a file whose top-level statements are `nodes` starts with `from __future__
-    import annotations` (among its other future imports, after its docstring): Python
-    then evaluates no annotation of it."""
-    for n, node in enumerate(nodes):
-        if n == 0 and isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant):
-            continue  # the docstring
-        if not (isinstance(node, ast.ImportFrom) and node.module == "__future__"):
-            return False
-        if any(alias.name == "annotations" for alias in node.names):
-            return True
-    return False
 
 
 @dataclass(frozen=True)

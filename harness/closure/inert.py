@@ -28,6 +28,8 @@ from __future__ import annotations
 import ast
 from collections.abc import Collection
 
+from harness.closure.names import annotations_of
+
 Deferred = Collection[str]  # names the harness leaves unbound in the file
 CHAIN = (ast.Attribute, ast.Subscript, ast.Call)
 
@@ -68,11 +70,8 @@ def inert(node: ast.stmt, deferred: Deferred, postponed: bool = True) -> bool:
 
 def _function(node: ast.FunctionDef | ast.AsyncFunctionDef, deferred: Deferred,
               postponed: bool) -> bool:  # fmt: skip
-    args = node.args
-    defaults = [*args.defaults, *(d for d in args.kw_defaults if d is not None)]
-    every = [*args.posonlyargs, *args.args, *args.kwonlyargs, args.vararg, args.kwarg]
-    notes = [a.annotation for a in every if a is not None and a.annotation is not None]
-    notes += [node.returns] if node.returns is not None else []
+    defaults = [*node.args.defaults, *(d for d in node.args.kw_defaults if d is not None)]
+    notes = annotations_of(node)
     return (node.name not in deferred and _decorated(node, deferred)
             and all(isinstance(d, ast.Constant) for d in defaults)
             and all(_annotation(n, deferred, postponed) for n in notes))  # fmt: skip

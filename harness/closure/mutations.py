@@ -27,6 +27,8 @@ import builtins
 from collections.abc import Callable, Iterable
 from typing import NamedTuple
 
+from harness.closure.names import annotations_of
+
 # Builtins that change none of their arguments (what a module-level call of one reads
 # is not changed by it); setattr and delattr change their first.
 PURE_BUILTINS = frozenset(
@@ -357,12 +359,8 @@ def _load_time(node: ast.stmt, notes: bool = True) -> list[ast.AST]:
     if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
         args = node.args
         defaults = [*args.defaults, *(d for d in args.kw_defaults if d)]
-        every = [*args.posonlyargs, *args.args, *args.kwonlyargs, args.vararg, args.kwarg]
-        annotations = [a.annotation for a in every if a is not None and a.annotation is not None]
-        returns = [node.returns] if node.returns is not None else []
-        if not notes:
-            annotations, returns = [], []
-        return [*node.decorator_list, *defaults, *annotations, *returns]  # run when it runs
+        annotations = annotations_of(node) if notes else []
+        return [*node.decorator_list, *defaults, *annotations]  # run when it runs
     if isinstance(node, ast.ClassDef):
         parts: list[ast.AST] = [*node.decorator_list, *node.bases, *node.keywords]
         for item in node.body:

@@ -6,6 +6,7 @@ import ast
 import copy
 import operator
 import symtable
+from collections.abc import Iterable
 from typing import Any
 
 from harness.closure.pieces import copy_tree
@@ -132,3 +133,26 @@ def _unannotated(node: ast.AnnAssign) -> ast.stmt:
     if node.value is None:
         return ast.copy_location(ast.Pass(), node)
     return ast.copy_location(ast.Assign(targets=[node.target], value=node.value), node)
+
+
+def postpones(nodes: Iterable[ast.stmt]) -> bool:
+    """Whether a file whose top-level statements are `nodes` starts with `from __future__
+    import annotations` (among its other future imports, after its docstring): Python
+    then evaluates no annotation of it."""
+    for n, node in enumerate(nodes):
+        if n == 0 and isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant):
+            continue  # the docstring
+        if not (isinstance(node, ast.ImportFrom) and node.module == "__future__"):
+            return False
+        if any(alias.name == "annotations" for alias in node.names):
+            return True
+    return False
+
+
+def annotations_of(node: ast.FunctionDef | ast.AsyncFunctionDef) -> list[ast.expr]:
+    """A function's annotations, as Python evaluates them when it defines the function
+    (unless the file postpones them): every parameter's, then the return's."""
+    args = node.args
+    every = [*args.posonlyargs, *args.args, *args.kwonlyargs, args.vararg, args.kwarg]
+    found = [a.annotation for a in every if a is not None and a.annotation is not None]
+    return found + ([node.returns] if node.returns is not None else [])

@@ -74,24 +74,25 @@ def failed_space(path: str, why: str, probe: Probe) -> Deferring:
 
 
 def deferred_reasons(
-    closure: Closure, withheld: Withheld, order: list[str]
+    closure: Closure, withheld: list[dict[str, str]], order: list[str]
 ) -> list[dict[str, str] | None]:
-    """Per file of `order` (the closure's files, as loaded), why each name it may not read
-    is not there (None: a closure not an entry point's): the names nothing binds,
-    builtins outside the allow-list, and the definitions the policy withholds."""
+    """Per file of `order` (the closure's files, as loaded; `withheld`, each one's
+    `withheld_in`), why each name it may not read is not there (None: a closure not an
+    entry point's): the names nothing binds, builtins outside the allow-list, and the
+    definitions the policy withholds."""
     if not closure.entry:
         return [None for _ in order]
     builtin = {name: "builtins outside the allow-list are not available to evaluated code "
                "(see Security model in the README)"
                for name in closure.builtins if name not in ALLOWED_BUILTINS}  # fmt: skip
-    reasons = []
-    for path in order:
-        found = {**builtin, **{name: why for p, name, why in closure.unbound if p == path}}
-        for node in closure.nodes_of(path):
-            if withheld_here(node, path, withheld):
-                found[node.name] = withheld[(path, node.lineno)]
-        reasons.append(found)
-    return reasons
+    return [{**builtin, **{name: why for p, name, why in closure.unbound if p == path},
+             **held} for path, held in zip(order, withheld, strict=True)]  # fmt: skip
+
+
+def withheld_in(closure: Closure, path: str, withheld: Withheld) -> dict[str, str]:
+    """The names of the definitions the policy withholds in the file at `path`, and why."""
+    return {node.name: withheld[(path, node.lineno)] for node in closure.nodes_of(path)
+            if withheld_here(node, path, withheld)}  # fmt: skip
 
 
 def deferring_space(space: dict[str, Any], why: dict[str, str] | None, probe: Probe) -> dict:

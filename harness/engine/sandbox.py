@@ -29,7 +29,7 @@ from harness.engine.deferral import (
     deferring_space,
     failed_space,
     self_contained,
-    withheld_here,
+    withheld_in,
     withholding,
 )
 from harness.engine.policy import (
@@ -234,12 +234,10 @@ class _Loader:
                       for path in order]  # fmt: skip
         self.needs = [[(n.name, n.world) for n in closure.needs if n.path == path]
                       for path in order]  # fmt: skip
-        self.deferred = deferred_reasons(closure, withheld or {}, order)
+        self.withheld = [withheld_in(closure, path, withheld or {}) for path in order]
+        self.deferred = deferred_reasons(closure, self.withheld, order)
         self.skippable = [self_contained(closure.nodes_of(path), closure, path) for path in order]
         self.method_kinds = dict(closure.method_kinds)
-        self.withheld_names = [[node.name for node in closure.nodes_of(path)
-                                if withheld_here(node, path, withheld or {})]
-                               for path in order]  # fmt: skip
         roots, tops = package_roots(bound)
         self.module_names = [module_name(path, roots, tops) for path in order]
         self.module = module_maker(bound.probe, roots, tops)
@@ -270,7 +268,7 @@ class _Loader:
                 space = space if why is None else failed_space(path, why, probe)
             else:
                 _run(self.codes[n], space)
-            for name in self.withheld_names[n]:  # an earlier statement's binding of it
+            for name in self.withheld[n]:  # an earlier statement's binding of it
                 space.pop(name, None)
             spaces[path] = space
         _bind_rest(pending, spaces, self.module)
@@ -281,7 +279,7 @@ class _Loader:
             function = _with_viewer(function, self._methods(), self.viewer)
         if self.recorder is None:
             return function
-        return _recording(function, self.recorder, entry=_is_entry(self.bound))
+        return _recording(function, self.recorder, entry=closure.entry)
 
     def _methods(self) -> dict[str, Any]:
         """The loaded view methods, by name; one the policy withholds, a function refusing
@@ -291,21 +289,21 @@ class _Loader:
         for name, path in self.closure.methods:
             space = self.spaces[path]
             kind = self.method_kinds.get(name)
-            loaded = space.get(METHOD_PREFIX + name) if METHOD_PREFIX + name in space else None
+            loaded = space.get(METHOD_PREFIX + name)  # (a plain get: never `__missing__`)
             if kind in UNREAD or (loaded is not None and type(loaded) is not FunctionType):
                 why = (
                     f"{owner}.{name} is a classmethod, is rebound in its class, or is made by "
                     "a decorator harness does not follow: how the class binds it is not read"
                 )
-                space = {"why": {METHOD_PREFIX + name: why}}
-                found[name] = _refusing(space, METHOD_PREFIX + name, f"self.{name}", self.bound)
+                found[name] = _refusing(f"self.{name}", why, self.bound)
             elif loaded is not None:
                 found[name] = method = loaded
                 method.__name__, method.__qualname__ = name, f"{owner}.{name}"  # as SGLang's
                 if kind == "staticmethod":
                     found[name] = staticmethod(method)  # called without the view
-            else:
-                found[name] = _refusing(space, METHOD_PREFIX + name, f"self.{name}", self.bound)
+            else:  # withheld by the policy
+                why = space.refuses(METHOD_PREFIX + name) if isinstance(space, Deferring) else None
+                found[name] = _refusing(f"self.{name}", why or "withheld", self.bound)
         return found
 
 
@@ -320,10 +318,8 @@ def _view_class_name(bound: Bound) -> str:
     return facts.view_class[1] if facts is not None and facts.view_class else view_type(bound)
 
 
-def _refusing(space: Any, key: str, label: str, bound: Bound) -> Any:
-    """A function of the world that refuses `label` when called, for why `space` gives."""
-    reasons = space.why if isinstance(space, Deferring) else space.get("why", {})
-    why = reasons.get(key, "withheld")
+def _refusing(label: str, why: str, bound: Bound) -> Any:
+    """A function of the world that refuses `label` when called, saying why."""
 
     def refuse(*args: Any, **kwargs: Any) -> Any:
         raise bound.probe.refuse(label, why)
@@ -341,10 +337,6 @@ def _recorder(bound: Bound) -> Callable[[Any, dict[str, Any]], Any] | None:
     if not (bound.ctx.world.view_writes or bound.ctx.matrix.target.entry):
         return None
     return overlay_maker("view", bound.probe, name=view_type(bound), record=True)
-
-
-def _is_entry(bound: Bound) -> bool:
-    return bound.ctx is not None and bound.ctx.matrix.target.entry
 
 
 def _recording(

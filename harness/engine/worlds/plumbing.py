@@ -28,13 +28,11 @@ from typing import Any
 
 from harness.engine.world import (
     ASSIGNED,
-    DELETED,
     Context,
     Probe,
     Resolver,
     Spec,
     is_stand_in,
-    stand_in_class,
     world_function,
 )
 
@@ -59,30 +57,15 @@ class Machinery(Spec):
 
 
 def read_only_maker(probe: Probe, name: str) -> Callable[[Any], Any]:
-    """`view(config)`: an object that reads what `config` reads and refuses writes on
+    """`view(config)`: an overlay that reads what `config` reads and refuses writes on
     `probe` (as SGLang's `ResolvedView` refuses them), of class `name`."""
+    from harness.engine.sandbox import overlay_maker  # the sandbox's overlays, when bound
 
-    def __getattribute__(self: Any, attr: str) -> Any:
-        return getattr(get_inner(self), attr)
+    def write(inner: Any, attr: str, done: str) -> BaseException:
+        return probe.refuse(f"view.{attr}", PASS_VIEW_FIX, done=done)
 
-    def __setattr__(self: Any, attr: str, value: Any) -> None:
-        raise probe.refuse(f"view.{attr}", PASS_VIEW_FIX, done=ASSIGNED)
-
-    def __delattr__(self: Any, attr: str) -> None:
-        raise probe.refuse(f"view.{attr}", PASS_VIEW_FIX, done=DELETED)
-
-    methods = {"__getattribute__": __getattribute__, "__setattr__": __setattr__,
-               "__delattr__": __delattr__}  # fmt: skip
-    cls = stand_in_class("view", methods, probe, ("_inner",), name)
-    slot = cls.__dict__["_inner"]
-    get_inner = slot.__get__
-
-    def view(config: Any) -> Any:
-        made = object.__new__(cls)
-        slot.__set__(made, config)
-        return made
-
-    return view
+    overlay = overlay_maker("view", probe, write=write, name=name)
+    return lambda config: overlay(config, {})
 
 
 OTHER_FIX = (
