@@ -43,10 +43,10 @@ def check_imports(
             _check_file(cache, files, module, where, resolution_code)
             pending.append(module)
 
+    pending.extend(sorted(read))
     for path in sorted(read):  # importing a module runs its packages' __init__.py first
         for package in _packages(files, path):
             visit(package, f"importing {path}")
-    pending.extend(sorted(read))
     while pending:
         path = pending.pop()
         for node, offset in _statements(cache, files, path):
