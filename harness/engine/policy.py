@@ -4,7 +4,8 @@ Every statement drawn into a closure (the target, helpers, constants,
 classes, default values, decorators, from every file) is walked. The rules
 close the known ways out of a Python namespace:
 
-- no attribute whose name starts and ends with `__`, by attribute syntax, by
+- no attribute whose name starts and ends with `__` (but reading `__name__` and
+  `__qualname__`, which `harness.engine.own_names` answers), by attribute syntax, by
   `getattr`/`hasattr`/`setattr`/`delattr` with a literal name, by a class
   pattern in `match`, or by a `str.format` field (`"{0.__class__}"`);
   `.format` only on a string literal whose fields read no attribute or item;
@@ -42,6 +43,7 @@ from collections.abc import Iterator
 from harness.closure.extract import Closure
 from harness.closure.inert import inert
 from harness.closure.shadows import bound_names
+from harness.engine.own_names import NAMES
 from harness.errors import Unevaluable
 
 # Builtins the evaluated code may use: pure functions, types and exceptions.
@@ -270,6 +272,8 @@ def _start(node: ast.AST) -> int:
 
 def _node(node: ast.AST, literal_formats: set[int]) -> str | None:
     attribute = isinstance(node, ast.Attribute) and forbidden_attribute(node.attr)
+    if attribute and node.attr in NAMES and isinstance(node.ctx, ast.Load):
+        attribute = False  # read through `harness.engine.own_names`
     if attribute and id(node) not in literal_formats:
         return f"attribute .{node.attr}"
     if isinstance(node, ast.Name) and _dunder(node.id) and node.id not in ALLOWED_DUNDER_NAMES:

@@ -32,6 +32,7 @@ from harness.engine.deferral import (
     withheld_in,
     withholding,
 )
+from harness.engine.own_names import READER, name_reader, rewritten
 from harness.engine.policy import (
     ALLOWED_BUILTINS,
     POLICY_FIX,
@@ -388,12 +389,14 @@ def _body(
     rewrite: Callable[[str, tuple[ast.stmt, ...]], tuple[ast.stmt, ...]] | None,
     withheld: Withheld | None = None,
 ) -> ast.Module:
-    """The statements a file runs: its closure's (or `nodes`, for the target's), rewritten,
-    without the functions the policy withholds."""
+    """The statements a file runs: its closure's (or `nodes`, for the target's), rewritten
+    (and their reads of a name: `harness.engine.own_names`), without the functions the
+    policy withholds."""
     body = nodes if nodes is not None and path == closure.path else closure.nodes_of(path)
     if rewrite is not None:
         body = rewrite(path, body)
-    return ast.Module(body=withholding(tuple(body), path, withheld or {}), type_ignores=[])
+    body = rewritten(withholding(tuple(body), path, withheld or {}))
+    return ast.Module(body=list(body), type_ignores=[])
 
 
 def _bind_rest(pending: list, spaces: dict[str, dict], module: Callable[..., Any]) -> None:
@@ -637,6 +640,7 @@ def safe_builtins(
     made["__import__"] = _import_from(bound, repository or {}, {} if spaces is None else spaces,
                                       world)  # fmt: skip
     table.update({name: world_function(name, fn, probe) for name, fn in made.items()})
+    table[READER] = world_function(READER, name_reader(probe.refuse), probe)
     return table
 
 
