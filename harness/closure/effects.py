@@ -1,82 +1,73 @@
-"""What importing the resolution code runs that an entry's closure leaves out.
+"""What importing the resolution code runs: the files an entry's project imports, in order.
 
 In the project's process, importing a file runs all of its module-level code, and
-that of every file it imports in turn. The closure of an entry point runs only the
-statements its names need (and those that may change them: `closure/mutations.py`).
-A file of the resolution code the closure never reads, imported by one it does
+that of every file it imports in turn. A file of the resolution code the closure
+never reads, imported by one it does for what its code does
 (`import sglang.srt.arg_groups.model_overrides  # registers them`), runs in the
-project's process alone: leaving it out is sound only if its module-level code,
-and that of the resolution code it imports in turn, binds its own names and does
-nothing else (`harness.closure.inert`). Otherwise the entry is unevaluable, naming
-the import and the statement, rather than resolved without what that code does.
+project's process all the same: its decorators fill the registries the resolution
+reads. So an entry's closure reads such a file as it reads its own files
+(`closure/mutations.py`): each top-level statement that may change what the closure
+reads comes along, and runs as the file loads. `import_order` finds the files, in
+the order Python finishes running them (a module after the modules it imports first,
+a package's `__init__.py` before its modules): the order their registrations run in.
 """
 
 from __future__ import annotations
 
 import ast
 import posixpath
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Iterable, Iterator
 
-from harness.closure.inert import inert
 from harness.closure.modules import RevisionFiles
-from harness.closure.names import postpones
 from harness.closure.pieces import SourceCache
-from harness.errors import Unevaluable
-
-Placed = tuple[ast.stmt, int]  # a top-level statement and its piece's line offset
 
 
-def check_imports(
+def import_order(
     cache: SourceCache,
     files: RevisionFiles,
-    read: Collection[str],
+    roots: Iterable[str],
     resolution_code: Callable[[str], bool],
-) -> None:
-    """Raise Unevaluable if a file of `read` (the closure's files) imports, at module
-    level, resolution code outside `read` whose import does more than bind names."""
-    seen = set(read)
-    pending: list[str] = []
-
-    def visit(module: str, where: str) -> None:
-        if module not in seen and resolution_code(module):
-            seen.add(module)
-            _check_file(cache, files, module, where, resolution_code)
-            pending.append(module)
-
-    pending.extend(sorted(read))
-    for path in sorted(read):  # importing a module runs its packages' __init__.py first
-        for package in _packages(files, path):
-            visit(package, f"importing {path}")
-    while pending:
-        path = pending.pop()
-        for node, offset in _statements(cache, files, path):
-            for module in _imported(files, node, path):
-                visit(module, f"{path}:{node.lineno + offset} imports {module}")
-
-
-def _check_file(cache: SourceCache, files: RevisionFiles, path: str, where: str,
-                resolution_code: Callable[[str], bool]) -> None:  # fmt: skip
-    placed = _statements(cache, files, path)
-    nodes = [node for node, _ in placed]
-    outside = _outside_names(files, nodes, path, resolution_code)
-    postponed = postpones(nodes)
-    for node, offset in placed:
-        if not inert(node, outside, postponed):
-            raise Unevaluable(
-                f"{where}, whose module-level code at {path}:{node.lineno + offset} may "
-                "change what the resolution reads when the project imports it; an entry "
-                "runs only the code its names need, so it cannot resolve without it"
-            )
+) -> list[str]:
+    """`roots` and the resolution code they import at module level, transitively, each
+    file once, in the order Python would finish running them importing `roots` in turn
+    (an import cycle is entered once, as Python enters it)."""
+    done: list[str] = []
+    started: set[str] = set()
+    for root in roots:
+        if root in started:
+            continue
+        started.add(root)
+        stack = [(root, _imports_of(cache, files, root, resolution_code))]
+        while stack:  # depth first, by hand: an import chain may be longer than Python's stack
+            path, pending = stack[-1]
+            module = next((m for m in pending if m not in started), None)
+            if module is None:
+                stack.pop()
+                done.append(path)
+            else:
+                started.add(module)
+                stack.append((module, _imports_of(cache, files, module, resolution_code)))
+    return done
 
 
-def _statements(cache: SourceCache, files: RevisionFiles, path: str) -> list[Placed]:
-    """The file's top-level statements, each with the line its piece starts after (the
-    pieces' nodes are shared and piece-relative: read them, never change them)."""
+def _imports_of(cache: SourceCache, files: RevisionFiles, path: str,
+                resolution_code: Callable[[str], bool]) -> Iterator[str]:  # fmt: skip
+    """The resolution code importing `path` runs first, in order: its packages'
+    `__init__.py`, then what its top-level statements import."""
+    for package in _packages(files, path):
+        if resolution_code(package):
+            yield package
+    for node in _statements(cache, files, path):
+        for module in _imported(files, node, path):
+            if resolution_code(module):
+                yield module
+
+
+def _statements(cache: SourceCache, files: RevisionFiles, path: str) -> list[ast.stmt]:
+    """The file's top-level statements (the pieces' nodes are shared: read them, never
+    change them)."""
     layout = cache.layout_of(files, path)
-    if layout is None:
-        return []
-    return [(node, offset) for piece, offset in zip(layout.pieces, layout.lines, strict=True)
-            for node in piece.nodes]  # fmt: skip
+    return [] if layout is None else [node for piece in layout.pieces for node in piece.nodes]
 
 
 def _imported(files: RevisionFiles, node: ast.stmt, path: str) -> list[str]:
@@ -123,16 +114,3 @@ def _load_time(node: ast.AST):
         if isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda):
             continue
         yield from _load_time(child)
-
-
-def _outside_names(files: RevisionFiles, nodes: list[ast.stmt], path: str,
-                   resolution_code: Callable[[str], bool]) -> frozenset[str]:  # fmt: skip
-    """Names the file binds by importing from outside the resolution code (or from what
-    the repository does not hold): calls rooted at them run no code of the resolution."""
-    names = set()
-    for node in nodes:
-        if isinstance(node, ast.Import | ast.ImportFrom):
-            sources = _imported(files, node, path)
-            if not any(resolution_code(s) for s in sources):
-                names |= {(a.asname or a.name).split(".")[0] for a in node.names}
-    return frozenset(names)

@@ -16,14 +16,14 @@ import ast
 import functools
 import hashlib
 import sys
-from collections.abc import Collection, Iterator
+from collections.abc import Callable, Collection, Iterator
 from dataclasses import dataclass, field
 from functools import cached_property
 
 from harness.closure.defaults import NO_DEFAULTS, Defaults
-from harness.closure.effects import check_imports
+from harness.closure.effects import import_order
 from harness.closure.facts import WorldFacts
-from harness.closure.index import DEFINITION, Binding, definitions_in, names_bound
+from harness.closure.index import DEFINITION, Binding, definitions_in, imported_in, names_bound
 from harness.closure.modules import RevisionFiles
 from harness.closure.mutations import ANY, Effects, Reach, effects
 from harness.closure.names import postpones
@@ -153,17 +153,32 @@ def extract_closure(
     try:
         resolver.add(path, target, role)
         resolver.mark(path, owner or function)
+        if defer:
+            resolver.imported = read_imports(cache, files, resolver)
     except RecursionError:
         raise Unevaluable(
             f"{function} in {path} draws on definitions nested too deeply to follow "
             f"(more than {sys.getrecursionlimit() // 4} levels of helpers)"
         ) from None
     check_registries(resolver)
-    if defer:
-        check_imports(cache, files, resolver.layouts, resolver.resolution_code)
     closure = build_closure(path, function, target, resolver)
     remember_closure(cache, last_closure(resolver, key, closure))
     return closure
+
+
+def read_imports(cache: SourceCache, files: RevisionFiles, resolver: Resolver) -> list[str]:
+    """Read, as files of the closure, the resolution code the closure's files import at
+    module level (`harness.closure.effects`): what their load-time code changes that the
+    closure reads comes along. Until no more come in: what comes along may import more.
+    The files, in the order Python finishes running them."""
+    while True:
+        roots = [files.target, *sorted(resolver.layouts)]
+        order = import_order(cache, files, roots, resolver.resolution_code)
+        fresh = [path for path in order if path not in resolver.layouts]
+        if not fresh:
+            return order
+        for path in fresh:
+            resolver.index(path)
 
 
 def check_registries(resolver: Resolver) -> None:
@@ -180,7 +195,8 @@ def check_registries(resolver: Resolver) -> None:
 
 
 def build_closure(path: str, function: str, target: Statement, resolver: Resolver) -> Closure:
-    order = {p: n for n, p in enumerate(dict.fromkeys([path, *sorted(resolver.layouts)]))}
+    files = [path, *resolver.imported, *sorted(resolver.layouts)]  # as Python loads them
+    order = {p: n for n, p in enumerate(dict.fromkeys(files))}
     parts = tuple(
         sorted(resolver.included.values(), key=lambda p: (order[p.path], p.statement.lineno))
     )
@@ -357,7 +373,8 @@ def _harmless(
     consulted: set[str] = set()
     for pieces, where in ((removed, old), (added, layout)):
         reach = Reach(functools.partial(definitions_in, where))  # no index: a few names
-        if any(_changes_data(piece, reads, bound, reach) for piece in pieces):
+        imported = functools.partial(imported_in, where)
+        if any(_changes_data(piece, reads, bound, reach, imported) for piece in pieces):
             return None
         consulted |= reach.consulted()
     return frozenset(consulted)
@@ -407,15 +424,18 @@ def _trees(nodes: list[ast.stmt]) -> tuple[str, ...] | None:
         return None
 
 
-def _changes_data(piece: Piece, reads: frozenset[str], bound: frozenset[str], reach: Reach) -> bool:
+def _changes_data(piece: Piece, reads: frozenset[str], bound: frozenset[str], reach: Reach,
+                  imported: Callable[[str], bool]) -> bool:  # fmt: skip
     """Whether the piece may change, when its module is imported, data of a name in
-    `reads` (or any name, or through a function another file defines)."""
+    `reads` (or any name, or another file's: through a function it defines, or a name
+    the file `imported`)."""
     for found in piece.memo("effects", lambda nodes: [effects(node) for node in nodes]):
         found = Effects(*(part - bound for part in found))
         if found.empty:
             continue
         data, foreign = reach.of(found)
-        if (data - bound) & reads or ANY in data or foreign - bound:
+        data -= bound
+        if data & reads or ANY in data or foreign - bound or any(map(imported, data)):
             return True
     return False
 

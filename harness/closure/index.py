@@ -54,6 +54,16 @@ def definitions_in(module: Layout, name: str) -> list[ast.stmt]:
     ]
 
 
+def imported_in(module: Layout, name: str) -> bool:
+    """Whether a top-level import binds `name` (a module, or a name of another file:
+    what is written through it is another file's), found as `definitions_in` finds."""
+    return any(
+        bound == name and kind == IMPORT
+        for piece in _binding_pieces(module).get(name, ())
+        for bound, kind, _ in piece.memo("binds", _piece_bindings)
+    )
+
+
 WHERE_BOUND = "where bound"  # a layout's fact: {name: the pieces that bind it}
 
 

@@ -241,6 +241,8 @@ class Reach:
         `FNS = {"f": fill}`, `f = lambda: ...`, a loop's source), what calling whatever it
         holds may change."""
         if "." in name:
+            if not self.definitions(name.split(".", 1)[0]):  # `m.f()`, m imported: another
+                return set(), {name}  # file's, which the resolver follows
             return set(self._method(*name.split(".", 1))), set()
         if name.startswith(HANDED):  # a function of the file handed to a callee
             handed = [n for n in self.definitions(name[1:]) if isinstance(n, DEFINES[:2])]

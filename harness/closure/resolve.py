@@ -152,6 +152,7 @@ class Resolver:
         self.unbound: dict[tuple[str, str], str] = {}  # (file, name) -> why nothing binds it
         self.indexes: dict[str, dict[str, list[Binding]]] = {}
         self.layouts: dict = {}
+        self.imported: list[str] = []  # an entry's files, in the order the project loads them
         self.first_missed = len(files.missed)  # what `missing` counts from
         self.included: dict[tuple[str, int, int], Part] = {}  # by (file, line, member)
         self.needs: dict[tuple[str, str], str] = {}
@@ -488,33 +489,54 @@ class Resolver:
 
     def _watch_from(self, where: str, path: str, statement: Statement, name: str, call: bool,
                     hops: int) -> None:  # fmt: skip
-        source = self._imported_from(where, name) if hops < MAX_IMPORT_HOPS else None
-        if source is None:
-            return
-        job = (path, statement, source[1], call, hops + 1)
-        if source[0] in self.indexes:
-            self._watch_in(source[0], *job)
-        else:
-            self.deferred.setdefault(source[0], []).append(job)
+        sources = self._imported_from(where, name, call) if hops < MAX_IMPORT_HOPS else []
+        for source, source_name, calls in sources:
+            job = (path, statement, source_name, calls, hops + 1)
+            if source in self.indexes:
+                self._watch_in(source, *job)
+            else:
+                self.deferred.setdefault(source, []).append(job)
 
-    def _imported_from(self, path: str, name: str) -> tuple[str, str] | None:
-        """(the repository file, the name there) that `path` imports `name` from."""
-        bindings = self.index(path).get(name)
+    def _imported_from(self, path: str, name: str, call: bool) -> list[tuple[str, str, bool]]:
+        """Where `path` imports `name` from: each (repository file, the name there, whether
+        it is called). A module imported whole may have any of its names changed through
+        it (ANY; `import a.b` binds `a`: each of a, a.b); `m.f()` calls `f` of m's file,
+        `K.f()` the method of K's."""
+        owner, _, attr = name.partition(".")
+        bindings = self.index(path).get(owner)
         node = bindings[-1].statement.node if bindings and bindings[-1].kind == IMPORT else None
-        if not isinstance(node, ast.ImportFrom):
-            return None
-        module = self.files.module_file(node.module or "", path, node.level)
-        alias = next((a for a in node.names if (a.asname or a.name) == name), None)
-        return None if module is None or alias is None else (module, alias.name)
+        files, found = self.files, []
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.asname == owner:
+                    found.append((files.module_file(alias.name, path), attr))
+                elif alias.asname is None and alias.name.split(".")[0] == owner:
+                    parts = alias.name.split(".")
+                    found += [(files.module_file(".".join(parts[:n]), path), "")
+                              for n in range(1, len(parts) + 1)]  # fmt: skip
+        elif isinstance(node, ast.ImportFrom):
+            module = files.module_file(node.module or "", path, node.level)
+            for alias in (a for a in node.names if (a.asname or a.name) == owner):
+                found.append((module, name.replace(owner, alias.name, 1)))  # a name of it
+                if module is not None and module.endswith("/__init__.py"):  # or a submodule
+                    sub = ".".join(filter(None, [node.module or "", alias.name]))
+                    found.append((files.module_file(sub, path, node.level), attr))
+        return [(f, n or ANY, call and bool(n)) for f, n in found if f is not None]
 
     def _watch_in(self, module: str, path: str, statement: Statement, name: str, call: bool,
                   hops: int = 1) -> None:  # fmt: skip
-        names = {name}
+        if name == ANY:
+            self._watch((module, ANY), path, statement)
+            return
+        names, foreign = {name}, frozenset()
         if call:
-            names = set(self._reach(module).of(NO_EFFECTS._replace(calls=frozenset({name})))[0])
+            found, foreign = self._reach(module).of(NO_EFFECTS._replace(calls=frozenset({name})))
+            names = set(found)
         for each in sorted(names):
             self._watch((module, each), path, statement)
             self._watch_from(module, path, statement, each, False, hops)
+        for each in sorted(foreign):  # what it calls that another file defines
+            self._watch_from(module, path, statement, each, True, hops)
 
     def _changers(self, path: str) -> list[tuple[Statement, frozenset[str], frozenset[str]]]:
         """The statements of `path` that may change data, with what they may change (per

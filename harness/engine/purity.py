@@ -24,6 +24,10 @@ its own fresh objects:
   given is new (a literal, arithmetic, a fresh container, a builtin's result):
   `x = TABLE; x += [1]` changes TABLE.
 
+A function only the files' loading can call (a registering decorator:
+`harness.engine.load_time`) writes before any call, as once in the project's
+process, and is not judged.
+
 Code at module level runs once per load, before any cell; it is judged for
 state it leaves for the calls: an iterator or generator kept there (`iter()`,
 `map()`, a generator expression, `itertools.count()`, a call of a generator
@@ -44,6 +48,7 @@ from collections.abc import Collection
 
 from harness.closure.extract import Closure, Pipeline
 from harness.closure.resolve import METHOD_PREFIX
+from harness.engine.load_time import load_time_only
 
 MUTATORS = frozenset(
     [
@@ -97,11 +102,13 @@ def impurity(target: Closure | Pipeline) -> str | None:
         generators = _generator_functions(closure)
         known = _known_callees(closure)
         views = _views(closure)
+        loading = load_time_only(closure)  # registering decorators: no call runs them
         for path in closure.files:
             for node in closure.nodes_of(path):
                 found = _module_state(node, generators, known)
                 for function in _functions(node):
-                    found = found or _writes(function, views.get(id(function)))
+                    if id(function) not in loading:
+                        found = found or _writes(function, views.get(id(function)))
                 if found:
                     return f"{path}:{found[0]}: {found[1]}"
     return None
