@@ -227,9 +227,10 @@ def cells() -> list[dict]:
 
 
 @contextlib.contextmanager
-def imported(root: Path, platform: str):
+def imported(root: Path, platform: str, stubs: dict[str, types.ModuleType] | None = None):
     """The package written at `root` imported by plain Python, with SGLang's runtime
-    answering `get_platform()` for `platform`; sys.modules and sys.path restored after."""
+    answering `get_platform()` for `platform` (and the modules `stubs` holds, by name, in
+    place of SGLang's); sys.modules and sys.path restored after."""
     saved = {k: v for k, v in sys.modules.items() if k == "sglang" or k.startswith("sglang.")}
     sys.path.insert(0, str(root / "python"))
     runtime = types.ModuleType("sglang.srt.runtime_context")
@@ -238,6 +239,7 @@ def imported(root: Path, platform: str):
         for name in [k for k in sys.modules if k == "sglang" or k.startswith("sglang.")]:
             del sys.modules[name]
         sys.modules["sglang.srt.runtime_context"] = runtime
+        sys.modules.update(stubs or {})
         from sglang.srt.arg_groups.pipeline import run_resolution_pipeline
         from sglang.srt.server_args import ServerArgs
 

@@ -107,6 +107,13 @@ def _packages(files: RevisionFiles, path: str) -> list[str]:
     return found[::-1]
 
 
+def imports_at_load(nodes: list[ast.stmt]) -> bool:
+    """Whether top-level statements import anything as their file loads (what the
+    project imports for its effects may then change)."""
+    return any(isinstance(child, ast.Import | ast.ImportFrom)
+               for node in nodes for child in _load_time(node))  # fmt: skip
+
+
 def _load_time(node: ast.AST):
     """The nodes of a statement that run as its file loads (not a function's body)."""
     yield node

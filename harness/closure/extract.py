@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 
 from harness.closure.defaults import NO_DEFAULTS, Defaults
-from harness.closure.effects import import_order
+from harness.closure.effects import import_order, imports_at_load
 from harness.closure.facts import WorldFacts
 from harness.closure.index import DEFINITION, Binding, definitions_in, imported_in, names_bound
 from harness.closure.modules import RevisionFiles
@@ -370,6 +370,9 @@ def _harmless(
     removed, added = _trimmed(edit.removed_pieces(), now)
     if any(_rebinds(piece, watched, bound) for piece in removed + added):
         return None
+    entry = getattr(last.closure, "entry", False)  # (a pipeline has none)
+    if entry and any(imports_at_load(piece.nodes) for piece in removed + added):
+        return None  # an entry runs what its files import for their effects: look again
     consulted: set[str] = set()
     for pieces, where in ((removed, old), (added, layout)):
         reach = Reach(functools.partial(definitions_in, where))  # no index: a few names

@@ -107,7 +107,9 @@ def impurity(target: Closure | Pipeline) -> str | None:
             for node in closure.nodes_of(path):
                 found = _module_state(node, generators, known)
                 for function in _functions(node):
-                    if id(function) not in loading:
+                    if id(function) in loading:
+                        found = found or _leaves_state(function, generators)
+                    else:
                         found = found or _writes(function, views.get(id(function)))
                 if found:
                     return f"{path}:{found[0]}: {found[1]}"
@@ -171,6 +173,21 @@ def _module_state(
         if _kept_call(child, parents, known):
             shown = ast.unparse(child.func)[:80]
             return child.lineno, f"keeps what {shown}() returns at module level (it may keep state)"
+    return None
+
+
+def _leaves_state(function: Function, generators: frozenset[str]) -> tuple[int, str] | None:
+    """State a function only loading calls leaves for the calls, as module-level code
+    would: an iterator it makes and does not use up, a mutating method taken as a value
+    (what it writes, it writes before any call)."""
+    nodes = _own_nodes(function)
+    parents = {id(c): p for p in [function, *nodes] for c in ast.iter_child_nodes(p)}
+    fresh = _fresh_locals(function)
+    for child in nodes:
+        if _makes_iterator(child, generators) and not _used_up(child, parents):
+            return child.lineno, f"keeps an iterator as its file loads ({ast.unparse(child)})"
+        if _mutator_taken(child, parents, fresh):
+            return child.lineno, f"keeps the bound method {ast.unparse(child)}"
     return None
 
 
