@@ -190,3 +190,47 @@ def test_super_without_arguments_in_a_method_still_evaluates(tmp_path: Path):
 )
 def test_a_files_module_name_is_the_one_python_imports_it_under(path, roots, tops, expected):
     assert module_name(path, roots, tops) == expected
+
+
+OWN_NAMES = """
+    def helper():
+        return 1
+
+    class Sizes:
+        def pick(self):
+            return 2
+
+    def target(view):
+        names = [helper.__name__, helper.__qualname__, Sizes.__name__,
+                 Sizes.pick.__qualname__, Sizes().pick.__name__, len.__name__, int.__name__]
+        return {"page_size": len("/".join(names))}
+"""
+
+
+def test_the_names_of_what_the_repository_defines_are_the_projects(tmp_path: Path):
+    """`fn.__name__` and `fn.__qualname__` of the file's own functions, classes and
+    methods, and of Python's builtins, are what Python gives them when SGLang imports
+    the file (the page size is the length of the names joined)."""
+    expected = as_sglang_imports_it(tmp_path, OWN_NAMES)
+    done, report = diff(tmp_path, OWN_NAMES)
+    assert done.code == 1, done.err
+    assert [item["head"] for item in report["changed"]] == [expected] * 9
+
+
+STAND_IN_NAME = """\
+def target(view):
+    if getattr.__qualname__ == "getattr":
+        return {"page_size": 1}
+    return {"page_size": 64}
+"""
+
+
+def test_the_name_of_what_the_world_stands_in_for_is_refused_naming_the_line(tmp_path: Path):
+    """A stand-in's name is harness's, not SGLang's (`getattr` is the sandbox's guarded
+    one): code branching on it could tell it runs under harness. Reading it is refused
+    (exit 4), with the line."""
+    done, report = diff(tmp_path, STAND_IN_NAME)
+    note = report["notes"].get("head", "")
+    line = line_of(STAND_IN_NAME, "__qualname__")
+    assert done.code == 4 and "__qualname__ of an object harness supplies" in note, note
+    assert f"{PATH}:{line}" in note, note
