@@ -25,7 +25,7 @@ from harness.closure.effects import import_order, imports_at_load
 from harness.closure.facts import WorldFacts
 from harness.closure.index import DEFINITION, Binding, definitions_in, imported_in, names_bound
 from harness.closure.modules import RevisionFiles
-from harness.closure.mutations import ANY, Effects, Reach, effects
+from harness.closure.mutations import ANY, Effects, Reach, effects_reader
 from harness.closure.names import postpones
 from harness.closure.pieces import Edit, Layout, Piece, SourceCache, Statement, refusal
 from harness.closure.resolve import (
@@ -374,10 +374,11 @@ def _harmless(
     if entry and any(imports_at_load(piece.nodes) for piece in removed + added):
         return None  # an entry runs what its files import for their effects: look again
     consulted: set[str] = set()
+    read = effects_reader(postpones(statements_of(layout)))  # (the same as old's: above)
     for pieces, where in ((removed, old), (added, layout)):
         reach = Reach(functools.partial(definitions_in, where))  # no index: a few names
         imported = functools.partial(imported_in, where)
-        if any(_changes_data(piece, reads, bound, reach, imported) for piece in pieces):
+        if any(_changes_data(piece, reads, bound, reach, imported, read) for piece in pieces):
             return None
         consulted |= reach.consulted()
     return frozenset(consulted)
@@ -428,11 +429,12 @@ def _trees(nodes: list[ast.stmt]) -> tuple[str, ...] | None:
 
 
 def _changes_data(piece: Piece, reads: frozenset[str], bound: frozenset[str], reach: Reach,
-                  imported: Callable[[str], bool]) -> bool:  # fmt: skip
+                  imported: Callable[[str], bool], read: tuple) -> bool:  # fmt: skip
     """Whether the piece may change, when its module is imported, data of a name in
     `reads` (or any name, or another file's: through a function it defines, or a name
-    the file `imported`)."""
-    for found in piece.memo("effects", lambda nodes: [effects(node) for node in nodes]):
+    the file `imported`); `read`: how its file's statements' effects are read."""
+    key, reader = read
+    for found in piece.memo(key, lambda nodes: [reader(node) for node in nodes]):
         found = Effects(*(part - bound for part in found))
         if found.empty:
             continue

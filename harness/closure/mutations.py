@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+import functools
 from collections.abc import Callable, Iterable
 from typing import NamedTuple
 
@@ -74,13 +75,14 @@ class Effects(NamedTuple):
 NO_EFFECTS = Effects(frozenset(), frozenset(), frozenset(), frozenset())
 
 
-def effects(node: ast.stmt) -> Effects:
+def effects(node: ast.stmt, postponed: bool = False) -> Effects:
     """What the top-level statement `node` may change when its module is imported: only
-    the code that runs then (decorators and defaults of a function, a class's body)."""
+    the code that runs then (decorators and defaults of a function, a class's body; no
+    annotation in a file that `postponed` them, `from __future__ import annotations`)."""
     names: set[str] = set()
     calls: set[str] = set()
     results: set[str] = set()
-    for part in _load_time(node):
+    for part in _load_time(node, postponed=postponed):
         _collect(part, names, calls, results)
     for decorator in _decorators(node):  # each is called with what it decorates
         if isinstance(decorator, ast.Name):
@@ -92,8 +94,16 @@ def effects(node: ast.stmt) -> Effects:
     if isinstance(node, ast.ClassDef):  # a base's __init_subclass__, a metaclass: they run
         calls.update(n for part in [*node.bases, *node.keywords] for n in _names_read(part))
         calls.update(_called_in_body(node, calls))
-    used = {n for part in _load_time(node, notes=False) for n in _names_read(part)}
+    used = {n for part in _load_time(node, False, postponed) for n in _names_read(part)}
     return Effects(frozenset(names), frozenset(calls), frozenset(results), frozenset(used))
+
+
+def effects_reader(postponed: bool) -> tuple[str, Callable[[ast.stmt], Effects]]:
+    """(the memo key, the reader) of the effects of a statement of a file that does or
+    does not postpone its annotations."""
+    if postponed:
+        return "effects-postponed", functools.partial(effects, postponed=True)
+    return "effects", effects
 
 
 def function_effects(node: ast.FunctionDef | ast.AsyncFunctionDef) -> Effects:
@@ -355,21 +365,24 @@ def _decorators(node: ast.stmt) -> list[ast.expr]:
     return []
 
 
-def _load_time(node: ast.stmt, notes: bool = True) -> list[ast.AST]:
+def _load_time(node: ast.stmt, notes: bool = True, postponed: bool = False) -> list[ast.AST]:
     """The parts of a top-level statement that run when the module is imported (without a
-    def's annotations: `notes=False`, for what its reading of objects may run)."""
+    def's annotations: `notes=False`, for what its reading of objects may run; without
+    any annotation: `postponed`, the file's are never evaluated)."""
     if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
         args = node.args
         defaults = [*args.defaults, *(d for d in args.kw_defaults if d)]
-        annotations = annotations_of(node) if notes else []
+        annotations = annotations_of(node) if notes and not postponed else []
         return [*node.decorator_list, *defaults, *annotations]  # run when it runs
     if isinstance(node, ast.ClassDef):
         parts: list[ast.AST] = [*node.decorator_list, *node.bases, *node.keywords]
         for item in node.body:
-            parts.extend(_load_time(item, notes))
+            parts.extend(_load_time(item, notes, postponed))
         return parts
     if isinstance(node, ast.Import | ast.ImportFrom):
         return []
+    if isinstance(node, ast.AnnAssign) and postponed:  # `x: Arg(...) = 1`: the value runs
+        return [part for part in (node.target, node.value) if part is not None]
     return [node]
 
 

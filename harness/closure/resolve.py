@@ -23,8 +23,8 @@ from typing import NamedTuple
 from harness.closure.facts import WorldFacts, within
 from harness.closure.index import CONDITIONAL, DEFINITION, IMPORT, Binding, index_module
 from harness.closure.modules import RevisionFiles
-from harness.closure.mutations import ANY, DEFINES, NO_EFFECTS, Reach, effects
-from harness.closure.names import free_names, strip_annotations
+from harness.closure.mutations import ANY, DEFINES, NO_EFFECTS, Reach, effects_reader
+from harness.closure.names import free_names, postpones, strip_annotations
 from harness.closure.pieces import Layout, SourceCache, Statement, refusal
 from harness.closure.shadows import (
     bound_names,
@@ -545,10 +545,11 @@ class Resolver:
 
         def compute(layout: Layout) -> list:
             found = []
+            key, read = effects_reader(postpones(n for p in layout.pieces for n in p.nodes))
             for slot, piece in enumerate(layout.pieces):
                 for position in range(len(piece.nodes)):
                     statement = layout.statement(slot, position)
-                    changes = statement.memo("effects", effects)
+                    changes = statement.memo(key, read)
                     if changes != NO_EFFECTS:
                         found.append((statement, *reach.of(changes)))
             return found, reach.consulted()
