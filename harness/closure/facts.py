@@ -53,6 +53,12 @@ class WorldFacts:
     default_homes: Home = ()
 
     @property
+    def class_name(self) -> str | None:
+        """The name of the configuration's class (SGLang's `ServerArgs`), if it has one:
+        what an entry reads it by, the world answering it (`configuration_class`)."""
+        return None if self.view_class is None else self.view_class[1]
+
+    @property
     def tops(self) -> tuple[str, ...]:
         """The top-level packages of the modules the world names (`sglang`): where the
         project's own files are, and what gives a file's dotted name as it imports it."""
@@ -67,6 +73,8 @@ class WorldFacts:
             return get_logger(node)
         if name == self.register:
             return registry_of(node) is not None
+        if name == self.class_name and _at(path, self.view_class[0].replace(".", "/") + ".py"):
+            return True  # an entry reads the configuration's class as the world gives it
         return posixpath.basename(path) in dict(self.homes).get(name, ()) or self.is_home(
             name, path
         )

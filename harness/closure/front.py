@@ -86,6 +86,8 @@ class Extractor:
         if target.pipeline:
             return pipeline(self.sources, files, target.passes, names, hint, self.view)
         (function,) = target.passes
+        if target.entry and self.facts.class_name is not None:  # the world's, in an entry
+            names = frozenset(names) | {self.facts.class_name}
         return extract_closure(
             self.sources, files, function, names, hint, self.view, self.matrix.bindings,
             facts=self.facts, defer=target.entry,

@@ -184,6 +184,7 @@ def overlay_maker(
         declared.__set__(obj, names)
         return obj
 
+    make.made = cls  # what `type()` of what it makes is (see `configuration_type`)
     return make
 
 
@@ -248,7 +249,8 @@ class _Loader:
         self.spaces: dict[str, dict[str, Any]] = {}
         self.importers: dict[str, dict[str, Any]] = {}  # each file's namespace, before it runs
         repository = _repository_imports(closure, self.spaces)
-        self.table = safe_builtins(bound, repository, self.importers, self.world)
+        self.table = safe_builtins(bound, repository, self.importers, self.world,
+                                   configuration_type(bound, self.recorder))  # fmt: skip
 
     def __call__(self) -> Callable[..., Any]:
         probe, closure, spaces, world = self.bound.probe, self.closure, self.spaces, self.world
@@ -338,6 +340,22 @@ def _recorder(bound: Bound) -> Callable[[Any, dict[str, Any]], Any] | None:
     if not (bound.ctx.world.view_writes or bound.ctx.matrix.target.entry):
         return None
     return overlay_maker("view", bound.probe, name=view_type(bound), record=True)
+
+
+def configuration_type(
+    bound: Bound, recorder: Callable[..., Any] | None
+) -> Callable[[Any], Any] | None:
+    """For an entry: what `type(obj)` gives when obj is the configuration the entry is
+    handed (the world's object for its class), else None."""
+    facts = None if bound.ctx is None else bound.ctx.world.facts
+    if recorder is None or not bound.ctx.matrix.target.entry or facts.class_name is None:
+        return None
+    found, kind = bound.names.get(facts.class_name), recorder.made
+
+    def configuration(obj: Any) -> Any:
+        return found if type(obj) is kind else None
+
+    return configuration
 
 
 def _recording(
@@ -600,10 +618,13 @@ def safe_builtins(
     repository: dict[tuple, dict] | None = None,
     spaces: dict | None = None,
     names: dict[str, Any] | None = None,
+    configuration: Callable[[Any], Any] | None = None,
 ) -> dict[str, Any]:
     """The allowed builtins; `getattr`, `hasattr` and `type` guarded, `print` silent,
     `import` answered by the world (its `names`, by default the bound's; and the
-    repository's definitions, for the files whose namespaces `spaces` holds by path)."""
+    repository's definitions, for the files whose namespaces `spaces` holds by path);
+    `type` of an entry's configuration is what `configuration(obj)` gives (None: not
+    the configuration)."""
     table = dict(_allowed_builtins())
     probe = bound.probe
 
@@ -625,6 +646,9 @@ def safe_builtins(
         if type(obj) is super:  # `type(super())(X, obj)`: super with arguments
             raise probe.refuse("the type of a super object (through type)", POLICY_FIX)
         if is_stand_in(obj):  # the world's stand-ins, the harness's own objects
+            found = None if configuration is None else configuration(obj)
+            if found is not None:  # an entry's configuration: its class, as the world has it
+                return found
             raise probe.refuse("the type of an object of the world (through type)", TYPE_FIX)
         found = type(obj)
         if issubclass(found, type):  # `type(type(()))`: `type` itself, called with three

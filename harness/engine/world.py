@@ -657,6 +657,8 @@ def bind(world: World, matrix: Matrix) -> Bound:
     for name, raw in matrix.bindings.items():
         spec = parse_binding(raw, f"{matrix.source}: bindings.{name}", name)
         names[name] = spec.compile(ctx)(ctx.probe)
+    if matrix.target.entry and world.facts.class_name is not None:
+        names[world.facts.class_name] = configuration_class(ctx, None)
     guards = {}
     for name, raw in matrix.target.guards:
         resolve = parse_binding(raw, f"{matrix.source}: target.guards.{name}", name).compile(ctx)
@@ -725,7 +727,36 @@ def _with_fallback(bound: Bound, defaults: Any, recipe: tuple) -> Bound:
         return Refused(f"view.{name}", fix, name)
 
     made = with_view_fallback(bound, fallback)
-    return replace(made, recipe=recipe)
+    names, name = made.names, ctx.world.facts.class_name
+    if ctx.matrix.target.entry and name is not None:
+        names = {**names, name: configuration_class(ctx, defaults)}
+    return replace(made, names=names, recipe=recipe)
+
+
+def configuration_class(ctx: Context, defaults: Any | None) -> Any:
+    """The configuration's class as an entry reads it (`ServerArgs.page_size`, what
+    `type(server_args)` gives): an object whose attributes are the defaults the class
+    declares (`harness.closure.defaults`), as a dataclass's class attributes are; a
+    field declared without a literal default, or a name it does not declare, is
+    refused. `defaults` None: not read (yet), every attribute refused."""
+    name = ctx.world.facts.class_name
+    fields = {} if defaults is None else defaults.fields
+    source = name if defaults is None else defaults.source
+
+    def attribute(attr: str) -> Spec:
+        declared = fields.get(attr)
+        if declared is not None and declared.literal:
+            return Const(declared.value)
+        why = (
+            f"{source} declares no literal default for {attr}"
+            if declared is None
+            else (f"{source} declares {attr}, but {declared.refusal}")
+        )
+        fix = (f"{why}; harness answers {name}.X with the literal defaults the class declares "
+               "and runs none of its other code")  # fmt: skip
+        return Refused(f"{name}.{attr}", fix)
+
+    return Obj(name, {}, attribute, "type").compile(ctx)(ctx.probe)
 
 
 def with_view_fallback(bound: Bound, fallback: Callable[[str], Spec]) -> Bound:
