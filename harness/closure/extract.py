@@ -374,7 +374,7 @@ def _harmless(
     if entry and any(imports_at_load(piece.nodes) for piece in removed + added):
         return None  # an entry runs what its files import for their effects: look again
     consulted: set[str] = set()
-    read = effects_reader(postpones(statements_of(layout)))  # (the same as old's: above)
+    read = effects_reader(postpones(statements_of(layout)))  # old's too, or not reused
     for pieces, where in ((removed, old), (added, layout)):
         reach = Reach(functools.partial(definitions_in, where))  # no index: a few names
         imported = functools.partial(imported_in, where)
