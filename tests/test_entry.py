@@ -19,6 +19,7 @@ import itertools
 import json
 import sys
 import types
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -194,18 +195,17 @@ AXES = {
     "speculative_num_steps": [None, 3],
 }
 OUTPUTS = ("attention_backend", "page_size", "speculative_eagle_topk")
-MATRIX = f"""\
-name: entry-test
-target:
-  path: {PKG}/pipeline.py
-  entry: run_resolution_pipeline
-  output: [{", ".join(OUTPUTS)}]
-world: sglang
-axes:
-""" + "".join(
-    f"  {name}: [{', '.join('null' if v is None else str(v) for v in values)}]\n"
-    for name, values in AXES.items()
-)
+
+
+def entry_matrix(name: str, axes: dict[str, list], outputs: tuple[str, ...]) -> str:
+    """The text of a matrix running `pipeline.py`'s entry over `axes`."""
+    lines = "".join(f"  {axis}: [{', '.join('null' if v is None else str(v) for v in values)}]\n"
+                    for axis, values in axes.items())  # fmt: skip
+    return (f"name: {name}\ntarget:\n  path: {PKG}/pipeline.py\n  entry: run_resolution_pipeline\n"
+            f"  output: [{', '.join(outputs)}]\nworld: sglang\naxes:\n{lines}")  # fmt: skip
+
+
+MATRIX = entry_matrix("entry-test", AXES, OUTPUTS)
 
 
 def files(version: dict) -> dict[str, str]:
@@ -222,8 +222,8 @@ def files(version: dict) -> dict[str, str]:
     }
 
 
-def cells() -> list[dict]:
-    return [dict(zip(AXES, values, strict=True)) for values in itertools.product(*AXES.values())]
+def cells(axes: dict[str, list] = AXES) -> list[dict]:
+    return [dict(zip(axes, values, strict=True)) for values in itertools.product(*axes.values())]
 
 
 @contextlib.contextmanager
@@ -251,20 +251,27 @@ def imported(root: Path, platform: str, stubs: dict[str, types.ModuleType] | Non
         sys.modules.update(saved)
 
 
-def plain_outcomes(root: Path) -> list:
-    """Per cell (matrix order), what the files at `root` resolve, run in plain Python:
-    the output fields' values, or ("error", "Type: message")."""
+WORLD_AXES = ("platform", "architecture")  # what the world answers, not ServerArgs fields
+
+
+def plain_outcomes(
+    root: Path, axes: dict[str, list] = AXES, outputs: tuple[str, ...] = OUTPUTS,
+    stubs: Callable[[dict], dict[str, types.ModuleType]] = lambda cell: {},
+) -> list:  # fmt: skip
+    """Per cell (matrix order), what the files at `root` resolve, run in plain Python
+    (`stubs(cell)`: modules of SGLang answering the cell): the output fields' values, or
+    ("error", "Type: message")."""
     found = []
-    for cell in cells():
-        inputs = {k: v for k, v in cell.items() if k != "platform"}
-        with imported(root, cell["platform"]) as (server_args_class, run):
-            server_args = server_args_class(**inputs)
+    for cell in cells(axes):
+        inputs = {k: v for k, v in cell.items() if k not in WORLD_AXES}
+        with imported(root, cell.get("platform", "sm90"), stubs(cell)) as (configuration, run):
+            server_args = configuration(**inputs)
             try:
                 run(server_args)
             except Exception as exc:  # every error is an outcome, as the harness has it
                 found.append((ERROR, f"{type(exc).__name__}: {exc}".rstrip(": ")))
                 continue
-        found.append(tuple(getattr(server_args, f) for f in OUTPUTS))
+        found.append(tuple(getattr(server_args, f) for f in outputs))
     return found
 
 
@@ -289,18 +296,22 @@ def repo(tmp_path_factory) -> tuple[Path, dict[str, str], Path, dict[str, list]]
     return root / "repo", shas, matrix, expected
 
 
-def harness_outcomes(root: Path, sha: str, matrix_path: Path, exhaustive: bool) -> list:
+def harness_outcomes(
+    root: Path, sha: str, matrix_path: Path, exhaustive: bool = False, outputs=OUTPUTS
+) -> list:
+    """Per cell (matrix order), the `outputs` harness resolves at `sha` (each field's
+    input where nothing set it), or (kind, value) for an error."""
     matrix = load_matrix(str(matrix_path))
     table = evaluate_at(root, sha, matrix, exhaustive=exhaustive).table
     inputs = Inputs(matrix)
     found = []
     for index in range(matrix.size):
         outcome = table.outcome_at(index)
-        fields = declared(outcome, OUTPUTS)
+        fields = declared(outcome, outputs)
         if fields is None:
             found.append((outcome.kind, outcome.value))
         else:
-            found.append(tuple(fields[f] if f in fields else inputs.one(f, index) for f in OUTPUTS))
+            found.append(tuple(fields[f] if f in fields else inputs.one(f, index) for f in outputs))
     return found
 
 
@@ -329,21 +340,32 @@ def test_the_versions_differ_where_their_code_says(repo):
     assert not any(o[0] == ERROR and "Assertion" in o[1] for o in expected["initial"])
 
 
-@pytest.mark.parametrize("base, head", list(itertools.pairwise(VERSIONS)))
-def test_diff_reports_exactly_the_cells_that_change(repo, base, head):
-    root, shas, matrix, expected = repo
+def check_diff(history: tuple, base: str, head: str) -> None:
+    """`harness diff` of two commits of a fixture `history` (root, shas, matrix, expected)
+    reports exactly the cells whose plain-Python outcomes differ."""
+    root, shas, matrix, expected = history
     done = run_cli("diff", shas[base], shas[head], "--repo", str(root), "--matrix",
                    str(matrix), "--format", "json", "--no-cache")  # fmt: skip
     report = json.loads(done.out)
     assert (done.code, len(report["changed"])) == (1, changed(expected, base, head)), done.err
 
 
-def test_history_lists_each_commit_that_changes_outcomes(repo):
-    root, shas, matrix, expected = repo
+def check_history(history: tuple) -> None:
+    """`harness history` lists each commit of the fixture with the number of cells its
+    plain-Python outcomes change from the commit before."""
+    root, shas, matrix, expected = history
     done = run_cli("history", "--repo", str(root), "--matrix", str(matrix), "--format", "json")
-    keys = list(VERSIONS)
-    want = [(shas[b], changed(expected, a, b)) for a, b in itertools.pairwise(keys)]
+    want = [(shas[b], changed(expected, a, b)) for a, b in itertools.pairwise(expected)]
     assert [(c["sha"], c["cells_changed"]) for c in json.loads(done.out)["commits"]] == want
+
+
+@pytest.mark.parametrize("base, head", list(itertools.pairwise(VERSIONS)))
+def test_diff_reports_exactly_the_cells_that_change(repo, base, head):
+    check_diff(repo, base, head)
+
+
+def test_history_lists_each_commit_that_changes_outcomes(repo):
+    check_history(repo)
 
 
 PASS_WRITES = '''\

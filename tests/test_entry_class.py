@@ -10,19 +10,14 @@ never from harness.
 
 from __future__ import annotations
 
-import itertools
 import json
 from pathlib import Path
 
 import pytest
 
-from harness.engine.outcome import ERROR
-from harness.engine.outputs import Inputs, declared
-from harness.matrix.load import load_matrix
 from harness.testing.gitrepo import FixtureRepo
 from tests.conftest import run_cli
-from tests.helpers import evaluate_at
-from tests.test_entry import PKG, imported
+from tests.test_entry import PKG, harness_outcomes, plain_outcomes
 
 SERVER_ARGS = '''\
 """Server arguments, one dataclass with a guarded `__setattr__`."""
@@ -81,29 +76,10 @@ def commit(tmp_path: Path, more: str = "") -> tuple[Path, str, Path]:
     return tmp_path / "repo", sha, tmp_path / "m.yaml"
 
 
-def plain_outcomes(root: Path) -> list:
-    found = []
-    for values in itertools.product(*AXES.values()):
-        with imported(root, "sm90") as (server_args_class, run):
-            server_args = server_args_class(**dict(zip(AXES, values, strict=True)))
-            try:
-                run(server_args)
-            except Exception as exc:
-                found.append((ERROR, f"{type(exc).__name__}: {exc}"))
-                continue
-        found.append(tuple(getattr(server_args, f) for f in OUTPUTS))
-    return found
-
-
 def test_the_class_defaults_and_type_are_the_configurations_class(tmp_path):
-    root, sha, matrix_path = commit(tmp_path)
-    matrix = load_matrix(str(matrix_path))
-    table = evaluate_at(root, sha, matrix).table
-    inputs, found = Inputs(matrix), []
-    for index in range(matrix.size):
-        fields = declared(table.outcome_at(index), OUTPUTS)
-        found.append(tuple(fields[f] if f in fields else inputs.one(f, index) for f in OUTPUTS))
-    assert found == plain_outcomes(tmp_path / "tree")
+    root, sha, matrix = commit(tmp_path)
+    found = harness_outcomes(root, sha, matrix, outputs=OUTPUTS)
+    assert found == plain_outcomes(tmp_path / "tree", AXES, OUTPUTS)
 
 
 @pytest.mark.parametrize(

@@ -21,13 +21,19 @@ from pathlib import Path
 
 import pytest
 
-from harness.engine.outcome import ERROR
-from harness.engine.outputs import Inputs, declared
-from harness.matrix.load import load_matrix
 from harness.testing.gitrepo import FixtureRepo
 from tests.conftest import run_cli
-from tests.helpers import evaluate_at
-from tests.test_entry import HOOKS, PKG, imported
+from tests.test_entry import (
+    HOOKS,
+    PKG,
+    cells,
+    changed,
+    check_diff,
+    check_history,
+    entry_matrix,
+    plain_outcomes,
+)
+from tests.test_entry import harness_outcomes as entry_outcomes
 
 SERVER_ARGS = '''\
 """Server arguments, one dataclass."""
@@ -263,22 +269,7 @@ AXES = {
     "platform": ["sm90", "sm100"],
 }  # fmt: skip
 OUTPUTS = ("attention_backend", "page_size")
-MATRIX = f"""\
-name: registry-test
-target:
-  path: {PKG}/pipeline.py
-  entry: run_resolution_pipeline
-  output: [{", ".join(OUTPUTS)}]
-world: sglang
-axes:
-""" + "".join(
-    f"  {name}: [{', '.join('null' if v is None else str(v) for v in values)}]\n"
-    for name, values in AXES.items()
-)
-
-
-def cells() -> list[dict]:
-    return [dict(zip(AXES, values, strict=True)) for values in itertools.product(*AXES.values())]
+MATRIX = entry_matrix("registry-test", AXES, OUTPUTS)
 
 
 def model_config(architecture: str) -> types.ModuleType:
@@ -291,20 +282,8 @@ def model_config(architecture: str) -> types.ModuleType:
     return module
 
 
-def plain_outcomes(root: Path) -> list:
-    found = []
-    for cell in cells():
-        inputs = {k: cell[k] for k in ("attention_backend", "page_size")}
-        stubs = {"sglang.srt.configs.model_config": model_config(cell["architecture"])}
-        with imported(root, cell["platform"], stubs) as (server_args_class, run):
-            server_args = server_args_class(**inputs)
-            try:
-                run(server_args)
-            except Exception as exc:
-                found.append((ERROR, f"{type(exc).__name__}: {exc}".rstrip(": ")))
-                continue
-        found.append(tuple(getattr(server_args, f) for f in OUTPUTS))
-    return found
+def model_configs(cell: dict) -> dict[str, types.ModuleType]:
+    return {"sglang.srt.configs.model_config": model_config(cell["architecture"])}
 
 
 @pytest.fixture(scope="module")
@@ -321,26 +300,12 @@ def history(tmp_path_factory) -> tuple[Path, dict[str, str], Path, dict[str, lis
         for path, text in files.items():
             (tree / path).parent.mkdir(parents=True, exist_ok=True)
             (tree / path).write_text(text)
-        expected[key] = plain_outcomes(tree)
+        expected[key] = plain_outcomes(tree, AXES, OUTPUTS, model_configs)
     return root / "repo", shas, matrix, expected
 
 
-def harness_outcomes(root: Path, sha: str, matrix_path: Path, exhaustive: bool) -> list:
-    matrix = load_matrix(str(matrix_path))
-    table = evaluate_at(root, sha, matrix, exhaustive=exhaustive).table
-    inputs, found = Inputs(matrix), []
-    for index in range(matrix.size):
-        outcome = table.outcome_at(index)
-        fields = declared(outcome, OUTPUTS)
-        if fields is None:
-            found.append((outcome.kind, outcome.value))
-        else:
-            found.append(tuple(fields[f] if f in fields else inputs.one(f, index) for f in OUTPUTS))
-    return found
-
-
-def changed(expected: dict, base: str, head: str) -> int:
-    return sum(a != b for a, b in zip(expected[base], expected[head], strict=True))
+def harness_outcomes(root: Path, sha: str, matrix: Path, exhaustive: bool) -> list:
+    return entry_outcomes(root, sha, matrix, exhaustive, OUTPUTS)
 
 
 @pytest.mark.parametrize("key", list(VERSIONS))
@@ -355,7 +320,7 @@ def test_each_commit_changes_the_registry_where_its_code_says(history):
     load in file-name order would give as 8."""
     _, _, _, expected = history
     assert all(changed(expected, a, b) > 0 for a, b in itertools.pairwise(VERSIONS))
-    shared = [o for c, o in zip(cells(), expected["import-order"], strict=True)
+    shared = [o for c, o in zip(cells(AXES), expected["import-order"], strict=True)
               if c["architecture"] == "SharedForCausalLM"]  # fmt: skip
     assert {page for _, page in shared} == {4}
 
@@ -373,18 +338,11 @@ def test_a_registry_filled_at_load_keeps_the_entry_explored(history):
 
 @pytest.mark.parametrize("base, head", list(itertools.pairwise(VERSIONS)))
 def test_diff_reports_exactly_the_cells_the_registry_changes(history, base, head):
-    root, shas, matrix, expected = history
-    done = run_cli("diff", shas[base], shas[head], "--repo", str(root), "--matrix",
-                   str(matrix), "--format", "json", "--no-cache")  # fmt: skip
-    report = json.loads(done.out)
-    assert (done.code, len(report["changed"])) == (1, changed(expected, base, head)), done.err
+    check_diff(history, base, head)
 
 
 def test_history_sees_each_registry_change_commit_by_commit(history):
     """History reuses what it extracted for the commit before when an edit cannot
     change it: a new import line in the package, a constant written from another file,
     an import reordered are not such edits."""
-    root, shas, matrix, expected = history
-    done = run_cli("history", "--repo", str(root), "--matrix", str(matrix), "--format", "json")
-    want = [(shas[b], changed(expected, a, b)) for a, b in itertools.pairwise(VERSIONS)]
-    assert [(c["sha"], c["cells_changed"]) for c in json.loads(done.out)["commits"]] == want
+    check_history(history)
