@@ -7,9 +7,17 @@ import json
 import pytest
 
 from harness.matrix.load import load_matrix
+from harness.testing.gitrepo import FixtureRepo
 from tests import oracle
 from tests.conftest import run_cli
-from tests.helpers import commit_versions, evaluate_at, module, resolved_outcomes
+from tests.helpers import (
+    PATH,
+    commit_versions,
+    evaluate_at,
+    module,
+    plain_matrix,
+    resolved_outcomes,
+)
 
 HELPERS = """
 @register_post_process
@@ -120,3 +128,24 @@ def test_a_new_clause_on_an_input_the_matrix_holds_fixed_is_a_blind_spot(spellin
     assert (spot["side"], spot["line"], spot["seen"]) == ("head", line, "only false")
     assert "architecture is LlamaForCausalLM on every cell" in spot["hint"]
     assert "architecture = DeepseekV3ForCausalLM takes it the other way" in spot["hint"]  # in _SKIP
+
+
+ISINSTANCE = """\
+def target(view):
+    if isinstance(view.page_size, Marker):
+        return {"page_size": 1}
+    return {"page_size": 2}
+"""
+
+
+@pytest.mark.parametrize("binding", ["{object: {}}", "{call: null}"])
+def test_a_stand_in_tested_as_a_class_is_refused_naming_the_line(tmp_path, binding):
+    """SGLang's name would be a class; a binding (an object, a function) is not one, so
+    `isinstance(x, Marker)` is refused (exit 4) rather than a TypeError outcome."""
+    sha = FixtureRepo(tmp_path / "repo").commit("isinstance", {PATH: ISINSTANCE})
+    matrix = tmp_path / "m.yaml"
+    matrix.write_text(plain_matrix("isinstance") + f"bindings:\n  Marker: {binding}\n")
+    done = run_cli("diff", sha, sha, "--repo", str(tmp_path / "repo"), "--matrix", str(matrix),
+                   "--format", "json", "--no-cache")  # fmt: skip
+    note = json.loads(done.out)["notes"].get("base", "")
+    assert done.code == 4 and "isinstance() against Marker" in note and f"{PATH}:2" in note, note

@@ -357,6 +357,10 @@ TYPE_FIX = (
     "the world stands in for {project}'s objects, not for their classes: compare their "
     "attributes instead (see docs/security.md)"
 )
+CLASS_FIX = (
+    "the world's stand-in is not {project}'s class, so what isinstance() or issubclass() "
+    "against it gives is not {project}'s: bind what the code tests instead"
+)
 
 
 def stand_in_class(
@@ -369,7 +373,9 @@ def stand_in_class(
     """A class for the world's stand-ins: only the special `methods` given (no method
     evaluated code can call by a plain name), of module `world`, not the harness's.
     Making an instance (`type(x)()`), subclassing it and asking its `repr` (SGLang's
-    names an address) are refused on `probe`. `name` is the class's (as SGLang's
+    names an address) are refused on `probe`, as is testing an object against one
+    (`isinstance(x, stand_in)`: Python's TypeError would be no answer of SGLang's).
+    `name` is the class's (as SGLang's
     object's, which Python's own messages show: `'ResolvedView' object is not
     iterable`), else the label. Instances are made by
     `object.__new__(cls)`; `type()` in evaluated code refuses them (`is_stand_in`)."""
@@ -383,8 +389,15 @@ def stand_in_class(
     def __repr__(self: Any) -> str:
         raise refusal(probe, f"repr({label})", REPR_FIX)
 
+    def __instancecheck__(self: Any, obj: Any) -> bool:  # `isinstance(x, stand_in)`
+        raise refusal(probe, f"isinstance() against {label}", CLASS_FIX)
+
+    def __subclasscheck__(self: Any, cls: Any) -> bool:
+        raise refusal(probe, f"issubclass() against {label}", CLASS_FIX)
+
     namespace = {"__new__": __new__, "__init_subclass__": __init_subclass__,
-                 "__repr__": __repr__, **methods}  # fmt: skip
+                 "__repr__": __repr__, "__instancecheck__": __instancecheck__,
+                 "__subclasscheck__": __subclasscheck__, **methods}  # fmt: skip
     name = name or label
     namespace.update(__slots__=slots, __module__=STAND_IN_MODULE, __qualname__=name)
     cls = type(name, (), namespace)
@@ -505,9 +518,17 @@ def _function_class() -> tuple[type, dict[str, Any]]:
     def __repr__(self: Any) -> str:
         raise refused(self, None, REPR_FIX)
 
+    def tested(check: str) -> Callable[[Any, Any], bool]:  # `isinstance(x, f)`, ...
+        def test(self: Any, other: Any) -> bool:
+            name = found["name"].__get__(self)
+            raise refusal(found["probe"].__get__(self), f"{check}() against {name}", CLASS_FIX)
+
+        return test
+
     methods = {"__call__": __call__, "__getattribute__": __getattribute__,
                "__setattr__": __setattr__, "__delattr__": __delattr__,
-               "__repr__": __repr__}  # fmt: skip
+               "__repr__": __repr__, "__instancecheck__": tested("isinstance"),
+               "__subclasscheck__": tested("issubclass")}  # fmt: skip
     cls = stand_in_class("function", methods, None, tuple(slots.values()))
     found.update({field: vars(cls)[slot] for field, slot in slots.items()})
     return cls, found
