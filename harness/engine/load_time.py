@@ -18,8 +18,9 @@ it by an import, anywhere in the closure) is:
 
 and nothing of `F` can outlive the call made there: `@F` must hand back what it is
 given (`return fn`), `@F(...)` a function nested in `F` that does; no function nested
-in `F` is read other than by `return`, none is a lambda or a generator. An attribute
-read of the name anywhere (`module.F`) disqualifies it. Each pass drops a function
+in `F` is read other than by `return`, none is a lambda or a generator, `F` defines no
+class. `F` itself is not decorated (a decorator may keep it where a call finds it), and
+an attribute read of its name anywhere (`module.F`) disqualifies it. Each pass drops a function
 whose reads no longer qualify, until none is dropped.
 """
 
@@ -45,8 +46,9 @@ def load_time_only(closure: Closure) -> frozenset[int]:
                   for n in ast.walk(node) if isinstance(n, ast.Attribute)}  # fmt: skip
     called = {(closure.path, closure.function)}  # by harness: the target, the view's methods
     called |= {(path, METHOD_PREFIX + name) for name, path in closure.methods}
-    kept = {key for key, node in defs.items()
-            if key not in called and _sealed(node) and not names[key] & attributes}  # fmt: skip
+    kept = {key for key, node in defs.items()  # decorated: its decorator may keep it
+            if key not in called and not node.decorator_list and _sealed(node)
+            and not names[key] & attributes}  # fmt: skip
     while True:
         inside = {id(defs[key]) for key in kept}
         dropped = {key for key in kept if not _only_loading(closure, names[key], defs[key], inside)}
@@ -170,9 +172,9 @@ def _own(node: Def) -> Iterable[ast.AST]:
 
 def _sealed(node: Def) -> bool:
     """Nothing the function makes can outlive its call but through `return`: no lambda,
-    no generator, and each nested function read only by `return`."""
+    class or generator, and each nested function read only by `return`."""
     inner = [n for n in ast.walk(node) if isinstance(n, Def) and n is not node]
-    escapes = ast.Lambda | ast.Yield | ast.YieldFrom | ast.Await
+    escapes = ast.Lambda | ast.ClassDef | ast.Yield | ast.YieldFrom | ast.Await
     if any(isinstance(n, escapes) for n in ast.walk(node)):
         return False
     nested = {n.name for n in inner}

@@ -182,11 +182,10 @@ def _leaves_state(function: Function, generators: frozenset[str]) -> tuple[int, 
     (what it writes, it writes before any call)."""
     nodes = _own_nodes(function)
     parents = {id(c): p for p in [function, *nodes] for c in ast.iter_child_nodes(p)}
-    fresh = _fresh_locals(function)
-    for child in nodes:
+    for child in nodes:  # (a fresh local's bound method too: it may be kept)
         if _makes_iterator(child, generators) and not _used_up(child, parents):
             return child.lineno, f"keeps an iterator as its file loads ({ast.unparse(child)})"
-        if _mutator_taken(child, parents, fresh):
+        if _mutator_taken(child, parents):
             return child.lineno, f"keeps the bound method {ast.unparse(child)}"
     return None
 

@@ -156,3 +156,88 @@ def target(view):
 def test_an_iterator_a_registering_function_keeps_is_state_the_calls_share():
     """The iterator is made as the file loads, and each call takes one item of it."""
     assert "keeps an iterator" in (reason(ITERATOR) or "")
+
+
+DECORATED_REGISTRAR = """\
+REG = {}
+
+
+def register(name):
+    def decorator(fn):
+        REG[name] = fn
+        return fn
+
+    return decorator
+
+
+@register("hook")
+def bump(fn):
+    REG["count"] = REG.get("count", 0) + 1
+    return fn
+
+
+@bump
+def one(view):
+    return {}
+
+
+def target(view):
+    REG["hook"](None)
+    return {"page_size": REG["count"]}
+"""
+CLASS_IN_REGISTRAR = """\
+REG = {}
+
+
+def register(name):
+    class Hook:
+        def run(self):
+            REG["n"] = REG.get("n", 0) + 1
+
+    REG[name] = Hook()
+    return lambda fn: fn
+
+
+@register("a")
+def one(view):
+    return {}
+
+
+def target(view):
+    REG["a"].run()
+    return {"page_size": REG["n"]}
+"""
+BOUND_METHOD = """\
+REG = {}
+
+
+def register(name):
+    def decorator(fn):
+        seen = []
+        REG[name] = seen
+        REG[name + ".push"] = seen.append
+        return fn
+
+    return decorator
+
+
+@register("a")
+def one(view):
+    return {}
+
+
+def target(view):
+    REG["a.push"](1)
+    return {"page_size": len(REG["a"])}
+"""
+
+
+@pytest.mark.parametrize(
+    "source",
+    [DECORATED_REGISTRAR, CLASS_IN_REGISTRAR, BOUND_METHOD],
+    ids=["registrar-itself-registered", "class-in-registrar", "fresh-bound-method-kept"],
+)
+def test_a_registrar_whose_work_a_call_can_reach_is_judged(source: str):
+    """Each call of the target changes what the next one reads (a count, a list): the
+    registrar it reaches through the registry is not one only loading can call."""
+    assert reason(source) is not None
