@@ -601,20 +601,32 @@ def test_a_definition_whose_load_time_code_runs_the_repository_is_not_left_out(t
     assert code == 4 and "is not allowed in evaluated code" in note, (code, note)
 
 
-@pytest.mark.parametrize("shape", list(IMPORTS_FOR_EFFECT))
-def test_an_import_for_its_effects_is_found_inside_try_and_in_packages(tmp_path, shape):
-    """An import run for what its code does is found inside `try`, and in the package
-    `__init__.py` a dotted import runs first: what that code appends to the table the
-    entry reads is there (one item: page size 1 on every cell), as in SGLang."""
-    files = {f"{PKG}/__init__.py": "", f"{PKG}/reg.py": "REG = []\n",
-             f"{PKG}/plugin.py": SIDE_IMPORT, f"{PKG}/sub/__init__.py": SIDE_IMPORT,
-             f"{PKG}/sub/leaf.py": "LEAF = 1\n",
-             f"{PKG}/pipeline.py": "from sglang.srt.arg_groups.reg import REG\n"
-             + IMPORTS_FOR_EFFECT[shape] + ENTRY + "    server_args.page_size = len(REG)\n"}  # fmt: skip
-    code, report, root, sha, matrix = entry_diff(tmp_path, files, backends("null"))
+def effect_files(shape: str) -> dict[str, str]:
+    return {f"{PKG}/__init__.py": "", f"{PKG}/reg.py": "REG = []\n",
+            f"{PKG}/plugin.py": SIDE_IMPORT, f"{PKG}/sub/__init__.py": SIDE_IMPORT,
+            f"{PKG}/sub/leaf.py": "LEAF = 1\n",
+            f"{PKG}/pipeline.py": "from sglang.srt.arg_groups.reg import REG\n"
+            + IMPORTS_FOR_EFFECT[shape] + ENTRY + "    server_args.page_size = len(REG)\n"}  # fmt: skip
+
+
+def test_a_package_imported_for_its_effects_runs_them(tmp_path):
+    """`import a.sub.leaf` runs the package `a/sub/__init__.py` first: what it appends to
+    the table the entry reads is there (one item: page size 1 on every cell)."""
+    code, report, root, sha, matrix = entry_diff(tmp_path, effect_files("package"),
+                                                 backends("null"))  # fmt: skip
     assert (code, report["notes"]) == (0, {}), report["notes"]
     table = evaluate_at(root, sha, load_matrix(str(matrix))).table
     assert [table.outcome_at(i).value for i in range(4)] == [1, 1, 1, 1]
+
+
+def test_an_import_for_its_effects_inside_try_is_refused_naming_it(tmp_path):
+    """Whether an import in a `try` runs is not read: a file imported there whose code
+    does more than bind names makes the entry unevaluable, naming the import and the
+    statement."""
+    code, report, *_ = entry_diff(tmp_path, effect_files("guarded"), backends("null"))
+    note = report["notes"].get("base", "")
+    assert code == 4 and f"pipeline.py:2 imports {PKG}/plugin.py in a block" in note, note
+    assert f"module-level code at {PKG}/plugin.py:3 may change" in note, note
 
 
 def test_a_method_its_class_binds_again_is_refused_where_called(tmp_path):
@@ -626,3 +638,90 @@ def test_a_method_its_class_binds_again_is_refused_where_called(tmp_path):
                    "json", "--no-cache")  # fmt: skip
     note = json.loads(done.out)["notes"]["base"]
     assert done.code == 4 and "self.pick is read at" in note and "rebound" in note, note
+
+
+# --- what importing the resolution code runs, and when -----------------------------
+
+REGBASE = """\
+REG = []
+
+
+def register(tag):
+    def deco(fn):
+        REG.append(tag)
+        return fn
+
+    return deco
+"""
+FAMILY = """\
+from sglang.srt.arg_groups.regbase import register
+
+
+@register("{tag}")
+def _provider(server_args):
+    return {{}}
+"""
+READS_REG = "from sglang.srt.arg_groups.regbase import REG\n"
+SETS_BACKEND = '    server_args.attention_backend = ",".join(REG) or "none"\n'
+INTERLEAVED = (
+    FAMILY.format(tag="x") + "\n\nfrom sglang.srt.arg_groups import y  # noqa: E402, F401\n"
+)
+LAZY = """\
+def helper():
+    from sglang.srt.arg_groups import x  # noqa: F401
+
+    return "!"
+"""
+NESTED = """\
+from sglang.srt.arg_groups.regbase import register
+
+try:
+
+    @register("x")
+    def _provider(server_args):
+        return {}
+
+except ImportError:
+    pass
+"""
+
+
+def line_of(text: str, fragment: str) -> int:
+    return next(n for n, line in enumerate(text.splitlines(), 1) if fragment in line)
+
+
+@pytest.mark.parametrize(
+    "files, says",
+    [
+        ({"x.py": INTERLEAVED, "y.py": FAMILY.format(tag="y"),
+          "pipeline.py": READS_REG + "import sglang.srt.arg_groups.x  # noqa: F401\n" + ENTRY
+          + SETS_BACKEND},
+         f"{PKG}/x.py:{line_of(INTERLEAVED, 'def _provider')} changes what the resolution "
+         f"reads before {PKG}/x.py:{line_of(INTERLEAVED, 'import y')} imports"),
+        ({"x.py": FAMILY.format(tag="x"), "lazy.py": LAZY,
+          "pipeline.py": READS_REG + "from sglang.srt.arg_groups.lazy import helper\n" + ENTRY
+          + "    helper()\n" + SETS_BACKEND},
+         f"{PKG}/lazy.py:2 imports {PKG}/x.py in a function"),
+    ],
+    ids=["registers-before-importing", "imported-in-a-function"],
+)  # fmt: skip
+def test_a_registration_python_would_run_at_another_moment_is_refused(tmp_path, files, says):
+    """Python runs x's registration before y's (it registers, then imports y), or when
+    a function first imports it; harness loads each file whole, before the call: the
+    entry is refused (exit 4), naming where, rather than joined in another order."""
+    tree = {f"{PKG}/regbase.py": REGBASE, **{f"{PKG}/{n}": t for n, t in files.items()}}
+    code, report, *_ = entry_diff(tmp_path, tree, backends("null"))
+    note = report["notes"].get("base", "")
+    assert code == 4 and says in note, note
+
+
+def test_a_registering_definition_inside_try_registers_as_the_file_loads(tmp_path):
+    """`@register` on a def inside `try:` runs as the file loads: the table holds it
+    (attention backend "x" on every cell, as plain Python gives)."""
+    tree = {f"{PKG}/regbase.py": REGBASE, f"{PKG}/x.py": NESTED,
+            f"{PKG}/pipeline.py": READS_REG + "import sglang.srt.arg_groups.x  # noqa: F401\n"
+            + ENTRY + SETS_BACKEND.replace("attention_backend", "page_size")}  # fmt: skip
+    code, report, root, sha, matrix = entry_diff(tmp_path, tree, backends("null"))
+    assert (code, report["notes"]) == (0, {}), report["notes"]
+    table = evaluate_at(root, sha, load_matrix(str(matrix))).table
+    assert [table.outcome_at(i).value for i in range(4)] == ["x"] * 4

@@ -17,9 +17,23 @@ from __future__ import annotations
 import ast
 import posixpath
 from collections.abc import Callable, Iterable, Iterator
+from typing import NamedTuple
 
+from harness.closure.index import index_module
+from harness.closure.inert import inert
 from harness.closure.modules import RevisionFiles
+from harness.closure.names import postpones
 from harness.closure.pieces import SourceCache
+
+Placed = tuple[ast.stmt, int]  # a top-level statement and its piece's line offset
+
+
+class Imports(NamedTuple):
+    """What importing the closure's files runs (see `import_order`)."""
+
+    order: list[str]  # the files, in the order Python finishes running them
+    cycles: frozenset[str]  # files on an import cycle (one Python enters half-run)
+    guarded: list[tuple[str, int, str]]  # (file, line, module): an import in `if`, `try`
 
 
 def import_order(
@@ -27,53 +41,115 @@ def import_order(
     files: RevisionFiles,
     roots: Iterable[str],
     resolution_code: Callable[[str], bool],
-) -> list[str]:
-    """`roots` and the resolution code they import at module level, transitively, each
-    file once, in the order Python would finish running them importing `roots` in turn
-    (an import cycle is entered once, as Python enters it)."""
+) -> Imports:
+    """`roots` and the resolution code they import with a top-level `import` statement,
+    transitively, each file once, in the order Python would finish running them
+    importing `roots` in turn. An import inside `if`, `try` or another block may not
+    run: it is listed, not followed."""
     done: list[str] = []
     started: set[str] = set()
+    cycles: set[str] = set()
+    guarded: list[tuple[str, int, str]] = []
     for root in roots:
         if root in started:
             continue
         started.add(root)
-        stack = [(root, _imports_of(cache, files, root, resolution_code))]
+        stack = [(root, _imports_of(cache, files, root, resolution_code, guarded))]
         while stack:  # depth first, by hand: an import chain may be longer than Python's stack
             path, pending = stack[-1]
-            module = next((m for m in pending if m not in started), None)
+            module = next(pending, None)
             if module is None:
                 stack.pop()
                 done.append(path)
+            elif module in started:
+                on_stack = [p for p, _ in stack]
+                ancestor = module == path or module in _packages(files, path)  # as Python
+                if module in on_stack and not ancestor:  # back to a file still running
+                    cycles.update(on_stack[on_stack.index(module) :])
             else:
                 started.add(module)
-                stack.append((module, _imports_of(cache, files, module, resolution_code)))
-    return done
+                stack.append((module, _imports_of(cache, files, module, resolution_code,
+                                                  guarded)))  # fmt: skip
+    return Imports(done, frozenset(cycles), guarded)
 
 
 def _imports_of(cache: SourceCache, files: RevisionFiles, path: str,
-                resolution_code: Callable[[str], bool]) -> Iterator[str]:  # fmt: skip
+                resolution_code: Callable[[str], bool],
+                guarded: list[tuple[str, int, str]]) -> Iterator[str]:  # fmt: skip
     """The resolution code importing `path` runs first, in order: its packages'
-    `__init__.py`, then what its top-level statements import."""
+    `__init__.py`, then what its top-level import statements import (what one in a
+    block would import goes to `guarded`)."""
     for package in _packages(files, path):
         if resolution_code(package):
             yield package
-    for node in _statements(cache, files, path):
-        for module in _imported(files, node, path):
-            if resolution_code(module):
+    for node, offset in _statements(cache, files, path):
+        for module in _imported(cache, files, node, path):
+            if not resolution_code(module):
+                continue
+            if isinstance(node, ast.Import | ast.ImportFrom):
                 yield module
+            else:
+                guarded.append((path, node.lineno + offset, module))
 
 
-def _statements(cache: SourceCache, files: RevisionFiles, path: str) -> list[ast.stmt]:
-    """The file's top-level statements (the pieces' nodes are shared: read them, never
-    change them)."""
+def imports_in_functions(
+    cache: SourceCache, files: RevisionFiles, path: str, resolution_code: Callable[[str], bool]
+) -> list[tuple[int, str]]:
+    """(line, module) of each resolution-code module an import inside a function of
+    `path` runs when that function does (not as the file loads)."""
+    found = []
+    for node, offset in _statements(cache, files, path):
+        at_load = {id(n) for n in _load_time(node)}
+        found += [(n.lineno + offset, module) for n in ast.walk(node)
+                  if isinstance(n, ast.Import | ast.ImportFrom) and id(n) not in at_load
+                  for module in _imported(cache, files, n, path)
+                  if resolution_code(module)]  # fmt: skip
+    return found
+
+
+def first_imports(cache: SourceCache, files: RevisionFiles, path: str,
+                  resolution_code: Callable[[str], bool]) -> list[tuple[int, str]]:  # fmt: skip
+    """(line, module) of each top-level import statement of `path` into the resolution
+    code, in order."""
+    placed = _statements(cache, files, path)
+    return [(node.lineno + offset, module) for node, offset in placed
+            if isinstance(node, ast.Import | ast.ImportFrom)
+            for module in _imported(cache, files, node, path)
+            if resolution_code(module)]  # fmt: skip
+
+
+def not_inert(cache: SourceCache, files: RevisionFiles, path: str,
+              resolution_code: Callable[[str], bool]) -> list[tuple[int, ast.stmt]]:  # fmt: skip
+    """(line, statement) of each top-level statement of `path` that may do more than bind
+    names as the file loads (`harness.closure.inert`)."""
+    placed = _statements(cache, files, path)
+    nodes = [node for node, _ in placed]
+    outside = _outside_names(cache, files, nodes, path, resolution_code)
+    postponed = postpones(nodes)
+    renamed = _binds(cache, files, path, "__name__")  # then `__name__` is no plain str
+    return [(node.lineno + offset, node) for node, offset in placed
+            if not inert(node, outside, postponed) or (renamed and _reads_name(node))]  # fmt: skip
+
+
+def _reads_name(node: ast.stmt) -> bool:
+    return any(isinstance(n, ast.Name) and n.id == "__name__" for n in ast.walk(node))
+
+
+def _statements(cache: SourceCache, files: RevisionFiles, path: str) -> list[Placed]:
+    """The file's top-level statements, each with the line its piece starts after (the
+    pieces' nodes are shared and piece-relative: read them, never change them)."""
     layout = cache.layout_of(files, path)
-    return [] if layout is None else [node for piece in layout.pieces for node in piece.nodes]
+    if layout is None:
+        return []
+    return [(node, offset) for piece, offset in zip(layout.pieces, layout.lines, strict=True)
+            for node in piece.nodes]  # fmt: skip
 
 
-def _imported(files: RevisionFiles, node: ast.stmt, path: str) -> list[str]:
+def _imported(cache: SourceCache, files: RevisionFiles, node: ast.stmt, path: str) -> list[str]:
     """The repository files a top-level statement's imports run, anywhere in it but in a
     function's body (`if`, `try`, a class body run as the file loads): each module, the
-    packages above it, and submodules named by `from package import module`."""
+    packages above it, and submodules named by `from package import module` (when the
+    package binds no such name: Python then imports it)."""
     found: list[str | None] = []
     for child in _load_time(node):
         if isinstance(child, ast.Import):
@@ -81,11 +157,48 @@ def _imported(files: RevisionFiles, node: ast.stmt, path: str) -> list[str]:
                 found += _dotted(files, alias.name, path, 0)
         elif isinstance(child, ast.ImportFrom):
             module = child.module or ""
+            package = files.module_file(module, path, child.level)
             found += _dotted(files, module, path, child.level)
             for alias in child.names:
+                if package is not None and _binds(cache, files, package, alias.name):
+                    continue
                 name = f"{module}.{alias.name}" if module else alias.name
                 found.append(files.module_file(name, path, child.level))
     return [f for f in found if f is not None]
+
+
+def _binds(cache: SourceCache, files: RevisionFiles, path: str, name: str) -> bool:
+    """Whether the file at `path` binds `name` at the top level other than by importing
+    it from itself (in a package's `__init__.py`, `from . import name` binds the
+    submodule)."""
+    layout = cache.layout_of(files, path)
+    if layout is None:
+        return False
+    for binding in layout.memo("top-level names", index_module).get(name, ()):
+        for node in _load_time(binding.statement.node):  # (in `if`, `try` too)
+            if isinstance(node, ast.ImportFrom) and name in _aliases(node):
+                if files.module_file(node.module or "", path, node.level) != path:
+                    return True
+            elif name in _bound_here(node):
+                return True
+    return False
+
+
+def _aliases(node: ast.ImportFrom) -> set[str]:
+    return {alias.asname or alias.name for alias in node.names}
+
+
+def _bound_here(node: ast.AST) -> set[str]:
+    """The names one node binds by itself (not what it holds)."""
+    if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+        return {node.name}
+    if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store | ast.Del):
+        return {node.id}
+    if isinstance(node, ast.Import):
+        return {(a.asname or a.name).split(".")[0] for a in node.names}
+    if isinstance(node, ast.ImportFrom):
+        return _aliases(node)
+    return set()
 
 
 def _dotted(files: RevisionFiles, module: str, path: str, level: int) -> list[str | None]:
@@ -115,9 +228,31 @@ def imports_at_load(nodes: list[ast.stmt]) -> bool:
 
 
 def _load_time(node: ast.AST):
-    """The nodes of a statement that run as its file loads (not a function's body)."""
+    """The nodes of a statement that run as its file loads (not a function's body: a
+    def's decorators, defaults and annotations)."""
     yield node
+    if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+        args = node.args
+        parts = [*node.decorator_list, *args.defaults, *args.kw_defaults, node.returns,
+                 *(a.annotation for a in [*args.posonlyargs, *args.args, *args.kwonlyargs,
+                                          args.vararg, args.kwarg] if a is not None)]  # fmt: skip
+        for part in parts:
+            if part is not None:
+                yield from _load_time(part)
+        return
     for child in ast.iter_child_nodes(node):
-        if isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda):
-            continue
-        yield from _load_time(child)
+        if not isinstance(child, ast.Lambda):
+            yield from _load_time(child)
+
+
+def _outside_names(cache: SourceCache, files: RevisionFiles, nodes: list[ast.stmt], path: str,
+                   resolution_code: Callable[[str], bool]) -> frozenset[str]:  # fmt: skip
+    """Names the file binds by importing from outside the resolution code (or from what
+    the repository does not hold): calls rooted at them run no code of the resolution."""
+    names = set()
+    for node in nodes:
+        if isinstance(node, ast.Import | ast.ImportFrom):
+            sources = _imported(cache, files, node, path)
+            if not any(resolution_code(s) for s in sources):
+                names |= {(a.asname or a.name).split(".")[0] for a in node.names}
+    return frozenset(names)

@@ -21,9 +21,17 @@ from dataclasses import dataclass, field
 from functools import cached_property
 
 from harness.closure.defaults import NO_DEFAULTS, Defaults
-from harness.closure.effects import import_order, imports_at_load
+from harness.closure.effects import (
+    Imports,
+    first_imports,
+    import_order,
+    imports_at_load,
+    imports_in_functions,
+    not_inert,
+)
 from harness.closure.facts import WorldFacts
 from harness.closure.index import DEFINITION, Binding, definitions_in, imported_in, names_bound
+from harness.closure.inert import inert
 from harness.closure.modules import RevisionFiles
 from harness.closure.mutations import ANY, Effects, Reach, effects_reader
 from harness.closure.names import postpones
@@ -167,18 +175,98 @@ def extract_closure(
 
 
 def read_imports(cache: SourceCache, files: RevisionFiles, resolver: Resolver) -> list[str]:
-    """Read, as files of the closure, the resolution code the closure's files import at
-    module level (`harness.closure.effects`): what their load-time code changes that the
-    closure reads comes along. Until no more come in: what comes along may import more.
-    The files, in the order Python finishes running them."""
+    """Read, as files of the closure, the resolution code the closure's files import with
+    a top-level import statement (`harness.closure.effects`): what their load-time code
+    changes that the closure reads comes along. Until no more come in: what comes along
+    may import more. Then check that loading them file by file, in the order Python
+    finishes running them, is what Python does (`check_effects`); that order."""
+    added: list[str] = []
     while True:
         roots = [files.target, *sorted(resolver.layouts)]
-        order = import_order(cache, files, roots, resolver.resolution_code)
-        fresh = [path for path in order if path not in resolver.layouts]
+        imports = import_order(cache, files, roots, resolver.resolution_code)
+        fresh = [path for path in imports.order if path not in resolver.layouts]
         if not fresh:
-            return order
+            check_effects(cache, files, resolver, imports, added)
+            return imports.order
+        added += fresh
         for path in fresh:
             resolver.index(path)
+
+
+def check_effects(cache: SourceCache, files: RevisionFiles, resolver: Resolver,
+                  imports: Imports, added: list[str]) -> None:  # fmt: skip
+    """Raise Unevaluable where the entry's files, loaded whole one after another, may not
+    do what importing them does: a file imported in a block (`if`, `try`) whose code
+    does more than bind names (whether it runs is not read); a statement of a file read
+    only for its effects that does more and is not in the closure (what it changes is
+    not followed); a file that changes data the closure reads before it imports one that
+    does too (Python interleaves the two); such files on an import cycle; a file that
+    changes another's data and is loaded only by an import inside a function (Python
+    runs it then)."""
+    code, changers = resolver.resolution_code, resolver.changers
+    for path, line, module in imports.guarded:
+        if module not in imports.order:
+            where = f"{path}:{line} imports {module} in a block"
+            _inert_imports(cache, files, code, module, where, imports.order)
+    for path in imports.order:  # an import in a function runs its module at a call
+        for line, module in imports_in_functions(cache, files, path, code):
+            if module not in imports.order:
+                where = f"{path}:{line} imports {module} in a function"
+                _inert_imports(cache, files, code, module, where, imports.order)
+    included = {(path, line) for path, line, member in resolver.included if member < 0}
+    for path in added:
+        for line, _ in not_inert(cache, files, path, code):
+            if (path, line) not in included:
+                raise Unevaluable(_effect_reason(f"{path} is imported for its effects", path, line))
+    changing = {path for path, _, _ in changers}
+    loaded = set(import_order(cache, files, [files.target], code).order)  # before the call
+    for path, line, where in sorted(changers):
+        if where != path and path not in loaded:
+            raise Unevaluable(
+                f"{path}:{line} changes {where} as it loads, and only an import inside a "
+                "function loads it: Python runs it at that import, harness before the "
+                "entry is called"
+            )
+    for path in sorted(changing & imports.cycles):
+        raise Unevaluable(
+            f"{path} changes what the resolution reads as it loads, and is on an import "
+            "cycle: what Python runs of it first is not read"
+        )
+    for path in sorted(changing):
+        first = min(line for p, line, _ in changers if p == path)
+        for line, module in first_imports(cache, files, path, code):
+            after = import_order(cache, files, [module], code).order
+            if line > first and module != path and changing & set(after) - {path}:
+                raise Unevaluable(
+                    f"{path}:{first} changes what the resolution reads before {path}:{line} "
+                    f"imports {module}, whose loading changes it too: harness loads a file "
+                    "whole, after what it imports, so the two would run in another order"
+                )
+
+
+def _inert_imports(cache: SourceCache, files: RevisionFiles, code: Callable[[str], bool],
+                   module: str, where: str, loaded: list[str]) -> None:  # fmt: skip
+    """Raise Unevaluable unless `module`, and all it imports in turn that is not `loaded`
+    anyway, only binds names."""
+    seen, pending = {module}, [module]
+    while pending:
+        found = import_order(cache, files, [pending.pop()], code)
+        for path in (p for p in found.order if p not in loaded):
+            bad = not_inert(cache, files, path, code)
+            if bad:
+                raise Unevaluable(_effect_reason(where, path, bad[0][0]))
+        for _, _, inner in found.guarded:
+            if inner not in seen:
+                seen.add(inner)
+                pending.append(inner)
+
+
+def _effect_reason(where: str, path: str, line: int) -> str:
+    return (
+        f"{where}, and its module-level code at {path}:{line} may change what the "
+        "resolution reads when the project imports it; an entry runs only the code its "
+        "names need, so it cannot resolve without it"
+    )
 
 
 def check_registries(resolver: Resolver) -> None:
@@ -371,8 +459,10 @@ def _harmless(
     if any(_rebinds(piece, watched, bound) for piece in removed + added):
         return None
     entry = getattr(last.closure, "entry", False)  # (a pipeline has none)
-    if entry and any(imports_at_load(piece.nodes) for piece in removed + added):
-        return None  # an entry runs what its files import for their effects: look again
+    late = postpones(statements_of(layout))
+    loads = [n for piece in removed + added for n in piece.nodes]
+    if entry and (imports_at_load(loads) or not all(inert(n, (), late) for n in loads)):
+        return None  # what an entry's files import, and do as they load: look again
     consulted: set[str] = set()
     read = effects_reader(postpones(statements_of(layout)))  # old's too, or not reused
     for pieces, where in ((removed, old), (added, layout)):

@@ -18,7 +18,8 @@ values, or an attribute, item or call chain rooted at a name the harness leaves
 unbound in that file (`deferred`: the project's process binds it to code
 outside the resolution code, which can change only state the resolution reaches
 through more such names, each refused where reached) whose arguments and
-indexes are constants or such chains themselves. A name read is inert as a
+indexes are constants (or `__name__`, the module's name:
+`logging.getLogger(__name__)`) or such chains themselves. A name read is inert as a
 value only: as a decorator, a base, a metaclass or a test it runs code, so
 there only a deferred chain is. Rebinding a deferred name makes code not inert.
 """
@@ -144,6 +145,8 @@ def _plain(node: ast.expr, deferred: Deferred) -> bool:
         return all(_plain(e, deferred) for e in node.elts)
     if isinstance(node, ast.Starred):
         return False
+    if isinstance(node, ast.Name) and node.id == "__name__":  # the module's name: a str
+        return True
     return _called(node, deferred)
 
 

@@ -95,7 +95,15 @@ def effects(node: ast.stmt, postponed: bool = False) -> Effects:
         calls.update(n for part in [*node.bases, *node.keywords] for n in _names_read(part))
         calls.update(_called_in_body(node, calls))
     used = {n for part in _load_time(node, False, postponed) for n in _names_read(part)}
-    return Effects(frozenset(names), frozenset(calls), frozenset(results), frozenset(used))
+    found = Effects(frozenset(names), frozenset(calls), frozenset(results), frozenset(used))
+    if isinstance(node, DEFINES):
+        return found
+    inner = [effects(n, postponed) for n in _walk(node, False) if isinstance(n, DEFINES)]
+    return _joined([found, *inner])  # a def in `if`, `try`: its decorators run too
+
+
+def _joined(found: list[Effects]) -> Effects:
+    return Effects(*(frozenset().union(*parts) for parts in zip(*found, strict=True)))
 
 
 def effects_reader(postponed: bool) -> tuple[str, Callable[[ast.stmt], Effects]]:

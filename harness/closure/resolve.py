@@ -37,6 +37,7 @@ from harness.errors import Unevaluable
 
 TARGET, HELPER, METHOD = "target", "helper", "method"  # how a statement enters a closure
 METHOD_PREFIX = "_harness_view_method_"  # a view method compiled as a plain function
+RESERVED = "_harness_"  # names the repository may not bind (METHOD_PREFIX's)
 
 
 class ViewClass(NamedTuple):
@@ -153,6 +154,7 @@ class Resolver:
         self.indexes: dict[str, dict[str, list[Binding]]] = {}
         self.layouts: dict = {}
         self.imported: list[str] = []  # an entry's files, in the order the project loads them
+        self.changers: set[tuple[str, int, str]] = set()  # (file, line, the data's file)
         self.first_missed = len(files.missed)  # what `missing` counts from
         self.included: dict[tuple[str, int, int], Part] = {}  # by (file, line, member)
         self.needs: dict[tuple[str, str], str] = {}
@@ -169,7 +171,13 @@ class Resolver:
             if refused is not None:  # what an import of the file would raise
                 raise Unevaluable(refused)
             self.layouts[path] = layout
-            self.indexes[path] = index_module(layout)
+            self.indexes[path] = index = index_module(layout)
+            reserved = next((name for name in index if name.startswith(RESERVED)), None)
+            if reserved is not None:  # it would clash with what harness compiles
+                raise Unevaluable(
+                    f"{path} binds {reserved}: a name starting with {RESERVED} is one harness "
+                    "gives the methods it compiles; rename it"
+                )
             self._scan(path)
         return self.indexes[path]
 
@@ -327,6 +335,8 @@ class Resolver:
             for alias in node.names:
                 if alias.name in self.bound and alias.name not in self.chosen:
                     self._local_home(node, alias.name, path)
+                    self._imported_world_name(statement, alias.asname or alias.name, path, 1,
+                                              node)  # fmt: skip
                 if alias.name in self.bound or alias.name == "*":
                     continue
                 found = self._source_of(node, alias.asname or alias.name, path)
@@ -562,6 +572,7 @@ class Resolver:
         return self.reaches[path]
 
     def _mutation(self, path: str, statement: Statement, where: str, name: str) -> None:
+        self.changers.add((path, statement.lineno, where))
         if (path, statement.lineno, -1) in self.included:
             return
         try:
@@ -602,11 +613,13 @@ class Resolver:
             if name in self.index(module):
                 self._shadowed(name, Use(module, statement), hops + 1)
 
-    def _imported_world_name(self, statement: Statement, name: str, path: str, hops: int) -> None:
+    def _imported_world_name(self, statement: Statement, name: str, path: str, hops: int,
+                             node: ast.stmt | None = None) -> None:  # fmt: skip
         """Report the definition an import of a world name reads, when it is a file of the
         repository that defines the name itself and not where SGLang defines it (a PR's
-        `from .helpers import get_platform`); a home file is not read (`is_home`)."""
-        node = statement.node
+        `from .helpers import get_platform`, also inside a function: `node`, the import
+        the `statement` holds); a home file is not read (`is_home`)."""
+        node = statement.node if node is None else node
         if not isinstance(node, ast.ImportFrom):
             return
         alias = next(a for a in node.names if (a.asname or a.name) == name)
@@ -757,12 +770,20 @@ METHOD_KINDS = ("staticmethod", "classmethod")
 
 def method_kind(statement: Statement) -> str:
     """How the class binds its method (a member `statement`): "" (a plain method),
-    `staticmethod`, `classmethod` (decorated so, by those names), or "rebound" (another
-    statement of the class body binds the name: `pick = staticmethod(pick)`)."""
+    `staticmethod`, `classmethod` (decorated so, by those names), "rebound" (another
+    statement of the class body binds the name: `pick = staticmethod(pick)`),
+    "decorated" (by anything else: `@property`), or "super" (it calls `super()`, which
+    needs the class the method is compiled without, or defines a class, which Python
+    names after it)."""
     cls, node = statement.piece.nodes[statement.position], statement.node
     if any(other is not node and node.name in bound_names(other) for other in cls.body):
         return "rebound"
-    names = {d.id for d in node.decorator_list if isinstance(d, ast.Name)}
+    names = [d.id if isinstance(d, ast.Name) else "" for d in node.decorator_list]
+    if any(name not in METHOD_KINDS for name in names):
+        return "decorated"
+    if any((isinstance(n, ast.Name) and n.id == "super") or isinstance(n, ast.ClassDef)
+           for n in ast.walk(node)):  # fmt: skip
+        return "super"  # (a class defined there too: Python names it in the class)
     return next((kind for kind in METHOD_KINDS if kind in names), "")
 
 
