@@ -87,13 +87,92 @@ def test_the_class_defaults_and_type_are_the_configurations_class(tmp_path):
     [
         ("    server_args.page_size = len(ServerArgs.tags)\n", "ServerArgs.tags"),
         ("    server_args.page_size = ServerArgs.from_cli_args\n", "ServerArgs.from_cli_args"),
+        ("    server_args.page_size = ServerArgs()\n", "a new ServerArgs"),
+        ("    server_args.page_size = isinstance(ServerArgs, tuple)\n", "ServerArgs.__class__"),
+        ("    server_args.page_size = issubclass(ServerArgs, object)\n", "ServerArgs.__bases__"),
+        ("    class Mine(ServerArgs):\n        pass\n", "ServerArgs.__mro_entries__"),
     ],
 )
 def test_what_the_class_declares_no_literal_default_for_is_refused(tmp_path, more, what):
     """`tags` has a default_factory (no class attribute: Python raises AttributeError);
-    a method's code is not run: either read is refused (exit 4), naming it."""
+    a method's code is not run; the class is the world's (making one, testing it as a
+    class, subclassing it): each is refused (exit 4), naming it."""
     root, sha, matrix = commit(tmp_path, more)
     done = run_cli("diff", sha, sha, "--repo", str(root), "--matrix", str(matrix), "--format",
                    "json", "--no-cache")  # fmt: skip
     note = json.loads(done.out)["notes"].get("base", "")
     assert done.code == 4 and f"{what} is read at" in note, note
+
+
+@pytest.mark.parametrize(
+    "server_args_text, says",
+    [
+        (SERVER_ARGS + "\n\nServerArgs.default_page = 32\n", "is not a plain dataclass"),
+        (SERVER_ARGS.replace("    default_page: int = 16\n",
+                             "    default_page: int = 16\n    default_page = 32\n"),
+         "binds it more than once"),
+        (SERVER_ARGS.replace("@dataclasses.dataclass\n", "@dataclasses.dataclass(slots=True)\n"),
+         "is not a plain dataclass"),
+    ],
+    ids=["assigned-after", "bound-twice", "slots"],
+)  # fmt: skip
+def test_a_class_attribute_the_declaration_does_not_give_is_refused(
+    tmp_path, server_args_text, says
+):
+    """Python's `ServerArgs.default_page` is 32 (assigned after the class, or bound again
+    in its body) or a slot descriptor: not the declared 16, so it is refused (exit 4)."""
+    files = {**FILES, "python/sglang/srt/server_args.py": server_args_text,
+             f"{PKG}/pipeline.py": PIPELINE.format(more="")}  # fmt: skip
+    sha = FixtureRepo(tmp_path / "repo").commit("class", files)
+    (tmp_path / "m.yaml").write_text(MATRIX)
+    done = run_cli("diff", sha, sha, "--repo", str(tmp_path / "repo"), "--matrix",
+                   str(tmp_path / "m.yaml"), "--format", "json", "--no-cache")  # fmt: skip
+    note = json.loads(done.out)["notes"].get("base", "")
+    assert done.code == 4 and says in note, note
+
+
+def test_a_local_import_of_another_modules_class_of_that_name_is_refused(tmp_path):
+    """`from sglang.srt.arg_groups.helpers import ServerArgs` inside the entry reads that
+    module's class (its default_page is 99 in Python), not the configuration's: refused
+    (exit 4), naming the definition, as a module-level import of it is."""
+    pipeline = PIPELINE.format(more="").replace(
+        "from sglang.srt.server_args import ServerArgs",
+        "from sglang.srt.arg_groups.helpers import ServerArgs",
+    )
+    files = {**FILES, f"{PKG}/pipeline.py": pipeline,
+             f"{PKG}/helpers.py": "class ServerArgs:\n    default_page = 99\n"}  # fmt: skip
+    sha = FixtureRepo(tmp_path / "repo").commit("class", files)
+    (tmp_path / "m.yaml").write_text(MATRIX)
+    done = run_cli("diff", sha, sha, "--repo", str(tmp_path / "repo"), "--matrix",
+                   str(tmp_path / "m.yaml"), "--format", "json", "--no-cache")  # fmt: skip
+    note = json.loads(done.out)["notes"].get("base", "")
+    assert done.code == 4 and f"{PKG}/helpers.py:1 defines ServerArgs" in note, note
+
+
+NAMES_METHOD = """
+    def _pick(self, other):
+        def inner():
+            return 1
+
+        return inner.__qualname__ + "|" + (lambda: 0).__qualname__ + "|" + other.__name__
+"""
+
+
+def test_what_a_method_of_the_class_defines_is_named_as_in_the_class(tmp_path):
+    """A method of ServerArgs is compiled as a function of its own; what it defines is
+    named as Python names it in the class (`ServerArgs._pick.<locals>.inner`), and an
+    error calling it wrongly says so too."""
+    server_args = SERVER_ARGS + NAMES_METHOD
+    more = ("    server_args.attention_backend = server_args._pick(len)\n"
+            "    try:\n        server_args._pick()\n"
+            "    except TypeError as exc:\n        server_args.attention_backend += str(exc)\n")  # fmt: skip
+    files = {**FILES, "python/sglang/srt/server_args.py": server_args,
+             f"{PKG}/pipeline.py": PIPELINE.format(more=more)}  # fmt: skip
+    sha = FixtureRepo(tmp_path / "repo").commit("class", files)
+    for path, text in files.items():
+        (tmp_path / "tree" / path).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / "tree" / path).write_text(text)
+    (tmp_path / "m.yaml").write_text(MATRIX)
+    found = harness_outcomes(tmp_path / "repo", sha, tmp_path / "m.yaml", outputs=OUTPUTS)
+    assert found == plain_outcomes(tmp_path / "tree", AXES, OUTPUTS)
+    assert "ServerArgs._pick.<locals>.inner" in found[0][0], found[0]

@@ -234,3 +234,19 @@ def test_the_name_of_what_the_world_stands_in_for_is_refused_naming_the_line(tmp
     line = line_of(STAND_IN_NAME, "__qualname__")
     assert done.code == 4 and "__qualname__ of an object harness supplies" in note, note
     assert f"{PATH}:{line}" in note, note
+
+
+@pytest.mark.parametrize(
+    "head, says",
+    [
+        ("def target(view):\n    match view.backend:\n        case len.__name__:\n"
+         "            return {'page_size': 1}\n    return {}\n", "in a case pattern"),
+        ("def target(view):\n    class Mine(print):\n        pass\n\n    return {}\n",
+         "print.__mro_entries__ (a subclass) is made"),
+    ],
+    ids=["case-pattern", "subclass-of-a-stand-in"],
+)  # fmt: skip
+def test_what_cannot_be_answered_as_python_would_is_refused(tmp_path: Path, head: str, says):
+    done, report = diff(tmp_path, head)
+    note = report["notes"].get("head", "")
+    assert done.code == 4 and says in note, note

@@ -31,8 +31,10 @@ from typing import Any
 
 from harness.closure.lookup import FileIndexes
 from harness.closure.modules import RevisionFiles
+from harness.closure.mutations import ANY, effects
 from harness.closure.pieces import SourceCache, Statement
 from harness.closure.resolve import ViewClass
+from harness.closure.shadows import bound_names
 
 
 @dataclass(frozen=True)
@@ -60,13 +62,17 @@ class Defaults:
     fields: dict[str, Default]
     source: str = ""  # the class, as messages name it: `ServerArgs (python/.../server_args.py)`
     inputs: dict[str, Default] = field(default_factory=dict)  # the world's inputs (env vars)
+    class_attributes: bool = False  # `Class.field` is the field's default (see below)
 
     @property
     def digest(self) -> str:
-        text = "\0".join(
-            f"{kind}:{n}={d.value!r}:{d.refusal}"
-            for kind, table in (("field", self.fields), ("input", self.inputs))
-            for n, d in sorted(table.items())
+        text = (
+            "\0".join(
+                f"{kind}:{n}={d.value!r}:{d.refusal}"
+                for kind, table in (("field", self.fields), ("input", self.inputs))
+                for n, d in sorted(table.items())
+            )
+            + f"\0class attributes:{self.class_attributes}"
         )
         return hashlib.sha256(text.encode()).hexdigest()
 
@@ -77,18 +83,20 @@ class Defaults:
     def __reduce__(self) -> tuple:
         """Pickled as rows of plain values: every worker job carries the class's hundreds
         of fields, and dataclass objects pickle and unpickle several times slower."""
-        return _from_rows, (_rows(self.fields), self.source, _rows(self.inputs))
+        rows = (_rows(self.fields), self.source, _rows(self.inputs), self.class_attributes)
+        return _from_rows, rows
 
 
 def _rows(table: dict[str, Default]) -> list[tuple]:
     return [(name, d.value, d.where, d.refusal) for name, d in table.items()]
 
 
-def _from_rows(fields: list[tuple], source: str, inputs: list[tuple]) -> Defaults:
+def _from_rows(fields: list[tuple], source: str, inputs: list[tuple],
+               class_attributes: bool) -> Defaults:  # fmt: skip
     def table(rows: list[tuple]) -> dict[str, Default]:
         return {name: Default(value, where, refusal) for name, value, where, refusal in rows}
 
-    return Defaults(table(fields), source, table(inputs))
+    return Defaults(table(fields), source, table(inputs), class_attributes)
 
 
 NO_DEFAULTS = Defaults({})
@@ -101,11 +109,36 @@ def class_defaults(cache: SourceCache, files: RevisionFiles, view: ViewClass) ->
         return NO_DEFAULTS
     indexes = FileIndexes(cache, files)
     fields: dict[str, Default] = {}
-    for name in [*_namespaces(indexes(path), view.namespaces), view.name]:
+    namespaces = _namespaces(indexes(path), view.namespaces)
+    for name in [*namespaces, view.name]:
         found = _class(indexes, indexes.defined_at(path, name))
         if found is not None:
             fields.update(_declared(*found))
-    return Defaults(fields, f"{view.name} ({path})") if fields else NO_DEFAULTS
+    if not fields:
+        return NO_DEFAULTS
+    found = _class(indexes, indexes.defined_at(path, view.name))
+    attributes = not namespaces and found is not None and _plain_dataclass(cache, files, *found)
+    return Defaults(fields, f"{view.name} ({path})", class_attributes=attributes)
+
+
+def _plain_dataclass(cache: SourceCache, files: RevisionFiles, path: str, cls: Statement) -> bool:
+    """Whether the class's attributes are its fields' defaults, as for a dataclass without
+    `slots=True` whose module changes the class nowhere else (`Class.x = 1`)."""
+    node = cls.node
+    made = [d for d in node.decorator_list if _decorator_name(d) == "dataclass"]
+    if not made or len(node.decorator_list) != 1:
+        return False
+    slots = [k for k in getattr(made[0], "keywords", ()) if k.arg == "slots"]
+    if any(not (isinstance(k.value, ast.Constant) and k.value.value is False) for k in slots):
+        return False
+    layout = cache.layout_of(files, path)
+    others = [n for piece in layout.pieces for n in piece.nodes if n is not node]
+    return not any({node.name, ANY} & effects(n).names for n in others)
+
+
+def _decorator_name(node: ast.expr) -> str | None:
+    node = node.func if isinstance(node, ast.Call) else node
+    return node.attr if isinstance(node, ast.Attribute) else getattr(node, "id", None)
 
 
 def input_defaults(
@@ -151,13 +184,18 @@ def _namespaces(index: dict, list_name: str | None) -> list[str]:
 
 
 def _declared(path: str, cls: Statement) -> dict[str, Default]:
-    """The annotated fields of a class body, each with its default."""
+    """The annotated fields of a class body, each with its default (none read for a
+    name the body binds more than once: `x: int = 1` then `x = 2`)."""
     out = {}
+    bound = [name for node in cls.node.body for name in bound_names(node)]
     for node in cls.node.body:
         if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
             name = node.target.id
             if not name.startswith("__") and not _class_variable(node.annotation):
-                out[name] = _default(node.value, f"{path}:{node.lineno + cls.offset}")
+                where = f"{path}:{node.lineno + cls.offset}"
+                out[name] = _default(node.value, where)
+                if bound.count(name) > 1:
+                    out[name] = Default(None, where, f"the class binds it more than once ({where})")
     return out
 
 

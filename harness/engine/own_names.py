@@ -21,19 +21,30 @@ from pathlib import Path
 from types import BuiltinFunctionType, FunctionType, MethodType
 from typing import Any
 
+from harness.errors import Unevaluable
+
 NAMES = frozenset(("__name__", "__qualname__"))
 READER = "__name_of__"
 HARNESS = str(Path(__file__).resolve().parents[1])  # the harness package's directory
 FIX = "the object is harness's, whose name is not the project's"
 
 
-def rewritten(body: tuple[ast.stmt, ...]) -> tuple[ast.stmt, ...]:
-    """The statements with each read of `X.__name__` or `X.__qualname__` compiled as
-    `READER(X, "__name__")` (a copy of each statement holding one: nodes are shared)."""
-    return tuple(_rewrite(s) if _reads(s) else s for s in body)
+def rewritten(body: tuple[ast.stmt, ...], path: str) -> tuple[ast.stmt, ...]:
+    """The statements of the file at `path` with each read of `X.__name__` or
+    `X.__qualname__` compiled as `READER(X, "__name__")` (a copy of each statement holding
+    one: nodes are shared). In a `case` pattern, where only a dotted name may stand, such
+    a read is refused (Unevaluable)."""
+    return tuple(_rewrite(s, path) if _reads(s) else s for s in body)
 
 
-def _rewrite(statement: ast.stmt) -> ast.stmt:
+def _rewrite(statement: ast.stmt, path: str) -> ast.stmt:
+    for node in ast.walk(statement):
+        if isinstance(node, ast.MatchValue) and _reads(node):
+            raise Unevaluable(
+                f"a read of __name__ or __qualname__ in a case pattern (at {path}:"
+                f"{node.lineno}) is not allowed in evaluated code (see Security model in the "
+                "README)"
+            )
     return ast.fix_missing_locations(_Reads().visit(copy.deepcopy(statement)))
 
 
@@ -60,7 +71,7 @@ def name_reader(refuse: Callable[[str, str], BaseException]) -> Callable[[Any, s
     def name_of(obj: Any, attr: str) -> Any:
         if not _projects(obj):
             raise refuse(f"{attr} of an object harness supplies", FIX)
-        return getattr(obj, attr)
+        return getattr(obj, attr)  # (a method's nested functions: named as in its class)
 
     return name_of
 

@@ -229,8 +229,9 @@ class _Loader:
                  withheld: Withheld | None = None) -> None:  # fmt: skip
         self.closure, self.bound = closure, bound
         self.order = order = load_order(closure)
+        owner = _view_class_name(bound)
         self.codes = [_compiled(_body(closure, path, nodes, rewrite, withheld),
-                                code_name(path, label), path in closure.postponed)
+                                code_name(path, label), path in closure.postponed, owner)
                       for path in order]  # fmt: skip
         self.extra = [extra if path == closure.path or rewrite is not None else {}
                       for path in order]  # fmt: skip
@@ -249,8 +250,9 @@ class _Loader:
         self.spaces: dict[str, dict[str, Any]] = {}
         self.importers: dict[str, dict[str, Any]] = {}  # each file's namespace, before it runs
         repository = _repository_imports(closure, self.spaces)
+        kinds = [m.made for m in (self.recorder, self.viewer) if m is not None]
         self.table = safe_builtins(bound, repository, self.importers, self.world,
-                                   configuration_type(bound, self.recorder))  # fmt: skip
+                                   configuration_type(bound, kinds))  # fmt: skip
 
     def __call__(self) -> Callable[..., Any]:
         probe, closure, spaces, world = self.bound.probe, self.closure, self.spaces, self.world
@@ -295,8 +297,9 @@ class _Loader:
             loaded = space.get(METHOD_PREFIX + name)  # (a plain get: never `__missing__`)
             if kind in UNREAD or (loaded is not None and type(loaded) is not FunctionType):
                 why = (
-                    f"{owner}.{name} is a classmethod, is rebound in its class, or is made by "
-                    "a decorator harness does not follow: how the class binds it is not read"
+                    f"{owner}.{name} is a classmethod, is rebound in its class, is made by "
+                    "a decorator harness does not follow, calls super() or defines a class: "
+                    "how its class binds or names it is not read"
                 )
                 found[name] = _refusing(f"self.{name}", why, self.bound)
             elif loaded is not None:
@@ -310,7 +313,7 @@ class _Loader:
         return found
 
 
-UNREAD = ("classmethod", "rebound")  # view methods refused where called
+UNREAD = ("classmethod", "rebound", "decorated", "super")  # view methods refused where called
 
 
 def _view_class_name(bound: Bound) -> str:
@@ -342,18 +345,17 @@ def _recorder(bound: Bound) -> Callable[[Any, dict[str, Any]], Any] | None:
     return overlay_maker("view", bound.probe, name=view_type(bound), record=True)
 
 
-def configuration_type(
-    bound: Bound, recorder: Callable[..., Any] | None
-) -> Callable[[Any], Any] | None:
+def configuration_type(bound: Bound, kinds: list[type]) -> Callable[[Any], Any] | None:
     """For an entry: what `type(obj)` gives when obj is the configuration the entry is
-    handed (the world's object for its class), else None."""
+    handed, seen through one of the overlays of `kinds` (the recording one, the one
+    answering its class's methods): the world's object for its class; else None."""
     facts = None if bound.ctx is None else bound.ctx.world.facts
-    if recorder is None or not bound.ctx.matrix.target.entry or facts.class_name is None:
+    if not kinds or not bound.ctx.matrix.target.entry or facts.class_name is None:
         return None
-    found, kind = bound.names.get(facts.class_name), recorder.made
+    found = bound.names.get(facts.class_name)
 
     def configuration(obj: Any) -> Any:
-        return found if type(obj) is kind else None
+        return found if type(obj) in kinds else None
 
     return configuration
 
@@ -413,7 +415,7 @@ def _body(
     body = nodes if nodes is not None and path == closure.path else closure.nodes_of(path)
     if rewrite is not None:
         body = rewrite(path, body)
-    body = rewritten(withholding(tuple(body), path, withheld or {}))
+    body = rewritten(withholding(tuple(body), path, withheld or {}), path)
     return ast.Module(body=list(body), type_ignores=[])
 
 
@@ -509,18 +511,32 @@ def _unresolved(link) -> str:
     )
 
 
-def _compiled(module: ast.Module, filename: str, postponed: bool = False) -> CodeType:
+def _compiled(module: ast.Module, filename: str, postponed: bool = False,
+              owner: str = "") -> CodeType:  # fmt: skip
     """The file's code as Python compiles it: with the file's own `from __future__ import
     annotations` (`postponed`: annotations kept because they may act are then never
-    evaluated, as in SGLang), never the harness's."""
+    evaluated, as in SGLang), never the harness's; what a method of the view's class
+    (compiled as a function of its own) defines is named as in class `owner`."""
     flags = __future__.annotations.compiler_flag if postponed else 0
     try:
-        return compile(module, filename, "exec", flags=flags, dont_inherit=True)
+        return _as_in_class(compile(module, filename, "exec", flags=flags, dont_inherit=True),
+                            owner)  # fmt: skip
     except BaseException as exc:  # a construct Python itself refuses (`nonlocal` at the top)
         where = line_in(exc.__traceback__)
         raise Unevaluable(
             f"module-level code of the closure raised {describe(exc)} at {where}"
         ) from None
+
+
+def _as_in_class(code: CodeType, owner: str) -> CodeType:
+    """`code` with each function's qualified name `METHOD_PREFIX + name...` made
+    `owner.name...` (what Python names a function, and its errors, in its class)."""
+    consts = tuple(_as_in_class(c, owner) if isinstance(c, CodeType) else c
+                   for c in code.co_consts)  # fmt: skip
+    qualname = code.co_qualname
+    if owner and qualname.startswith(METHOD_PREFIX):
+        qualname = f"{owner}.{qualname.removeprefix(METHOD_PREFIX)}"
+    return code.replace(co_consts=consts, co_qualname=qualname)
 
 
 def _load(code: CodeType, space: dict[str, Any], probe: Probe) -> str | None:

@@ -505,6 +505,8 @@ def _function_class() -> tuple[type, dict[str, Any]]:
         return refusal(found["probe"].__get__(self), what, fix, done)
 
     def __getattribute__(self: Any, attr: str) -> Any:
+        if attr == "__mro_entries__":  # `class X(print)`: a subclass of it
+            raise refused(self, "__mro_entries__ (a subclass)", CONSTRUCT_FIX, MADE)
         if attr.startswith("__"):
             raise AttributeError(attr)
         raise refused(self, attr, FUNCTION_FIX)
@@ -757,27 +759,57 @@ def _with_fallback(bound: Bound, defaults: Any, recipe: tuple) -> Bound:
 def configuration_class(ctx: Context, defaults: Any | None) -> Any:
     """The configuration's class as an entry reads it (`ServerArgs.page_size`, what
     `type(server_args)` gives): an object whose attributes are the defaults the class
-    declares (`harness.closure.defaults`), as a dataclass's class attributes are; a
-    field declared without a literal default, or a name it does not declare, is
-    refused. `defaults` None: not read (yet), every attribute refused."""
-    name = ctx.world.facts.class_name
+    declares (`harness.closure.defaults`), where those are its class attributes (a
+    dataclass without slots whose module changes it nowhere else) and immutable (a list
+    read twice would be one object there). Anything else is refused: another attribute
+    (a method), a special one (so `isinstance`/`issubclass` with it are refused), making
+    one, subclassing it, an item. `defaults` None: not read (yet), all refused."""
+    name, probe = ctx.world.facts.class_name, ctx.probe
     fields = {} if defaults is None else defaults.fields
     source = name if defaults is None else defaults.source
+    plain = defaults is not None and defaults.class_attributes
 
-    def attribute(attr: str) -> Spec:
-        declared = fields.get(attr)
-        if declared is not None and declared.literal:
-            return Const(declared.value)
-        why = (
-            f"{source} declares no literal default for {attr}"
-            if declared is None
-            else (f"{source} declares {attr}, but {declared.refusal}")
-        )
+    def refuse(what: str, why: str) -> BaseException:
         fix = (f"{why}; harness answers {name}.X with the literal defaults the class declares "
                "and runs none of its other code")  # fmt: skip
-        return Refused(f"{name}.{attr}", fix)
+        return probe.refuse(what, fix)
 
-    return Obj(name, {}, attribute, "type").compile(ctx)(ctx.probe)
+    def __getattribute__(self: Any, attr: str) -> Any:
+        declared = None if attr.startswith("__") else fields.get(attr)
+        if plain and declared is not None and declared.literal and _immutable(declared.value):
+            return declared.value
+        if attr.startswith("__"):
+            why = f"{name} is the world's stand-in for the class: its special attributes are not"
+        elif declared is not None and declared.literal:
+            why = f"{source} is not a plain dataclass, or {attr} is not an immutable value"
+        elif declared is not None:
+            why = f"{source} declares {attr}, but {declared.refusal}"
+        else:
+            why = f"{source} declares no field {attr}"
+        raise refuse(f"{name}.{attr}", why)
+
+    def __call__(self: Any, *args: Any, **kwargs: Any) -> Any:
+        raise refuse(f"a new {name}", f"the entry is handed the cell's {name}")
+
+    def __getitem__(self: Any, key: Any) -> Any:
+        raise refuse(f"{name}[...]", f"{name} is the world's")
+
+    def __setattr__(self: Any, attr: str, value: Any) -> None:
+        raise refuse(f"{name}.{attr} (assigned)", f"{name} is the world's")
+
+    def __delattr__(self: Any, attr: str) -> None:
+        raise refuse(f"{name}.{attr} (deleted)", f"{name} is the world's")
+
+    methods = {"__getattribute__": __getattribute__, "__call__": __call__,
+               "__getitem__": __getitem__, "__setattr__": __setattr__,
+               "__delattr__": __delattr__}  # fmt: skip
+    return object.__new__(stand_in_class(name, methods, probe, (), "type"))
+
+
+def _immutable(value: Any) -> bool:
+    if type(value) in (tuple, frozenset):
+        return all(_immutable(item) for item in value)
+    return isinstance(value, SCALAR_TYPES)
 
 
 def with_view_fallback(bound: Bound, fallback: Callable[[str], Spec]) -> Bound:

@@ -26,6 +26,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from harness.engine.own_names import name_reader
 from harness.engine.world import (
     ASSIGNED,
     Context,
@@ -94,8 +95,8 @@ def run_hook(probe: Probe, read_only: Callable[[Any], Any]) -> Callable[..., Any
 def run_post_process_pass(probe: Probe, read_only: Callable[[Any], Any]) -> Callable[..., Any]:
     def answer(server_args: Any, fn: Any) -> None:
         declared = fn(read_only(server_args))
-        if not isinstance(declared, dict):
-            name = getattr(fn, "__qualname__", "?")
+        if not isinstance(declared, dict):  # SGLang's message reads fn.__qualname__
+            name = name_reader(probe.refuse)(fn, "__qualname__")
             kind = type(declared).__name__
             raise TypeError(f"post-process pass {name} must return a dict, got {kind}")
         _declare(probe, "run_post_process_pass", server_args, dict(declared))
