@@ -335,6 +335,8 @@ class Resolver:
             for alias in node.names:
                 if alias.name in self.bound and alias.name not in self.chosen:
                     self._local_home(node, alias.name, path)
+                if alias.name == self.facts.class_name and alias.name in self.bound:
+                    # another module's class of that name is not the configuration's
                     self._imported_world_name(statement, alias.asname or alias.name, path, 1,
                                               node)  # fmt: skip
                 if alias.name in self.bound or alias.name == "*":
