@@ -131,26 +131,22 @@ def test_what_the_registering_function_makes_and_keeps_can_run_in_a_call(source:
     assert reason(source) is not None
 
 
-ITERATOR = """\
-REG = {}
+def registrar(keeps: str, reads: str) -> str:
+    """A registry whose decorator runs the lines `keeps` for `one`, and a target whose
+    body is `reads`."""
+    return (
+        "REG = {}\n\n\ndef register(name):\n    def decorator(fn):\n"
+        + keeps
+        + "        return fn\n\n    return decorator\n\n\n"
+        + '@register("a")\ndef one(view):\n    return {}\n\n\ndef target(view):\n'
+        + reads
+    )
 
 
-def register(name):
-    def decorator(fn):
-        REG[name] = iter([fn, fn])
-        return fn
-
-    return decorator
-
-
-@register("a")
-def one(view):
-    return {}
-
-
-def target(view):
-    return {"page_size": len(str(next(REG["a"])))}
-"""
+ITERATOR = registrar(
+    "        REG[name] = iter([fn, fn])\n",
+    '    return {"page_size": len(str(next(REG["a"])))}\n',
+)
 
 
 def test_an_iterator_a_registering_function_keeps_is_state_the_calls_share():
@@ -207,29 +203,10 @@ def target(view):
     REG["a"].run()
     return {"page_size": REG["n"]}
 """
-BOUND_METHOD = """\
-REG = {}
-
-
-def register(name):
-    def decorator(fn):
-        seen = []
-        REG[name] = seen
-        REG[name + ".push"] = seen.append
-        return fn
-
-    return decorator
-
-
-@register("a")
-def one(view):
-    return {}
-
-
-def target(view):
-    REG["a.push"](1)
-    return {"page_size": len(REG["a"])}
-"""
+BOUND_METHOD = registrar(
+    '        seen = []\n        REG[name] = seen\n        REG[name + ".push"] = seen.append\n',
+    '    REG["a.push"](1)\n    return {"page_size": len(REG["a"])}\n',
+)
 
 
 @pytest.mark.parametrize(
