@@ -33,7 +33,7 @@ from harness.closure.lookup import FileIndexes
 from harness.closure.modules import RevisionFiles
 from harness.closure.mutations import ANY, effects
 from harness.closure.pieces import SourceCache, Statement
-from harness.closure.resolve import ViewClass
+from harness.closure.resolve import ViewClass, decorator_name
 from harness.closure.shadows import bound_names
 
 
@@ -125,7 +125,7 @@ def _plain_dataclass(cache: SourceCache, files: RevisionFiles, path: str, cls: S
     """Whether the class's attributes are its fields' defaults, as for a dataclass without
     `slots=True` whose module changes the class nowhere else (`Class.x = 1`)."""
     node = cls.node
-    made = [d for d in node.decorator_list if _decorator_name(d) == "dataclass"]
+    made = [d for d in node.decorator_list if decorator_name(d) == "dataclass"]
     if not made or len(node.decorator_list) != 1:
         return False
     slots = [k for k in getattr(made[0], "keywords", ()) if k.arg == "slots"]
@@ -134,11 +134,6 @@ def _plain_dataclass(cache: SourceCache, files: RevisionFiles, path: str, cls: S
     layout = cache.layout_of(files, path)
     others = [n for piece in layout.pieces for n in piece.nodes if n is not node]
     return not any({node.name, ANY} & effects(n).names for n in others)
-
-
-def _decorator_name(node: ast.expr) -> str | None:
-    node = node.func if isinstance(node, ast.Call) else node
-    return node.attr if isinstance(node, ast.Attribute) else getattr(node, "id", None)
 
 
 def input_defaults(

@@ -82,14 +82,23 @@ def _imports_of(cache: SourceCache, files: RevisionFiles, path: str,
     for package in _packages(files, path):
         if resolution_code(package):
             yield package
+    for line, module, top in _module_imports(cache, files, path, resolution_code):
+        if top:
+            yield module
+        else:
+            guarded.append((path, line, module))
+
+
+def _module_imports(
+    cache: SourceCache, files: RevisionFiles, path: str, resolution_code: Callable[[str], bool]
+) -> Iterator[tuple[int, str, bool]]:
+    """(line, module, whether a top-level import statement) of each resolution-code
+    module the statements of `path` import as it loads, in order."""
     for node, offset in _statements(cache, files, path):
+        top = isinstance(node, ast.Import | ast.ImportFrom)
         for module in _imported(cache, files, node, path):
-            if not resolution_code(module):
-                continue
-            if isinstance(node, ast.Import | ast.ImportFrom):
-                yield module
-            else:
-                guarded.append((path, node.lineno + offset, module))
+            if resolution_code(module):
+                yield node.lineno + offset, module, top
 
 
 def imports_in_functions(
@@ -111,11 +120,8 @@ def first_imports(cache: SourceCache, files: RevisionFiles, path: str,
                   resolution_code: Callable[[str], bool]) -> list[tuple[int, str]]:  # fmt: skip
     """(line, module) of each top-level import statement of `path` into the resolution
     code, in order."""
-    placed = _statements(cache, files, path)
-    return [(node.lineno + offset, module) for node, offset in placed
-            if isinstance(node, ast.Import | ast.ImportFrom)
-            for module in _imported(cache, files, node, path)
-            if resolution_code(module)]  # fmt: skip
+    found = _module_imports(cache, files, path, resolution_code)
+    return [(line, module) for line, module, top in found if top]
 
 
 def not_inert(cache: SourceCache, files: RevisionFiles, path: str,

@@ -464,7 +464,7 @@ def _harmless(
     if entry and (imports_at_load(loads) or not all(inert(n, (), late) for n in loads)):
         return None  # what an entry's files import, and do as they load: look again
     consulted: set[str] = set()
-    read = effects_reader(postpones(statements_of(layout)))  # old's too, or not reused
+    read = effects_reader(late)  # old's too, or the closure is not reused
     for pieces, where in ((removed, old), (added, layout)):
         reach = Reach(functools.partial(definitions_in, where))  # no index: a few names
         imported = functools.partial(imported_in, where)

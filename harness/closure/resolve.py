@@ -740,7 +740,7 @@ def stripped_node(node: ast.stmt, role: str) -> ast.stmt:
     that it cannot clash with the module's own names."""
     stripped = strip_annotations(node)
     if role == METHOD:
-        kept = [d for d in stripped.decorator_list if _decorator_name(d) not in DESCRIPTORS]
+        kept = [d for d in stripped.decorator_list if decorator_name(d) not in DESCRIPTORS]
         stripped.decorator_list = kept
         stripped.name = METHOD_PREFIX + stripped.name
     return stripped
@@ -760,7 +760,8 @@ def placed_node(statement: Statement, role: str) -> ast.stmt:
     return found[1]
 
 
-def _decorator_name(node: ast.expr) -> str | None:
+def decorator_name(node: ast.expr) -> str | None:
+    """The last name of a decorator (`dataclass` of `@dataclasses.dataclass(frozen=True)`)."""
     node = node.func if isinstance(node, ast.Call) else node
     if isinstance(node, ast.Attribute):
         return node.attr

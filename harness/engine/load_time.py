@@ -49,9 +49,10 @@ def load_time_only(closure: Closure) -> frozenset[int]:
     kept = {key for key, node in defs.items()  # decorated: its decorator may keep it
             if key not in called and not node.decorator_list and _sealed(node)
             and not names[key] & attributes}  # fmt: skip
+    reads = _reads_of(closure, {name for key in kept for name in names[key]})
     while True:
         inside = {id(defs[key]) for key in kept}
-        dropped = {key for key in kept if not _only_loading(closure, names[key], defs[key], inside)}
+        dropped = {key for key in kept if not _only_loading(reads, names[key], defs[key], inside)}
         if not dropped:
             break
         kept -= dropped
@@ -83,11 +84,23 @@ def _names(closure: Closure, defs: dict[Key, Def]) -> dict[Key, frozenset[str]]:
     return {key: frozenset(names) for key, names in found.items()}
 
 
-def _only_loading(closure: Closure, names: frozenset[str], node: Def, inside: set[int]) -> bool:
+def _reads_of(closure: Closure, names: set[str]) -> dict[str, list[tuple[ast.Name, list]]]:
+    """Each read of one of `names` in the closure, with its ancestors, by name (one walk
+    for every function judged)."""
+    found: dict[str, list[tuple[ast.Name, list]]] = {}
+    wanted = frozenset(names)
+    for path in closure.files:
+        for statement in closure.nodes_of(path):
+            for read, parents in _reads(statement, wanted):
+                found.setdefault(read.id, []).append((read, parents))
+    return found
+
+
+def _only_loading(reads: dict[str, list], names: frozenset[str], node: Def,
+                  inside: set[int]) -> bool:  # fmt: skip
     """Whether the closure reads `names`, and every read is a call only loading makes."""
-    reads = [(read, parents) for path in closure.files for statement in closure.nodes_of(path)
-             for read, parents in _reads(statement, names)]  # fmt: skip
-    return bool(reads) and all(_loading_call(r, p, node, inside) for r, p in reads)
+    found = [found for name in names for found in reads.get(name, ())]
+    return bool(found) and all(_loading_call(r, p, node, inside) for r, p in found)
 
 
 def _reads(statement: ast.stmt, names: frozenset[str]) -> Iterator[tuple[ast.Name, list]]:
