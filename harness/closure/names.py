@@ -64,10 +64,13 @@ def strip_annotations(node: ast.stmt, every: bool = False) -> ast.stmt:
             current.returns = None
         inner = every or inside or isinstance(current, ast.FunctionDef | ast.AsyncFunctionDef
                                               | ast.Lambda)  # fmt: skip
+        kept = isinstance(current, ast.ClassDef) and made_by_dataclass(current)
         for name in current._fields:
             value = getattr(current, name, None)
             if type(value) is list:
-                if any(isinstance(item, ast.AnnAssign) for item in value):
+                if kept and name == "body":
+                    value[:] = [_as_text(v) for v in value]
+                elif any(isinstance(item, ast.AnnAssign) for item in value):
                     value[:] = [_unannotated(v) if _dropped(v, inner) else v
                                 for v in value]  # fmt: skip
                 stack.extend((v, inner) for v in value if isinstance(v, ast.AST))
@@ -126,6 +129,27 @@ def _dropped(node: ast.AST, inside: bool) -> bool:
     """Whether an annotated assignment loses its annotation: always in a function (Python
     never evaluates it there), else unless evaluating it may act."""
     return isinstance(node, ast.AnnAssign) and (inside or not _acting(node.annotation))
+
+
+def made_by_dataclass(node: ast.ClassDef) -> bool:
+    """Whether a decorator of the class is spelled `dataclass` (`@dataclass`,
+    `@dataclasses.dataclass(frozen=True)`): its annotations name its fields."""
+    for decorator in node.decorator_list:
+        called = decorator.func if isinstance(decorator, ast.Call) else decorator
+        if isinstance(called, ast.Name) and called.id == "dataclass":
+            return True
+        if isinstance(called, ast.Attribute) and called.attr == "dataclass":
+            return True
+    return False
+
+
+def _as_text(node: ast.stmt) -> ast.stmt:
+    """`x: T = v` in a dataclass body as `x: "T" = v`: the field stays a field, and its
+    annotation is never evaluated (`harness.engine.worlds.dataclass` reads the text)."""
+    if not isinstance(node, ast.AnnAssign) or not node.simple:
+        return node
+    text = ast.copy_location(ast.Constant(ast.unparse(node.annotation)), node.annotation)
+    return ast.copy_location(ast.AnnAssign(node.target, text, node.value, 1), node)
 
 
 def _unannotated(node: ast.AnnAssign) -> ast.stmt:

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from harness.closure.facts import WorldFacts
 from harness.engine.world import Call, Param, World, no_parameters
+from harness.engine.worlds import dataclass
 from harness.engine.worlds.common import logger, registering
 
 FACTS = WorldFacts(
@@ -46,6 +47,7 @@ WORLD = World(
             label="device_name()",
             parameters=no_parameters("device_name"),
         ),
+        **dataclass.names(),
     },
     consumed=frozenset({"device"}),
     facts=FACTS,

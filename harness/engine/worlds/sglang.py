@@ -38,6 +38,7 @@ from harness.engine.world import (
     World,
     no_parameters,
 )
+from harness.engine.worlds import dataclass
 from harness.engine.worlds.common import identity, logger, registering
 from harness.engine.worlds.plumbing import MACHINERY
 from harness.errors import HarnessError
@@ -297,6 +298,7 @@ def _names() -> dict[str, Spec]:
     }
     names.update({name: Function(name, identity) for name in VIEW_FUNCTIONS})
     names.update(MACHINERY)
+    names.update(dataclass.names())
     for helper, flag in HELPERS.items():
         names[helper] = Call(_platform_flag(flag, f"{helper}()"), label=f"{helper}()",
                              parameters=_takes_nothing(helper),
@@ -368,7 +370,12 @@ FACTS = WorldFacts(
     view_type="ResolvedView",  # what SGLang hands a pass (model_override_base.py)
     view_functions=frozenset(VIEW_FUNCTIONS),
     step_runners=frozenset({"run_hook"}),  # run_hook(handle_x, server_args): handle_x(server_args)
-    resolution_code=("sglang/srt/arg_groups/", "sglang/srt/server_args.py"),
+    resolution_code=(
+        "sglang/srt/arg_groups/",
+        "sglang/srt/server_args.py",
+        # stdlib-only config code: 0.5.18's __post_init__ builds its CudaGraphConfig
+        "sglang/srt/model_executor/cuda_graph_config.py",
+    ),
     view_namespaces="_INPUT_NAMESPACES",  # ServerArgs's fields from 0.5.20 on
     input_defaults=("sglang.srt.environ", "Envs"),  # envs.X: `X = EnvBool(False)` there
     run_entries=(

@@ -1,0 +1,129 @@
+"""An entry builds and fills the resolution code's own dataclasses (SGLang 0.5.18's
+`CudaGraphConfig` of two `PhaseConfig`s): Python's decorator makes them, so their
+`__init__`, defaults, `default_factory`, `__eq__` and `frozen` are Python's.
+
+The fixture is one SGLang-shaped commit; the expected outcome of every cell comes
+from importing its files in plain Python and running the entry, never from harness.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from harness.testing.gitrepo import FixtureRepo
+from tests.conftest import run_cli
+from tests.test_entry import PKG, harness_outcomes, plain_outcomes
+from tests.test_entry_class import SERVER_ARGS
+
+GRAPHS = '''\
+"""Capture settings per phase, and their defaults."""
+{future}
+import dataclasses
+from dataclasses import dataclass, field
+from typing import List, Optional
+
+
+class Kind:
+    FULL = "full"
+    PIECES = "pieces"
+    OFF = "off"
+
+
+@dataclass
+class PhaseSettings:
+    """One phase."""
+
+    kind: str = Kind.OFF
+    max_bs: Optional[int] = None
+    sizes: List[int] = field(default_factory=list)
+
+
+@dataclass
+class GraphSettings:
+    """Both phases."""
+
+    decode: PhaseSettings = field(default_factory=lambda: PhaseSettings(kind=Kind.FULL))
+    prefill: PhaseSettings = field(default_factory=PhaseSettings)
+
+    def phase(self, name: str) -> PhaseSettings:
+        return getattr(self, name)
+
+
+@dataclasses.dataclass(frozen=True)
+class Limits:
+    page: int
+    steps: int = 2
+
+
+def default_settings() -> GraphSettings:
+    return GraphSettings()
+'''
+PIPELINE = '''\
+"""Resolution filling the capture settings."""
+
+from sglang.srt.arg_groups.graphs import GraphSettings, Kind, Limits, default_settings
+
+
+def run_resolution_pipeline(server_args):
+    settings = default_settings()
+    if server_args.attention_backend == "fa4":
+        settings.phase("prefill").kind = Kind.FULL
+        settings.prefill.sizes.append(8)
+    if settings == GraphSettings():
+        server_args.attention_backend = "untouched"
+    limits = Limits(page=server_args.page_size or 16)
+    if server_args.page_size == 64:
+        limits.page = 1  # frozen: Python raises FrozenInstanceError
+    sizes = settings.prefill.sizes + settings.decode.sizes
+    server_args.page_size = limits.page * (len(sizes) + limits.steps)
+    server_args.attention_backend += ":" + settings.decode.kind + ":" + settings.prefill.kind
+{more}'''
+AXES = {"attention_backend": [None, "fa4"], "page_size": [None, 1, 64]}
+OUTPUTS = ("attention_backend", "page_size")
+MATRIX = (
+    f"name: dataclasses\ntarget: {{path: {PKG}/pipeline.py, entry: run_resolution_pipeline, "
+    "output: [attention_backend, page_size]}\nworld: sglang\naxes:\n"
+    "  attention_backend: [null, fa4]\n  page_size: [null, 1, 64]\n"
+)
+FUTURE = "\nfrom __future__ import annotations\n"
+
+
+def commit(tmp_path: Path, graphs: str, more: str = "") -> tuple[Path, str, Path]:
+    files = {"python/sglang/srt/server_args.py": SERVER_ARGS, f"{PKG}/__init__.py": "",
+             f"{PKG}/graphs.py": graphs, f"{PKG}/pipeline.py": PIPELINE.format(more=more)}  # fmt: skip
+    sha = FixtureRepo(tmp_path / "repo").commit("dataclasses", files)
+    for path, text in files.items():
+        (tmp_path / "tree" / path).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / "tree" / path).write_text(text)
+    (tmp_path / "m.yaml").write_text(MATRIX)
+    return tmp_path / "repo", sha, tmp_path / "m.yaml"
+
+
+@pytest.mark.parametrize("future", ["", FUTURE], ids=["evaluated", "postponed"])
+@pytest.mark.parametrize("exhaustive", [False, True], ids=["explored", "every-cell"])
+def test_dataclasses_of_the_resolution_code_are_pythons(tmp_path, future, exhaustive):
+    root, sha, matrix = commit(tmp_path, GRAPHS.format(future=future))
+    found = harness_outcomes(root, sha, matrix, exhaustive=exhaustive, outputs=OUTPUTS)
+    expected = plain_outcomes(tmp_path / "tree", AXES, OUTPUTS)
+    assert found == expected
+    assert sum(outcome[0] == "error" for outcome in expected) == 2  # page_size 64: frozen
+
+
+@pytest.mark.parametrize("special", ["ClassVar[int]", "InitVar[int]", "KW_ONLY"])
+def test_a_field_python_reads_otherwise_is_refused_naming_it(tmp_path, special):
+    """`ClassVar`, `InitVar` and `KW_ONLY` make something other than a field in Python;
+    the harness never evaluates annotations, so such a class is refused (exit 4)."""
+    graphs = (
+        GRAPHS.format(future="")
+        .replace("    steps: int = 2\n", f"    steps: {special} = 2\n")
+        .replace("from typing import List, Optional", "from typing import ClassVar, List, Optional")
+    )
+    root, sha, matrix = commit(tmp_path, graphs)
+    done = run_cli("diff", sha, sha, "--repo", str(root), "--matrix", str(matrix), "--format",
+                   "json", "--no-cache")  # fmt: skip
+    note = json.loads(done.out)["notes"].get("base", "")
+    assert done.code == 4, (done.code, note)
+    assert f"dataclass Limits: field steps is annotated {special[:7].rstrip('[')}" in note, note
