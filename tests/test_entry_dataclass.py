@@ -112,18 +112,24 @@ def test_dataclasses_of_the_resolution_code_are_pythons(tmp_path, future, exhaus
     assert sum(outcome[0] == "error" for outcome in expected) == 2  # page_size 64: frozen
 
 
-@pytest.mark.parametrize("special", ["ClassVar[int]", "InitVar[int]", "KW_ONLY"])
-def test_a_field_python_reads_otherwise_is_refused_naming_it(tmp_path, special):
-    """`ClassVar`, `InitVar` and `KW_ONLY` make something other than a field in Python;
-    the harness never evaluates annotations, so such a class is refused (exit 4)."""
-    graphs = (
-        GRAPHS.format(future="")
-        .replace("    steps: int = 2\n", f"    steps: {special} = 2\n")
-        .replace("from typing import List, Optional", "from typing import ClassVar, List, Optional")
-    )
-    root, sha, matrix = commit(tmp_path, graphs)
+@pytest.mark.parametrize(
+    "special, more",
+    [("ClassVar[int]", ""), ("InitVar[int]", ""), ("KW_ONLY", ""),
+     ("int", "    dataclass(run_resolution_pipeline)\n")],
+    ids=["ClassVar", "InitVar", "KW_ONLY", "a-function"],
+)  # fmt: skip
+def test_what_python_makes_otherwise_is_refused_naming_it(tmp_path, special, more):
+    """`ClassVar`, `InitVar` and `KW_ONLY` make something other than a field in Python,
+    and the harness never evaluates annotations; Python's decorator on a function
+    fails its own way: each is refused (exit 4), naming it."""
+    graphs = GRAPHS.format(future="").replace("    steps: int = 2\n", f"    steps: {special} = 2\n")
+    root, sha, matrix = commit(tmp_path, graphs, more)
+    if more:
+        text = (tmp_path / "tree" / PKG / "pipeline.py").read_text()
+        text = text.replace('"""\n\n', '"""\n\nfrom dataclasses import dataclass\n', 1)
+        sha = FixtureRepo(root).commit("decorate a function", {f"{PKG}/pipeline.py": text})
     done = run_cli("diff", sha, sha, "--repo", str(root), "--matrix", str(matrix), "--format",
                    "json", "--no-cache")  # fmt: skip
     note = json.loads(done.out)["notes"].get("base", "")
-    assert done.code == 4, (done.code, note)
-    assert f"dataclass Limits: field steps is annotated {special[:7].rstrip('[')}" in note, note
+    what = f"field steps annotated {special[:7].rstrip('[')}" if not more else "of a function"
+    assert done.code == 4 and what in note, (done.code, note)

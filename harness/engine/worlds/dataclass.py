@@ -19,38 +19,55 @@ from __future__ import annotations
 
 import dataclasses
 import re
+from dataclasses import dataclass
 from typing import Any
 
-from harness.engine.world import Function, Obj, Spec, world_function
+from harness.engine.world import (
+    Context,
+    Function,
+    Obj,
+    Resolver,
+    Spec,
+    refusal,
+    world_function,
+)
 
-DECORATOR = "dataclass"  # the names a class body's decorator is read under
 SPECIAL = re.compile(r"\b(ClassVar|InitVar|KW_ONLY)\b")
+FIX = "decorate only a class the code's own `class` statement makes, and declare its fields plainly"
 
 
-def _made(cls: Any, options: dict[str, Any]) -> Any:
+def _made(cls: Any, options: dict[str, Any], probe: Any) -> Any:
+    if type(cls) is not type:  # a function, a stand-in, a class of the world's
+        raise refusal(probe, f"dataclass() of a {type(cls).__name__}", FIX)
     notes = vars(cls).get("__annotations__", {})
     for name, note in notes.items():
         found = SPECIAL.search(note) if isinstance(note, str) else None
         if found:
-            raise TypeError(
-                f"dataclass {cls.__qualname__}: field {name} is annotated {found.group(1)}, "
-                "which the harness does not read (it never evaluates annotations): "
-                "declare the field without it"
-            )
+            what = f"dataclass {cls.__qualname__}: field {name} annotated {found.group(1)}"
+            raise refusal(probe, what, FIX + " (the harness never evaluates annotations)")
     notes.update(dict.fromkeys(notes))
     return dataclasses.dataclass(cls, **options)
 
 
-def dataclass(cls: Any = None, /, **options: Any) -> Any:
-    """`@dataclass` and `@dataclass(...)`, as Python's."""
-    if cls is None:
-        return world_function("dataclass()", lambda made: _made(made, options))
-    return _made(cls, options)
+@dataclass(frozen=True)
+class Decorator(Spec):
+    """`@dataclass` and `@dataclass(...)`, as Python's; what Python would make otherwise
+    (of something not a class, or a field it treats specially) is refused on the probe."""
+
+    def compile(self, ctx: Context) -> Resolver:
+        probe = ctx.probe
+
+        def decorate(cls: Any = None, /, **options: Any) -> Any:
+            if cls is None:
+                return world_function("dataclass()", lambda made: _made(made, options, probe))
+            return _made(cls, options, probe)
+
+        function = world_function("dataclass", decorate, probe)
+        return lambda probe: function
 
 
 def names() -> dict[str, Spec]:
     """The world's names for `from dataclasses import dataclass, field` and for `import
     dataclasses` (whose other attributes are refused)."""
-    made = {"dataclass": Function("dataclass", dataclass),
-            "field": Function("field", dataclasses.field)}  # fmt: skip
+    made = {"dataclass": Decorator(), "field": Function("field", dataclasses.field)}
     return {**made, "dataclasses": Obj("dataclasses", made)}
