@@ -67,7 +67,12 @@ MATRIX = (
 
 
 def commit(tmp_path: Path, more: str = "") -> tuple[Path, str, Path]:
-    files = {**FILES, f"{PKG}/pipeline.py": PIPELINE.format(more=more)}
+    return commit_files(tmp_path, {**FILES, f"{PKG}/pipeline.py": PIPELINE.format(more=more)})
+
+
+def commit_files(tmp_path: Path, files: dict[str, str]) -> tuple[Path, str, Path]:
+    """`files` committed in a new repository, written as a tree for plain Python too, and
+    the matrix over AXES: (repository, commit, matrix file)."""
     sha = FixtureRepo(tmp_path / "repo").commit("class", files)
     for path, text in files.items():
         (tmp_path / "tree" / path).parent.mkdir(parents=True, exist_ok=True)

@@ -16,7 +16,7 @@ import pytest
 from harness.testing.gitrepo import FixtureRepo
 from tests.conftest import run_cli
 from tests.test_entry import PKG, harness_outcomes, plain_outcomes
-from tests.test_entry_class import SERVER_ARGS
+from tests.test_entry_class import AXES, FILES, OUTPUTS, commit_files
 
 GRAPHS = '''\
 """Capture settings per phase, and their defaults."""
@@ -81,25 +81,12 @@ def run_resolution_pipeline(server_args):
     server_args.page_size = limits.page * (len(sizes) + limits.steps)
     server_args.attention_backend += ":" + settings.decode.kind + ":" + settings.prefill.kind
 {more}'''
-AXES = {"attention_backend": [None, "fa4"], "page_size": [None, 1, 64]}
-OUTPUTS = ("attention_backend", "page_size")
-MATRIX = (
-    f"name: dataclasses\ntarget: {{path: {PKG}/pipeline.py, entry: run_resolution_pipeline, "
-    "output: [attention_backend, page_size]}\nworld: sglang\naxes:\n"
-    "  attention_backend: [null, fa4]\n  page_size: [null, 1, 64]\n"
-)
 FUTURE = "\nfrom __future__ import annotations\n"
 
 
 def commit(tmp_path: Path, graphs: str, more: str = "") -> tuple[Path, str, Path]:
-    files = {"python/sglang/srt/server_args.py": SERVER_ARGS, f"{PKG}/__init__.py": "",
-             f"{PKG}/graphs.py": graphs, f"{PKG}/pipeline.py": PIPELINE.format(more=more)}  # fmt: skip
-    sha = FixtureRepo(tmp_path / "repo").commit("dataclasses", files)
-    for path, text in files.items():
-        (tmp_path / "tree" / path).parent.mkdir(parents=True, exist_ok=True)
-        (tmp_path / "tree" / path).write_text(text)
-    (tmp_path / "m.yaml").write_text(MATRIX)
-    return tmp_path / "repo", sha, tmp_path / "m.yaml"
+    files = {**FILES, f"{PKG}/graphs.py": graphs, f"{PKG}/pipeline.py": PIPELINE.format(more=more)}
+    return commit_files(tmp_path, files)
 
 
 @pytest.mark.parametrize("future", ["", FUTURE], ids=["evaluated", "postponed"])
