@@ -146,8 +146,10 @@ def made_by_dataclass(node: ast.ClassDef) -> bool:
 def _as_text(node: ast.stmt) -> ast.stmt:
     """`x: T = v` in a dataclass body as `x: "T" = v`: the field stays a field, and its
     annotation is never evaluated (`harness.engine.worlds.dataclass` reads the text)."""
-    if not isinstance(node, ast.AnnAssign) or not node.simple:
+    if not isinstance(node, ast.AnnAssign):
         return node
+    if not node.simple:  # `(x): T = v` makes no field: as in any class body
+        return _unannotated(node) if _dropped(node, False) else node
     text = ast.copy_location(ast.Constant(ast.unparse(node.annotation)), node.annotation)
     return ast.copy_location(ast.AnnAssign(node.target, text, node.value, 1), node)
 
