@@ -118,5 +118,5 @@ def test_what_python_makes_otherwise_is_refused_naming_it(tmp_path, special, mor
     done = run_cli("diff", sha, sha, "--repo", str(root), "--matrix", str(matrix), "--format",
                    "json", "--no-cache")  # fmt: skip
     note = json.loads(done.out)["notes"].get("base", "")
-    what = f"field steps annotated {special[:7].rstrip('[')}" if not more else "of a function"
+    what = f"field steps annotated {special.split('[')[0]}" if not more else "of a function"
     assert done.code == 4 and what in note, (done.code, note)

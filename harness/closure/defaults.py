@@ -32,8 +32,9 @@ from typing import Any
 from harness.closure.lookup import FileIndexes
 from harness.closure.modules import RevisionFiles
 from harness.closure.mutations import ANY, effects
+from harness.closure.names import DATACLASS, decorator_name
 from harness.closure.pieces import SourceCache, Statement
-from harness.closure.resolve import ViewClass, decorator_name
+from harness.closure.resolve import ViewClass
 from harness.closure.shadows import bound_names
 
 
@@ -125,7 +126,7 @@ def _plain_dataclass(cache: SourceCache, files: RevisionFiles, path: str, cls: S
     """Whether the class's attributes are its fields' defaults, as for a dataclass without
     `slots=True` whose module changes the class nowhere else (`Class.x = 1`)."""
     node = cls.node
-    made = [d for d in node.decorator_list if decorator_name(d) == "dataclass"]
+    made = [d for d in node.decorator_list if decorator_name(d) == DATACLASS]
     if not made or len(node.decorator_list) != 1:
         return False
     slots = [k for k in getattr(made[0], "keywords", ()) if k.arg == "slots"]

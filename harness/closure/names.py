@@ -134,13 +134,18 @@ def _dropped(node: ast.AST, inside: bool) -> bool:
 def made_by_dataclass(node: ast.ClassDef) -> bool:
     """Whether a decorator of the class is spelled `dataclass` (`@dataclass`,
     `@dataclasses.dataclass(frozen=True)`): its annotations name its fields."""
-    for decorator in node.decorator_list:
-        called = decorator.func if isinstance(decorator, ast.Call) else decorator
-        if isinstance(called, ast.Name) and called.id == "dataclass":
-            return True
-        if isinstance(called, ast.Attribute) and called.attr == "dataclass":
-            return True
-    return False
+    return any(decorator_name(d) == DATACLASS for d in node.decorator_list)
+
+
+DATACLASS = "dataclass"
+
+
+def decorator_name(node: ast.expr) -> str | None:
+    """The last name of a decorator (`dataclass` of `@dataclasses.dataclass(frozen=True)`)."""
+    node = node.func if isinstance(node, ast.Call) else node
+    if isinstance(node, ast.Attribute):
+        return node.attr
+    return node.id if isinstance(node, ast.Name) else None
 
 
 def _as_text(node: ast.stmt) -> ast.stmt:

@@ -24,7 +24,7 @@ from harness.closure.facts import WorldFacts, within
 from harness.closure.index import CONDITIONAL, DEFINITION, IMPORT, Binding, index_module
 from harness.closure.modules import RevisionFiles
 from harness.closure.mutations import ANY, DEFINES, NO_EFFECTS, Reach, effects_reader
-from harness.closure.names import free_names, postpones, strip_annotations
+from harness.closure.names import decorator_name, free_names, postpones, strip_annotations
 from harness.closure.pieces import Layout, SourceCache, Statement, refusal
 from harness.closure.shadows import (
     bound_names,
@@ -758,14 +758,6 @@ def placed_node(statement: Statement, role: str) -> ast.stmt:
         node = ast.increment_lineno(stripped_node(statement.node, role), statement.offset)
         found = statement.piece.facts[key] = (statement.offset, node)
     return found[1]
-
-
-def decorator_name(node: ast.expr) -> str | None:
-    """The last name of a decorator (`dataclass` of `@dataclasses.dataclass(frozen=True)`)."""
-    node = node.func if isinstance(node, ast.Call) else node
-    if isinstance(node, ast.Attribute):
-        return node.attr
-    return node.id if isinstance(node, ast.Name) else None
 
 
 METHOD_KINDS = ("staticmethod", "classmethod")
