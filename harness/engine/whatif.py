@@ -258,7 +258,7 @@ def _inputs(matrix: Matrix, target: Closure | Pipeline, world: World):
     yield from matrix.fields.items()
     defaults = target.defaults
     for name, default in [*defaults.fields.items(), *defaults.inputs.items()]:
-        answered = name in world.view_attrs  # the world's own answer stands (cuda_graph_config)
+        answered = name in world.view_attrs_for(matrix)  # the world's answer stands
         if default.literal and isinstance(default.value, SCALAR_TYPES) and not answered:
             yield name, default.value
     for param in _params(world):

@@ -581,6 +581,15 @@ class World:
     classes: dict[str, tuple] = field(default_factory=dict)  # every value its probes tell apart
     view_writes: bool = False  # an attribute assigned to the view is declared (not refused)
     facts: WorldFacts = PLAIN  # how its project's code is laid out (read by closure/)
+    # view attributes answered as the project's resolution leaves them (what a pass reads):
+    # an entry runs that resolution, so it reads the input there (the matrix's, the default)
+    resolved: frozenset[str] = frozenset()
+
+    def view_attrs_for(self, matrix: Matrix) -> dict[str, Spec]:
+        """The view attributes the world answers for `matrix`'s target."""
+        if not matrix.target.entry:
+            return self.view_attrs
+        return {k: v for k, v in self.view_attrs.items() if k not in self.resolved}
 
     def __reduce__(self) -> tuple:
         """Pickled by name (a worker's job): the registered world of that name."""
@@ -668,7 +677,7 @@ def bind(world: World, matrix: Matrix) -> Bound:
     """Compile `world` (plus the matrix's own fields and bindings) against `matrix`."""
     _check_matrix(world, matrix)
     ctx = Context(world, matrix)
-    view_specs: dict[str, Spec] = dict(world.view_attrs)  # the matrix's own inputs win
+    view_specs: dict[str, Spec] = dict(world.view_attrs_for(matrix))  # the matrix's inputs win
     for axis in matrix.axes:
         if axis.name not in world.consumed:
             view_specs[axis.name] = Param(axis.name)

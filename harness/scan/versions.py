@@ -54,7 +54,7 @@ def view_class(matrix: Matrix) -> ViewClass | None:
     facts = world.facts
     if facts.view_class is None:
         return None
-    answered = {*world.view_attrs, *matrix.axis_names, *matrix.fields}
+    answered = {*world.view_attrs_for(matrix), *matrix.axis_names, *matrix.fields}
     return ViewClass(
         *facts.view_class,
         frozenset(answered),

@@ -21,6 +21,7 @@ does not imply, a field named `platform.X`, `model_config.X` or
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from typing import Any
 
@@ -28,17 +29,20 @@ from harness.closure.facts import WorldFacts
 from harness.engine.world import (
     Call,
     Constants,
+    Context,
     Function,
     ListOf,
     Map,
     Obj,
     Param,
+    Resolver,
     Spec,
     Test,
     World,
     no_parameters,
+    world_function,
 )
-from harness.engine.worlds import dataclass
+from harness.engine.worlds import caching, dataclass
 from harness.engine.worlds.common import identity, logger, registering
 from harness.engine.worlds.plumbing import MACHINERY
 from harness.errors import HarnessError
@@ -220,8 +224,36 @@ def _current_platform() -> Spec:
     )
     return Obj(
         "current_platform",
-        {"is_out_of_tree": Call(out_of_tree), "get_default_attention_backend": Call(backend)},
+        {
+            "is_out_of_tree": Call(out_of_tree),
+            "get_default_attention_backend": Call(backend),
+            "apply_server_args_defaults": PluginDefaults(),
+        },
     )
+
+
+PLUGIN_FIX = (
+    "an out-of-tree platform's defaults are its plugin's code, which the world does not "
+    "hold: set platform.is_out_of_tree to false, or bind current_platform under `bindings:`"
+)
+
+
+@dataclasses.dataclass(frozen=True)
+class PluginDefaults(Spec):
+    """`current_platform.apply_server_args_defaults(server_args)`: SGLang's in-tree
+    platforms keep its base class's, which does nothing; an out-of-tree platform's plugin
+    may set anything, so there the call is refused."""
+
+    def compile(self, ctx: Context) -> Resolver:
+        out_of_tree = field_param("platform.is_out_of_tree", "current_platform").compile(ctx)
+        probe, label = ctx.probe, "current_platform.apply_server_args_defaults"
+
+        def answer(server_args: Any) -> None:
+            if out_of_tree(probe):
+                raise probe.refuse(f"{label}() on an out-of-tree platform", PLUGIN_FIX)
+
+        function = world_function(label, answer, probe)
+        return lambda probe: function
 
 
 def _torch() -> Spec:
@@ -299,6 +331,7 @@ def _names() -> dict[str, Spec]:
     names.update({name: Function(name, identity) for name in VIEW_FUNCTIONS})
     names.update(MACHINERY)
     names.update(dataclass.names())
+    names.update(caching.names())
     for helper, flag in HELPERS.items():
         names[helper] = Call(_platform_flag(flag, f"{helper}()"), label=f"{helper}()",
                              parameters=_takes_nothing(helper),
@@ -399,6 +432,7 @@ WORLD = World(
     consumed=frozenset(
         {"platform", "use_mla", "prefill_cuda_graph", "decode_cuda_graph", "architecture"}
     ),
+    resolved=frozenset({"cuda_graph_config"}),  # ServerArgs's is None until an entry parses it
     validate=check_platforms,
     facts=FACTS,
     suggested={  # `matrix --infer`: the axes these become when the code reads them

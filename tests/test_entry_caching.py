@@ -1,0 +1,138 @@
+"""An entry runs the resolution code's cached helpers (`@functools.lru_cache`, `@cache`),
+reads the configuration's raw `cuda_graph_config` (the input, which the entry itself
+parses), and calls the platform's `apply_server_args_defaults` hook (SGLang 0.5.18's
+`__post_init__` does all three).
+
+The fixture is one SGLang-shaped commit; the expected outcome of every cell comes
+from importing its files in plain Python and running the entry, never from harness.
+"""
+
+from __future__ import annotations
+
+import json
+import types
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import run_cli
+from tests.test_entry import PKG, harness_outcomes, plain_outcomes
+from tests.test_entry_class import AXES, OUTPUTS, commit_files
+
+SERVER_ARGS = '''\
+"""Server arguments, one dataclass; the graph settings stay raw until resolution."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Optional
+
+
+@dataclasses.dataclass
+class ServerArgs:
+    attention_backend: Optional[str] = None
+    page_size: Optional[int] = None
+    cuda_graph_config: Optional[dict] = None
+'''
+SIZES = '''\
+"""Derived sizes, computed once per argument."""
+
+import functools
+from functools import cache, lru_cache
+
+
+@functools.lru_cache(maxsize=None)
+def sizes_for(page):
+    return tuple(range(page, page * 4, page))
+
+
+@lru_cache
+def label(name):
+    return (name or "auto").upper()
+
+
+@cache
+def doubled(n):
+    return n * 2
+
+
+@functools.lru_cache(64)
+def count(names):
+    return len(names)
+'''
+PIPELINE = '''\
+"""Resolution through cached helpers."""
+
+from sglang.srt.arg_groups.sizes import count, doubled, label, sizes_for
+from sglang.srt.platforms import current_platform
+
+
+def run_resolution_pipeline(server_args):
+    raw = server_args.cuda_graph_config
+    graphs = dict(decode="full") if raw is None else raw
+    current_platform.apply_server_args_defaults(server_args)
+    page = server_args.page_size or 16
+    if server_args.attention_backend == "fa4":
+        server_args.page_size = doubled(sizes_for(page)[-1]) + doubled(sizes_for(page)[0])
+    else:
+        server_args.page_size = page
+    server_args.attention_backend = label(server_args.attention_backend) + ":" + graphs.get("decode")
+    if server_args.page_size == 64:
+        count([page])  # a list is no cache key: Python raises TypeError
+{more}'''
+
+
+def commit(tmp_path: Path, more: str = "", fields: str = "") -> tuple[Path, str, Path]:
+    files = {
+        "python/sglang/srt/server_args.py": SERVER_ARGS,
+        f"{PKG}/__init__.py": "",
+        f"{PKG}/sizes.py": SIZES,
+        f"{PKG}/pipeline.py": PIPELINE.format(more=more),
+    }
+    root, sha, matrix = commit_files(tmp_path, files)
+    matrix.write_text(matrix.read_text() + fields)
+    return root, sha, matrix
+
+
+def in_tree_platform(cell: dict) -> dict[str, types.ModuleType]:
+    """SGLang's platforms module, as an in-tree platform's hook answers: nothing set."""
+    platforms = types.ModuleType("sglang.srt.platforms")
+    platforms.current_platform = types.SimpleNamespace(apply_server_args_defaults=lambda _: None)
+    return {"sglang.srt.platforms": platforms}
+
+
+@pytest.mark.parametrize("exhaustive", [False, True], ids=["explored", "every-cell"])
+def test_cached_helpers_raw_graph_input_and_platform_hook_are_as_in_python(tmp_path, exhaustive):
+    root, sha, matrix = commit(tmp_path)
+    found = harness_outcomes(root, sha, matrix, exhaustive=exhaustive, outputs=OUTPUTS)
+    expected = plain_outcomes(tmp_path / "tree", AXES, OUTPUTS, stubs=in_tree_platform)
+    assert found == expected
+    assert ("error", "TypeError: unhashable type: 'list'") in expected  # page_size 64
+    assert ("AUTO:full", 16) in expected  # cuda_graph_config was the input, None
+
+
+def note_of(root: Path, sha: str, matrix: Path) -> tuple[int, str]:
+    done = run_cli("diff", sha, sha, "--repo", str(root), "--matrix", str(matrix), "--format",
+                   "json", "--no-cache")  # fmt: skip
+    return done.code, json.loads(done.out)["notes"].get("base", "")
+
+
+@pytest.mark.parametrize(
+    "more, what",
+    [
+        ("    sizes_for.cache_clear()\n", "cache_clear"),
+        ("    count.__wrapped__(1)\n", "__wrapped__"),
+    ],
+)
+def test_what_else_pythons_cache_wrapper_has_is_refused(tmp_path, more, what):
+    """`cache_info()`, `cache_clear()`, `__wrapped__`: the harness's cached function has
+    none, and says so (exit 4), rather than answering otherwise than Python."""
+    code, note = note_of(*commit(tmp_path, more))
+    assert code == 4 and what in note, (code, note)
+
+
+def test_an_out_of_tree_platforms_defaults_are_refused(tmp_path):
+    """A platform plugin's `apply_server_args_defaults` may set anything: the world holds
+    no plugin, so with `platform.is_out_of_tree` true the call is refused (exit 4)."""
+    code, note = note_of(*commit(tmp_path, fields="fields:\n  platform.is_out_of_tree: true\n"))
+    assert code == 4 and "apply_server_args_defaults() on an out-of-tree platform" in note, note
