@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from harness.testing.gitrepo import FixtureRepo
 from tests.conftest import run_cli
 from tests.test_entry import PKG, harness_outcomes, plain_outcomes
 from tests.test_entry_class import AXES, OUTPUTS, commit_files
@@ -136,3 +137,41 @@ def test_an_out_of_tree_platforms_defaults_are_refused(tmp_path):
     no plugin, so with `platform.is_out_of_tree` true the call is refused (exit 4)."""
     code, note = note_of(*commit(tmp_path, fields="fields:\n  platform.is_out_of_tree: true\n"))
     assert code == 4 and "apply_server_args_defaults() on an out-of-tree platform" in note, note
+
+
+OWN_FIELD = '''\
+"""A helper of the project's that happens to share a name with Python's."""
+
+
+def field(n):
+    return n * 2
+'''
+
+
+@pytest.mark.parametrize("where", ["module", "function"])
+def test_a_name_of_pythons_imported_from_elsewhere_is_that_modules(tmp_path, where):
+    """`field` from the project's own module is the project's, not Python's
+    `dataclasses.field` that every world binds: the expected outcomes are plain Python's."""
+    use = "    server_args.page_size = field(server_args.page_size or 1)\n"
+    local = "    from sglang.srt.arg_groups.helpers import field\n"
+    root, sha, matrix = commit(tmp_path, (local if where == "function" else "") + use)
+    if where == "module":
+        path = tmp_path / "tree" / PKG / "pipeline.py"
+        text = path.read_text().replace(
+            "from sglang.srt.platforms", "from sglang.srt.arg_groups.helpers import field\n"
+            "from sglang.srt.platforms")  # fmt: skip
+        path.write_text(text)
+        sha = FixtureRepo(root).commit("import field", {f"{PKG}/pipeline.py": text})
+    (tmp_path / "tree" / PKG / "helpers.py").write_text(OWN_FIELD)
+    sha = FixtureRepo(root).commit("helpers", {f"{PKG}/helpers.py": OWN_FIELD})
+    found = harness_outcomes(root, sha, matrix, outputs=OUTPUTS)
+    expected = plain_outcomes(tmp_path / "tree", AXES, OUTPUTS, stubs=in_tree_platform)
+    assert found == expected
+    assert ("AUTO:full", 32) in expected
+
+
+def test_a_name_of_pythons_never_imported_is_unbound(tmp_path):
+    """`@cache` with no `from functools import cache`: Python's NameError, so the
+    revision is unevaluable (exit 4), naming it."""
+    code, note = note_of(*commit(tmp_path, "    cache(len)\n"))
+    assert code == 4 and "name cache" in note, (code, note)

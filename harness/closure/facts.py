@@ -25,6 +25,28 @@ from harness.closure.shadows import get_logger, registry_of
 
 Home = tuple[str, ...]  # the files (paths from a source root) where a name is defined
 
+# names every world binds for Python's standard library (harness.engine.worlds.dataclass,
+# .caching), by the module they come from: code reads them only by importing them from it
+STANDARD_NAMES = {
+    **dict.fromkeys(("dataclass", "field", "dataclasses"), "dataclasses"),
+    **dict.fromkeys(("lru_cache", "cache", "functools"), "functools"),
+}
+
+
+def standard_import(node: ast.AST, name: str) -> bool:
+    """Whether `node` imports the world name `name` from its standard module (`from
+    functools import cache as c`, for `cache`; `import functools`)."""
+    module = STANDARD_NAMES.get(name)
+    if isinstance(node, ast.ImportFrom):
+        return (
+            node.level == 0
+            and node.module == module
+            and any(alias.name == name for alias in node.names)
+        )
+    return isinstance(node, ast.Import) and any(
+        alias.name == name == module for alias in node.names
+    )
+
 
 @dataclass(frozen=True, eq=False)  # one per world: compared (and hashed) by identity
 class WorldFacts:

@@ -20,7 +20,7 @@ import posixpath
 from collections.abc import Collection
 from typing import NamedTuple
 
-from harness.closure.facts import WorldFacts, within
+from harness.closure.facts import STANDARD_NAMES, WorldFacts, standard_import, within
 from harness.closure.index import CONDITIONAL, DEFINITION, IMPORT, Binding, index_module
 from harness.closure.modules import RevisionFiles
 from harness.closure.mutations import ANY, DEFINES, NO_EFFECTS, Reach, effects_reader
@@ -199,7 +199,8 @@ class Resolver:
             return
         if key in self.seen:
             return
-        bindings = self._bindings(name, use) if name not in self.bound else None
+        world = name in self.bound and self._world_reads(name, use)
+        bindings = None if world else self._bindings(name, use)
         if (above := self._read_in_place(bindings, use)) is not None:
             placed = (use.path, f"{name}@{use.statement.slot}.{use.statement.position}")
             if placed not in self.seen:  # read where it stands: the bindings above it
@@ -208,12 +209,23 @@ class Resolver:
                 self._found(name, above, use)
             return
         self.seen.add(key)
-        if name in self.bound:
+        if world:
             self._shadowed(name, use)
             self.needs[key] = name
             self.mark(use.path, name)
             return
         self._found(name, bindings, use)
+
+    def _world_reads(self, name: str, use: Use) -> bool:
+        """Whether the use reads the world's `name`: any world name, but one standing for
+        Python's standard library only where the file imports it from there (else it is
+        the file's own, or a NameError, as in Python)."""
+        if name not in STANDARD_NAMES:
+            return True
+        if any(standard_import(node, name) for node in ast.walk(use.statement.node)):
+            return True
+        bindings = self._bindings(name, use)
+        return bool(bindings) and standard_import(bindings[-1].statement.node, name)
 
     def _bindings(self, name: str, use: Use) -> list[Binding] | None:
         """The statements binding `name` in the use's file, without a trailing `import *`
@@ -299,7 +311,8 @@ class Resolver:
     def _imported(self, name: str, binding: Binding, use: Use) -> None:
         node, key = binding.statement.node, (use.path, name)
         imported = _imported_name(node, name)
-        if imported is not None and imported in self.bound:
+        standard = imported not in STANDARD_NAMES or standard_import(node, imported)
+        if imported is not None and imported in self.bound and standard:
             self.needs[key] = imported
             self.mark(use.path, name)
             if imported not in self.chosen:
@@ -333,13 +346,16 @@ class Resolver:
             if not isinstance(node, ast.ImportFrom):
                 continue
             for alias in node.names:
-                if alias.name in self.bound and alias.name not in self.chosen:
+                world = alias.name in self.bound and (
+                    alias.name not in STANDARD_NAMES or standard_import(node, alias.name)
+                )
+                if world and alias.name not in self.chosen:
                     self._local_home(node, alias.name, path)
-                if alias.name == self.facts.class_name and alias.name in self.bound:
+                if alias.name == self.facts.class_name and world:
                     # another module's class of that name is not the configuration's
                     self._imported_world_name(statement, alias.asname or alias.name, path, 1,
                                               node)  # fmt: skip
-                if alias.name in self.bound or alias.name == "*":
+                if world or alias.name == "*":
                     continue
                 found = self._source_of(node, alias.asname or alias.name, path)
                 if found is None or found[1] is None or not self.resolution_code(found[0]):
