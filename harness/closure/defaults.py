@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from harness.closure.lookup import FileIndexes
+from harness.closure.marks import mark
 from harness.closure.modules import RevisionFiles
 from harness.closure.mutations import ANY, effects
 from harness.closure.names import DATACLASS, decorator_name
@@ -64,6 +65,9 @@ class Defaults:
     source: str = ""  # the class, as messages name it: `ServerArgs (python/.../server_args.py)`
     inputs: dict[str, Default] = field(default_factory=dict)  # the world's inputs (env vars)
     class_attributes: bool = False  # `Class.field` is the field's default (see below)
+    # the fields the class marks declarable (True), or why the mark cannot be read (the
+    # world's `declarable`, `harness.closure.marks`); a field not here is not marked
+    marks: dict[str, bool | str] = field(default_factory=dict)
 
     @property
     def digest(self) -> str:
@@ -74,6 +78,7 @@ class Defaults:
                 for n, d in sorted(table.items())
             )
             + f"\0class attributes:{self.class_attributes}"
+            + "".join(f"\0mark:{n}={m!r}" for n, m in sorted(self.marks.items()))
         )
         return hashlib.sha256(text.encode()).hexdigest()
 
@@ -84,7 +89,8 @@ class Defaults:
     def __reduce__(self) -> tuple:
         """Pickled as rows of plain values: every worker job carries the class's hundreds
         of fields, and dataclass objects pickle and unpickle several times slower."""
-        rows = (_rows(self.fields), self.source, _rows(self.inputs), self.class_attributes)
+        rows = (_rows(self.fields), self.source, _rows(self.inputs), self.class_attributes,
+                self.marks)  # fmt: skip
         return _from_rows, rows
 
 
@@ -93,11 +99,11 @@ def _rows(table: dict[str, Default]) -> list[tuple]:
 
 
 def _from_rows(fields: list[tuple], source: str, inputs: list[tuple],
-               class_attributes: bool) -> Defaults:  # fmt: skip
+               class_attributes: bool, marks: dict[str, bool | str]) -> Defaults:  # fmt: skip
     def table(rows: list[tuple]) -> dict[str, Default]:
         return {name: Default(value, where, refusal) for name, value, where, refusal in rows}
 
-    return Defaults(table(fields), source, table(inputs), class_attributes)
+    return Defaults(table(fields), source, table(inputs), class_attributes, marks)
 
 
 NO_DEFAULTS = Defaults({})
@@ -110,16 +116,20 @@ def class_defaults(cache: SourceCache, files: RevisionFiles, view: ViewClass) ->
         return NO_DEFAULTS
     indexes = FileIndexes(cache, files)
     fields: dict[str, Default] = {}
+    marks: dict[str, bool | str] = {}
     namespaces = _namespaces(indexes(path), view.namespaces)
     for name in [*namespaces, view.name]:
         found = _class(indexes, indexes.defined_at(path, name))
         if found is not None:
             fields.update(_declared(*found))
+            marks.update(_marks(found[1], view.declarable))
     if not fields:
         return NO_DEFAULTS
     found = _class(indexes, indexes.defined_at(path, view.name))
     attributes = not namespaces and found is not None and _plain_dataclass(cache, files, *found)
-    return Defaults(fields, f"{view.name} ({path})", class_attributes=attributes)
+    source = f"{view.name} ({path})"
+    marks = {name: marked for name, marked in marks.items() if marked is not False}
+    return Defaults(fields, source, class_attributes=attributes, marks=marks)
 
 
 def _plain_dataclass(cache: SourceCache, files: RevisionFiles, path: str, cls: Statement) -> bool:
@@ -193,6 +203,19 @@ def _declared(path: str, cls: Statement) -> dict[str, Default]:
                 if bound.count(name) > 1:
                     out[name] = Default(None, where, f"the class binds it more than once ({where})")
     return out
+
+
+def _marks(cls: Statement, declarable: tuple[str, str, frozenset[str]] | None
+           ) -> dict[str, bool | str]:  # fmt: skip
+    """Whether each field of a class body is marked declarable, or why the mark cannot be
+    read (`harness.closure.marks`)."""
+    if declarable is None:
+        return {}
+    found = {}
+    for node in cls.node.body:
+        if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+            found[node.target.id] = mark(node.annotation, *declarable)
+    return found
 
 
 def _class_variable(annotation: ast.expr) -> bool:

@@ -73,6 +73,10 @@ class WorldFacts:
     # `default_homes` for a name listed in neither
     imported_homes: tuple[tuple[str, Home], ...] = ()
     default_homes: Home = ()
+    # (marker, keyword, other calls): a field the code may declare is one whose annotation
+    # is `Annotated[T, ..., marker(keyword=True)]` (SGLang's `Arg(resolvable=True)`; the
+    # other calls are classes an annotation holds that are not the marker: `NS(...)`)
+    declarable: tuple[str, str, frozenset[str]] | None = None
 
     @property
     def class_name(self) -> str | None:

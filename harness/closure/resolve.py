@@ -50,6 +50,7 @@ class ViewClass(NamedTuple):
     identities: frozenset[str] = frozenset()  # functions that return the view itself
     namespaces: str | None = None  # a module-level list of classes declaring more fields
     names: frozenset[str] = frozenset()  # what a helper calls the view (its first parameter)
+    declarable: tuple[str, str, frozenset[str]] | None = None  # WorldFacts.declarable
 
 
 class LocalImport(NamedTuple):

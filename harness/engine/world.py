@@ -584,6 +584,9 @@ class World:
     # view attributes answered as the project's resolution leaves them (what a pass reads):
     # an entry runs that resolution, so it reads the input there (the matrix's, the default)
     resolved: frozenset[str] = frozenset()
+    # for an entry, the names it answers from what the configuration's class declares
+    # (`harness.closure.defaults.Defaults`), once that is read: SGLang's declaration check
+    from_class: Callable[[Context, Any], dict[str, Any]] | None = None
 
     def view_attrs_for(self, matrix: Matrix) -> dict[str, Spec]:
         """The view attributes the world answers for `matrix`'s target."""
@@ -759,9 +762,11 @@ def _with_fallback(bound: Bound, defaults: Any, recipe: tuple) -> Bound:
         return Refused(f"view.{name}", fix, name)
 
     made = with_view_fallback(bound, fallback)
-    names, name = made.names, ctx.world.facts.class_name
+    names, name, world = made.names, ctx.world.facts.class_name, ctx.world
     if ctx.matrix.target.entry and name is not None:
         names = {**names, name: configuration_class(ctx, defaults)}
+    if ctx.matrix.target.entry and world.from_class is not None:
+        names = {**names, **world.from_class(ctx, defaults)}
     return replace(made, names=names, recipe=recipe)
 
 

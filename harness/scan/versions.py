@@ -61,6 +61,7 @@ def view_class(matrix: Matrix) -> ViewClass | None:
         facts.view_functions,
         facts.view_namespaces,
         facts.view_names,
+        facts.declarable,
     )
 
 

@@ -18,6 +18,13 @@ to the configuration is small, and the world does exactly that:
 A declaration is a write to the configuration the entry was handed (the
 harness records it, see `harness.engine.sandbox`); the outputs are the final
 values of the output fields, the cell's input where nothing declared one.
+
+A fourth, `validate_declarations(server_args, declarations)`, is SGLang's
+check of the model overrides' declarations: each `(source, fields)` may only
+declare the fields `ServerArgs` marks `Arg(resolvable=True)`, else SGLang's
+ValueError. SGLang reads the marks by evaluating the class's annotations; the
+world reads them from its text (`harness.closure.marks`), and refuses a
+declaration of a field whose mark the text cannot tell.
 """
 
 from __future__ import annotations
@@ -111,5 +118,64 @@ def declare_resolution(probe: Probe, read_only: Callable[[Any], Any]) -> Callabl
     return answer
 
 
-MACHINERY = {fn.__name__: Machinery(fn.__name__, fn)
-             for fn in (run_hook, run_post_process_pass, declare_resolution)}  # fmt: skip
+NOT_DECLARABLE = (
+    "{source}: {fields} not model-overridable; declarations are limited to the fields the "
+    "publish gate accepts."
+)  # SGLang's message
+VALIDATE_FIX = (
+    "check declarations only of the configuration the entry point is handed, with a source "
+    "named by a string and fields by a dict"
+)
+
+
+def validator(ctx: Context, defaults: Any | None) -> Callable[..., Any]:
+    """`validate_declarations` against the marks `defaults` read (None: not read, so
+    every call is refused)."""
+    probe, name = ctx.probe, ctx.world.facts.class_name
+
+    def answer(server_args: Any, declarations: Any) -> None:
+        if defaults is None:
+            raise probe.refuse("validate_declarations()", f"{name}'s fields were not read")
+        if not is_stand_in(server_args):
+            kind = type(server_args).__name__
+            raise probe.refuse(f"validate_declarations() of a {kind}", VALIDATE_FIX)
+        for source, declared in declarations:
+            if type(source) is not str or type(declared) is not dict:
+                raise probe.refuse("validate_declarations() of other values", VALIDATE_FIX)
+            _check(probe, defaults, source, declared)
+
+    return world_function("validate_declarations", answer, probe)
+
+
+def _check(probe: Probe, defaults: Any, source: str, declared: dict) -> None:
+    unread = {field: defaults.marks[field] for field in declared
+              if type(defaults.marks.get(field)) is str}  # fmt: skip
+    for field, why in unread.items():
+        fix = f"{why}; bind validate_declarations under `bindings:` to skip the check"
+        raise probe.refuse(f"whether {defaults.source} lets {field} be declared", fix, field)
+    unknown = sorted(set(declared) - {f for f, marked in defaults.marks.items() if marked is True})
+    if unknown:
+        raise ValueError(NOT_DECLARABLE.format(source=source, fields=unknown))
+
+
+@dataclass(frozen=True)
+class Validator(Spec):
+    """`validate_declarations` before the class's declarations are read: refused."""
+
+    def compile(self, ctx: Context) -> Resolver:
+        function = validator(ctx, None)
+        return lambda probe: function
+
+
+def from_class(ctx: Context, defaults: Any) -> dict[str, Any]:
+    """The names the world answers from the configuration's class (`World.from_class`)."""
+    return {"validate_declarations": validator(ctx, defaults)}
+
+
+MACHINERY: dict[str, Spec] = {
+    **{
+        fn.__name__: Machinery(fn.__name__, fn)
+        for fn in (run_hook, run_post_process_pass, declare_resolution)
+    },
+    "validate_declarations": Validator(),
+}

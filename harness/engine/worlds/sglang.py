@@ -44,7 +44,7 @@ from harness.engine.world import (
 )
 from harness.engine.worlds import caching, dataclass
 from harness.engine.worlds.common import identity, logger, registering
-from harness.engine.worlds.plumbing import MACHINERY
+from harness.engine.worlds.plumbing import MACHINERY, from_class
 from harness.errors import HarnessError
 from harness.matrix.model import Matrix, format_value
 
@@ -379,6 +379,7 @@ HOMES = (
     ("model_config_of", (BASE,)),
     ("run_post_process_pass", ("overrides.py",)),  # the machinery an entry runs through
     ("declare_resolution", ("overrides.py",)),
+    ("validate_declarations", ("overrides.py",)),
     ("run_hook", ("resolution_hooks.py",)),
 )
 # ... and the files the code imports them from (`from sglang.srt.utils import is_hip`):
@@ -418,6 +419,7 @@ FACTS = WorldFacts(
     homes=HOMES,
     imported_homes=IMPORTED_HOMES,
     default_homes=UTILS,
+    declarable=("Arg", "resolvable", frozenset({"NS"})),  # `A[int, Arg(..., resolvable=True)]`
 )
 
 WORLD = World(
@@ -433,6 +435,7 @@ WORLD = World(
         {"platform", "use_mla", "prefill_cuda_graph", "decode_cuda_graph", "architecture"}
     ),
     resolved=frozenset({"cuda_graph_config"}),  # ServerArgs's is None until an entry parses it
+    from_class=from_class,
     validate=check_platforms,
     facts=FACTS,
     suggested={  # `matrix --infer`: the axes these become when the code reads them

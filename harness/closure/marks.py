@@ -1,0 +1,60 @@
+"""Whether a field's annotation marks it one the code may declare, read with `ast`.
+
+SGLang marks the `ServerArgs` fields its resolution may declare in their
+annotations, `page_size: A[Optional[int], Arg(help="...", resolvable=True)]`
+(`A` is `typing.Annotated`), and its `validate_declarations` rejects a
+declaration of any other field. Python finds the mark by evaluating the
+annotation and taking the first metadata item that is an `Arg` (a bare string
+is an `Arg` with help only); the harness never evaluates an annotation, so it
+reads the same item from the text, and says so where the text alone cannot
+tell: a call of a class the world does not name as another kind (SGLang's
+`NS("model")` namespace marker) before the marker's, which may be a subclass
+of it; `**options`; a keyword whose value is not a literal.
+"""
+
+from __future__ import annotations
+
+import ast
+
+ANNOTATED = frozenset({"A", "Annotated"})  # SGLang's alias, and typing's own name
+
+
+def mark(annotation: ast.expr, marker: str, keyword: str, others: frozenset[str]) -> bool | str:
+    """True or False: whether `annotation` is `Annotated[T, ..., marker(keyword=True)]`
+    with that call its first item that is not a call of `others`; else why the text
+    cannot tell."""
+    if isinstance(annotation, ast.Constant) and isinstance(annotation.value, str):
+        return "its annotation is a string, which Python evaluates"
+    if not (isinstance(annotation, ast.Subscript) and _name(annotation.value) in ANNOTATED):
+        return False
+    items = annotation.slice.elts if isinstance(annotation.slice, ast.Tuple) else []
+    for item in items[1:]:
+        if isinstance(item, ast.Constant) and isinstance(item.value, str):
+            return False  # help text alone: an Arg without the mark
+        if isinstance(item, ast.Call) and _name(item.func) == marker:
+            return _keyword(item, keyword)
+        if isinstance(item, ast.Call) and _name(item.func) not in others:
+            return f"its annotation calls {_name(item.func) or 'an expression'} before {marker}"
+        if not isinstance(item, ast.Call | ast.Constant):
+            return f"its annotation holds {ast.unparse(item)} before any {marker}(...)"
+    return False
+
+
+def _keyword(call: ast.Call, keyword: str) -> bool | str:
+    for given in call.keywords:
+        if given.arg is None:
+            return "its annotation's marker is given **options"
+        if given.arg == keyword:
+            value = given.value
+            if isinstance(value, ast.Constant) and isinstance(value.value, bool):
+                return value.value
+            return f"its annotation gives {keyword} a value that is not a literal"
+    return False
+
+
+def _name(node: ast.expr) -> str | None:
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute):
+        return node.attr
+    return None
