@@ -181,3 +181,47 @@ def test_what_a_method_of_the_class_defines_is_named_as_in_the_class(tmp_path):
     found = harness_outcomes(tmp_path / "repo", sha, tmp_path / "m.yaml", outputs=OUTPUTS)
     assert found == plain_outcomes(tmp_path / "tree", AXES, OUTPUTS)
     assert "ServerArgs._pick.<locals>.inner" in found[0][0], found[0]
+
+
+METHOD_ARGS = SERVER_ARGS.replace(
+    """    def __setattr__(self, name, value):""",
+    """    def _default_page(self, backend):
+        return self.default_page * (4 if backend == "fa4" else 1)
+
+    def __setattr__(self, name, value):""",
+)
+PASSES = '''\
+"""A pass the entry runs: it calls the configuration's method on the view it is handed."""
+
+
+def run_post_process_pass(server_args, fn):
+    for name, value in fn(server_args).items():
+        setattr(server_args, name, value)
+
+
+def _page_default(view):
+    if view.page_size is not None:
+        return {}
+    return {"page_size": view._default_page(view.attention_backend)}
+'''
+HANDED = '''\
+"""Resolution running one pass."""
+
+from sglang.srt.arg_groups.overrides import _page_default, run_post_process_pass
+
+
+def run_resolution_pipeline(server_args):
+    run_post_process_pass(server_args, _page_default)
+'''
+
+
+def test_a_pass_the_entry_runs_calls_the_configurations_methods_on_its_view(tmp_path):
+    """`view._default_page(...)` in a pass handed the configuration (its first parameter
+    is named like a view) is `ServerArgs._default_page`, as in the target itself."""
+    files = {**FILES, "python/sglang/srt/server_args.py": METHOD_ARGS,
+             f"{PKG}/overrides.py": PASSES, f"{PKG}/pipeline.py": HANDED}  # fmt: skip
+    root, sha, matrix = commit_files(tmp_path, files)
+    found = harness_outcomes(root, sha, matrix, outputs=OUTPUTS)
+    expected = plain_outcomes(tmp_path / "tree", AXES, OUTPUTS)
+    assert found == expected
+    assert (None, 16) in expected and ("fa4", 64) in expected

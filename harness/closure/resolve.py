@@ -188,9 +188,18 @@ class Resolver:
             self.resolve(name, Use(path, statement))
         if isinstance(statement.node, ast.FunctionDef | ast.AsyncFunctionDef):
             self._local_imports(path, statement)
-        if role != HELPER and self.view_class is not None:
+        if self.view_class is not None and (role != HELPER or self._handed_view(statement)):
             for method in sorted(view_calls(statement.node) - self.view_class.answered):
                 self._view_method(method)
+
+    def _handed_view(self, statement: Statement) -> bool:
+        """Whether a helper of an entry (`defer`) takes the configuration, as its first
+        parameter's name says (a pass the entry runs, `def _default(view)`): its calls on
+        that parameter are the class's methods, as they are the target's."""
+        node = statement.node
+        if not (self.defer and isinstance(node, ast.FunctionDef) and node.args.args):
+            return False
+        return node.args.args[0].arg in self.view_class.names
 
     def resolve(self, name: str, use: Use) -> None:
         key = (use.path, name)
