@@ -180,6 +180,52 @@ def test_an_entry_runs_the_resolution_code_and_not_what_it_imports_from_outside(
     assert [o.value for o in pages] == [32, None, 1, 1], pages
 
 
+SPEC_UTILS = '''\
+"""Helpers beside the machine's probes, outside the resolution code."""
+
+import torch
+
+TORCH_RELEASE = torch.__version__.split(".")
+LIMIT = 4
+
+
+def topk_one(cfg):
+    return cfg.speculative_eagle_topk is None or cfg.speculative_eagle_topk == 1
+
+
+def within_limit(cfg):
+    return cfg.speculative_eagle_topk <= LIMIT
+'''
+SPEC_PIPELINE = '''\
+"""Resolution code reading a helper from outside it."""
+
+from sglang.srt.utils.spec import topk_one, within_limit
+
+
+def run_resolution_pipeline(server_args):
+    server_args.page_size = 16 if topk_one(server_args) else 1
+    if server_args.speculative_eagle_topk == 8:
+        within_limit(server_args)
+'''
+
+
+def test_a_function_outside_the_resolution_code_reading_only_its_arguments_is_run(tmp_path):
+    """`topk_one(cfg)` reads nothing of its file (whose module-level code touches torch):
+    it runs, as a pass's helper would. `within_limit` reads the file's `LIMIT`: what
+    else of the file would run is not read, so it stays refused where reached."""
+    files = {f"{PKG}/pipeline.py": SPEC_PIPELINE, "python/sglang/srt/utils/spec.py": SPEC_UTILS}
+    axes = "  speculative_eagle_topk: [null, 1, 4{}]\n"
+    code, report, *_ = entry_diff(tmp_path / "a", files, axes.format(", 8"))
+    note = report["notes"]["base"]
+    assert code == 4 and "name within_limit is read at" in note, note
+    assert "utils/spec.py, outside the resolution code" in note, note
+    code, report, root, sha, matrix = entry_diff(tmp_path / "b", files, axes.format(""))
+    assert (code, report["notes"]) == (0, {}), report["notes"]
+    table = evaluate_at(root, sha, load_matrix(str(matrix))).table
+    pages = [table.outcome_at(i).value for i in range(3)]
+    assert pages == [16, 16, 1]  # topk unset or 1: the helper says one; 4: not
+
+
 SCOPES = '''\
 """Names nothing binds at module level, next to locals of the same name."""
 

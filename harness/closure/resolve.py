@@ -332,7 +332,7 @@ class Resolver:
         if found is None:
             self._fail(name, self._unbound(name, binding, use), use)
             return
-        if self.defer and not self.resolution_code(found[0]):
+        if self.defer and not self.resolution_code(found[0]) and not self._plain_def(*found):
             self._fail(name, self._outside(name, binding, use, found[0]), use)
             return
         source, source_name = found
@@ -346,6 +346,20 @@ class Resolver:
                 return
             link = self.links[key] = further._replace(path=use.path, name=name)  # a re-export
         self._module_attributes(link, use)
+
+    def _plain_def(self, path: str, name: str | None) -> bool:
+        """Whether `path` binds `name` once, with an undecorated `def` that reads nothing but
+        its parameters and builtins (SGLang's `is_no_spec_infer_or_topk_one(cfg)` in
+        `utils/common.py`): a function an entry reads from outside the resolution code,
+        as a pass reads its helpers, since nothing else of its file can change it."""
+        bindings = self.index(path).get(name, []) if name is not None else []
+        if len(bindings) != 1 or bindings[0].kind != DEFINITION:
+            return False
+        statement = bindings[0].statement
+        node = statement.node
+        if not isinstance(node, ast.FunctionDef) or node.decorator_list:
+            return False
+        return all(hasattr(builtins, free) for free in shape(statement, HELPER)[1])
 
     def _local_imports(self, path: str, statement: Statement) -> None:
         """Follow `from m import x` inside a function into the resolution code: a module
