@@ -187,6 +187,7 @@ import torch
 
 TORCH_RELEASE = torch.__version__.split(".")
 LIMIT = 4
+DOUBLED = frozenset({4})
 
 
 def topk_one(cfg):
@@ -203,7 +204,11 @@ from sglang.srt.utils.spec import topk_one, within_limit
 
 
 def run_resolution_pipeline(server_args):
+    from sglang.srt.utils.spec import DOUBLED
+
     server_args.page_size = 16 if topk_one(server_args) else 1
+    if server_args.speculative_eagle_topk in DOUBLED:
+        server_args.page_size *= 2
     if server_args.speculative_eagle_topk == 8:
         within_limit(server_args)
 '''
@@ -211,8 +216,9 @@ def run_resolution_pipeline(server_args):
 
 def test_a_function_outside_the_resolution_code_reading_only_its_arguments_is_run(tmp_path):
     """`topk_one(cfg)` reads nothing of its file (whose module-level code touches torch):
-    it runs, as a pass's helper would. `within_limit` reads the file's `LIMIT`: what
-    else of the file would run is not read, so it stays refused where reached."""
+    it runs, as a pass's helper would; so is `DOUBLED = frozenset({4})`, imported inside
+    the function. `within_limit` reads the file's `LIMIT`: what else of the file would
+    run is not read, so it stays refused where reached."""
     files = {f"{PKG}/pipeline.py": SPEC_PIPELINE, "python/sglang/srt/utils/spec.py": SPEC_UTILS}
     axes = "  speculative_eagle_topk: [null, 1, 4{}]\n"
     code, report, *_ = entry_diff(tmp_path / "a", files, axes.format(", 8"))
@@ -223,7 +229,7 @@ def test_a_function_outside_the_resolution_code_reading_only_its_arguments_is_ru
     assert (code, report["notes"]) == (0, {}), report["notes"]
     table = evaluate_at(root, sha, load_matrix(str(matrix))).table
     pages = [table.outcome_at(i).value for i in range(3)]
-    assert pages == [16, 16, 1]  # topk unset or 1: the helper says one; 4: not
+    assert pages == [16, 16, 2]  # topk unset or 1: the helper says one; 4: not, doubled
 
 
 SCOPES = '''\

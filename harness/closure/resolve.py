@@ -332,7 +332,7 @@ class Resolver:
         if found is None:
             self._fail(name, self._unbound(name, binding, use), use)
             return
-        if self.defer and not self.resolution_code(found[0]) and not self._plain_def(*found):
+        if self.defer and not self.resolution_code(found[0]) and not self._self_contained(*found):
             self._fail(name, self._outside(name, binding, use, found[0]), use)
             return
         source, source_name = found
@@ -347,19 +347,24 @@ class Resolver:
             link = self.links[key] = further._replace(path=use.path, name=name)  # a re-export
         self._module_attributes(link, use)
 
-    def _plain_def(self, path: str, name: str | None) -> bool:
-        """Whether `path` binds `name` once, with an undecorated `def` that reads nothing but
-        its parameters and builtins (SGLang's `is_no_spec_infer_or_topk_one(cfg)` in
-        `utils/common.py`): a function an entry reads from outside the resolution code,
-        as a pass reads its helpers, since nothing else of its file can change it."""
+    def _self_contained(self, path: str, name: str | None) -> bool:
+        """Whether `path` binds `name` once, with an undecorated `def` or an assignment,
+        that reads nothing but builtins (and a function's parameters), and no statement of
+        the file may change it: SGLang's `is_no_spec_infer_or_topk_one(cfg)` in
+        `utils/common.py`, `CP_V2_DEFAULT_MODEL_CLASSES = frozenset({...})`. An entry reads
+        such a name from outside the resolution code, as a pass reads its helpers."""
         bindings = self.index(path).get(name, []) if name is not None else []
         if len(bindings) != 1 or bindings[0].kind != DEFINITION:
             return False
         statement = bindings[0].statement
         node = statement.node
-        if not isinstance(node, ast.FunctionDef) or node.decorator_list:
+        if isinstance(node, ast.FunctionDef) and node.decorator_list:
             return False
-        return all(hasattr(builtins, free) for free in shape(statement, HELPER)[1])
+        if not isinstance(node, ast.FunctionDef | ast.Assign):
+            return False
+        if not all(hasattr(builtins, free) for free in shape(statement, HELPER)[1]):
+            return False
+        return not any({name, ANY} & data for _, data, _ in self._changers(path))
 
     def _local_imports(self, path: str, statement: Statement) -> None:
         """Follow `from m import x` inside a function into the resolution code: a module
@@ -382,7 +387,10 @@ class Resolver:
                 if world or alias.name == "*":
                     continue
                 found = self._source_of(node, alias.asname or alias.name, path)
-                if found is None or found[1] is None or not self.resolution_code(found[0]):
+                if found is None or found[1] is None:
+                    continue
+                outside = not self.resolution_code(found[0])
+                if outside and not (self.defer and self._self_contained(*found)):
                     continue
                 source, source_name = found
                 module, level = node.module or "", node.level

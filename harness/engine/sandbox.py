@@ -694,7 +694,8 @@ def _import_from(
     bound: Bound, repository: dict[tuple, dict], spaces: dict, names: dict[str, Any]
 ) -> Callable[..., Any]:
     """`import` inside evaluated code: a module whose attributes are the definitions the
-    closure read from the repository for that import, else the world's names. The
+    closure read from the repository for that import, else the world's names (`import m`
+    of a name the world binds, such as `torch`: that binding, as at module level). The
     importing file is the one whose namespace (in `spaces`, by path) is the importer's
     globals: found by identity, whatever the code set `__name__` to."""
     module = _world_module_maker(bound.probe, names)
@@ -703,6 +704,9 @@ def _import_from(
                      level: Any = 0) -> Any:  # fmt: skip
         path = next((p for p, space in spaces.items() if space is globals), None)
         local = repository.get((path, str(name), level if type(level) is int else 0), {})
+        top = str(name).partition(".")[0]
+        if not local and not fromlist and level == 0 and top in names:
+            return names[top]  # `import torch` in a function: the world's torch, as bound
         return module(str(name), local)
 
     return world_import

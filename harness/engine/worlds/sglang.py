@@ -259,7 +259,20 @@ class PluginDefaults(Spec):
 def _torch() -> Spec:
     platform = Param("platform", reader="torch.cuda.get_device_capability()")
     cuda = Obj("torch.cuda", {"get_device_capability": Call(Map(platform, capability))})
-    return Obj("torch", {"cuda": cuda})
+    version = Obj("torch.version", {"cuda": CudaVersion()})
+    return Obj("torch", {"cuda": cuda, "version": version})
+
+
+@dataclasses.dataclass(frozen=True)
+class CudaVersion(Spec):
+    """`torch.version.cuda`: the CUDA toolkit torch was built with, the field
+    `platform.cuda_version` (`"12.9"`) on a CUDA GPU (strict: which toolkit is
+    installed is nothing the platform tells); None elsewhere, as torch's own."""
+
+    def compile(self, ctx: Context) -> Resolver:
+        platform = Param("platform", reader="torch.version.cuda").compile(ctx)
+        version = Param("platform.cuda_version", reader="torch.version.cuda").compile(ctx)
+        return lambda probe: version(probe) if gpu_major(platform(probe)) is not None else None
 
 
 def _cuda_graph_config() -> Spec:
