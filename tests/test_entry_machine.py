@@ -15,7 +15,7 @@ import types
 from pathlib import Path
 
 from tests.conftest import run_cli
-from tests.test_entry import PKG, harness_outcomes, plain_outcomes
+from tests.test_entry import PKG, cells, harness_outcomes, imported, plain_outcomes
 from tests.test_entry_class import FILES, commit_files
 
 PIPELINE = '''\
@@ -80,3 +80,84 @@ def test_which_toolkit_a_cuda_gpu_has_is_strict(tmp_path):
     done = run_cli("diff", sha, sha, "--repo", str(root), "--matrix", str(matrix), "--format",
                    "json", "--no-cache")  # fmt: skip
     assert done.code == 0, done.out
+
+
+ENV_PIPELINE = '''\
+"""Resolution reading the process's environment."""
+
+import os
+
+
+def run_resolution_pipeline(server_args):
+    if "SGLANG_LEGACY" in os.environ:
+        raise ValueError("SGLANG_LEGACY is no longer supported")
+    if server_args.page_size is None:
+        server_args.page_size = int(os.environ.get("SGLANG_PAGES", "16"))
+    server_args.attention_backend = os.getenv("SGLANG_BACKEND") or "fa3"
+{more}'''
+ENV_AXES = {"SGLANG_LEGACY": [None, "1"], "SGLANG_PAGES": [None, "32"], "page_size": [None, 1]}
+ENV_MATRIX = (
+    f"name: environ\ntarget:\n  path: {PKG}/pipeline.py\n  entry: run_resolution_pipeline\n"
+    "  output: [attention_backend, page_size]\nworld: sglang\naxes:\n"
+    "  SGLANG_LEGACY: [null, '1']\n  SGLANG_PAGES: [null, '32']\n  page_size: [null, 1]\n"
+    "fields:\n  SGLANG_BACKEND: {backend}\n"
+)
+
+
+def env_commit(tmp_path: Path, more: str = "", backend: str = "null") -> tuple[Path, str, Path]:
+    files = {**FILES, f"{PKG}/pipeline.py": ENV_PIPELINE.format(more=more)}
+    root, sha, matrix = commit_files(tmp_path, files)
+    matrix.write_text(ENV_MATRIX.format(backend=backend))
+    return root, sha, matrix
+
+
+def plain_with_environment(root: Path, monkeypatch, backend: str | None) -> list:
+    """Per cell, what the files at `root` resolve in plain Python, run in a process whose
+    environment holds the cell's variables."""
+    found = []
+    for cell in cells(ENV_AXES):
+        with monkeypatch.context() as patch:
+            for name, value in [*cell.items(), ("SGLANG_BACKEND", backend)]:
+                if name.startswith("SGLANG_") and value is None:
+                    patch.delenv(name, raising=False)
+                elif name.startswith("SGLANG_"):
+                    patch.setenv(name, value)
+            with imported(root, "sm90") as (configuration, run):
+                server_args = configuration(page_size=cell["page_size"])
+                try:
+                    run(server_args)
+                except ValueError as exc:
+                    found.append(("error", f"ValueError: {exc}"))
+                    continue
+        found.append((server_args.attention_backend, server_args.page_size))
+    return found
+
+
+def test_the_environment_is_the_cells_variables(tmp_path, monkeypatch):
+    root, sha, matrix = env_commit(tmp_path, backend="flashinfer")
+    expected = plain_with_environment(tmp_path / "tree", monkeypatch, "flashinfer")
+    found = harness_outcomes(root, sha, matrix, outputs=("attention_backend", "page_size"))
+    assert found == expected
+    assert ("flashinfer", 32) in expected and ("flashinfer", 16) in expected
+    assert expected.count(("error", "ValueError: SGLANG_LEGACY is no longer supported")) == 4
+
+
+def diff_note(root: Path, sha: str, matrix: Path) -> tuple[int, str]:
+    done = run_cli("diff", sha, sha, "--repo", str(root), "--matrix", str(matrix), "--format",
+                   "json", "--no-cache")  # fmt: skip
+    return done.code, json.loads(done.out)["notes"].get("base", "")
+
+
+def test_a_variable_the_matrix_does_not_name_and_a_write_are_refused(tmp_path):
+    """Which variables the process has is the matrix's to say (strict, naming the
+    variable); a write to the environment sets up the process, which the world does not
+    follow; iterating the whole environment has no answer. Each: exit 4, naming it."""
+    cases = [
+        ('    server_args.page_size = os.environ["SGLANG_OTHER"]\n', "SGLANG_OTHER"),
+        ('    os.environ["NCCL_ALGO"] = "tree"\n', "os.environ['NCCL_ALGO'] is assigned"),
+        ("    server_args.page_size = len(list(os.environ))\n", "every variable of os.environ"),
+        ("    server_args.page_size = os.path.join('a')\n", "os.path"),
+    ]
+    for n, (more, what) in enumerate(cases):
+        code, note = diff_note(*env_commit(tmp_path / str(n), more))
+        assert code == 4 and what in note, (what, code, note)

@@ -25,11 +25,13 @@ from harness.closure.shadows import get_logger, registry_of
 
 Home = tuple[str, ...]  # the files (paths from a source root) where a name is defined
 
-# names every world binds for Python's standard library (harness.engine.worlds.dataclass,
-# .caching), by the module they come from: code reads them only by importing them from it
+# names the worlds bind for Python's standard library (harness.engine.worlds.dataclass,
+# .caching, .environ), by the module they come from: code reads them only by importing
+# them from it
 STANDARD_NAMES = {
     **dict.fromkeys(("dataclass", "field", "dataclasses"), "dataclasses"),
     **dict.fromkeys(("lru_cache", "cache", "functools"), "functools"),
+    "os": "os",
 }
 
 

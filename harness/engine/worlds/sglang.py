@@ -42,7 +42,7 @@ from harness.engine.world import (
     no_parameters,
     world_function,
 )
-from harness.engine.worlds import caching, dataclass
+from harness.engine.worlds import caching, dataclass, environ
 from harness.engine.worlds.common import identity, logger, registering
 from harness.engine.worlds.plumbing import MACHINERY, from_class
 from harness.errors import HarnessError
@@ -345,6 +345,7 @@ def _names() -> dict[str, Spec]:
     names.update(MACHINERY)
     names.update(dataclass.names())
     names.update(caching.names())
+    names.update(environ.names())
     for helper, flag in HELPERS.items():
         names[helper] = Call(_platform_flag(flag, f"{helper}()"), label=f"{helper}()",
                              parameters=_takes_nothing(helper),

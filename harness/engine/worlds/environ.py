@@ -1,0 +1,120 @@
+"""`os.environ` and `os.getenv`: the process's environment, as the matrix names it.
+
+SGLang's handlers read raw environment variables (`"SGLANG_X" in os.environ`,
+`os.getenv("SGLANG_X")`) besides its `envs` registry. Each variable is an input
+of the cell: the axis or field of the same name, a string when set, null when
+not. Strict, as every input: a variable the matrix does not name is refused
+where read (which variables a server is started with is nothing the code
+tells). Writing to the environment (`os.environ["NCCL_ALGO"] = ...`, a setting
+of the process, not of the configuration) is refused where reached, as is
+anything else of `os` and of the mapping (iterating it, its length, its repr).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from harness.engine.world import (
+    ASSIGNED,
+    DELETED,
+    Context,
+    Obj,
+    Param,
+    Resolver,
+    Spec,
+    stand_in_class,
+    world_function,
+)
+
+WRITE_FIX = (
+    "a write to the process's environment sets up {project}'s process, not its "
+    "configuration, and the world does not follow it"
+)
+WHOLE_FIX = "read variables by name: which variables the process has is nothing the matrix says"
+
+
+def _reader(ctx: Context) -> Any:
+    """`value(name)`: the variable's value (a string, or None when unset), read as the
+    input of that name."""
+    probe, compiled = ctx.probe, {}
+
+    def value(name: Any) -> str | None:
+        if type(name) is not str:
+            raise TypeError(f"str expected, not {type(name).__name__}")
+        if name not in compiled:
+            compiled[name] = Param(name, reader=f"os.environ[{name!r}]").compile(ctx)
+        found = compiled[name](probe)
+        if found is not None and type(found) is not str:
+            fix = f"set {name} to a string (set) or null (unset) in {ctx.matrix.edit_hint}"
+            raise probe.refuse(f"os.environ[{name!r}] = {type(found).__name__}", fix, name)
+        return found
+
+    return value
+
+
+@dataclasses.dataclass(frozen=True)
+class Environ(Spec):
+    """`os.environ`: `name in`, `[name]` (KeyError when unset) and `.get(name, default)`."""
+
+    def compile(self, ctx: Context) -> Resolver:
+        probe, value = ctx.probe, _reader(ctx)
+
+        def get(name: Any, default: Any = None) -> Any:
+            found = value(name)
+            return default if found is None else found
+
+        def __contains__(self: Any, name: Any) -> bool:
+            return type(name) is str and value(name) is not None
+
+        def __getitem__(self: Any, name: Any) -> str:
+            found = value(name)
+            if found is None:
+                raise KeyError(name)
+            return found
+
+        def refuse(what: str, fix: str, done: str = "read") -> BaseException:
+            return probe.refuse(what, fix, done=done)
+
+        def __setitem__(self: Any, name: Any, item: Any) -> None:
+            raise refuse(f"os.environ[{name!r}]", WRITE_FIX, ASSIGNED)
+
+        def __delitem__(self: Any, name: Any) -> None:
+            raise refuse(f"os.environ[{name!r}]", WRITE_FIX, DELETED)
+
+        def __iter__(self: Any) -> Any:
+            raise refuse("every variable of os.environ", WHOLE_FIX)
+
+        def __getattribute__(self: Any, attr: str) -> Any:
+            if attr == "get":
+                return reader
+            if attr.startswith("__"):
+                raise AttributeError(attr)
+            raise refuse(f"os.environ.{attr}", WHOLE_FIX)
+
+        reader = world_function("os.environ.get", get, probe)
+        methods = {"__contains__": __contains__, "__getitem__": __getitem__,
+                   "__setitem__": __setitem__, "__delitem__": __delitem__, "__iter__": __iter__,
+                   "__len__": __iter__, "__getattribute__": __getattribute__}  # fmt: skip
+        environ = object.__new__(stand_in_class("os.environ", methods, probe, name="_Environ"))
+        return lambda probe: environ
+
+
+@dataclasses.dataclass(frozen=True)
+class Getenv(Spec):
+    """`os.getenv(name, default=None)`."""
+
+    def compile(self, ctx: Context) -> Resolver:
+        value = _reader(ctx)
+
+        def getenv(name: Any, default: Any = None) -> Any:
+            found = value(name)
+            return default if found is None else found
+
+        function = world_function("os.getenv", getenv, ctx.probe)
+        return lambda probe: function
+
+
+def names() -> dict[str, Spec]:
+    """The world's `os` (after `import os`): `environ` and `getenv`, nothing else."""
+    return {"os": Obj("os", {"environ": Environ(), "getenv": Getenv()})}
