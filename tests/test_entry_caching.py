@@ -9,16 +9,14 @@ from importing its files in plain Python and running the entry, never from harne
 
 from __future__ import annotations
 
-import json
 import types
 from pathlib import Path
 
 import pytest
 
 from harness.testing.gitrepo import FixtureRepo
-from tests.conftest import run_cli
 from tests.test_entry import PKG, harness_outcomes, plain_outcomes
-from tests.test_entry_class import AXES, OUTPUTS, commit_files
+from tests.test_entry_class import AXES, OUTPUTS, commit_files, diff_note
 
 SERVER_ARGS = '''\
 """Server arguments, one dataclass; the graph settings stay raw until resolution."""
@@ -112,12 +110,6 @@ def test_cached_helpers_raw_graph_input_and_platform_hook_are_as_in_python(tmp_p
     assert ("AUTO:full", 16) in expected  # cuda_graph_config was the input, None
 
 
-def note_of(root: Path, sha: str, matrix: Path) -> tuple[int, str]:
-    done = run_cli("diff", sha, sha, "--repo", str(root), "--matrix", str(matrix), "--format",
-                   "json", "--no-cache")  # fmt: skip
-    return done.code, json.loads(done.out)["notes"].get("base", "")
-
-
 @pytest.mark.parametrize(
     "more, what",
     [
@@ -128,14 +120,14 @@ def note_of(root: Path, sha: str, matrix: Path) -> tuple[int, str]:
 def test_what_else_pythons_cache_wrapper_has_is_refused(tmp_path, more, what):
     """`cache_info()`, `cache_clear()`, `__wrapped__`: the harness's cached function has
     none, and says so (exit 4), rather than answering otherwise than Python."""
-    code, note = note_of(*commit(tmp_path, more))
+    code, note = diff_note(*commit(tmp_path, more))
     assert code == 4 and what in note, (code, note)
 
 
 def test_an_out_of_tree_platforms_defaults_are_refused(tmp_path):
     """A platform plugin's `apply_server_args_defaults` may set anything: the world holds
     no plugin, so with `platform.is_out_of_tree` true the call is refused (exit 4)."""
-    code, note = note_of(*commit(tmp_path, fields="fields:\n  platform.is_out_of_tree: true\n"))
+    code, note = diff_note(*commit(tmp_path, fields="fields:\n  platform.is_out_of_tree: true\n"))
     assert code == 4 and "apply_server_args_defaults() on an out-of-tree platform" in note, note
 
 
@@ -173,5 +165,5 @@ def test_a_name_of_pythons_imported_from_elsewhere_is_that_modules(tmp_path, whe
 def test_a_name_of_pythons_never_imported_is_unbound(tmp_path):
     """`@cache` with no `from functools import cache`: Python's NameError, so the
     revision is unevaluable (exit 4), naming it."""
-    code, note = note_of(*commit(tmp_path, "    cache(len)\n"))
+    code, note = diff_note(*commit(tmp_path, "    cache(len)\n"))
     assert code == 4 and "name cache" in note, (code, note)

@@ -70,6 +70,13 @@ def commit(tmp_path: Path, more: str = "") -> tuple[Path, str, Path]:
     return commit_files(tmp_path, {**FILES, f"{PKG}/pipeline.py": PIPELINE.format(more=more)})
 
 
+def diff_note(root: Path, sha: str, matrix: Path) -> tuple[int, str]:
+    """`harness diff` of `sha` against itself: (exit, the base's note, if any)."""
+    done = run_cli("diff", sha, sha, "--repo", str(root), "--matrix", str(matrix), "--format",
+                   "json", "--no-cache")  # fmt: skip
+    return done.code, json.loads(done.out)["notes"].get("base", "")
+
+
 def commit_files(tmp_path: Path, files: dict[str, str]) -> tuple[Path, str, Path]:
     """`files` committed in a new repository, written as a tree for plain Python too, and
     the matrix over AXES: (repository, commit, matrix file)."""

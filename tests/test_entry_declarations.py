@@ -10,14 +10,12 @@ from importing its files in plain Python and running the entry (whose own
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import run_cli
 from tests.test_entry import PKG, harness_outcomes, plain_outcomes
-from tests.test_entry_class import AXES, OUTPUTS, commit_files
+from tests.test_entry_class import AXES, OUTPUTS, commit_files, diff_note
 
 ARG_UTILS = '''\
 """Field metadata carried in `Annotated` annotations."""
@@ -145,12 +143,6 @@ def test_declarations_are_checked_against_the_marks_as_python_reads_them(tmp_pat
     assert [str(e[1]).startswith(refused) for e in expected].count(True) == 2  # page 64
 
 
-def note_of(root: Path, sha: str, matrix: Path) -> tuple[int, str]:
-    done = run_cli("diff", sha, sha, "--repo", str(root), "--matrix", str(matrix), "--format",
-                   "json", "--no-cache")  # fmt: skip
-    return done.code, json.loads(done.out)["notes"].get("base", "")
-
-
 @pytest.mark.parametrize(
     "more, what",
     [
@@ -167,5 +159,5 @@ def test_what_the_text_cannot_tell_is_refused(tmp_path, more, what):
     """A field marked by a name (`A[str, MARKED]`): Python evaluates it to an Arg, the
     text cannot tell which; another object than the configuration; a source that is
     not a string: each refused (exit 4), naming it."""
-    code, note = note_of(*commit(tmp_path, more))
+    code, note = diff_note(*commit(tmp_path, more))
     assert code == 4 and what in note, (code, note)

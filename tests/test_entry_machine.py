@@ -9,14 +9,12 @@ importing its files in plain Python with a torch of that build, never from harne
 
 from __future__ import annotations
 
-import json
 import sys
 import types
 from pathlib import Path
 
-from tests.conftest import run_cli
 from tests.test_entry import PKG, cells, harness_outcomes, imported, plain_outcomes
-from tests.test_entry_class import FILES, commit_files
+from tests.test_entry_class import FILES, commit_files, diff_note
 
 PIPELINE = '''\
 """Resolution checking the CUDA toolkit."""
@@ -71,15 +69,9 @@ def test_torch_version_cuda_is_the_fields_on_a_cuda_gpu_and_none_elsewhere(tmp_p
 def test_which_toolkit_a_cuda_gpu_has_is_strict(tmp_path):
     """Without the field, a CUDA cell's read is refused (exit 4), naming the field; a
     matrix of ROCm cells needs none."""
-    root, sha, matrix = commit(tmp_path / "a", "sm90, hip", "")
-    done = run_cli("diff", sha, sha, "--repo", str(root), "--matrix", str(matrix), "--format",
-                   "json", "--no-cache")  # fmt: skip
-    note = json.loads(done.out)["notes"].get("base", "")
-    assert done.code == 4 and "platform.cuda_version" in note, note
-    root, sha, matrix = commit(tmp_path / "b", "hip", "")
-    done = run_cli("diff", sha, sha, "--repo", str(root), "--matrix", str(matrix), "--format",
-                   "json", "--no-cache")  # fmt: skip
-    assert done.code == 0, done.out
+    code, note = diff_note(*commit(tmp_path / "a", "sm90, hip", ""))
+    assert code == 4 and "platform.cuda_version" in note, note
+    assert diff_note(*commit(tmp_path / "b", "hip", "")) == (0, "")
 
 
 ENV_PIPELINE = '''\
@@ -140,12 +132,6 @@ def test_the_environment_is_the_cells_variables(tmp_path, monkeypatch):
     assert found == expected
     assert ("flashinfer", 32) in expected and ("flashinfer", 16) in expected
     assert expected.count(("error", "ValueError: SGLANG_LEGACY is no longer supported")) == 4
-
-
-def diff_note(root: Path, sha: str, matrix: Path) -> tuple[int, str]:
-    done = run_cli("diff", sha, sha, "--repo", str(root), "--matrix", str(matrix), "--format",
-                   "json", "--no-cache")  # fmt: skip
-    return done.code, json.loads(done.out)["notes"].get("base", "")
 
 
 def test_a_variable_the_matrix_does_not_name_and_a_write_are_refused(tmp_path):

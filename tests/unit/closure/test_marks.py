@@ -5,23 +5,16 @@ and its `resolvable`. The expected answer of each case is Python's, evaluated he
 from __future__ import annotations
 
 import ast
-import dataclasses
 from typing import Annotated, Optional, get_args, get_origin
 
 import pytest
 
 from harness.closure.marks import mark
+from tests.test_entry_declarations import ARG_UTILS
 
-
-@dataclasses.dataclass(frozen=True)
-class Arg:
-    help: str = ""
-    resolvable: bool = False
-
-
-@dataclasses.dataclass(frozen=True)
-class NS:
-    path: str
+FIXTURE: dict = {}
+exec(ARG_UTILS, FIXTURE)  # the SGLang-shaped metadata classes the entry tests commit
+Arg, NS = FIXTURE["Arg"], FIXTURE["NS"]
 
 
 class Loud(Arg):  # a subclass: Python takes it for the marker
