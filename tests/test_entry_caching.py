@@ -1,4 +1,5 @@
-"""An entry runs the resolution code's cached helpers (`@functools.lru_cache`, `@cache`),
+"""An entry runs the resolution code's cached helpers (`@functools.lru_cache`, `@cache`:
+Python's own caches, filled by one cell only),
 reads the configuration's raw `cuda_graph_config` (the input, which the entry itself
 parses), and calls the platform's `apply_server_args_defaults` hook (SGLang 0.5.18's
 `__post_init__` does all three).
@@ -9,12 +10,14 @@ from importing its files in plain Python and running the entry, never from harne
 
 from __future__ import annotations
 
+import json
 import types
 from pathlib import Path
 
 import pytest
 
 from harness.testing.gitrepo import FixtureRepo
+from tests.conftest import run_cli
 from tests.test_entry import PKG, harness_outcomes, plain_outcomes
 from tests.test_entry_class import AXES, OUTPUTS, commit_files, diff_note
 
@@ -58,11 +61,16 @@ def doubled(n):
 @functools.lru_cache(64)
 def count(names):
     return len(names)
+
+
+@cache
+def table(key, kind):
+    return {"key": str(key) + kind, "seen": 0}
 '''
 PIPELINE = '''\
 """Resolution through cached helpers."""
 
-from sglang.srt.arg_groups.sizes import count, doubled, label, sizes_for
+from sglang.srt.arg_groups.sizes import count, doubled, label, sizes_for, table
 from sglang.srt.platforms import current_platform
 
 
@@ -78,6 +86,9 @@ def run_resolution_pipeline(server_args):
     server_args.attention_backend = label(server_args.attention_backend) + ":" + graphs.get("decode")
     if server_args.page_size == 64:
         count([page])  # a list is no cache key: Python raises TypeError
+    table(1, "k")["seen"] += 1  # one object for equal keys: (1, "k") and (1.0, "k") share it
+    server_args.page_size += table(1.0, "k")["seen"] + 100 * (table(2, "k") is table(2, "k"))
+    server_args.page_size += 1000 * sizes_for.cache_info().hits
 {more}'''
 
 
@@ -107,21 +118,26 @@ def test_cached_helpers_raw_graph_input_and_platform_hook_are_as_in_python(tmp_p
     expected = plain_outcomes(tmp_path / "tree", AXES, OUTPUTS, stubs=in_tree_platform)
     assert found == expected
     assert ("error", "TypeError: unhashable type: 'list'") in expected  # page_size 64
-    assert ("AUTO:full", 16) in expected  # cuda_graph_config was the input, None
+    assert ("AUTO:full", 117) in expected  # cuda_graph_config was the input, None
+    assert ("FA4:full", 1000 + 2 * 48 + 2 * 16 + 101) in expected  # sizes_for(16) hit once
 
 
-@pytest.mark.parametrize(
-    "more, what",
-    [
-        ("    sizes_for.cache_clear()\n", "cache_clear"),
-        ("    count.__wrapped__(1)\n", "__wrapped__"),
-    ],
-)
-def test_what_else_pythons_cache_wrapper_has_is_refused(tmp_path, more, what):
-    """`cache_info()`, `cache_clear()`, `__wrapped__`: the harness's cached function has
-    none, and says so (exit 4), rather than answering otherwise than Python."""
-    code, note = diff_note(*commit(tmp_path, more))
-    assert code == 4 and what in note, (code, note)
+def test_a_cached_function_makes_every_cell_run_alone_and_the_report_says_why(tmp_path):
+    """A cache outlives the call that fills it: the revision runs every cell, each in a
+    fresh copy of its modules (as SGLang's one configuration per process), and says so."""
+    pipeline = PIPELINE.split("def run_resolution_pipeline")[0] + (
+        "def run_resolution_pipeline(server_args):\n"
+        "    server_args.page_size = doubled(server_args.page_size or 16)\n"
+    )
+    files = {"python/sglang/srt/server_args.py": SERVER_ARGS, f"{PKG}/__init__.py": "",
+             f"{PKG}/sizes.py": SIZES, f"{PKG}/pipeline.py": pipeline}  # fmt: skip
+    root, sha, matrix = commit_files(tmp_path, files)
+    done = run_cli("diff", sha, sha, "--repo", str(root), "--matrix", str(matrix),
+                   "--format", "json", "--no-cache")  # fmt: skip
+    assert done.code == 0, done.out
+    why = json.loads(done.out)["base"]["every_cell"]
+    line = SIZES.splitlines().index("def doubled(n):")  # the decorator's, counted from 1
+    assert why.endswith(f"sizes.py:{line}: keeps a cache between calls (@cache)"), why
 
 
 def test_an_out_of_tree_platforms_defaults_are_refused(tmp_path):
@@ -159,11 +175,27 @@ def test_a_name_of_pythons_imported_from_elsewhere_is_that_modules(tmp_path, whe
     found = harness_outcomes(root, sha, matrix, outputs=OUTPUTS)
     expected = plain_outcomes(tmp_path / "tree", AXES, OUTPUTS, stubs=in_tree_platform)
     assert found == expected
-    assert ("AUTO:full", 32) in expected
+    assert ("AUTO:full", 234) in expected  # (16 + 1 + 100) doubled by the project's field
 
 
-def test_a_name_of_pythons_never_imported_is_unbound(tmp_path):
-    """`@cache` with no `from functools import cache`: Python's NameError, so the
-    revision is unevaluable (exit 4), naming it."""
-    code, note = diff_note(*commit(tmp_path, "    cache(len)\n"))
+NESTED = "    def helper():\n        from functools import cache\n\n        return cache\n\n"
+
+
+@pytest.mark.parametrize("more", ["", NESTED], ids=["nowhere", "in-another-function"])
+def test_a_name_of_pythons_never_imported_is_unbound(tmp_path, more):
+    """`cache(len)` with no `from functools import cache` where it is read (nowhere, or
+    only in a function it defines): Python's NameError, so the revision is unevaluable
+    (exit 4), naming it."""
+    code, note = diff_note(*commit(tmp_path, more + "    cache(len)\n"))
     assert code == 4 and "name cache" in note, (code, note)
+
+
+def test_an_entry_matrix_with_an_input_of_the_resolved_graph_settings_is_refused(tmp_path):
+    """`prefill_cuda_graph` answers a pass's `view.cuda_graph_config`; an entry parses the
+    raw input itself and never reads it, so its cells would differ in nothing: exit 2,
+    one line naming it."""
+    root, sha, matrix = commit(tmp_path)
+    matrix.write_text(matrix.read_text() + "  prefill_cuda_graph: [full, disabled]\n")
+    done = run_cli("diff", sha, sha, "--repo", str(root), "--matrix", str(matrix))
+    assert done.code == 2 and len(done.err.strip().splitlines()) == 1, done.err
+    assert "prefill_cuda_graph answers view.cuda_graph_config" in done.err, done.err

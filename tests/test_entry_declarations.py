@@ -133,9 +133,18 @@ def commit(tmp_path: Path, more: str = "") -> tuple[Path, str, Path]:
     })  # fmt: skip
 
 
+OF_THE_CLASS = (
+    "    from sglang.srt.server_args import ServerArgs\n\n"
+    '    validate_declarations(ServerArgs, [("class", {"page_size": 1})])  # no instance\n'
+)
+
+
+@pytest.mark.parametrize("more", ["", OF_THE_CLASS], ids=["instance", "and-class"])
 @pytest.mark.parametrize("exhaustive", [False, True], ids=["explored", "every-cell"])
-def test_declarations_are_checked_against_the_marks_as_python_reads_them(tmp_path, exhaustive):
-    root, sha, matrix = commit(tmp_path)
+def test_declarations_are_checked_against_the_marks_as_python_reads_them(
+    tmp_path, exhaustive, more
+):
+    root, sha, matrix = commit(tmp_path, more)
     found = harness_outcomes(root, sha, matrix, exhaustive=exhaustive, outputs=OUTPUTS)
     expected = plain_outcomes(tmp_path / "tree", AXES, OUTPUTS)
     assert found == expected
@@ -150,10 +159,12 @@ def test_declarations_are_checked_against_the_marks_as_python_reads_them(tmp_pat
          "whether ServerArgs (python/sglang/srt/server_args.py) lets kv_cache_dtype be declared"),
         ("    validate_declarations(object(), declarations)\n",
          "validate_declarations() of a object"),
+        ('    declarations.append(("typo", {"page_sise": 1}))\n',
+         "declares no field page_sise in the body read"),
         ('    validate_declarations(server_args, [(1, {"page_size": 1})])\n',
          "validate_declarations() of other values"),
     ],
-    ids=["mark-unread", "another-object", "another-source"],
+    ids=["mark-unread", "another-object", "no-such-field", "another-source"],
 )  # fmt: skip
 def test_what_the_text_cannot_tell_is_refused(tmp_path, more, what):
     """A field marked by a name (`A[str, MARKED]`): Python evaluates it to an Arg, the

@@ -13,6 +13,8 @@ import sys
 import types
 from pathlib import Path
 
+import pytest
+
 from tests.test_entry import PKG, cells, harness_outcomes, imported, plain_outcomes
 from tests.test_entry_class import FILES, commit_files, diff_note
 
@@ -67,10 +69,13 @@ def test_torch_version_cuda_is_the_fields_on_a_cuda_gpu_and_none_elsewhere(tmp_p
 
 
 def test_which_toolkit_a_cuda_gpu_has_is_strict(tmp_path):
-    """Without the field, a CUDA cell's read is refused (exit 4), naming the field; a
-    matrix of ROCm cells needs none."""
+    """Without the field, or with a number for it, a CUDA cell's read is refused (exit 4),
+    naming the field; a matrix of ROCm cells needs none."""
     code, note = diff_note(*commit(tmp_path / "a", "sm90, hip", ""))
     assert code == 4 and "platform.cuda_version" in note, note
+    unquoted = "fields:\n  platform.cuda_version: 12.9\n"  # YAML's number, never torch's
+    code, note = diff_note(*commit(tmp_path / "c", "sm90", unquoted))
+    assert code == 4 and "torch.version.cuda of 12.9" in note, note
     assert diff_note(*commit(tmp_path / "b", "hip", "")) == (0, "")
 
 
@@ -118,20 +123,30 @@ def plain_with_environment(root: Path, monkeypatch, backend: str | None) -> list
                 server_args = configuration(page_size=cell["page_size"])
                 try:
                     run(server_args)
-                except ValueError as exc:
-                    found.append(("error", f"ValueError: {exc}"))
+                except Exception as exc:  # every error is an outcome, as the harness has it
+                    found.append(("error", f"{type(exc).__name__}: {exc}"))
                     continue
         found.append((server_args.attention_backend, server_args.page_size))
     return found
 
 
-def test_the_environment_is_the_cells_variables(tmp_path, monkeypatch):
-    root, sha, matrix = env_commit(tmp_path, backend="flashinfer")
+AS_PYTHON = [
+    "",
+    '    server_args.page_size += len(os.getenv(key="SGLANG_BACKEND", default="xy"))\n',
+    '    server_args.page_size += len(os.environ.get(key="SGLANG_PAGES", default=""))\n',
+    "    server_args.page_size += 1 in os.environ  # Python's TypeError\n",
+]
+
+
+@pytest.mark.parametrize("more", AS_PYTHON, ids=["plain", "getenv-key", "get-key", "not-str"])
+def test_the_environment_is_the_cells_variables(tmp_path, monkeypatch, more):
+    root, sha, matrix = env_commit(tmp_path, more, backend="flashinfer")
     expected = plain_with_environment(tmp_path / "tree", monkeypatch, "flashinfer")
     found = harness_outcomes(root, sha, matrix, outputs=("attention_backend", "page_size"))
     assert found == expected
-    assert ("flashinfer", 32) in expected and ("flashinfer", 16) in expected
     assert expected.count(("error", "ValueError: SGLANG_LEGACY is no longer supported")) == 4
+    if not more:
+        assert ("flashinfer", 32) in expected and ("flashinfer", 16) in expected
 
 
 def test_a_variable_the_matrix_does_not_name_and_a_write_are_refused(tmp_path):
@@ -143,6 +158,8 @@ def test_a_variable_the_matrix_does_not_name_and_a_write_are_refused(tmp_path):
         ('    os.environ["NCCL_ALGO"] = "tree"\n', "os.environ['NCCL_ALGO'] is assigned"),
         ("    server_args.page_size = len(list(os.environ))\n", "every variable of os.environ"),
         ("    server_args.page_size = os.path.join('a')\n", "os.path"),
+        ('    server_args.page_size = os.getenv("platform")\n', "environment variable 'platform'"),
+        ("    server_args.page_size = os.environ == {}\n", "every variable of os.environ"),
     ]
     for n, (more, what) in enumerate(cases):
         code, note = diff_note(*env_commit(tmp_path / str(n), more))

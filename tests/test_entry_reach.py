@@ -232,6 +232,27 @@ def test_a_function_outside_the_resolution_code_reading_only_its_arguments_is_ru
     assert pages == [16, 16, 2]  # topk unset or 1: the helper says one; 4: not, doubled
 
 
+SHADOWING = {
+    "star": "from math import *\n\n\ndef pick(cfg):\n    return pow(2, 3, 5)\n",
+    "global": ("def pick(cfg):\n    return max(1, 2)\n\n\ndef _setup():\n    global max\n"
+               "    max = min\n\n\n_setup()\n"),
+    "bound": "def pick(cfg):\n    return max(1, 2)\n\n\nmax = min\n",
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("shape", sorted(SHADOWING))
+def test_a_function_outside_reading_a_builtin_its_file_may_rebind_stays_refused(tmp_path, shape):
+    """`pow` after `from math import *`, `max` a function of the file rebinds: what the
+    builtin is there depends on the file's other code, which is not run: refused where
+    reached (exit 4), naming the function."""
+    pipeline = ("from sglang.srt.utils.pick import pick\n\n\ndef run_resolution_pipeline(sa):\n"
+                "    sa.page_size = pick(sa)\n")  # fmt: skip
+    files = {f"{PKG}/pipeline.py": pipeline, "python/sglang/srt/utils/pick.py": SHADOWING[shape]}
+    code, report, *_ = entry_diff(tmp_path, files, "  page_size: [null, 1]\n")
+    note = report["notes"].get("base", "")
+    assert code == 4 and "name pick is read at" in note, note
+
+
 SCOPES = '''\
 """Names nothing binds at module level, next to locals of the same name."""
 

@@ -25,10 +25,10 @@ def mark(annotation: ast.expr, marker: str, keyword: str, others: frozenset[str]
     cannot tell."""
     if isinstance(annotation, ast.Constant) and isinstance(annotation.value, str):
         return "its annotation is a string, which Python evaluates"
-    if not (isinstance(annotation, ast.Subscript) and _name(annotation.value) in ANNOTATED):
-        return False
-    items = annotation.slice.elts if isinstance(annotation.slice, ast.Tuple) else []
-    for item in items[1:]:
+    items = _metadata(annotation)
+    if items is None:
+        return _aliased(annotation, marker)
+    for item in items:
         if isinstance(item, ast.Constant) and isinstance(item.value, str):
             return False  # help text alone: an Arg without the mark
         if isinstance(item, ast.Call) and _name(item.func) == marker:
@@ -38,6 +38,28 @@ def mark(annotation: ast.expr, marker: str, keyword: str, others: frozenset[str]
         if not isinstance(item, ast.Call | ast.Constant):
             return f"its annotation holds {ast.unparse(item)} before any {marker}(...)"
     return False
+
+
+def _aliased(annotation: ast.expr, marker: str) -> bool | str:
+    """False, unless a subscript other than `Annotated` holds the marker's call as an
+    item (`Ann[int, Arg(...)]`: `Annotated` by another name, for all the text says)."""
+    if not isinstance(annotation, ast.Subscript):
+        return False
+    slice_ = annotation.slice
+    items = slice_.elts if isinstance(slice_, ast.Tuple) else [slice_]
+    if any(isinstance(i, ast.Call) and _name(i.func) == marker for i in items):
+        return f"its annotation subscripts {ast.unparse(annotation.value)}, not Annotated"
+    return False
+
+
+def _metadata(annotation: ast.expr) -> list[ast.expr] | None:
+    """The items of `Annotated[T, *items]` after the type, as Python flattens them (those
+    of an `Annotated` type first); None when the annotation is not `Annotated[...]`."""
+    if not (isinstance(annotation, ast.Subscript) and _name(annotation.value) in ANNOTATED):
+        return None
+    items = annotation.slice.elts if isinstance(annotation.slice, ast.Tuple) else []
+    inner = _metadata(items[0]) if items else None
+    return [*(inner or []), *items[1:]]
 
 
 def _keyword(call: ast.Call, keyword: str) -> bool | str:

@@ -232,10 +232,10 @@ class Resolver:
         the file's own, or a NameError, as in Python)."""
         if name not in STANDARD_NAMES:
             return True
-        if any(standard_import(node, name) for node in ast.walk(use.statement.node)):
-            return True
         bindings = self._bindings(name, use)
-        return bool(bindings) and standard_import(bindings[-1].statement.node, name)
+        if bindings and standard_import(bindings[-1].statement.node, name):
+            return True
+        return _imported_where_read(use.statement.node, name)
 
     def _bindings(self, name: str, use: Use) -> list[Binding] | None:
         """The statements binding `name` in the use's file, without a trailing `import *`
@@ -362,9 +362,16 @@ class Resolver:
             return False
         if not isinstance(node, ast.FunctionDef | ast.Assign):
             return False
-        if not all(hasattr(builtins, free) for free in shape(statement, HELPER)[1]):
+        frees = shape(statement, HELPER)[1]
+        if not all(hasattr(builtins, free) for free in frees):
             return False
-        return not any({name, ANY} & data for _, data, _ in self._changers(path))
+        index = self.index(path)  # a builtin the file rebinds (`from math import *`) is not
+        if any(free in index for free in frees):
+            return False
+        if any(star_imports(n) for piece in self.layouts[path].pieces for n in piece.nodes):
+            return False
+        watched = {name, ANY, *frees}
+        return not any(watched & data for _, data, _ in self._changers(path))
 
     def _local_imports(self, path: str, statement: Statement) -> None:
         """Follow `from m import x` inside a function into the resolution code: a module
@@ -756,6 +763,40 @@ class Resolver:
 
 def _stars(nodes: list[ast.stmt]) -> list[tuple[int, ast.ImportFrom]]:
     return [(n, star) for n, node in enumerate(nodes) for star in star_imports(node)]
+
+
+SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)
+
+
+def _imported_where_read(node: ast.stmt, name: str) -> bool:
+    """Whether every read of `name` in `node` is in a function that imports it from its
+    standard module itself, or inside one that does (`def run(): import os` then
+    `os.getenv(...)` there; never a read beside `def helper(): import os`)."""
+    parents = {id(child): parent for parent in ast.walk(node)
+               for child in ast.iter_child_nodes(parent)}  # fmt: skip
+    importing = {id(scope) for scope in ast.walk(node) if isinstance(scope, SCOPES)
+                 and any(standard_import(n, name) for n in _own_nodes(scope))}  # fmt: skip
+    reads = [n for n in ast.walk(node) if isinstance(n, ast.Name) and n.id == name]
+    if not importing or not reads:
+        return False
+    for read in reads:
+        scope = parents.get(id(read))
+        while scope is not None and id(scope) not in importing:
+            scope = parents.get(id(scope))
+        if scope is None:
+            return False
+    return True
+
+
+def _own_nodes(scope: ast.AST) -> list[ast.AST]:
+    """The nodes of a function's own body, not of the functions and classes it defines."""
+    found, stack = [], list(ast.iter_child_nodes(scope))
+    while stack:
+        node = stack.pop()
+        found.append(node)
+        if not isinstance(node, (*SCOPES, ast.ClassDef)):
+            stack.extend(ast.iter_child_nodes(node))
+    return found
 
 
 def _imported_name(node: ast.stmt, name: str) -> str | None:

@@ -24,6 +24,9 @@ its own fresh objects:
   given is new (a literal, arithmetic, a fresh container, a builtin's result):
   `x = TABLE; x += [1]` changes TABLE.
 
+A function decorated with a cache (`@functools.lru_cache`, `@cache`: Python's
+own, `harness.engine.worlds.caching`) keeps what its calls returned: state.
+
 A function only the files' loading can call (a registering decorator:
 `harness.engine.load_time`) writes before any call, as once in the project's
 process, and is not judged.
@@ -47,8 +50,11 @@ import ast
 from collections.abc import Collection
 
 from harness.closure.extract import Closure, Pipeline
+from harness.closure.names import decorator_name
 from harness.closure.resolve import METHOD_PREFIX
 from harness.engine.load_time import load_time_only
+
+CACHES = ("lru_cache", "cache")  # decorators whose function keeps what its calls returned
 
 MUTATORS = frozenset(
     [
@@ -107,6 +113,7 @@ def impurity(target: Closure | Pipeline) -> str | None:
             for node in closure.nodes_of(path):
                 found = _module_state(node, generators, known)
                 for function in _functions(node):
+                    found = found or _cached(function)
                     if id(function) in loading:
                         found = found or _leaves_state(function, generators)
                     else:
@@ -173,6 +180,15 @@ def _module_state(
         if _kept_call(child, parents, known):
             shown = ast.unparse(child.func)[:80]
             return child.lineno, f"keeps what {shown}() returns at module level (it may keep state)"
+    return None
+
+
+def _cached(function: Function) -> tuple[int, str] | None:
+    """A cache on the function (`@lru_cache(maxsize=None)`): what one call returned,
+    the next may get."""
+    for decorator in getattr(function, "decorator_list", ()):
+        if decorator_name(decorator) in CACHES:
+            return decorator.lineno, f"keeps a cache between calls (@{ast.unparse(decorator)})"
     return None
 
 

@@ -581,12 +581,14 @@ class World:
     classes: dict[str, tuple] = field(default_factory=dict)  # every value its probes tell apart
     view_writes: bool = False  # an attribute assigned to the view is declared (not refused)
     facts: WorldFacts = PLAIN  # how its project's code is laid out (read by closure/)
-    # view attributes answered as the project's resolution leaves them (what a pass reads):
-    # an entry runs that resolution, so it reads the input there (the matrix's, the default)
-    resolved: frozenset[str] = frozenset()
+    # view attributes answered as the project's resolution leaves them (what a pass reads),
+    # with the inputs that answer them: an entry runs that resolution, so it reads the
+    # attribute's input there (the matrix's, the default), and those inputs mean nothing
+    resolved: dict[str, tuple[str, ...]] = field(default_factory=dict)
     # for an entry, the names it answers from what the configuration's class declares
-    # (`harness.closure.defaults.Defaults`), once that is read: SGLang's declaration check
-    from_class: Callable[[Context, Any], dict[str, Any]] | None = None
+    # (`harness.closure.defaults.Defaults`), once that is read, given the class as the
+    # entry reads it (`configuration_class`): SGLang's declaration check
+    from_class: Callable[[Context, Any, Any], dict[str, Any]] | None = None
 
     def view_attrs_for(self, matrix: Matrix) -> dict[str, Spec]:
         """The view attributes the world answers for `matrix`'s target."""
@@ -705,6 +707,23 @@ def _check_matrix(world: World, matrix: Matrix) -> None:
     if world.validate is not None:
         world.validate(matrix)
     _check_outputs(world, matrix)
+    _check_entry_inputs(world, matrix)
+
+
+def _check_entry_inputs(world: World, matrix: Matrix) -> None:
+    """An entry reads no input that answers a resolved attribute (`World.resolved`): an
+    axis of one would make cells that differ in nothing the code reads."""
+    if not matrix.target.entry:
+        return
+    for attribute, inputs in world.resolved.items():
+        for name in inputs:
+            if name in matrix.fields or matrix.axis_index(name) is not None:
+                raise HarnessError(
+                    f"{matrix.source}: {name} answers view.{attribute} as the "
+                    f"{world.facts.display} resolution leaves it, for a pass; an entry runs "
+                    f"that resolution from {attribute}'s input: remove {name}, and set the "
+                    f"inputs {world.facts.display} reads instead"
+                )
 
 
 def _check_outputs(world: World, matrix: Matrix) -> None:
@@ -766,7 +785,7 @@ def _with_fallback(bound: Bound, defaults: Any, recipe: tuple) -> Bound:
     if ctx.matrix.target.entry and name is not None:
         names = {**names, name: configuration_class(ctx, defaults)}
     if ctx.matrix.target.entry and world.from_class is not None:
-        names = {**names, **world.from_class(ctx, defaults)}
+        names = {**names, **world.from_class(ctx, defaults, names.get(name))}
     return replace(made, names=names, recipe=recipe)
 
 

@@ -1,61 +1,51 @@
-"""Python's `functools.lru_cache` and `functools.cache`, for a project's pure helpers.
+"""Python's `functools.lru_cache` and `functools.cache`, for a project's helpers.
 
-A project's configuration code caches helpers that read only their arguments
-(SGLang 0.5.18's `arg_utils.py`: `@functools.lru_cache(maxsize=None)` on
-`resolvable_fields(cls)`). In the harness a cached function runs its body at
-every call: a cell's evaluation records what each call reads, and nothing one
-cell computes can answer another's (a cache filled in one cell would hand the
-next cell a value its own inputs never made). For a function of its
-arguments that is the answer Python's cache gives, with one difference the
-code could see: equal calls return equal values, not the one object, so code
-that changes what a cached call returned and calls again sees the change
-only in Python. The key Python's cache hashes is hashed here too, so an
-unhashable argument raises Python's TypeError. What else Python's wrapper has
-(`cache_info()`, `cache_clear()`, `__wrapped__`) is refused on the probe.
+A project's configuration code caches helpers (SGLang 0.5.18's `arg_utils.py`:
+`@functools.lru_cache(maxsize=None)` on `resolvable_fields(cls)`). What such a
+decorator makes is Python's own cache wrapper, so what the code sees of it is
+Python's: equal keys (`1` and `1.0`) share an entry, a cached result is the
+one object, an unhashable argument raises TypeError, `cache_info()` counts.
+A cache is state that outlives a call, so a closure holding a cached function
+is impure (`harness.engine.purity`): it runs on every cell, each in a fresh
+copy of its modules, so a cache is filled by one cell only, as in SGLang's
+process, which resolves one configuration. The decorator itself is a
+stand-in (`world_function`); `functools`' other names are refused.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import dataclasses
+import functools
+from collections.abc import Callable
 from typing import Any
 
+from harness.engine.purity import CACHES
 from harness.engine.world import Context, Obj, Resolver, Spec, world_function
 
-MARK = object()  # between positional and keyword arguments in the key, as in Python's
 
-
-def _wrapper(fn: Any, hashed: bool, probe: Any) -> Any:
-    def call(*args: Any, **kwargs: Any) -> Any:
-        if hashed:
-            hash((*args, MARK, *kwargs.items()))
-        return fn(*args, **kwargs)
-
-    return world_function("a cached function", call, probe)
-
-
-@dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True)
 class Cache(Spec):
-    """`@lru_cache`, `@lru_cache(maxsize=..., typed=...)` (`maxsize=0`: no key, as Python
-    hashes none) and `@cache`."""
+    """`@lru_cache`, `@lru_cache(maxsize=..., typed=...)`, `@lru_cache(64)`, `@cache`:
+    Python's, called as the code calls it (its own TypeError for what it refuses)."""
 
     name: str
+    python: Callable[..., Any]
 
     def compile(self, ctx: Context) -> Resolver:
-        probe, bare = ctx.probe, self.name == "cache"
+        probe, python, name = ctx.probe, self.python, self.name
 
-        def decorate(fn: Any = None, /, maxsize: Any = 128, typed: bool = False) -> Any:
-            if callable(fn) or bare:
-                return _wrapper(fn, True, probe)
-            if fn is not None:  # `lru_cache(64)`: the size given positionally
-                maxsize = fn
-            return world_function("lru_cache()", lambda f: _wrapper(f, maxsize != 0, probe), probe)
+        def decorate(*args: Any, **kwargs: Any) -> Any:
+            made = python(*args, **kwargs)
+            if args and callable(args[0]):
+                return made  # Python's wrapper of the code's function
+            return world_function(f"{name}()", made, probe)  # the decorator it returns
 
-        function = world_function(self.name, decorate, probe)
+        function = world_function(name, decorate, probe)
         return lambda probe: function
 
 
 def names() -> dict[str, Spec]:
     """The world's names for `from functools import lru_cache, cache` and for `import
     functools` (whose other attributes are refused)."""
-    made = {"lru_cache": Cache("lru_cache"), "cache": Cache("cache")}
+    made = {name: Cache(name, getattr(functools, name)) for name in CACHES}
     return {**made, "functools": Obj("functools", made)}

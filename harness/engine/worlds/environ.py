@@ -5,9 +5,12 @@ SGLang's handlers read raw environment variables (`"SGLANG_X" in os.environ`,
 of the cell: the axis or field of the same name, a string when set, null when
 not. Strict, as every input: a variable the matrix does not name is refused
 where read (which variables a server is started with is nothing the code
-tells). Writing to the environment (`os.environ["NCCL_ALGO"] = ...`, a setting
-of the process, not of the configuration) is refused where reached, as is
-anything else of `os` and of the mapping (iterating it, its length, its repr).
+tells), as is a name with a lower-case letter, which the matrix's inputs of
+the configuration have (`os.getenv("platform")` is no read of `platform`).
+Writing to the environment (`os.environ["NCCL_ALGO"] = ...`, a setting of the
+process, not of the configuration) is refused where reached, as is anything
+else of `os` and what reads the whole mapping (iterating it, its length,
+comparing it, `|`).
 """
 
 from __future__ import annotations
@@ -34,14 +37,23 @@ WRITE_FIX = (
 WHOLE_FIX = "read variables by name: which variables the process has is nothing the matrix says"
 
 
+NAME_FIX = (
+    "the matrix's inputs named in lower case are the configuration's own; an environment "
+    "variable is named in upper case (SGLANG_X), as the project's are"
+)
+
+
 def _reader(ctx: Context) -> Any:
     """`value(name)`: the variable's value (a string, or None when unset), read as the
-    input of that name."""
+    input of that name; a name with a lower-case letter (`attention_backend`,
+    `platform`: the configuration's inputs) is refused."""
     probe, compiled = ctx.probe, {}
 
     def value(name: Any) -> str | None:
         if type(name) is not str:
             raise TypeError(f"str expected, not {type(name).__name__}")
+        if name != name.upper():
+            raise probe.refuse(f"the environment variable {name[:80]!r}", NAME_FIX)
         if name not in compiled:
             compiled[name] = Param(name, reader=f"os.environ[{name!r}]").compile(ctx)
         found = compiled[name](probe)
@@ -60,12 +72,12 @@ class Environ(Spec):
     def compile(self, ctx: Context) -> Resolver:
         probe, value = ctx.probe, _reader(ctx)
 
-        def get(name: Any, default: Any = None) -> Any:
-            found = value(name)
+        def get(key: Any, default: Any = None) -> Any:
+            found = value(key)
             return default if found is None else found
 
         def __contains__(self: Any, name: Any) -> bool:
-            return type(name) is str and value(name) is not None
+            return value(name) is not None  # a name not a string: Python's TypeError
 
         def __getitem__(self: Any, name: Any) -> str:
             found = value(name)
@@ -82,7 +94,7 @@ class Environ(Spec):
         def __delitem__(self: Any, name: Any) -> None:
             raise refuse(f"os.environ[{name!r}]", WRITE_FIX, DELETED)
 
-        def __iter__(self: Any) -> Any:
+        def __iter__(self: Any, *other: Any) -> Any:
             raise refuse("every variable of os.environ", WHOLE_FIX)
 
         def __getattribute__(self: Any, attr: str) -> Any:
@@ -95,7 +107,9 @@ class Environ(Spec):
         reader = world_function("os.environ.get", get, probe)
         methods = {"__contains__": __contains__, "__getitem__": __getitem__,
                    "__setitem__": __setitem__, "__delitem__": __delitem__, "__iter__": __iter__,
-                   "__len__": __iter__, "__getattribute__": __getattribute__}  # fmt: skip
+                   "__getattribute__": __getattribute__}  # fmt: skip
+        whole = ("__len__", "__eq__", "__ne__", "__or__", "__ror__", "__ior__", "__reversed__")
+        methods.update(dict.fromkeys(whole, __iter__))  # each reads every variable
         environ = object.__new__(stand_in_class("os.environ", methods, probe, name="_Environ"))
         return lambda probe: environ
 
@@ -107,8 +121,8 @@ class Getenv(Spec):
     def compile(self, ctx: Context) -> Resolver:
         value = _reader(ctx)
 
-        def getenv(name: Any, default: Any = None) -> Any:
-            found = value(name)
+        def getenv(key: Any, default: Any = None) -> Any:
+            found = value(key)
             return default if found is None else found
 
         function = world_function("os.getenv", getenv, ctx.probe)

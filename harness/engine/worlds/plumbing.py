@@ -128,14 +128,17 @@ VALIDATE_FIX = (
 )
 
 
-def validator(ctx: Context, defaults: Any | None) -> Callable[..., Any]:
+def validator(ctx: Context, defaults: Any | None, cls: Any = None) -> Callable[..., Any]:
     """`validate_declarations` against the marks `defaults` read (None: not read, so
-    every call is refused)."""
+    every call is refused); `cls`, the configuration's class as the entry reads it, is
+    no dataclass instance, so SGLang checks nothing there."""
     probe, name = ctx.probe, ctx.world.facts.class_name
 
     def answer(server_args: Any, declarations: Any) -> None:
         if defaults is None:
             raise probe.refuse("validate_declarations()", f"{name}'s fields were not read")
+        if cls is not None and server_args is cls:
+            return None
         if not is_stand_in(server_args):
             kind = type(server_args).__name__
             raise probe.refuse(f"validate_declarations() of a {kind}", VALIDATE_FIX)
@@ -150,6 +153,9 @@ def validator(ctx: Context, defaults: Any | None) -> Callable[..., Any]:
 def _check(probe: Probe, defaults: Any, source: str, declared: dict) -> None:
     unread = {field: defaults.marks[field] for field in declared
               if type(defaults.marks.get(field)) is str}  # fmt: skip
+    unread.update({field: f"{defaults.source} declares no field {field} in the body read "
+                   "(a base class's fields are not read)"
+                   for field in declared if field not in defaults.fields})  # fmt: skip
     for field, why in unread.items():
         fix = f"{why}; bind validate_declarations under `bindings:` to skip the check"
         raise probe.refuse(f"whether {defaults.source} lets {field} be declared", fix, field)
@@ -167,9 +173,9 @@ class Validator(Spec):
         return lambda probe: function
 
 
-def from_class(ctx: Context, defaults: Any) -> dict[str, Any]:
+def from_class(ctx: Context, defaults: Any, cls: Any) -> dict[str, Any]:
     """The names the world answers from the configuration's class (`World.from_class`)."""
-    return {"validate_declarations": validator(ctx, defaults)}
+    return {"validate_declarations": validator(ctx, defaults, cls)}
 
 
 MACHINERY: dict[str, Spec] = {

@@ -272,7 +272,18 @@ class CudaVersion(Spec):
     def compile(self, ctx: Context) -> Resolver:
         platform = Param("platform", reader="torch.version.cuda").compile(ctx)
         version = Param("platform.cuda_version", reader="torch.version.cuda").compile(ctx)
-        return lambda probe: version(probe) if gpu_major(platform(probe)) is not None else None
+        fix = f'quote platform.cuda_version ("12.9") in {ctx.matrix.edit_hint}: a string'
+
+        def answer(probe: Any) -> str | None:
+            if gpu_major(platform(probe)) is None:
+                return None
+            found = version(probe)
+            if type(found) is not str:
+                field = "platform.cuda_version"
+                raise probe.refuse(f"torch.version.cuda of {found!r}", fix, field)
+            return found
+
+        return answer
 
 
 def _cuda_graph_config() -> Spec:
@@ -448,7 +459,8 @@ WORLD = World(
     consumed=frozenset(
         {"platform", "use_mla", "prefill_cuda_graph", "decode_cuda_graph", "architecture"}
     ),
-    resolved=frozenset({"cuda_graph_config"}),  # ServerArgs's is None until an entry parses it
+    # ServerArgs's cuda_graph_config is None until an entry parses it
+    resolved={"cuda_graph_config": ("prefill_cuda_graph", "decode_cuda_graph")},
     from_class=from_class,
     validate=check_platforms,
     facts=FACTS,

@@ -21,7 +21,8 @@ class Loud(Arg):  # a subclass: Python takes it for the marker
     pass
 
 
-SCOPE = {"A": Annotated, "Annotated": Annotated, "Optional": Optional, "Arg": Arg, "NS": NS,
+SCOPE = {"A": Annotated, "Annotated": Annotated, "Ann": Annotated, "List": list,
+         "Optional": Optional, "Arg": Arg, "NS": NS,
          "Loud": Loud, "MARKED": Arg(resolvable=True), "options": {"resolvable": True}}  # fmt: skip
 
 
@@ -52,12 +53,16 @@ READ = [
     "Annotated[int, Arg(resolvable=True)]",
     "Optional[A[int, Arg(resolvable=True)]]",
     "A[int, Arg(resolvable=True), Arg(resolvable=False)]",
+    "A[A[int, Arg(resolvable=True)], 'help']",  # Python flattens: the inner Arg comes first
+    "A[A[int, 'help'], Arg(resolvable=True)]",
+    "List[A[int, Arg(resolvable=True)]]",
 ]
 UNREAD = [
     "A[int, Loud(resolvable=True)]",  # another call: a subclass, for all the text says
     "A[int, MARKED]",  # a name bound to one
     "A[int, Arg(**options)]",
     "A[int, Arg(resolvable=bool(1))]",
+    "Ann[int, Arg(resolvable=True)]",  # Annotated by another name
 ]
 
 
