@@ -179,13 +179,17 @@ def test_a_name_of_pythons_imported_from_elsewhere_is_that_modules(tmp_path, whe
 
 
 NESTED = "    def helper():\n        from functools import cache\n\n        return cache\n\n"
+RENAMED = "    from functools import cache as memo\n\n"
+HEADER = "    def helper(fn=cache):\n        from functools import cache\n\n        return fn\n\n"
 
 
-@pytest.mark.parametrize("more", ["", NESTED], ids=["nowhere", "in-another-function"])
+@pytest.mark.parametrize("more", ["", NESTED, RENAMED, HEADER],
+                         ids=["nowhere", "in-another-function", "as-memo", "in-a-default"])  # fmt: skip
 def test_a_name_of_pythons_never_imported_is_unbound(tmp_path, more):
-    """`cache(len)` with no `from functools import cache` where it is read (nowhere, or
-    only in a function it defines): Python's NameError, so the revision is unevaluable
-    (exit 4), naming it."""
+    """`cache(len)` with no `from functools import cache` binding `cache` where it is read
+    (nowhere; only in a function it defines; as `memo`; in the function whose default
+    reads it, which Python evaluates outside it): Python's NameError, so the revision
+    is unevaluable (exit 4), naming it."""
     code, note = diff_note(*commit(tmp_path, more + "    cache(len)\n"))
     assert code == 4 and "name cache" in note, (code, note)
 
@@ -199,3 +203,39 @@ def test_an_entry_matrix_with_an_input_of_the_resolved_graph_settings_is_refused
     done = run_cli("diff", sha, sha, "--repo", str(root), "--matrix", str(matrix))
     assert done.code == 2 and len(done.err.strip().splitlines()) == 1, done.err
     assert "prefill_cuda_graph answers view.cuda_graph_config" in done.err, done.err
+
+
+MADE_OTHERWISE = {
+    "called": "def _seen(key):\n    return key\n\n\nseen = functools.lru_cache(maxsize=None)(_seen)\n",
+    "aliased": "@memo\ndef seen(key):\n    return key\n",
+    "of-a-lambda": "seen = functools.cache(lambda key: key)\n",
+}
+COUNTING = '''\
+"""Resolution counting its cache's hits."""
+
+from sglang.srt.arg_groups.sizes import seen
+from sglang.srt.platforms import current_platform
+
+
+def run_resolution_pipeline(server_args):
+    current_platform.apply_server_args_defaults(server_args)
+    if server_args.attention_backend == "fa4":
+        seen("k")
+    seen("k")
+    server_args.page_size = seen.cache_info().hits
+'''
+
+
+@pytest.mark.parametrize("shape", sorted(MADE_OTHERWISE))
+@pytest.mark.parametrize("exhaustive", [False, True], ids=["explored", "every-cell"])
+def test_a_cache_made_otherwise_than_by_decorating_is_one_cells_too(tmp_path, shape, exhaustive):
+    """`functools.lru_cache(...)(f)`, `@memo` after `from functools import lru_cache as
+    memo`, `functools.cache(lambda ...)`: each cell's hits are its own, as in Python."""
+    sizes = "import functools\nfrom functools import lru_cache as memo\n\n\n"
+    files = {"python/sglang/srt/server_args.py": SERVER_ARGS, f"{PKG}/__init__.py": "",
+             f"{PKG}/sizes.py": sizes + MADE_OTHERWISE[shape], f"{PKG}/pipeline.py": COUNTING}  # fmt: skip
+    root, sha, matrix = commit_files(tmp_path, files)
+    found = harness_outcomes(root, sha, matrix, exhaustive=exhaustive, outputs=OUTPUTS)
+    expected = plain_outcomes(tmp_path / "tree", AXES, OUTPUTS, stubs=in_tree_platform)
+    assert found == expected
+    assert sorted({page for _, page in expected}) == [0, 1]  # fa4: one hit; else none

@@ -85,6 +85,11 @@ ENV_PIPELINE = '''\
 import os
 
 
+class Name(str):
+    def upper(self):
+        return "SGLANG_OTHER"
+
+
 def run_resolution_pipeline(server_args):
     if "SGLANG_LEGACY" in os.environ:
         raise ValueError("SGLANG_LEGACY is no longer supported")
@@ -135,10 +140,13 @@ AS_PYTHON = [
     '    server_args.page_size += len(os.getenv(key="SGLANG_BACKEND", default="xy"))\n',
     '    server_args.page_size += len(os.environ.get(key="SGLANG_PAGES", default=""))\n',
     "    server_args.page_size += 1 in os.environ  # Python's TypeError\n",
+    '    server_args.page_size += len(os.environ.get(Name("SGLANG_PAGES"), ""))\n',
 ]
 
 
-@pytest.mark.parametrize("more", AS_PYTHON, ids=["plain", "getenv-key", "get-key", "not-str"])
+@pytest.mark.parametrize(
+    "more", AS_PYTHON, ids=["plain", "getenv-key", "get-key", "not-str", "str-subclass"]
+)
 def test_the_environment_is_the_cells_variables(tmp_path, monkeypatch, more):
     root, sha, matrix = env_commit(tmp_path, more, backend="flashinfer")
     expected = plain_with_environment(tmp_path / "tree", monkeypatch, "flashinfer")

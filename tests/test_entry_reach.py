@@ -237,6 +237,7 @@ SHADOWING = {
     "global": ("def pick(cfg):\n    return max(1, 2)\n\n\ndef _setup():\n    global max\n"
                "    max = min\n\n\n_setup()\n"),
     "bound": "def pick(cfg):\n    return max(1, 2)\n\n\nmax = min\n",
+    "builtins": "import builtins\n\n\ndef pick(cfg):\n    return max(1, 2)\n\n\nbuiltins.max = min\n",
 }  # fmt: skip
 
 

@@ -471,17 +471,39 @@ def _b(view):
 """
 
 
-def test_data_one_pass_changes_for_a_later_one_is_cannot_tell(tmp_path: Path):
-    """In SGLang `_b` runs after `_a` in the same module and sees one mark: every
-    flashmla cell becomes 64. Each pass loaded alone, `_b` saw none (exit 0, no
-    change); the harness cannot follow it, so it says so."""
+CACHED = """
+import functools
+
+@functools.lru_cache(maxsize=None)
+def _seen(key):
+    return key
+
+@register_post_process
+def _a(view):
+    _seen("a")
+    return {}
+
+@register_post_process
+def _b(view):
+    if view.attention_backend == "flashmla":
+        return {"page_size": {1: 64}.get(_seen.cache_info().currsize, 128)}
+    return {}
+"""
+
+
+@pytest.mark.parametrize("shared, first", [(MARKED, "_MARK = []"), (CACHED, "def _seen(key):")],
+                         ids=["a-list", "a-cache"])  # fmt: skip
+def test_data_one_pass_changes_for_a_later_one_is_cannot_tell(tmp_path: Path, shared, first):
+    """In SGLang `_b` runs after `_a` in the same module and sees one mark (or one
+    cached entry): every flashmla cell becomes 64. Each pass loaded alone, `_b` saw
+    none (exit 0, no change); the harness cannot follow it, so it says so."""
     (tmp_path / "m.yaml").write_text(PASSES_MATRIX)
-    base, marked = module(TWO_PASSES), module(MARKED)
+    base, marked = module(TWO_PASSES), module(shared)
     shas = commit_versions(tmp_path / "repo", [base, marked])
     done = run_cli("diff", *shas, "--repo", str(tmp_path / "repo"), "--matrix",
                    str(tmp_path / "m.yaml"), "--format", "json", "--no-cache")  # fmt: skip
     report = json.loads(done.out)
     assert done.code == 4 and report["changed"] == [], (done.err, report)
-    line = marked.splitlines().index("_MARK = []") + 1
+    line = marked.splitlines().index(first) + 1
     note = report["notes"]["head"]
     assert f"overrides.py:{line}: the passes _a and _b share this module-level data" in note

@@ -35,18 +35,23 @@ STANDARD_NAMES = {
 }
 
 
-def standard_import(node: ast.AST, name: str) -> bool:
+def standard_import(node: ast.AST, name: str, bound_as: str | None = None) -> bool:
     """Whether `node` imports the world name `name` from its standard module (`from
-    functools import cache as c`, for `cache`; `import functools`)."""
+    functools import cache as c`, for `cache`; `import functools`), binding it as
+    `bound_as` when that is given (`import functools as ft` binds no `functools`)."""
     module = STANDARD_NAMES.get(name)
     if isinstance(node, ast.ImportFrom):
         return (
             node.level == 0
             and node.module == module
-            and any(alias.name == name for alias in node.names)
+            and any(
+                alias.name == name and bound_as in (None, alias.asname or alias.name)
+                for alias in node.names
+            )
         )
     return isinstance(node, ast.Import) and any(
-        alias.name == name == module for alias in node.names
+        alias.name == name == module and bound_as in (None, alias.asname or alias.name)
+        for alias in node.names
     )
 
 

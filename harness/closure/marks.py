@@ -28,6 +28,12 @@ def mark(annotation: ast.expr, marker: str, keyword: str, others: frozenset[str]
     items = _metadata(annotation)
     if items is None:
         return _aliased(annotation, marker)
+    inner = annotation.slice.elts[0] if isinstance(annotation.slice, ast.Tuple) else None
+    while inner is not None and _metadata(inner) is not None:  # the innermost Annotated's type
+        inner = inner.slice.elts[0] if isinstance(inner.slice, ast.Tuple) else None
+    aliased = None if inner is None else _aliased(inner, marker)
+    if isinstance(aliased, str):
+        return aliased  # `A[Ann[int, Arg(...)], "help"]`: its items may come first
     for item in items:
         if isinstance(item, ast.Constant) and isinstance(item.value, str):
             return False  # help text alone: an Arg without the mark

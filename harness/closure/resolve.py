@@ -233,7 +233,7 @@ class Resolver:
         if name not in STANDARD_NAMES:
             return True
         bindings = self._bindings(name, use)
-        if bindings and standard_import(bindings[-1].statement.node, name):
+        if bindings and standard_import(bindings[-1].statement.node, name, name):
             return True
         return _imported_where_read(use.statement.node, name)
 
@@ -368,7 +368,8 @@ class Resolver:
         index = self.index(path)  # a builtin the file rebinds (`from math import *`) is not
         if any(free in index for free in frees):
             return False
-        if any(star_imports(n) for piece in self.layouts[path].pieces for n in piece.nodes):
+        nodes = [n for piece in self.layouts[path].pieces for n in piece.nodes]
+        if any(star_imports(n) for n in nodes) or any(_touches_builtins(n) for n in nodes):
             return False
         watched = {name, ANY, *frees}
         return not any(watched & data for _, data, _ in self._changers(path))
@@ -775,17 +776,33 @@ def _imported_where_read(node: ast.stmt, name: str) -> bool:
     parents = {id(child): parent for parent in ast.walk(node)
                for child in ast.iter_child_nodes(parent)}  # fmt: skip
     importing = {id(scope) for scope in ast.walk(node) if isinstance(scope, SCOPES)
-                 and any(standard_import(n, name) for n in _own_nodes(scope))}  # fmt: skip
+                 and any(standard_import(n, name, name) for n in _own_nodes(scope))}  # fmt: skip
     reads = [n for n in ast.walk(node) if isinstance(n, ast.Name) and n.id == name]
     if not importing or not reads:
         return False
     for read in reads:
-        scope = parents.get(id(read))
-        while scope is not None and id(scope) not in importing:
-            scope = parents.get(id(scope))
+        child, scope = read, parents.get(id(read))
+        while scope is not None and not (id(scope) in importing and _inside(child, scope)):
+            child, scope = scope, parents.get(id(scope))
         if scope is None:
             return False
     return True
+
+
+def _inside(child: ast.AST, scope: ast.AST) -> bool:
+    """Whether `child` of the function `scope` runs in its body, not where it is defined
+    (its decorators, defaults and annotations are evaluated in the enclosing scope)."""
+    header = [*getattr(scope, "decorator_list", ()), getattr(scope, "args", None),
+              getattr(scope, "returns", None)]  # fmt: skip
+    return not any(child is part for part in header)
+
+
+def _touches_builtins(node: ast.AST) -> bool:
+    """Whether a statement names the `builtins` module (`builtins.max = min`), through
+    which a file may change what a builtin is."""
+    return any((isinstance(n, ast.Name) and n.id in ("builtins", "__builtins__"))
+               or (isinstance(n, ast.alias) and n.name == "builtins")
+               for n in ast.walk(node))  # fmt: skip
 
 
 def _own_nodes(scope: ast.AST) -> list[ast.AST]:

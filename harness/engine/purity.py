@@ -55,6 +55,7 @@ from harness.closure.resolve import METHOD_PREFIX
 from harness.engine.load_time import load_time_only
 
 CACHES = ("lru_cache", "cache")  # decorators whose function keeps what its calls returned
+CACHING = frozenset({*CACHES, "functools"})  # the world's names that make a cache
 
 MUTATORS = frozenset(
     [
@@ -105,6 +106,7 @@ def impurity(target: Closure | Pipeline) -> str | None:
     """Why the code may keep state between calls (`path:line: what`), or None if pure."""
     closures = [c for _, c in target.passes if c] if isinstance(target, Pipeline) else [target]
     for closure in closures:
+        caching = {(n.path, n.name) for n in closure.needs if n.world in CACHING}
         generators = _generator_functions(closure)
         known = _known_callees(closure)
         views = _views(closure)
@@ -118,6 +120,7 @@ def impurity(target: Closure | Pipeline) -> str | None:
                         found = found or _leaves_state(function, generators)
                     else:
                         found = found or _writes(function, views.get(id(function)))
+                found = found or _cache_made(node, {n for p, n in caching if p == path})
                 if found:
                     return f"{path}:{found[0]}: {found[1]}"
     return None
@@ -128,10 +131,11 @@ DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Import, 
 
 def shared_state(pipeline: Pipeline) -> str | None:
     """Why a pipeline cannot be run as SGLang runs it (`path:line: what`), or None: a
-    module-level statement other than a definition (data) drawn by two passes, one of
-    which may keep state. SGLang's passes share their module, so what one leaves there
-    the next one sees in the same resolution; harness loads each pass's definitions in
-    namespaces of its own (`harness.engine.sandbox.target_loader`)."""
+    module-level statement other than a definition (data; a cached function, whose
+    cache is data too) drawn by two passes, one of which may keep state. SGLang's
+    passes share their module, so what one leaves there the next one sees in the same
+    resolution; harness loads each pass's definitions in namespaces of its own
+    (`harness.engine.sandbox.target_loader`)."""
     passes = [(name, closure) for name, closure in pipeline.passes if closure is not None]
     impure = {name: why for name, closure in passes if (why := impurity(closure))}
     if not impure:
@@ -140,8 +144,8 @@ def shared_state(pipeline: Pipeline) -> str | None:
     for name, closure in passes:
         for path in closure.files:
             for node in closure.nodes_of(path):
-                if isinstance(node, DEFINITIONS):
-                    continue
+                if isinstance(node, DEFINITIONS) and not any(map(_cached, _functions(node))):
+                    continue  # a definition, unless of a cached function: its cache is data
                 other = drawn.setdefault((path, node.lineno), name)
                 keeps = impure.get(other) or impure.get(name)
                 if other != name and keeps:
@@ -189,6 +193,20 @@ def _cached(function: Function) -> tuple[int, str] | None:
     for decorator in getattr(function, "decorator_list", ()):
         if decorator_name(decorator) in CACHES:
             return decorator.lineno, f"keeps a cache between calls (@{ast.unparse(decorator)})"
+    return None
+
+
+def _cache_made(node: ast.AST, names: set[str]) -> tuple[int, str] | None:
+    """Any other use of the world's caches (`functools.lru_cache(None)(f)`, `memo = cache`,
+    an alias, an import of them inside a function): a cache may be made, and kept."""
+    for child in ast.walk(node):
+        if isinstance(child, ast.Name) and child.id in names:
+            return child.lineno, f"may make a cache, kept between calls ({child.id})"
+        functools_ = isinstance(child, ast.ImportFrom) and child.module == "functools"
+        if functools_ and child.level == 0 and any(a.name in CACHES for a in child.names):
+            return child.lineno, "may make a cache, kept between calls (imports functools')"
+        if isinstance(child, ast.Import) and any(a.name == "functools" for a in child.names):
+            return child.lineno, "may make a cache, kept between calls (imports functools)"
     return None
 
 

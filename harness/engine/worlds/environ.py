@@ -16,6 +16,7 @@ comparing it, `|`).
 from __future__ import annotations
 
 import dataclasses
+import re
 from typing import Any
 
 from harness.engine.world import (
@@ -37,6 +38,7 @@ WRITE_FIX = (
 WHOLE_FIX = "read variables by name: which variables the process has is nothing the matrix says"
 
 
+VARIABLE = re.compile(r"[A-Z_][A-Z0-9_]*")  # what the matrix names a variable by
 NAME_FIX = (
     "the matrix's inputs named in lower case are the configuration's own; an environment "
     "variable is named in upper case (SGLANG_X), as the project's are"
@@ -49,10 +51,11 @@ def _reader(ctx: Context) -> Any:
     `platform`: the configuration's inputs) is refused."""
     probe, compiled = ctx.probe, {}
 
-    def value(name: Any) -> str | None:
-        if type(name) is not str:
-            raise TypeError(f"str expected, not {type(name).__name__}")
-        if name != name.upper():
+    def value(key: Any) -> str | None:
+        if not isinstance(key, str):
+            raise TypeError(f"str expected, not {type(key).__name__}")
+        name = str.__getitem__(key, slice(None))  # its text, whatever a subclass redefines
+        if not VARIABLE.fullmatch(name):
             raise probe.refuse(f"the environment variable {name[:80]!r}", NAME_FIX)
         if name not in compiled:
             compiled[name] = Param(name, reader=f"os.environ[{name!r}]").compile(ctx)

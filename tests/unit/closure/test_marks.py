@@ -63,6 +63,7 @@ UNREAD = [
     "A[int, Arg(**options)]",
     "A[int, Arg(resolvable=bool(1))]",
     "Ann[int, Arg(resolvable=True)]",  # Annotated by another name
+    "A[Ann[int, Arg(resolvable=True)], 'help']",  # ... inside, whose items come first
 ]
 
 
