@@ -369,7 +369,7 @@ class Resolver:
         if any(free in index for free in frees):
             return False
         nodes = [n for piece in self.layouts[path].pieces for n in piece.nodes]
-        if any(star_imports(n) for n in nodes) or any(_touches_builtins(n) for n in nodes):
+        if any(star_imports(n) or _rebinds_builtins(n, frees) for n in nodes):
             return False
         watched = {name, ANY, *frees}
         return not any(watched & data for _, data, _ in self._changers(path))
@@ -797,12 +797,22 @@ def _inside(child: ast.AST, scope: ast.AST) -> bool:
     return not any(child is part for part in header)
 
 
-def _touches_builtins(node: ast.AST) -> bool:
-    """Whether a statement names the `builtins` module (`builtins.max = min`), through
-    which a file may change what a builtin is."""
-    return any((isinstance(n, ast.Name) and n.id in ("builtins", "__builtins__"))
-               or (isinstance(n, ast.alias) and n.name == "builtins")
-               for n in ast.walk(node))  # fmt: skip
+def _rebinds_builtins(node: ast.AST, names: frozenset[str]) -> bool:
+    """Whether a statement may change one of the builtins `names` through the `builtins`
+    module (`builtins.max = min`, `setattr(builtins, ...)`, `vars(builtins)`); adding a
+    name of its own there (`builtins.FP8_E4M3_MAX = ...`, as SGLang's utils do) is not."""
+    for n in ast.walk(node):
+        through = isinstance(n, ast.Attribute) and _is_builtins(n.value)
+        written = through and n.attr in names and not isinstance(n.ctx, ast.Load)
+        if written or (through and n.attr.startswith("__")):  # `builtins.__dict__`
+            return True
+        if isinstance(n, ast.Call) and any(_is_builtins(a) for a in n.args):
+            return True  # setattr(builtins, name, ...), vars(builtins), ...
+    return False
+
+
+def _is_builtins(node: ast.AST) -> bool:
+    return isinstance(node, ast.Name) and node.id in ("builtins", "__builtins__")
 
 
 def _own_nodes(scope: ast.AST) -> list[ast.AST]:
