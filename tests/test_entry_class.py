@@ -232,3 +232,22 @@ def test_a_pass_the_entry_runs_calls_the_configurations_methods_on_its_view(tmp_
     expected = plain_outcomes(tmp_path / "tree", AXES, OUTPUTS)
     assert found == expected
     assert (None, 16) in expected and ("fa4", 64) in expected
+
+
+@pytest.mark.parametrize(
+    "more",
+    [
+        "    server_args.page_size = len(server_args)\n",
+        "    server_args.page_size = server_args(1)\n",
+        "    server_args.page_size = server_args + 1\n",
+    ],
+    ids=["len", "call", "add"],
+)
+def test_pythons_own_messages_name_the_configurations_class(tmp_path, more):
+    """What Python says of the configuration an entry is handed names its class, as of
+    SGLang's `ServerArgs` instance (`object of type 'ServerArgs' has no len()`)."""
+    root, sha, matrix = commit(tmp_path, more)
+    found = harness_outcomes(root, sha, matrix, outputs=OUTPUTS)
+    expected = plain_outcomes(tmp_path / "tree", AXES, OUTPUTS)
+    assert found == expected
+    assert all("'ServerArgs'" in str(outcome[1]) for outcome in expected), expected

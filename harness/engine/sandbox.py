@@ -244,7 +244,8 @@ class _Loader:
         roots, tops = package_roots(bound)
         self.module_names = [module_name(path, roots, tops) for path in order]
         self.module = module_maker(bound.probe, roots, tops)
-        self.viewer = method_viewer(bound.probe, view_type(bound)) if closure.methods else None
+        name = handed_type(bound)
+        self.viewer = method_viewer(bound.probe, name) if closure.methods else None
         self.recorder = _recorder(bound)
         self.world, self.refresh = fresh_names(bound.names)
         self.spaces: dict[str, dict[str, Any]] = {}
@@ -342,7 +343,17 @@ def _recorder(bound: Bound) -> Callable[[Any, dict[str, Any]], Any] | None:
         return None
     if not (bound.ctx.world.view_writes or bound.ctx.matrix.target.entry):
         return None
-    return overlay_maker("view", bound.probe, name=view_type(bound), record=True)
+    return overlay_maker("view", bound.probe, name=handed_type(bound), record=True)
+
+
+def handed_type(bound: Bound) -> str:
+    """The class name of what the target is handed, as Python's own messages show it: an
+    entry's configuration is an instance of the configuration's class (SGLang's
+    `ServerArgs`: `object of type 'ServerArgs' has no len()`); a pass's, the view's."""
+    facts = None if bound.ctx is None else bound.ctx.world.facts
+    if facts is not None and bound.ctx.matrix.target.entry and facts.class_name is not None:
+        return facts.class_name
+    return view_type(bound)
 
 
 def configuration_type(bound: Bound, kinds: list[type]) -> Callable[[Any], Any] | None:
