@@ -119,13 +119,12 @@ def class_defaults(cache: SourceCache, files: RevisionFiles, view: ViewClass) ->
     marks: dict[str, bool | str] = {}
     namespaces = _namespaces(indexes(path), view.namespaces)
     for name in [*namespaces, view.name]:
-        found = _class(indexes, indexes.defined_at(path, name))
+        found = _class(indexes, indexes.defined_at(path, name))  # the view's class last
         if found is not None:
             fields.update(_declared(*found))
             marks.update(_marks(found[1], view.declarable))
     if not fields:
         return NO_DEFAULTS
-    found = _class(indexes, indexes.defined_at(path, view.name))
     attributes = not namespaces and found is not None and _plain_dataclass(cache, files, *found)
     source = f"{view.name} ({path})"
     marks = {name: marked for name, marked in marks.items() if marked is not False}

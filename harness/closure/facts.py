@@ -55,6 +55,12 @@ def standard_import(node: ast.AST, name: str, bound_as: str | None = None) -> bo
     )
 
 
+def world_import(node: ast.AST, name: str) -> bool:
+    """Whether an import of the world name `name` gives the world's: from anywhere for
+    a name of the project's, from its standard module for one of Python's."""
+    return name not in STANDARD_NAMES or standard_import(node, name)
+
+
 @dataclass(frozen=True, eq=False)  # one per world: compared (and hashed) by identity
 class WorldFacts:
     """How a world's project writes its code (see the module)."""

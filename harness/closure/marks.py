@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import ast
 
+from harness.closure.names import last_name
+
 ANNOTATED = frozenset({"A", "Annotated"})  # SGLang's alias, and typing's own name
 
 
@@ -25,22 +27,20 @@ def mark(annotation: ast.expr, marker: str, keyword: str, others: frozenset[str]
     cannot tell."""
     if isinstance(annotation, ast.Constant) and isinstance(annotation.value, str):
         return "its annotation is a string, which Python evaluates"
-    items = _metadata(annotation)
-    if items is None:
+    found = _metadata(annotation)
+    if found is None:
         return _aliased(annotation, marker)
-    inner = annotation.slice.elts[0] if isinstance(annotation.slice, ast.Tuple) else None
-    while inner is not None and _metadata(inner) is not None:  # the innermost Annotated's type
-        inner = inner.slice.elts[0] if isinstance(inner.slice, ast.Tuple) else None
-    aliased = None if inner is None else _aliased(inner, marker)
+    items, inner = found
+    aliased = _aliased(inner, marker)  # `A[Ann[int, Arg(...)], "help"]`: Ann's items first
     if isinstance(aliased, str):
-        return aliased  # `A[Ann[int, Arg(...)], "help"]`: its items may come first
+        return aliased
     for item in items:
         if isinstance(item, ast.Constant) and isinstance(item.value, str):
             return False  # help text alone: an Arg without the mark
-        if isinstance(item, ast.Call) and _name(item.func) == marker:
+        if isinstance(item, ast.Call) and last_name(item.func) == marker:
             return _keyword(item, keyword)
-        if isinstance(item, ast.Call) and _name(item.func) not in others:
-            return f"its annotation calls {_name(item.func) or 'an expression'} before {marker}"
+        if isinstance(item, ast.Call) and last_name(item.func) not in others:
+            return f"its annotation calls {last_name(item.func) or 'an expression'} before {marker}"
         if not isinstance(item, ast.Call | ast.Constant):
             return f"its annotation holds {ast.unparse(item)} before any {marker}(...)"
     return False
@@ -50,22 +50,25 @@ def _aliased(annotation: ast.expr, marker: str) -> bool | str:
     """False, unless a subscript other than `Annotated` holds the marker's call as an
     item (`Ann[int, Arg(...)]`: `Annotated` by another name, for all the text says)."""
     if not isinstance(annotation, ast.Subscript):
-        return False
+        return False  # (None too: `Annotated[]` holds no type)
     slice_ = annotation.slice
     items = slice_.elts if isinstance(slice_, ast.Tuple) else [slice_]
-    if any(isinstance(i, ast.Call) and _name(i.func) == marker for i in items):
+    if any(isinstance(i, ast.Call) and last_name(i.func) == marker for i in items):
         return f"its annotation subscripts {ast.unparse(annotation.value)}, not Annotated"
     return False
 
 
-def _metadata(annotation: ast.expr) -> list[ast.expr] | None:
+def _metadata(annotation: ast.expr) -> tuple[list[ast.expr], ast.expr | None] | None:
     """The items of `Annotated[T, *items]` after the type, as Python flattens them (those
-    of an `Annotated` type first); None when the annotation is not `Annotated[...]`."""
-    if not (isinstance(annotation, ast.Subscript) and _name(annotation.value) in ANNOTATED):
+    of an `Annotated` type first), and the innermost type; None when the annotation is not
+    `Annotated[...]`."""
+    if not (isinstance(annotation, ast.Subscript) and last_name(annotation.value) in ANNOTATED):
         return None
     items = annotation.slice.elts if isinstance(annotation.slice, ast.Tuple) else []
     inner = _metadata(items[0]) if items else None
-    return [*(inner or []), *items[1:]]
+    if inner is None:
+        return items[1:], items[0] if items else None
+    return [*inner[0], *items[1:]], inner[1]
 
 
 def _keyword(call: ast.Call, keyword: str) -> bool | str:
@@ -78,11 +81,3 @@ def _keyword(call: ast.Call, keyword: str) -> bool | str:
                 return value.value
             return f"its annotation gives {keyword} a value that is not a literal"
     return False
-
-
-def _name(node: ast.expr) -> str | None:
-    if isinstance(node, ast.Name):
-        return node.id
-    if isinstance(node, ast.Attribute):
-        return node.attr
-    return None

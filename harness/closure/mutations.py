@@ -28,7 +28,7 @@ import functools
 from collections.abc import Callable, Iterable
 from typing import NamedTuple
 
-from harness.closure.names import annotations_of
+from harness.closure.names import annotations_of, last_name
 
 # Builtins that change none of their arguments (what a module-level call of one reads
 # is not changed by it); setattr and delattr change their first.
@@ -459,18 +459,11 @@ def _call_into(call: ast.Call, names: set[str], calls: set[str], results: set[st
     else:
         _root_into(func, names, calls, results)  # `X.update(...)` may change X
         calls.update(_called_through(func))
-    wraps = _callee_name(func) in WRAPPERS  # `partial(fill, ...)` keeps fill for later
+    wraps = last_name(func) in WRAPPERS  # `partial(fill, ...)` keeps fill for later
     for argument in arguments:
         names.update(_names_read(argument))
         if not wraps:  # `reduce(fill, ...)` may call fill now
             calls.update(HANDED + n for n in _handed(argument))
-
-
-def _callee_name(func: ast.expr) -> str | None:
-    """The last name of a callee (`partial`, `functools.partial`)."""
-    if isinstance(func, ast.Attribute):
-        return func.attr
-    return func.id if isinstance(func, ast.Name) else None
 
 
 def _handed(argument: ast.expr) -> set[str]:

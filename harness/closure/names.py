@@ -142,10 +142,29 @@ DATACLASS = "dataclass"
 
 def decorator_name(node: ast.expr) -> str | None:
     """The last name of a decorator (`dataclass` of `@dataclasses.dataclass(frozen=True)`)."""
-    node = node.func if isinstance(node, ast.Call) else node
+    return last_name(node.func if isinstance(node, ast.Call) else node)
+
+
+def last_name(node: ast.expr) -> str | None:
+    """The last name of a name or attribute chain (`partial` of `functools.partial`)."""
     if isinstance(node, ast.Attribute):
         return node.attr
     return node.id if isinstance(node, ast.Name) else None
+
+
+FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)
+
+
+def own_nodes(scope: ast.AST, nested: tuple[type, ...] = FUNCTIONS) -> list[ast.AST]:
+    """The nodes of a function, without those of the `nested` scopes it defines (other
+    functions by default; a class too, for what binds a name in the function's scope)."""
+    found, stack = [], list(ast.iter_child_nodes(scope))
+    while stack:
+        node = stack.pop()
+        found.append(node)
+        if not isinstance(node, nested):
+            stack.extend(ast.iter_child_nodes(node))
+    return found
 
 
 def _as_text(node: ast.stmt) -> ast.stmt:

@@ -20,11 +20,24 @@ import posixpath
 from collections.abc import Collection
 from typing import NamedTuple
 
-from harness.closure.facts import STANDARD_NAMES, WorldFacts, standard_import, within
+from harness.closure.facts import (
+    STANDARD_NAMES,
+    WorldFacts,
+    standard_import,
+    within,
+    world_import,
+)
 from harness.closure.index import CONDITIONAL, DEFINITION, IMPORT, Binding, index_module
 from harness.closure.modules import RevisionFiles
 from harness.closure.mutations import ANY, DEFINES, NO_EFFECTS, Reach, effects_reader
-from harness.closure.names import decorator_name, free_names, postpones, strip_annotations
+from harness.closure.names import (
+    FUNCTIONS,
+    decorator_name,
+    free_names,
+    own_nodes,
+    postpones,
+    strip_annotations,
+)
 from harness.closure.pieces import Layout, SourceCache, Statement, refusal
 from harness.closure.shadows import (
     bound_names,
@@ -321,8 +334,7 @@ class Resolver:
     def _imported(self, name: str, binding: Binding, use: Use) -> None:
         node, key = binding.statement.node, (use.path, name)
         imported = _imported_name(node, name)
-        standard = imported not in STANDARD_NAMES or standard_import(node, imported)
-        if imported is not None and imported in self.bound and standard:
+        if imported is not None and imported in self.bound and world_import(node, imported):
             self.needs[key] = imported
             self.mark(use.path, name)
             if imported not in self.chosen:
@@ -353,7 +365,8 @@ class Resolver:
         the file may change it: SGLang's `is_no_spec_infer_or_topk_one(cfg)` in
         `utils/common.py`, `CP_V2_DEFAULT_MODEL_CLASSES = frozenset({...})`. An entry reads
         such a name from outside the resolution code, as a pass reads its helpers."""
-        bindings = self.index(path).get(name, []) if name is not None else []
+        index = self.index(path)
+        bindings = index.get(name, []) if name is not None else []
         if len(bindings) != 1 or bindings[0].kind != DEFINITION:
             return False
         statement = bindings[0].statement
@@ -365,8 +378,7 @@ class Resolver:
         frees = shape(statement, HELPER)[1]
         if not all(hasattr(builtins, free) for free in frees):
             return False
-        index = self.index(path)  # a builtin the file rebinds (`from math import *`) is not
-        if any(free in index for free in frees):
+        if any(free in index for free in frees):  # a builtin the file rebinds is not one
             return False
         nodes = [n for piece in self.layouts[path].pieces for n in piece.nodes]
         if any(star_imports(n) or _rebinds_builtins(n, frees) for n in nodes):
@@ -383,9 +395,7 @@ class Resolver:
             if not isinstance(node, ast.ImportFrom):
                 continue
             for alias in node.names:
-                world = alias.name in self.bound and (
-                    alias.name not in STANDARD_NAMES or standard_import(node, alias.name)
-                )
+                world = alias.name in self.bound and world_import(node, alias.name)
                 if world and alias.name not in self.chosen:
                     self._local_home(node, alias.name, path)
                 if alias.name == self.facts.class_name and world:
@@ -766,17 +776,15 @@ def _stars(nodes: list[ast.stmt]) -> list[tuple[int, ast.ImportFrom]]:
     return [(n, star) for n, node in enumerate(nodes) for star in star_imports(node)]
 
 
-SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)
-
-
 def _imported_where_read(node: ast.stmt, name: str) -> bool:
     """Whether every read of `name` in `node` is in a function that imports it from its
     standard module itself, or inside one that does (`def run(): import os` then
     `os.getenv(...)` there; never a read beside `def helper(): import os`)."""
     parents = {id(child): parent for parent in ast.walk(node)
                for child in ast.iter_child_nodes(parent)}  # fmt: skip
-    importing = {id(scope) for scope in ast.walk(node) if isinstance(scope, SCOPES)
-                 and any(standard_import(n, name, name) for n in _own_nodes(scope))}  # fmt: skip
+    importing = {id(scope) for scope in ast.walk(node) if isinstance(scope, FUNCTIONS)
+                 and any(standard_import(n, name, name)
+                         for n in own_nodes(scope, (*FUNCTIONS, ast.ClassDef)))}  # fmt: skip
     reads = [n for n in ast.walk(node) if isinstance(n, ast.Name) and n.id == name]
     if not importing or not reads:
         return False
@@ -813,17 +821,6 @@ def _rebinds_builtins(node: ast.AST, names: frozenset[str]) -> bool:
 
 def _is_builtins(node: ast.AST) -> bool:
     return isinstance(node, ast.Name) and node.id in ("builtins", "__builtins__")
-
-
-def _own_nodes(scope: ast.AST) -> list[ast.AST]:
-    """The nodes of a function's own body, not of the functions and classes it defines."""
-    found, stack = [], list(ast.iter_child_nodes(scope))
-    while stack:
-        node = stack.pop()
-        found.append(node)
-        if not isinstance(node, (*SCOPES, ast.ClassDef)):
-            stack.extend(ast.iter_child_nodes(node))
-    return found
 
 
 def _imported_name(node: ast.stmt, name: str) -> str | None:

@@ -26,6 +26,7 @@ from harness.closure.extract import (
 )
 from harness.closure.index import DEFINITION, index_module
 from harness.closure.modules import RevisionFiles
+from harness.closure.names import own_nodes
 from harness.closure.pieces import SourceCache, Statement
 from harness.closure.resolve import TARGET, Resolver, ViewClass
 from harness.errors import Absent, Unevaluable
@@ -132,21 +133,12 @@ def declared_fields(target: Statement) -> tuple[str, ...]:
 
 def _returned_keys(function: ast.FunctionDef) -> tuple[str, ...]:
     keys: dict[str, None] = {}
-    for node in _own_nodes(function):
+    for node in own_nodes(function):
         if isinstance(node, ast.Return) and isinstance(node.value, ast.Dict):
             for key in node.value.keys:
                 if isinstance(key, ast.Constant) and isinstance(key.value, str):
                     keys[key.value] = None
     return tuple(keys)
-
-
-def _own_nodes(function: ast.FunctionDef):
-    stack = list(function.body)
-    while stack:
-        node = stack.pop()
-        yield node
-        if not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda):
-            stack.extend(ast.iter_child_nodes(node))
 
 
 def view_reads(

@@ -50,12 +50,13 @@ import ast
 from collections.abc import Collection
 
 from harness.closure.extract import Closure, Pipeline
-from harness.closure.names import decorator_name
+from harness.closure.facts import standard_import
+from harness.closure.names import decorator_name, own_nodes
 from harness.closure.resolve import METHOD_PREFIX
 from harness.engine.load_time import load_time_only
 
 CACHES = ("lru_cache", "cache")  # decorators whose function keeps what its calls returned
-CACHING = frozenset({*CACHES, "functools"})  # the world's names that make a cache
+CACHING = (*CACHES, "functools")  # the world's names that make a cache (STANDARD_NAMES)
 
 MUTATORS = frozenset(
     [
@@ -164,7 +165,7 @@ def _generator_functions(closure: Closure) -> frozenset[str]:
         for path in closure.files
         for node in closure.nodes_of(path)
         if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
-        and any(isinstance(n, ast.Yield | ast.YieldFrom) for n in _own_nodes(node))
+        and any(isinstance(n, ast.Yield | ast.YieldFrom) for n in own_nodes(node))
     )
 
 
@@ -202,11 +203,9 @@ def _cache_made(node: ast.AST, names: set[str]) -> tuple[int, str] | None:
     for child in ast.walk(node):
         if isinstance(child, ast.Name) and child.id in names:
             return child.lineno, f"may make a cache, kept between calls ({child.id})"
-        functools_ = isinstance(child, ast.ImportFrom) and child.module == "functools"
-        if functools_ and child.level == 0 and any(a.name in CACHES for a in child.names):
-            return child.lineno, "may make a cache, kept between calls (imports functools')"
-        if isinstance(child, ast.Import) and any(a.name == "functools" for a in child.names):
-            return child.lineno, "may make a cache, kept between calls (imports functools)"
+        imported = [name for name in CACHING if standard_import(child, name)]
+        if imported:
+            return child.lineno, f"may make a cache, kept between calls (imports {imported[0]})"
     return None
 
 
@@ -214,7 +213,7 @@ def _leaves_state(function: Function, generators: frozenset[str]) -> tuple[int, 
     """State a function only loading calls leaves for the calls, as module-level code
     would: an iterator it makes and does not use up, a mutating method taken as a value
     (what it writes, it writes before any call)."""
-    nodes = _own_nodes(function)
+    nodes = own_nodes(function)
     parents = {id(c): p for p in [function, *nodes] for c in ast.iter_child_nodes(p)}
     for child in nodes:  # (a fresh local's bound method too: it may be kept)
         if _makes_iterator(child, generators) and not _used_up(child, parents):
@@ -348,7 +347,7 @@ def _call_sites(
     called: set[int] = set()
     for path, node in statements:
         for function in _functions(node):
-            for child in _own_nodes(function):
+            for child in own_nodes(function):
                 func = child.func if isinstance(child, ast.Call) else None
                 if isinstance(func, ast.Name) and func.id in sites:
                     sites[func.id].append((function, child))
@@ -438,7 +437,7 @@ def _bound_by(node: ast.AST) -> set[str]:
 
 def _writes(function: Function, view: str | None = None) -> tuple[int, str] | None:
     fresh = _fresh_locals(function)
-    nodes = _own_nodes(function)
+    nodes = own_nodes(function)
     parents = {id(c): p for p in nodes for c in ast.iter_child_nodes(p)}
     new = _new_locals(function, nodes)
     for node in nodes:
@@ -533,17 +532,6 @@ def _new_value(value: ast.expr, new: set[str]) -> bool:
     return False
 
 
-def _own_nodes(function: Function) -> list[ast.AST]:
-    """The function's nodes, without those of functions nested in it (judged on their own)."""
-    out, stack = [], list(ast.iter_child_nodes(function))
-    while stack:
-        node = stack.pop()
-        out.append(node)
-        if not isinstance(node, Function):
-            stack.extend(ast.iter_child_nodes(node))
-    return out
-
-
 def _stored(node: ast.AST) -> list[ast.expr]:
     if isinstance(node, ast.Assign):
         return [t for target in node.targets for t in _unpacked(target)]
@@ -604,7 +592,7 @@ def _fresh_locals(function: Function) -> Fresh:
     fresh: set[str] = set()
     deep: dict[str, bool] = {}  # whether every value given holds only new items
     spoiled: set[str] = set(params)
-    for node in _own_nodes(function):
+    for node in own_nodes(function):
         value = node.value if isinstance(node, ast.Assign | ast.AnnAssign) else None
         for target in _stored(node):
             if not isinstance(target, ast.Name):

@@ -68,16 +68,22 @@ def _reader(ctx: Context) -> Any:
     return value
 
 
+def _getter(value: Any) -> Any:
+    """`get(key, default=None)` of `os.environ` and `os.getenv`: the value, or `default`."""
+
+    def get(key: Any, default: Any = None) -> Any:
+        found = value(key)
+        return default if found is None else found
+
+    return get
+
+
 @dataclasses.dataclass(frozen=True)
 class Environ(Spec):
     """`os.environ`: `name in`, `[name]` (KeyError when unset) and `.get(name, default)`."""
 
     def compile(self, ctx: Context) -> Resolver:
         probe, value = ctx.probe, _reader(ctx)
-
-        def get(key: Any, default: Any = None) -> Any:
-            found = value(key)
-            return default if found is None else found
 
         def __contains__(self: Any, name: Any) -> bool:
             return value(name) is not None  # a name not a string: Python's TypeError
@@ -107,7 +113,7 @@ class Environ(Spec):
                 raise AttributeError(attr)
             raise refuse(f"os.environ.{attr}", WHOLE_FIX)
 
-        reader = world_function("os.environ.get", get, probe)
+        reader = world_function("os.environ.get", _getter(value), probe)
         methods = {"__contains__": __contains__, "__getitem__": __getitem__,
                    "__setitem__": __setitem__, "__delitem__": __delitem__, "__iter__": __iter__,
                    "__getattribute__": __getattribute__}  # fmt: skip
@@ -122,13 +128,7 @@ class Getenv(Spec):
     """`os.getenv(name, default=None)`."""
 
     def compile(self, ctx: Context) -> Resolver:
-        value = _reader(ctx)
-
-        def getenv(key: Any, default: Any = None) -> Any:
-            found = value(key)
-            return default if found is None else found
-
-        function = world_function("os.getenv", getenv, ctx.probe)
+        function = world_function("os.getenv", _getter(_reader(ctx)), ctx.probe)
         return lambda probe: function
 
 

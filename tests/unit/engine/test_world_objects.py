@@ -9,8 +9,11 @@ from typing import Any
 
 import pytest
 
+from harness.closure.facts import STANDARD_NAMES
+from harness.engine.purity import CACHING
 from harness.engine.world import Call, Const, Context, Obj, Spec, Unbound, world_function
-from harness.engine.worlds import world_named
+from harness.engine.worlds import caching, environ, world_named
+from harness.engine.worlds import dataclass as dataclasses_world
 from harness.engine.worlds.sglang import get_device_capability
 from tests.unit.tables import small_matrix
 
@@ -75,3 +78,13 @@ def test_a_world_function_takes_the_arguments_sglang_s_takes():
         with pytest.raises(TypeError, match="get_device_capability"):
             function(*args, **kwargs)
     assert ctx.probe.unbound is None  # SGLang's own error, not a refusal of the world's
+
+
+def test_the_worlds_names_of_pythons_library_are_those_read_only_where_imported():
+    """What the worlds bind for Python's standard library is what name resolution reads
+    only where the file imports it (`STANDARD_NAMES`), and purity's cache makers are
+    those of `functools`: a name added to one and not the others would be a free name
+    Python never binds, or a cache no cell counts."""
+    made = {**dataclasses_world.names(), **caching.names(), **environ.names()}
+    assert set(made) == set(STANDARD_NAMES)
+    assert set(CACHING) == {n for n, module in STANDARD_NAMES.items() if module == "functools"}
