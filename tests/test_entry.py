@@ -5,8 +5,11 @@ they assign or declare on the configuration they are handed.
 
 A small SGLang-shaped repository is built in tmp_path: `pipeline.py` runs a
 speculative handler and two passes through `run_hook` and `run_post_process_pass`,
-declares through `declare_resolution` and assigns one field itself. Each commit
-changes one thing a handler does. The expected outcome of every cell comes from
+declares through `declare_resolution` and assigns one field itself. Declarations go to
+a stash, as SGLang's do: a pass reads them over the configuration, a handler through a
+live view, a plain read of the configuration sees the field as it was, and the result
+is each field's last declaration, else the field. Each commit changes one thing a
+handler does. The expected outcome of every cell comes from
 running that commit's own files in plain Python (the package imported from a
 directory, `get_platform()` answered per cell as SGLang's runtime would), never
 from harness.
@@ -21,6 +24,7 @@ import sys
 import types
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -38,23 +42,97 @@ FIELDS = """\
     page_size: Optional[int] = None
     speculative_algorithm: Optional[str] = None
     speculative_eagle_topk: Optional[int] = None
-"""  # ServerArgs's fields, in both shapes below
-SERVER_ARGS = (
-    '''\
+"""  # ServerArgs's fields before the registry (POST_INIT, below)
+SERVER_ARGS = '''\
 # Written for harness's tests, shaped like SGLang's server_args.py.
-"""Server arguments: one dataclass, its defaults declared field by field."""
+"""Server arguments: one dataclass, its defaults and metadata declared field by field."""
 
 from __future__ import annotations
 
 import dataclasses
-from typing import Optional
+from typing import Annotated, Optional
+
+from sglang.srt.arg_groups.arg_utils import Arg
 
 
 @dataclasses.dataclass
 class ServerArgs:
-{FIELDS}    speculative_num_steps: Optional[int] = None
+    model_path: str = "meta-llama/Llama-3.1-8B-Instruct"
+    attention_backend: Annotated[Optional[str], Arg(resolvable=True)] = None
+    page_size: Annotated[Optional[int], Arg(resolvable=True)] = None
+    speculative_algorithm: Optional[str] = None
+    speculative_eagle_topk: Annotated[Optional[int], Arg(resolvable=True)] = None
+    speculative_num_steps: Optional[int] = None
 '''
-).replace("{FIELDS}", FIELDS)
+ARG_UTILS = '''\
+"""Field metadata, carried in `Annotated` annotations."""
+
+import dataclasses
+from typing import Annotated, get_args, get_origin, get_type_hints
+
+
+@dataclasses.dataclass(frozen=True)
+class Arg:
+    resolvable: bool = False
+
+
+def resolvable_fields(cls) -> frozenset:
+    """The fields whose annotation carries `Arg(resolvable=True)`."""
+    hints = get_type_hints(cls, include_extras=True)
+    marked = set()
+    for field in dataclasses.fields(cls):
+        hint = hints[field.name]
+        if get_origin(hint) is Annotated and any(
+            isinstance(item, Arg) and item.resolvable for item in get_args(hint)[1:]
+        ):
+            marked.add(field.name)
+    return frozenset(marked)
+'''
+# SGLang's declaration machinery (its overrides.py and model_override_base.py), in our
+# words: a pass reads a snapshot of the declarations over the configuration, handlers a
+# live view; declarations go to a stash on the configuration and never to its fields;
+# the resolution's result is each field's last declaration, else the field.
+RUN_PASS = """\
+def run_post_process_pass(server_args: Any, fn: Callable[..., dict]) -> None:
+    declared = fn(ResolvedView(server_args, overlay=_declaration_overlay(server_args)))
+    if not isinstance(declared, dict):
+        raise TypeError(
+            f"post-process pass {fn.__qualname__} must return a dict, "
+            f"got {type(declared).__name__}"
+        )
+    if declared:
+        declare_resolution(server_args, fn.__qualname__, **declared)
+        validate_declarations(server_args, [(fn.__qualname__, dict(declared))])
+
+
+def validate_declarations(server_args: Any, declarations: list) -> None:
+    if not dataclasses.is_dataclass(type(server_args)):
+        return
+    allowed = resolvable_fields(type(server_args))
+    for source, fields in declarations:
+        unknown = set(fields) - allowed
+        if unknown:
+            raise ValueError(
+                f"{source}: {sorted(unknown)} not model-overridable; declarations are "
+                "limited to the fields the publish gate accepts."
+            )
+"""
+DECLARE = """\
+def declare_resolution(server_args: Any, source: str, **fields: Any) -> None:
+    stash = getattr(server_args, "_resolved_overrides", None)
+    if stash is None:
+        stash = []
+        server_args._resolved_overrides = stash
+    stash.append((source, dict(fields)))
+
+
+def resolution_result(server_args: Any, field: str) -> Any:
+    for _source, fields in reversed(getattr(server_args, "_resolved_overrides", None) or ()):
+        if field in fields:
+            return fields[field]
+    return getattr(server_args, field)
+"""
+MACHINERY = RUN_PASS + "\n\n" + DECLARE
 
 OVERRIDES = '''\
 # Written for harness's tests, shaped like SGLang's overrides.py.
@@ -62,9 +140,15 @@ OVERRIDES = '''\
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any, Callable
 
-from sglang.srt.arg_groups.model_override_base import resolving_view  # noqa: F401
+from sglang.srt.arg_groups.arg_utils import resolvable_fields
+from sglang.srt.arg_groups.model_override_base import (  # noqa: F401
+    ResolvedView,
+    _declaration_overlay,
+    resolving_view,
+)
 from sglang.srt.runtime_context import get_platform
 
 POST_PROCESS_PASSES: list = []
@@ -75,20 +159,8 @@ def register_post_process(fn: Callable[..., dict]) -> Callable[..., dict]:
     return fn
 
 
-def run_post_process_pass(server_args: Any, fn: Callable[..., dict]) -> None:
-    declared = fn(server_args)
-    if not isinstance(declared, dict):
-        raise TypeError(
-            f"post-process pass {{fn.__qualname__}} must return a dict, "
-            f"got {{type(declared).__name__}}"
-        )
-    declare_resolution(server_args, fn.__qualname__, **declared)
-
-
-def declare_resolution(server_args: Any, source: str, **fields: Any) -> None:
-    for name, value in fields.items():
-        setattr(server_args, name, value)
-
+'''
+PASSES = """\
 
 @register_post_process
 def _attention_backend_default(view: Any) -> dict:
@@ -100,7 +172,7 @@ def _attention_backend_default(view: Any) -> dict:
 @register_post_process
 def _page_size_default(view: Any) -> dict:
     return {{"page_size": {page_default}}} if view.page_size is None else {{}}
-'''
+"""
 
 HOOKS = '''\
 """Plugin overrides for named resolution steps (none registered here)."""
@@ -137,13 +209,73 @@ STEPS_CHECK = (
     '        assert cfg.speculative_num_steps is not None, "set the number of steps"\n'
 )
 
-BASE = '''\
-"""The helpers every handler reads the configuration through."""
+BASE_HEAD = '''\
+# Written for harness's tests, shaped like SGLang's model_override_base.py.
+"""The views every handler and pass reads the configuration through."""
+
+from __future__ import annotations
+
+from typing import Any, Dict, Optional
 
 
-def resolving_view(server_args):
-    return server_args
+class ResolvedView:
+    """The declarations made so far, over the configuration; read-only."""
+
+    __slots__ = ("_server_args", "_overlay")
+
+    def __init__(self, server_args: Any, overlay: Optional[Dict[str, Any]] = None):
+        object.__setattr__(self, "_server_args", server_args)
+        object.__setattr__(self, "_overlay", overlay or {})
+
+    def __getattr__(self, name: str) -> Any:
+        overlay = object.__getattribute__(self, "_overlay")
+        if name in overlay:
+            return overlay[name]
+        return getattr(object.__getattribute__(self, "_server_args"), name)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError("ResolvedView is read-only")
+
+
+def _declaration_overlay(server_args: Any) -> Dict[str, Any]:
+    overlay: Dict[str, Any] = {}
+    for _source, fields in getattr(server_args, "_resolved_overrides", None) or ():
+        overlay.update(fields)
+    return overlay
+
+
+def resolved_view(server_args: Any) -> ResolvedView:
+    return ResolvedView(server_args, overlay=_declaration_overlay(server_args))
+
+
+def record_of(view: Any) -> Any:
+    return object.__getattribute__(view, "_server_args")
 '''
+LIVE_VIEW = '''\
+class ResolvingConfig:
+    """Each read sees the declarations made by then."""
+
+    __slots__ = ("_server_args",)
+
+    def __init__(self, server_args: Any):
+        object.__setattr__(self, "_server_args", server_args)
+
+    def __getattr__(self, name: str) -> Any:
+        server_args = object.__getattribute__(self, "_server_args")
+        for _source, fields in reversed(getattr(server_args, "_resolved_overrides", None) or ()):
+            if name in fields:
+                return fields[name]
+        return getattr(server_args, name)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError("ResolvingConfig is read-only")
+
+
+
+def resolving_view(server_args: Any) -> ResolvingConfig:
+    return ResolvingConfig(server_args)
+'''
+BASE = BASE_HEAD + "\n\n" + LIVE_VIEW
 
 PIPELINE = '''\
 # Written for harness's tests, shaped like SGLang's pipeline.py.
@@ -212,8 +344,11 @@ def files(version: dict) -> dict[str, str]:
     return {
         "python/sglang/srt/server_args.py": SERVER_ARGS,
         f"{PKG}/__init__.py": "",
+        f"{PKG}/arg_utils.py": ARG_UTILS,
         f"{PKG}/model_override_base.py": BASE,
-        f"{PKG}/overrides.py": OVERRIDES.format(page_default=version["page_default"]),
+        f"{PKG}/overrides.py": OVERRIDES
+        + MACHINERY
+        + PASSES.format(page_default=version["page_default"]),
         f"{PKG}/resolution_hooks.py": HOOKS,
         f"{PKG}/speculative_hook.py": SPECULATIVE.format(
             check=version["check"], topk_default=version["topk_default"]
@@ -271,8 +406,17 @@ def plain_outcomes(
             except Exception as exc:  # every error is an outcome, as the harness has it
                 found.append((ERROR, f"{type(exc).__name__}: {exc}".rstrip(": ")))
                 continue
-        found.append(tuple(getattr(server_args, f) for f in outputs))
+            result = resolution_result()
+        found.append(tuple(result(server_args, f) for f in outputs))
     return found
+
+
+def resolution_result() -> Callable[[Any, str], Any]:
+    """How the package imported reads a field's resolved value: its overrides module's
+    `resolution_result(server_args, field)` (the last declaration in the stash, else the
+    field), where it has one; else the field."""
+    overrides = sys.modules.get("sglang.srt.arg_groups.overrides")
+    return getattr(overrides, "resolution_result", getattr)
 
 
 def write_tree(root: Path, version: dict) -> Path:

@@ -17,7 +17,7 @@ import pytest
 
 from harness.testing.gitrepo import FixtureRepo
 from tests.conftest import run_cli
-from tests.test_entry import PKG, harness_outcomes, plain_outcomes
+from tests.test_entry import ARG_UTILS, BASE, MACHINERY, PKG, harness_outcomes, plain_outcomes
 
 SERVER_ARGS = '''\
 """Server arguments, one dataclass with a guarded `__setattr__`."""
@@ -190,27 +190,47 @@ def test_what_a_method_of_the_class_defines_is_named_as_in_the_class(tmp_path):
     assert "ServerArgs._pick.<locals>.inner" in found[0][0], found[0]
 
 
-METHOD_ARGS = SERVER_ARGS.replace(
-    """    def __setattr__(self, name, value):""",
-    """    def _default_page(self, backend):
+METHOD_ARGS = (
+    SERVER_ARGS.replace(
+        """    def __setattr__(self, name, value):""",
+        """    def _default_page(self, backend):
         return self.default_page * (4 if backend == "fa4" else 1)
 
     def __setattr__(self, name, value):""",
+    )
+    .replace("from typing import List", "from typing import Annotated, List")
+    .replace(
+        "\n\n@dataclasses", "\nfrom sglang.srt.arg_groups.arg_utils import Arg\n\n\n@dataclasses"
+    )
+    .replace(
+        "page_size: Optional[int]", "page_size: Annotated[Optional[int], Arg(resolvable=True)]"
+    )
 )
-PASSES = '''\
+PASSES = (
+    '''\
 """A pass the entry runs: it calls the configuration's method on the view it is handed."""
 
+import dataclasses
+from typing import Any, Callable
 
-def run_post_process_pass(server_args, fn):
-    for name, value in fn(server_args).items():
-        setattr(server_args, name, value)
+from sglang.srt.arg_groups.arg_utils import resolvable_fields
+from sglang.srt.arg_groups.model_override_base import (  # noqa: F401
+    ResolvedView,
+    _declaration_overlay,
+    resolving_view,
+)
 
+
+'''
+    + MACHINERY
+    + """
 
 def _page_default(view):
     if view.page_size is not None:
         return {}
     return {"page_size": view._default_page(view.attention_backend)}
-'''
+"""
+)
 HANDED = '''\
 """Resolution running one pass."""
 
@@ -226,6 +246,7 @@ def test_a_pass_the_entry_runs_calls_the_configurations_methods_on_its_view(tmp_
     """`view._default_page(...)` in a pass handed the configuration (its first parameter
     is named like a view) is `ServerArgs._default_page`, as in the target itself."""
     files = {**FILES, "python/sglang/srt/server_args.py": METHOD_ARGS,
+             f"{PKG}/arg_utils.py": ARG_UTILS, f"{PKG}/model_override_base.py": BASE,
              f"{PKG}/overrides.py": PASSES, f"{PKG}/pipeline.py": HANDED}  # fmt: skip
     root, sha, matrix = commit_files(tmp_path, files)
     found = harness_outcomes(root, sha, matrix, outputs=OUTPUTS)

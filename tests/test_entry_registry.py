@@ -24,7 +24,9 @@ import pytest
 from harness.testing.gitrepo import FixtureRepo
 from tests.conftest import run_cli
 from tests.test_entry import (
+    DECLARE,
     HOOKS,
+    LIVE_VIEW,
     PKG,
     cells,
     changed,
@@ -49,8 +51,11 @@ class ServerArgs:
     page_size: Optional[int] = None
 '''
 
-BASE = '''\
+BASE = (
+    '''\
 """Registries the model-family modules fill as they load, and the views they read."""
+
+from __future__ import annotations
 
 from typing import Any, Callable, Dict, List, Tuple
 
@@ -90,17 +95,18 @@ def _register_for(*architectures: str):
     return decorator
 
 
-def resolving_view(server_args: Any) -> Any:
-    return server_args
-
-
 def model_config_of(server_args: Any) -> Any:
     from sglang.srt.configs.model_config import ModelConfig
 
     return ModelConfig.from_server_args(server_args)
-'''
 
-OVERRIDES = '''\
+
+'''
+    + LIVE_VIEW
+)
+
+OVERRIDES = (
+    '''\
 """Declarations, and the dispatch of the model overrides."""
 
 from typing import Any, Dict, List, Tuple
@@ -112,10 +118,9 @@ from sglang.srt.arg_groups.model_override_base import (  # noqa: F401
 )
 
 
-def declare_resolution(server_args: Any, source: str, **fields: Any) -> None:
-    for name, value in fields.items():
-        setattr(server_args, name, value)
-
+'''
+    + DECLARE
+    + '''
 
 def collect_model_override_declarations(
     architecture: str, server_args: Any, hf_config: Any
@@ -140,6 +145,7 @@ def collect_model_override_declarations(
 # Importing the package is what registers the families.
 import sglang.srt.arg_groups.model_overrides  # noqa: E402, F401
 '''
+)
 
 FAMILY = '''\
 """Config-time overrides for the {name} family."""

@@ -90,6 +90,7 @@ ALLOWED_BUILTINS = frozenset(
         "repr",
         "reversed",
         "round",
+        "setattr",
         "set",
         "slice",
         "sorted",

@@ -185,6 +185,7 @@ def overlay_maker(
         return obj
 
     make.made = cls  # what `type()` of what it makes is (see `configuration_type`)
+    make.inner = get_inner  # what one it made reads through (SGLang's `record_of`)
     return make
 
 
@@ -285,7 +286,13 @@ class _Loader:
             function = _with_viewer(function, self._methods(), self.viewer)
         if self.recorder is None:
             return function
-        return _recording(function, self.recorder, entry=closure.entry)
+        # an entry function's result as the world reads it; a method's (`__post_init__`)
+        # is the object's fields, as constructing the configuration leaves them
+        method = "." in self.bound.ctx.matrix.target.passes[0]
+        project = None if method or not closure.entry else self.bound.ctx.world.project
+        if project is not None:
+            project = functools.partial(project, self.bound.probe)
+        return _recording(function, self.recorder, entry=closure.entry, project=project)
 
     def _methods(self) -> dict[str, Any]:
         """The loaded view methods, by name; one the policy withholds, a function refusing
@@ -343,7 +350,16 @@ def _recorder(bound: Bound) -> Callable[[Any, dict[str, Any]], Any] | None:
         return None
     if not (bound.ctx.world.view_writes or bound.ctx.matrix.target.entry):
         return None
-    return overlay_maker("view", bound.probe, name=handed_type(bound), record=True)
+    name, unset = handed_type(bound), bound.ctx.world.unset
+    if not (bound.ctx.matrix.target.entry and unset):
+        return overlay_maker("view", bound.probe, name=name, record=True)
+
+    def read(inner: Any, attr: str) -> Any:
+        if attr in unset:  # not set yet, as on the configuration SGLang has just made
+            raise AttributeError(f"{name!r} object has no attribute {attr!r}")
+        return getattr(inner, attr)
+
+    return overlay_maker("view", bound.probe, otherwise=read, name=name, record=True)
 
 
 def handed_type(bound: Bound) -> str:
@@ -373,19 +389,22 @@ def configuration_type(bound: Bound, kinds: list[type]) -> Callable[[Any], Any] 
 
 def _recording(
     function: Callable[..., Any], recorder: Callable[[Any, dict[str, Any]], Any],
-    entry: bool = False,
+    entry: bool = False, project: Callable[[dict[str, Any]], dict[str, Any]] | None = None,
 ) -> Callable[..., Any]:  # fmt: skip
     """`function`, called with the view seen through `recorder`: each call's writes are
     its own (a fresh overlay), read back after they are made (never the input: no axis
     is read), and declared under what it returns (a dict wins; None, or the view itself,
     `return config`, declares the writes alone). An entry point's return value is not
-    read (SGLang's callers drop it): its writes alone are its outcome."""
+    read (SGLang's callers drop it): its writes alone are its outcome, as `project`
+    reads them where given (the world's: declarations kept apart from the fields)."""
 
     @functools.wraps(function)
     def call(view: Any) -> Any:
         written: dict[str, Any] = {}
         seen = recorder(view, written)
         result = function(seen)
+        if entry and project is not None:
+            return project(written)
         if entry or result is None or result is seen:
             return dict(written)
         if type(result) is dict and written:
@@ -633,6 +652,10 @@ def _loaded(spaces: dict[str, dict], path: str, name: str) -> Any:
         raise Unevaluable(f"{name} from {path} is imported before it is defined") from None
 
 
+SETATTR_FIX = (
+    "setattr() is followed on the configuration an entry is handed only: elsewhere it "
+    "may change state a later call sees; assign with `obj.name = value` instead"
+)
 MUTATOR_FIX = (
     "a mutating method taken by a name harness cannot read before running may change "
     "state a later call sees, which {project}'s one call per process never does: call it "
@@ -647,7 +670,8 @@ def safe_builtins(
     names: dict[str, Any] | None = None,
     configuration: Callable[[Any], Any] | None = None,
 ) -> dict[str, Any]:
-    """The allowed builtins; `getattr`, `hasattr` and `type` guarded, `print` silent,
+    """The allowed builtins; `getattr`, `hasattr` and `type` guarded, `setattr` only of an
+    entry's configuration, `print` silent,
     `import` answered by the world (its `names`, by default the bound's; and the
     repository's definitions, for the files whose namespaces `spaces` holds by path);
     `type` of an entry's configuration is what `configuration(obj)` gives (None: not
@@ -682,11 +706,17 @@ def safe_builtins(
             raise probe.refuse("the type of a class (through type)", POLICY_FIX)  # arguments
         return found
 
+    def guarded_setattr(obj: Any, name: Any, value: Any, /) -> None:
+        name = checked(name, "setattr")
+        if configuration is None or configuration(obj) is None:
+            raise probe.refuse(f"setattr() of {name} on another object", SETATTR_FIX)
+        setattr(obj, name, value)  # the entry's configuration, which records it
+
     def silent(*args: Any, **kwargs: Any) -> None:
         return None
 
     made = {"getattr": guarded_getattr, "hasattr": guarded_hasattr, "type": type_of,
-            "print": silent}  # fmt: skip
+            "setattr": guarded_setattr, "print": silent}  # fmt: skip
     world = bound.names if names is None else names
     made["__import__"] = _import_from(bound, repository or {}, {} if spaces is None else spaces,
                                       world)  # fmt: skip

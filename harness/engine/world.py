@@ -589,6 +589,13 @@ class World:
     # (`harness.closure.defaults.Defaults`), once that is read, given the class as the
     # entry reads it (`configuration_class`): SGLang's declaration check
     from_class: Callable[[Context, Any, Any], dict[str, Any]] | None = None
+    # for an entry: attributes the configuration lacks until its code sets them (reading
+    # one first is Python's AttributeError, not an input) ...
+    unset: frozenset[str] = frozenset()
+    # ... and an entry function's outcome from what it wrote (`project(probe, written)`),
+    # where the project's resolution keeps declarations apart from the fields (SGLang's
+    # stash); an entry method's (`ServerArgs.__post_init__`) is the fields it leaves
+    project: Callable[[Probe, dict[str, Any]], dict[str, Any]] | None = None
 
     def view_attrs_for(self, matrix: Matrix) -> dict[str, Spec]:
         """The view attributes the world answers for `matrix`'s target."""
@@ -621,6 +628,7 @@ class Context:
     def __init__(self, world: World, matrix: Matrix) -> None:
         self.world, self.matrix = world, matrix
         self.probe = Probe(matrix, world.facts.display)
+        self.shared: dict[str, Any] = {}  # what several of the world's specs make once
 
     def fix_for(self, label: str, name: str) -> str:
         source = self.matrix.edit_hint

@@ -48,32 +48,125 @@ PASS_VIEW_FIX = (
     "a post-process pass returns the fields it declares; {project} hands it a read-only "
     "view (see docs/matrix-files.md)"
 )
+STASH = "_resolved_overrides"  # the declarations so far: [(source, {field: value}), ...]
+MATERIALIZED = "_declarations_materialized"  # set once they are on the fields (0.5.18)
+# what a configuration SGLang has just made lacks: AttributeError until the entry sets it
+UNSET = frozenset({STASH, MATERIALIZED, "_raw_input"})
+STASH_FIX = (
+    f"keep {STASH} a list of (source, {{field: value}}) pairs, as SGLang's resolution makes it"
+)
+SNAPSHOT, LIVE = "ResolvedView", "ResolvingConfig"  # SGLang's classes of the two views
+
+
+def stash_of(probe: Probe, config: Any) -> Any:
+    """The declarations made on `config` so far, as SGLang's readers find them
+    (`getattr(config, "_resolved_overrides", None) or ()`), checked on `probe`: a list or
+    tuple of (source, dict) pairs; any other shape refused."""
+    return checked_stash(probe, getattr(config, STASH, None) or ())
+
+
+def checked_stash(probe: Probe, stash: Any) -> Any:
+    pairs = type(stash) in (list, tuple) and all(
+        type(e) is tuple and len(e) == 2 and type(e[1]) is dict for e in stash
+    )
+    if not pairs:
+        raise probe.refuse(f"{STASH} of another shape", STASH_FIX)
+    return stash
+
+
+def merged(stash: Any) -> dict[str, Any]:
+    """The stash's declarations in order, the last of a field winning."""
+    found: dict[str, Any] = {}
+    for _source, fields in stash:
+        found.update(fields)
+    return found
+
+
+def project(probe: Probe, written: dict[str, Any]) -> dict[str, Any]:
+    """`run_resolution_pipeline`'s outcome from what it wrote on its configuration: each
+    field's last declaration in the stash over the fields as written, as SGLang's
+    `resolution_result` reads them (0.5.19 on: `_raw_input` there, the fields as the
+    entry was handed them, which its handlers never assign)."""
+    return {**written, **merged(checked_stash(probe, written.get(STASH) or ()))}
+
+
+class Views:
+    """The two read-only views of a configuration SGLang's resolution hands out, made
+    once per compiled world: `snapshot(config)`, the declarations so far over it (a
+    pass's view, `resolved_view`), and `live(config)`, each read looking at the
+    declarations made by then (`resolving_view`). `record(view)` is what one reads
+    through (`record_of`)."""
+
+    def __init__(self, probe: Probe) -> None:
+        from harness.engine.sandbox import overlay_maker  # the sandbox's, when bound
+
+        def write(inner: Any, attr: str, done: str) -> BaseException:
+            return probe.refuse(f"view.{attr}", PASS_VIEW_FIX, done=done)
+
+        def latest(inner: Any, attr: str) -> Any:
+            if not attr.startswith("__"):
+                for _source, fields in reversed(stash_of(probe, inner)):
+                    if attr in fields:
+                        return fields[attr]
+            return getattr(inner, attr)
+
+        self.probe = probe
+        self._snapshot = overlay_maker("view", probe, write=write, name=SNAPSHOT)
+        self._live = overlay_maker("view", probe, otherwise=latest, write=write, name=LIVE)
+
+    def snapshot(self, config: Any) -> Any:
+        return self._snapshot(config, merged(stash_of(self.probe, config)))
+
+    def live(self, config: Any) -> Any:
+        return self._live(config, {})
+
+    def record(self, view: Any) -> Any:
+        for make in (self._snapshot, self._live):
+            if type(view) is make.made:
+                return make.inner(view)
+        kind = type(view).__name__  # object.__getattribute__(view, "_server_args") there
+        raise AttributeError(f"{kind!r} object has no attribute '_server_args'")
+
+
+def views(ctx: Context) -> Views:
+    """`ctx`'s views (one per compiled world: `record_of` knows each one made)."""
+    found = ctx.shared.get("views")
+    if found is None:
+        found = ctx.shared["views"] = Views(ctx.probe)
+    return found
+
+
+@dataclass(frozen=True)
+class View(Spec):
+    """`resolved_view`, `resolving_view` or `record_of`: in an entry, SGLang's (the
+    configuration's views above); a pass's view is the only configuration a pass
+    target sees, so there each hands back its argument."""
+
+    label: str
+
+    def compile(self, ctx: Context) -> Resolver:
+        if not ctx.matrix.target.entry:
+            function = world_function(self.label, lambda value: value, ctx.probe)
+        else:
+            made = views(ctx)
+            answer = {"resolved_view": made.snapshot, "resolving_view": made.live,
+                      "record_of": made.record}[self.label]  # fmt: skip
+            function = world_function(self.label, answer, ctx.probe)
+        return lambda probe: function
 
 
 @dataclass(frozen=True)
 class Machinery(Spec):
-    """One of the functions above: `make(probe, read_only)` is what a call answers,
-    `read_only(config)` the view a pass is handed."""
+    """One of the functions above: `make(ctx, check)` is what a call answers, `check(
+    config, declarations)` SGLang's check of each declaration (`validate_declarations`;
+    before the configuration's class is read, every declaration is refused)."""
 
     label: str
-    make: Callable[[Probe, Callable[[Any], Any]], Callable[..., Any]]
+    make: Callable[[Context, Callable[..., Any]], Callable[..., Any]]
 
     def compile(self, ctx: Context) -> Resolver:
-        read_only = read_only_maker(ctx.probe, ctx.world.facts.view_type)
-        function = world_function(self.label, self.make(ctx.probe, read_only), ctx.probe)
+        function = world_function(self.label, self.make(ctx, validator(ctx, None)), ctx.probe)
         return lambda probe: function
-
-
-def read_only_maker(probe: Probe, name: str) -> Callable[[Any], Any]:
-    """`view(config)`: an overlay that reads what `config` reads and refuses writes on
-    `probe` (as SGLang's `ResolvedView` refuses them), of class `name`."""
-    from harness.engine.sandbox import overlay_maker  # the sandbox's overlays, when bound
-
-    def write(inner: Any, attr: str, done: str) -> BaseException:
-        return probe.refuse(f"view.{attr}", PASS_VIEW_FIX, done=done)
-
-    overlay = overlay_maker("view", probe, write=write, name=name)
-    return lambda config: overlay(config, {})
 
 
 OTHER_FIX = (
@@ -82,38 +175,58 @@ OTHER_FIX = (
 )
 
 
-def _declare(probe: Probe, label: str, config: Any, fields: dict[str, Any]) -> None:
-    """Set `fields` on `config`, which records them (the entry's configuration, a stand-in
-    of the harness's); on any other object, a write the purity check cannot see, refused."""
+def _stash(probe: Probe, label: str, config: Any, entry: tuple[str, dict]) -> None:
+    """Append `entry` to `config`'s stash (made if it has none), as SGLang does; on any
+    object but the entry's configuration (a stand-in of the harness's, which records
+    it), a write the purity check cannot see, refused."""
     if not is_stand_in(config):
         kind = type(config).__name__
         raise probe.refuse(f"{label}() on an object of type {kind}", OTHER_FIX, done=ASSIGNED)
-    for name, value in fields.items():
-        setattr(config, name, value)
+    stash = getattr(config, STASH, None)
+    if stash is None:
+        stash = []
+        setattr(config, STASH, stash)
+    checked_stash(probe, stash).append(entry)
 
 
-def run_hook(probe: Probe, read_only: Callable[[Any], Any]) -> Callable[..., Any]:
+def run_hook(ctx: Context, check: Callable[..., Any]) -> Callable[..., Any]:
     def answer(step: Any, server_args: Any) -> None:
         step(server_args)
 
     return answer
 
 
-def run_post_process_pass(probe: Probe, read_only: Callable[[Any], Any]) -> Callable[..., Any]:
+def run_post_process_pass(ctx: Context, check: Callable[..., Any]) -> Callable[..., Any]:
+    """The pass called with a snapshot of the declarations over the configuration; what
+    it returns (a dict, else SGLang's TypeError) appended to the stash and checked, and
+    written to the fields too once the stash is on them (after 0.5.18's
+    `materialize_declarations`)."""
+    probe, snapshot = ctx.probe, views(ctx).snapshot
+
     def answer(server_args: Any, fn: Any) -> None:
-        declared = fn(read_only(server_args))
-        if not isinstance(declared, dict):  # SGLang's message reads fn.__qualname__
-            name = name_reader(probe.refuse)(fn, "__qualname__")
+        declared = fn(snapshot(server_args))
+        name = name_reader(probe.refuse)(fn, "__qualname__")
+        if not isinstance(declared, dict):
             kind = type(declared).__name__
             raise TypeError(f"post-process pass {name} must return a dict, got {kind}")
-        _declare(probe, "run_post_process_pass", server_args, dict(declared))
+        if not declared:
+            return
+        entry = (name, dict(declared))
+        _stash(probe, "run_post_process_pass", server_args, entry)
+        check(server_args, [entry])
+        if getattr(server_args, MATERIALIZED, False):
+            for field, value in entry[1].items():
+                setattr(server_args, field, value)
 
     return answer
 
 
-def declare_resolution(probe: Probe, read_only: Callable[[Any], Any]) -> Callable[..., Any]:
+def declare_resolution(ctx: Context, check: Callable[..., Any]) -> Callable[..., Any]:
+    """The fields appended to the stash under `source` (0.5.19 on); the fields stay as
+    they are."""
+
     def answer(server_args: Any, source: Any, /, **fields: Any) -> None:
-        _declare(probe, "declare_resolution", server_args, fields)
+        _stash(ctx.probe, "declare_resolution", server_args, (source, dict(fields)))
 
     return answer
 
@@ -174,8 +287,11 @@ class Validator(Spec):
 
 
 def from_class(ctx: Context, defaults: Any, cls: Any) -> dict[str, Any]:
-    """The names the world answers from the configuration's class (`World.from_class`)."""
-    return {"validate_declarations": validator(ctx, defaults, cls)}
+    """The names the world answers from the configuration's class (`World.from_class`):
+    SGLang's check of declarations, and the pass runner that makes it."""
+    check = validator(ctx, defaults, cls)
+    runner = world_function("run_post_process_pass", run_post_process_pass(ctx, check), ctx.probe)
+    return {"validate_declarations": check, "run_post_process_pass": runner}
 
 
 MACHINERY: dict[str, Spec] = {
@@ -183,5 +299,6 @@ MACHINERY: dict[str, Spec] = {
         fn.__name__: Machinery(fn.__name__, fn)
         for fn in (run_hook, run_post_process_pass, declare_resolution)
     },
+    **{name: View(name) for name in ("resolved_view", "resolving_view", "record_of")},
     "validate_declarations": Validator(),
 }

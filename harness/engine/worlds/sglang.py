@@ -30,7 +30,6 @@ from harness.engine.world import (
     Call,
     Constants,
     Context,
-    Function,
     ListOf,
     Map,
     Obj,
@@ -43,8 +42,8 @@ from harness.engine.world import (
     world_function,
 )
 from harness.engine.worlds import caching, dataclass, environ
-from harness.engine.worlds.common import identity, logger, registering
-from harness.engine.worlds.plumbing import MACHINERY, from_class
+from harness.engine.worlds.common import logger, registering
+from harness.engine.worlds.plumbing import MACHINERY, UNSET, from_class, project
 from harness.errors import HarnessError
 from harness.matrix.model import Matrix, format_value
 
@@ -352,8 +351,7 @@ def _names() -> dict[str, Spec]:
             Map(Param("platform"), _device_sm), parameters=no_parameters("get_device_sm")
         ),
     }
-    names.update({name: Function(name, identity) for name in VIEW_FUNCTIONS})
-    names.update(MACHINERY)
+    names.update(MACHINERY)  # the views too (VIEW_FUNCTIONS)
     names.update(dataclass.names())
     names.update(caching.names())
     names.update(environ.names())
@@ -462,6 +460,8 @@ WORLD = World(
     # ServerArgs's cuda_graph_config is None until an entry parses it
     resolved={"cuda_graph_config": ("prefill_cuda_graph", "decode_cuda_graph")},
     from_class=from_class,
+    unset=UNSET,  # the declaration stash, before the entry makes it
+    project=project,  # the entry's outcome: its declarations over its fields
     validate=check_platforms,
     facts=FACTS,
     suggested={  # `matrix --infer`: the axes these become when the code reads them

@@ -1,0 +1,347 @@
+"""An entry's declarations as SGLang keeps them: in a stash on the configuration, never
+in its fields until the resolution applies them.
+
+SGLang's `run_post_process_pass` hands a pass a snapshot of the declarations made so
+far over the configuration (`resolved_view`); `resolving_view` is a live view, each
+read seeing the declarations made by then; a plain read of the configuration sees the
+field as it was (or as a handler assigned it). From 0.5.19 the resolution's result is
+each field's last declaration, else the field; 0.5.18's `__post_init__` applies the
+stash to the fields at its end (`materialize_declarations`), after which a pass writes
+through.
+
+Each fixture is one SGLang-shaped commit; the expected outcome of every cell comes from
+importing its files in plain Python and running the entry, the result read as the
+fixture's own `resolution_result` reads it (or from the fields, for 0.5.18's shape),
+never from harness.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from harness.engine.outcome import ERROR
+from tests.test_entry import (
+    ARG_UTILS,
+    BASE,
+    HOOKS,
+    MACHINERY,
+    OVERRIDES,
+    PKG,
+    SERVER_ARGS,
+    cells,
+    entry_matrix,
+    harness_outcomes,
+    imported,
+    plain_outcomes,
+)
+from tests.test_entry_class import commit_files, diff_note
+
+TRACED_ARGS = SERVER_ARGS + "    trace: Optional[str] = None\n"
+PASSES = """
+
+def _backend_default(view: Any) -> dict:
+    if view.attention_backend is not None:
+        return {}
+    return {"attention_backend": "fa4" if get_platform().is_sm100 else "fa3"}
+
+
+def _page_default(view: Any) -> dict:
+    return {"page_size": 16} if view.page_size is None else {}
+"""
+PIPELINE = '''\
+"""Resolution reading its declarations through each of SGLang's views, and raw."""
+
+from sglang.srt.arg_groups.model_override_base import record_of, resolved_view, resolving_view
+from sglang.srt.arg_groups.overrides import (
+    _backend_default,
+    _page_default,
+    declare_resolution,
+    run_post_process_pass,
+)
+
+
+def run_resolution_pipeline(server_args):
+    before = resolved_view(server_args)
+    live = resolving_view(server_args)
+    run_post_process_pass(server_args, _backend_default)
+    if live.attention_backend == "fa4":
+        declare_resolution(server_args, "fa4_pages", page_size=128)
+    if server_args.page_size == 64:
+        server_args.page_size = 2
+    run_post_process_pass(server_args, _page_default)
+    seen = (server_args.attention_backend, before.attention_backend, live.attention_backend,
+            record_of(live).page_size, live.page_size, resolved_view(server_args).page_size)
+    server_args.trace = "|".join(str(value) for value in seen)
+{more}'''
+AXES = {"attention_backend": [None, "fa3"], "page_size": [None, 1, 64],
+        "platform": ["sm90", "sm100"]}  # fmt: skip
+OUTPUTS = ("attention_backend", "page_size", "trace")
+
+
+def stash_commit(tmp_path: Path, more: str = "", pipeline: str = PIPELINE) -> tuple:
+    """The fixture committed with `pipeline` (`more` at the end of its entry): (repository,
+    commit, matrix file); its tree written at tmp_path / "tree"."""
+    files = {
+        "python/sglang/srt/server_args.py": TRACED_ARGS,
+        f"{PKG}/__init__.py": "",
+        f"{PKG}/arg_utils.py": ARG_UTILS,
+        f"{PKG}/model_override_base.py": BASE,
+        f"{PKG}/resolution_hooks.py": HOOKS,
+        f"{PKG}/overrides.py": OVERRIDES + MACHINERY + PASSES,
+        f"{PKG}/pipeline.py": pipeline.format(more=more),
+    }
+    root, sha, matrix = commit_files(tmp_path, files)
+    matrix.write_text(entry_matrix("stash", AXES, OUTPUTS))
+    return root, sha, matrix
+
+
+def test_each_view_reads_the_declarations_as_sglangs_does(tmp_path):
+    """A snapshot taken before a declaration does not see it, a live view does, a plain
+    read of the configuration never does; a raw assignment shows through the views
+    until a declaration of the field, and the last declaration is the result."""
+    root, sha, matrix = stash_commit(tmp_path)
+    expected = plain_outcomes(tmp_path / "tree", AXES, OUTPUTS)
+    assert harness_outcomes(root, sha, matrix, outputs=OUTPUTS) == expected
+    traces = {outcome[2] for outcome in expected}
+    assert "None|None|fa4|None|128|128" in traces  # raw, snapshot before, live, record, ...
+    assert ("fa3", 2, "fa3|fa3|fa3|2|2|2") in expected  # a raw write, no declaration of it
+    assert ("fa4", 128, "None|None|fa4|2|128|128") in expected  # the declaration wins
+
+
+@pytest.mark.parametrize(
+    "more",
+    [
+        '    declare_resolution(server_args, "late", trace="declared")\n',
+        '    server_args._resolved_overrides.append(("appended", {"page_size": 4}))\n',
+        "    server_args._resolved_overrides = []\n",
+        '    run_post_process_pass(server_args, lambda view: {"trace": view.trace})\n',
+    ],
+    ids=["declared", "appended", "cleared", "unmarked"],
+)
+def test_what_the_entry_does_to_the_stash_is_the_result(tmp_path, more):
+    """The stash is the configuration's own attribute: what the entry appends to it or
+    replaces it with is what the result reads; a pass's declaration of a field not
+    marked resolvable is SGLang's ValueError."""
+    root, sha, matrix = stash_commit(tmp_path, more)
+    expected = plain_outcomes(tmp_path / "tree", AXES, OUTPUTS)
+    assert harness_outcomes(root, sha, matrix, outputs=OUTPUTS) == expected
+    if "lambda" in more:
+        assert all(outcome[0] == ERROR and "not model-overridable" in outcome[1]
+                   for outcome in expected)  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "first, want",
+    [
+        ("    server_args.trace = str(len(getattr(server_args, '_raw_input', ())))\n", None),
+        ("    server_args._resolved_overrides.append(1)\n",
+         "AttributeError: 'ServerArgs' object has no attribute '_resolved_overrides'"),
+    ],
+    ids=["default", "unset"],
+)  # fmt: skip
+def test_a_stash_read_before_the_entry_makes_one_is_pythons_attribute_error(tmp_path, first, want):
+    """A configuration SGLang has just made has no stash (nor `_raw_input`): reading it is
+    Python's AttributeError (caught by `getattr`'s default), not an input the matrix
+    lacks."""
+    pipeline = PIPELINE.replace("    before = ", first + "    before = ")
+    root, sha, matrix = stash_commit(tmp_path, pipeline=pipeline)
+    expected = plain_outcomes(tmp_path / "tree", AXES, OUTPUTS)
+    assert harness_outcomes(root, sha, matrix, outputs=OUTPUTS) == expected
+    if want is not None:
+        assert expected == [(ERROR, want)] * len(expected)
+
+
+# --- 0.5.18's shape: `__post_init__` applies the stash to the fields at its end ---------
+
+MATERIALIZING = (
+    '''\
+# Written for harness's tests, shaped like SGLang's overrides.py up to 0.5.18.
+"""Passes run at their handler's slot; the stash applied to the fields at the end."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Callable, Dict
+
+from sglang.srt.arg_groups.arg_utils import resolvable_fields
+from sglang.srt.runtime_context import get_platform
+
+
+class ResolvedView:
+    __slots__ = ("_server_args", "_overlay")
+
+    def __init__(self, server_args: Any, overlay: Dict[str, Any]):
+        object.__setattr__(self, "_server_args", server_args)
+        object.__setattr__(self, "_overlay", overlay)
+
+    def __getattr__(self, name: str) -> Any:
+        overlay = object.__getattribute__(self, "_overlay")
+        if name in overlay:
+            return overlay[name]
+        return getattr(object.__getattribute__(self, "_server_args"), name)
+
+
+def _declaration_overlay(server_args: Any) -> Dict[str, Any]:
+    overlay: Dict[str, Any] = {}
+    for _source, declared in getattr(server_args, "_resolved_overrides", None) or ():
+        overlay.update(declared)
+    return overlay
+
+
+def resolved_view(server_args: Any) -> ResolvedView:
+    return ResolvedView(server_args, _declaration_overlay(server_args))
+
+
+def run_post_process_pass(server_args: Any, fn: Callable[..., dict]) -> None:
+    declared = fn(resolved_view(server_args))
+    if declared:
+        entry = (fn.__qualname__, dict(declared))
+        stash = getattr(server_args, "_resolved_overrides", None)
+        if stash is None:
+            stash = server_args._resolved_overrides = []
+        stash.append(entry)
+        validate_declarations(server_args, [entry])
+        if getattr(server_args, "_declarations_materialized", False):
+            for field, value in declared.items():
+                object.__setattr__(server_args, field, value)
+
+
+def materialize_declarations(server_args: Any) -> None:
+    for _source, declared in getattr(server_args, "_resolved_overrides", None) or ():
+        for field, value in declared.items():
+            setattr(server_args, field, value)
+    server_args._declarations_materialized = True
+
+
+def validate_declarations(server_args: Any, declarations: list) -> None:
+    allowed = resolvable_fields(type(server_args))
+    for source, fields in declarations:
+        unknown = set(fields) - allowed
+        if unknown:
+            raise ValueError(
+                f"{source}: {sorted(unknown)} not model-overridable; declarations are "
+                "limited to the fields the publish gate accepts."
+            )
+'''
+    + PASSES
+)
+POST_INIT = '''\
+# Written for harness's tests, shaped like SGLang's server_args.py up to 0.5.18.
+"""Server arguments, resolved by `__post_init__` through the declaration stash."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Annotated, Optional
+
+from sglang.srt.arg_groups.arg_utils import Arg
+
+
+@dataclasses.dataclass
+class ServerArgs:
+    attention_backend: Annotated[Optional[str], Arg(resolvable=True)] = None
+    page_size: Annotated[Optional[int], Arg(resolvable=True)] = None
+    trace: Optional[str] = None
+
+    def __post_init__(self):
+        from sglang.srt.arg_groups.overrides import (
+            _backend_default,
+            _page_default,
+            materialize_declarations,
+            resolved_view,
+            run_post_process_pass,
+        )
+
+        self._resolved_overrides = []
+        run_post_process_pass(self, _backend_default)
+        seen = [self.attention_backend, resolved_view(self).attention_backend]
+        materialize_declarations(self)
+        seen.append(self.attention_backend)
+        run_post_process_pass(self, _page_default)
+        seen.append(self.page_size)
+{more}        self.trace = "|".join(str(value) for value in seen)
+'''
+POST_INIT_MATRIX = """\
+name: materialized
+target: {path: python/sglang/srt/server_args.py, entry: ServerArgs.__post_init__,
+         output: [attention_backend, page_size, trace]}
+world: sglang
+axes:
+  attention_backend: [null, fa3]
+  page_size: [null, 1, 64]
+  platform: [sm90, sm100]
+"""
+DUMMY = '"""Nothing to run: the configuration resolves as it is made."""\n\n\ndef run_resolution_pipeline(server_args):\n    return None\n'
+
+
+def post_init_plain(root: Path) -> list:
+    """Per cell, what `ServerArgs(**inputs)` resolves from the files at `root` in plain
+    Python: its fields after `__post_init__`, or the error it raised."""
+    found = []
+    for cell in cells(AXES):
+        inputs = {k: v for k, v in cell.items() if k != "platform"}
+        with imported(root, cell["platform"]) as (configuration, _run):
+            try:
+                made = configuration(**inputs)
+            except Exception as exc:  # every error is an outcome, as the harness has it
+                found.append((ERROR, f"{type(exc).__name__}: {exc}"))
+                continue
+        found.append(tuple(getattr(made, field) for field in OUTPUTS))
+    return found
+
+
+@pytest.mark.parametrize(
+    "more",
+    ["", "        self.page_size = 3\n", '        self._declarations_materialized = False\n'
+     '        run_post_process_pass(self, lambda view: {"page_size": 5})\n'],
+    ids=["applied", "assigned-after", "unmaterialized"],
+)  # fmt: skip
+def test_a_post_init_entry_applies_its_stash_as_sglangs_does(tmp_path, more):
+    """Before `materialize_declarations` a plain read sees the field as it was; after,
+    the declared value; a pass then writes through, and an assignment after that is the
+    field's value (the stash is not applied again)."""
+    files = {
+        "python/sglang/srt/server_args.py": POST_INIT.format(more=more),
+        f"{PKG}/__init__.py": "",
+        f"{PKG}/arg_utils.py": ARG_UTILS,
+        f"{PKG}/overrides.py": MATERIALIZING,
+    }
+    root, sha, matrix = commit_files(tmp_path, files)
+    (tmp_path / "tree" / PKG / "pipeline.py").write_text(DUMMY)  # plain Python imports it
+    matrix.write_text(POST_INIT_MATRIX)
+    expected = post_init_plain(tmp_path / "tree")
+    assert harness_outcomes(root, sha, matrix, outputs=OUTPUTS) == expected
+    if not more:
+        assert ("fa4", 16, "None|fa4|fa4|16") in expected
+        assert ("fa3", 64, "fa3|fa3|fa3|64") in expected
+
+
+@pytest.mark.parametrize(
+    "more, what",
+    [
+        ('    server_args._resolved_overrides = [("x", [("page_size", 1)])]\n'
+         "    run_post_process_pass(server_args, _page_default)\n",
+         "_resolved_overrides of another shape"),
+        ("    setattr(before, 'page_size', 1)\n", "setattr() of page_size on another object"),
+    ],
+    ids=["stash-shape", "setattr-elsewhere"],
+)  # fmt: skip
+def test_what_the_world_cannot_follow_is_refused_by_line(tmp_path, more, what):
+    """A stash that is not SGLang's list of (source, dict) pairs, and `setattr` of any
+    object but the configuration (a write the purity check cannot see), make the
+    revision unevaluable with the reason: never a result SGLang would not give."""
+    root, sha, matrix = stash_commit(tmp_path, more)
+    code, note = diff_note(root, sha, matrix)
+    assert code == 4 and what in note and "pipeline.py:" in note, note
+
+
+def test_setattr_of_the_configuration_is_an_assignment(tmp_path):
+    """`setattr(server_args, name, value)` in an entry is what `server_args.name = value`
+    is: a write to the configuration the entry is handed."""
+    more = "    setattr(server_args, 'trace', 'set')\n"
+    root, sha, matrix = stash_commit(tmp_path, more)
+    expected = plain_outcomes(tmp_path / "tree", AXES, OUTPUTS)
+    assert harness_outcomes(root, sha, matrix, outputs=OUTPUTS) == expected
+    assert {outcome[2] for outcome in expected} == {"set"}
