@@ -32,6 +32,7 @@ STANDARD_NAMES = {
     **dict.fromkeys(("dataclass", "field", "dataclasses"), "dataclasses"),
     **dict.fromkeys(("lru_cache", "cache", "functools"), "functools"),
     "os": "os",
+    "glob": "glob",
 }
 
 

@@ -132,6 +132,7 @@ class Getenv(Spec):
         return lambda probe: function
 
 
-def names() -> dict[str, Spec]:
-    """The world's `os` (after `import os`): `environ` and `getenv`, nothing else."""
-    return {"os": Obj("os", {"environ": Environ(), "getenv": Getenv()})}
+def names(**more: Spec) -> dict[str, Spec]:
+    """The world's `os` (after `import os`): `environ` and `getenv`, and `more` (a world's
+    `path`), nothing else."""
+    return {"os": Obj("os", {"environ": Environ(), "getenv": Getenv(), **more})}

@@ -41,7 +41,7 @@ from harness.engine.world import (
     no_parameters,
     world_function,
 )
-from harness.engine.worlds import caching, dataclass, environ
+from harness.engine.worlds import caching, checkpoint, dataclass, environ
 from harness.engine.worlds.common import logger, registering
 from harness.engine.worlds.plumbing import MACHINERY, UNSET, from_class, project
 from harness.errors import HarnessError
@@ -354,7 +354,9 @@ def _names() -> dict[str, Spec]:
     names.update(MACHINERY)  # the views too (VIEW_FUNCTIONS)
     names.update(dataclass.names())
     names.update(caching.names())
-    names.update(environ.names())
+    names.update(environ.names(path=checkpoint.path()))
+    names.update(checkpoint.names())
+    names.update(checkpoint.hub())
     for helper, flag in HELPERS.items():
         names[helper] = Call(_platform_flag(flag, f"{helper}()"), label=f"{helper}()",
                              parameters=_takes_nothing(helper),

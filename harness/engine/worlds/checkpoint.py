@@ -1,0 +1,250 @@
+"""The model's checkpoint: which files it holds, on the serving machine or on the hub.
+
+SGLang reads them by the model's path (`_is_mistral_native_format`: 0.5.18's
+`server_args.py`, 0.5.23's `model_path_hook.py`): `os.path.isdir(model_path)`,
+`os.path.exists(os.path.join(model_path, "params.json"))`,
+`glob.glob(os.path.join(model_path, "model*.safetensors"))`, and for a model on
+the hub `HfApi().model_info(model_path).siblings`, each file's name its
+`.rfilename`. Two facts of the cell answer them, read with the cell's
+`model_path`:
+
+- `model.local` (default false): the path names a directory on the serving
+  machine, which holds the files; else it names a hub repository, which does,
+  and nothing of it is on the machine;
+- `model.files` (default none): the checkpoint's files, relative to its
+  directory or repository (`params.json`, `consolidated.safetensors`).
+
+`os.path.join` is Python's own. A path that is neither the model's nor under
+it, another repository, a `**` pattern, and anything else of `os.path`, `glob`
+or the hub client are refused where read: what else the machine or the hub
+holds is nothing the configuration tells.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import fnmatch
+import posixpath
+from collections.abc import Callable
+from typing import Any
+
+from harness.engine.world import Context, Obj, Param, Resolver, Spec, world_function
+
+LOCAL, FILES = "model.local", "model.files"
+PATH_FIX = (
+    "the world answers the model's own path and the files under it (fields model.local "
+    "and model.files); what else the serving machine holds is nothing the matrix says"
+)
+HUB_FIX = (
+    "the world answers the model's own repository (field model.files), read without "
+    "options; bind HfApi under `bindings:` in the matrix for anything else"
+)
+
+
+class Checkpoint:
+    """The cell's checkpoint facts, read when asked: `under(path)` is `path` relative to
+    the model's (`""` for the model's own), `local()` and `files()` the two fields."""
+
+    def __init__(self, ctx: Context) -> None:
+        self.probe = ctx.probe
+        self._path = Param("model_path", reader="the model's path").compile(ctx)
+        self._local = Param(LOCAL, default=False, required=False, reader=LOCAL).compile(ctx)
+        self._files = Param(FILES, default=[], required=False, reader=FILES).compile(ctx)
+        self.hint = ctx.matrix.edit_hint
+
+    def model_path(self) -> str:
+        path = self._path(self.probe)
+        if type(path) is not str or not path:
+            raise self.probe.refuse("the model's path", f"set model_path to a path in {self.hint}")
+        return path
+
+    def local(self) -> bool:
+        found = self._local(self.probe)
+        if type(found) is not bool:
+            raise self.probe.refuse(LOCAL, f"set {LOCAL} to true or false in {self.hint}", LOCAL)
+        return found
+
+    def files(self) -> list[str]:
+        found = self._files(self.probe)
+        if type(found) is not list or not all(_relative(f) for f in found):
+            fix = f"set {FILES} to a list of relative file paths in {self.hint}"
+            raise self.probe.refuse(FILES, fix, FILES)
+        return found
+
+    def under(self, what: str, path: Any) -> str:
+        """`path` relative to the model's path ("" for the path itself); else refused."""
+        root = self.model_path()
+        if type(path) is str and path == root:
+            return ""
+        prefix = root.rstrip("/") + "/"
+        if type(path) is str and path.startswith(prefix) and _relative(path[len(prefix) :]):
+            return path[len(prefix) :]
+        raise self.probe.refuse(f"{what}({_shown(path)})", PATH_FIX)
+
+    def directories(self) -> set[str]:
+        """Each directory under the model's that holds a file, at any depth."""
+        found = set()
+        for name in self.files():
+            parts = name.split("/")[:-1]
+            found.update("/".join(parts[: n + 1]) for n in range(len(parts)))
+        return found
+
+
+def _shown(value: Any) -> str:
+    """`value` as a refusal names it: a long string by its ends, else its type."""
+    if type(value) is not str:
+        return f"a {type(value).__name__}"
+    return repr(value if len(value) <= 80 else f"{value[:30]}...{value[-45:]}")
+
+
+def _relative(path: Any) -> bool:
+    parts = path.split("/") if type(path) is str else [""]
+    return all(part not in ("", ".", "..") for part in parts)
+
+
+def _isdir(facts: Checkpoint) -> Callable[[Any], bool]:
+    def isdir(path: Any) -> bool:
+        rel = facts.under("os.path.isdir", path)
+        if not facts.local():
+            return False
+        return rel == "" or rel in facts.directories()
+
+    return isdir
+
+
+def _isfile(facts: Checkpoint) -> Callable[[Any], bool]:
+    def isfile(path: Any) -> bool:
+        rel = facts.under("os.path.isfile", path)
+        return rel != "" and facts.local() and rel in facts.files()
+
+    return isfile
+
+
+def _exists(facts: Checkpoint) -> Callable[[Any], bool]:
+    def exists(path: Any) -> bool:
+        rel = facts.under("os.path.exists", path)
+        if not facts.local():
+            return False
+        return rel == "" or rel in facts.files() or rel in facts.directories()
+
+    return exists
+
+
+def _glob(facts: Checkpoint) -> Callable[..., list[str]]:
+    def glob(pattern: Any) -> list[str]:
+        rel = facts.under("glob.glob", pattern)
+        if "**" in rel:
+            raise facts.probe.refuse(f"glob.glob({_shown(pattern)})", PATH_FIX)
+        if not facts.local():
+            return []
+        root = facts.model_path().rstrip("/")
+        if rel == "":
+            return [facts.model_path()]
+        names = sorted(facts.files()) + sorted(facts.directories())
+        return [f"{root}/{name}" for name in names if _matches(name, rel)]
+
+    return glob
+
+
+def _matches(name: str, pattern: str) -> bool:
+    """Whether glob's `pattern` matches the relative `name`: part by part (`*` never
+    crosses a `/`), a part starting with a dot only by one that does."""
+    names, patterns = name.split("/"), pattern.split("/")
+    return len(names) == len(patterns) and all(
+        fnmatch.fnmatchcase(n, p) and (not n.startswith(".") or p.startswith("."))
+        for n, p in zip(names, patterns, strict=True)
+    )
+
+
+def _hub(ctx: Context, facts: Checkpoint) -> Callable[..., Any]:
+    """`HfApi`: `HfApi().model_info(model_path).siblings`, each with `.rfilename`."""
+    from harness.engine.sandbox import overlay_maker  # the sandbox's, when bound
+
+    probe = ctx.probe
+
+    def refuse_read(label: str) -> Callable[[Any, str], Any]:
+        def read(inner: Any, name: str) -> Any:
+            if name.startswith("__"):
+                raise AttributeError(name)
+            raise probe.refuse(f"{label}.{name}", HUB_FIX)
+
+        return read
+
+    def write(inner: Any, name: str, done: str) -> BaseException:
+        return probe.refuse(f"hub.{name}", HUB_FIX, done=done)
+
+    sibling = overlay_maker("sibling", probe, otherwise=refuse_read("sibling"), write=write,
+                            name="RepoSibling")  # fmt: skip
+    info = overlay_maker("model_info", probe, otherwise=refuse_read("model_info()"),
+                         write=write, name="ModelInfo")  # fmt: skip
+    api = overlay_maker("HfApi()", probe, otherwise=refuse_read("HfApi()"), write=write,
+                        name="HfApi")  # fmt: skip
+
+    def model_info(repo_id: Any, *args: Any, **options: Any) -> Any:
+        if args or options or repo_id != facts.model_path() or facts.local():
+            raise probe.refuse(f"HfApi().model_info({_shown(repo_id)}, ...)", HUB_FIX)
+        siblings = [sibling(None, {"rfilename": name}) for name in facts.files()]
+        return info(None, {"siblings": siblings})
+
+    reader = world_function("model_info", model_info, probe)
+
+    def make(*args: Any, **options: Any) -> Any:
+        if args or options:
+            raise probe.refuse("HfApi(...) with options", HUB_FIX)
+        return api(None, {"model_info": reader})
+
+    return make
+
+
+@dataclasses.dataclass(frozen=True)
+class Facts(Spec):
+    """One function of the checkpoint: `make(facts)` (or `make(ctx, facts)`) its answer."""
+
+    label: str
+    make: Callable[..., Callable[..., Any]]
+    with_context: bool = False
+
+    def compile(self, ctx: Context) -> Resolver:
+        facts = _checkpoint(ctx)
+        answer = self.make(ctx, facts) if self.with_context else self.make(facts)
+        function = world_function(self.label, answer, ctx.probe)
+        return lambda probe: function
+
+
+def _checkpoint(ctx: Context) -> Checkpoint:
+    found = ctx.shared.get("checkpoint")
+    if found is None:
+        found = ctx.shared["checkpoint"] = Checkpoint(ctx)
+    return found
+
+
+def path() -> Spec:
+    """The world's `os.path`."""
+    return Obj(
+        "os.path",
+        {
+            "isdir": Facts("os.path.isdir", _isdir),
+            "isfile": Facts("os.path.isfile", _isfile),
+            "exists": Facts("os.path.exists", _exists),
+            "join": Joined(),
+        },
+    )
+
+
+@dataclasses.dataclass(frozen=True)
+class Joined(Spec):
+    """`os.path.join`: Python's own (POSIX paths, as on the serving machine)."""
+
+    def compile(self, ctx: Context) -> Resolver:
+        function = world_function("os.path.join", posixpath.join, ctx.probe)
+        return lambda probe: function
+
+
+def names() -> dict[str, Spec]:
+    """`glob` (after `import glob`: its `glob` alone)."""
+    return {"glob": Obj("glob", {"glob": Facts("glob.glob", _glob)})}
+
+
+def hub() -> dict[str, Spec]:
+    """The hub client's `HfApi` (`from huggingface_hub import HfApi`)."""
+    return {"HfApi": Facts("HfApi", _hub, with_context=True)}
