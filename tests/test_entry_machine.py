@@ -165,10 +165,113 @@ def test_a_variable_the_matrix_does_not_name_and_a_write_are_refused(tmp_path):
         ('    server_args.page_size = os.environ["SGLANG_OTHER"]\n', "SGLANG_OTHER"),
         ('    os.environ["NCCL_ALGO"] = "tree"\n', "os.environ['NCCL_ALGO'] is assigned"),
         ("    server_args.page_size = len(list(os.environ))\n", "every variable of os.environ"),
-        ("    server_args.page_size = os.path.join('a')\n", "os.path"),
+        ("    server_args.page_size = os.path.getsize('a')\n", "os.path.getsize"),
         ('    server_args.page_size = os.getenv("platform")\n', "environment variable 'platform'"),
         ("    server_args.page_size = os.environ == {}\n", "every variable of os.environ"),
     ]
     for n, (more, what) in enumerate(cases):
         code, note = diff_note(*env_commit(tmp_path / str(n), more))
         assert code == 4 and what in note, (what, code, note)
+
+
+ENVIRON = '''\
+"""Settings read from the process's environment, each with its type and default."""
+
+import os
+
+
+class EnvField:
+    def __init__(self, default):
+        self.default = default
+        self._set_to_none = False
+
+    def __set_name__(self, owner, name):
+        self.name = name
+
+    def get(self):
+        value = os.getenv(self.name)
+        if self._set_to_none:
+            return None
+        return self.default if value is None else self.parse(value)
+
+    def is_set(self):
+        return self.name in os.environ
+
+    def set(self, value):
+        self._set_to_none = value is None
+        os.environ[self.name] = str(value)
+
+
+class EnvBool(EnvField):
+    def parse(self, value):
+        return value.lower() in ("true", "1", "yes", "y")
+
+
+class EnvInt(EnvField):
+    def parse(self, value):
+        return int(value)
+
+
+class Envs:
+    SGLANG_FLAG = EnvBool(False)
+    SGLANG_PAGES = EnvInt(16)
+
+
+envs = Envs()
+'''
+SETS = '''\
+"""Resolution setting a variable of its process for what runs after it."""
+
+from sglang.srt.environ import envs
+
+
+def run_resolution_pipeline(server_args):
+    if server_args.page_size is None:
+        envs.SGLANG_FLAG.set(True)
+    server_args.page_size = envs.SGLANG_PAGES.get()
+    server_args.attention_backend = "set" if envs.SGLANG_FLAG.is_set() else "unset"
+{more}'''
+SET_AXES = {"SGLANG_FLAG": [None, "true"], "page_size": [None, 1]}
+SET_MATRIX = (
+    f"name: sets\ntarget:\n  path: {PKG}/pipeline.py\n  entry: run_resolution_pipeline\n"
+    "  output: [attention_backend, page_size]\nworld: sglang\naxes:\n"
+    "  SGLANG_FLAG: [null, true]\n  page_size: [null, 1]\n"
+)
+
+
+def set_commit(tmp_path: Path, more: str = "") -> tuple[Path, str, Path]:
+    files = {**FILES, "python/sglang/srt/environ.py": ENVIRON,
+             f"{PKG}/pipeline.py": SETS.format(more=more)}  # fmt: skip
+    root, sha, matrix = commit_files(tmp_path, files)
+    matrix.write_text(SET_MATRIX)
+    return root, sha, matrix
+
+
+def test_a_variable_the_resolution_sets_is_set_for_the_rest_of_the_call(tmp_path, monkeypatch):
+    """`envs.X.set(value)` sets the variable for what runs after it in the process: a
+    later `is_set()` is true, and no other cell sees it (each resolves in a process of
+    its own there; here each call starts from the cell's variables)."""
+    root, sha, matrix = set_commit(tmp_path)
+    expected = []
+    for cell in cells(SET_AXES):
+        with monkeypatch.context() as patch:
+            if cell["SGLANG_FLAG"] is None:
+                patch.delenv("SGLANG_FLAG", raising=False)
+            else:
+                patch.setenv("SGLANG_FLAG", cell["SGLANG_FLAG"])
+            patch.delenv("SGLANG_PAGES", raising=False)
+            with imported(tmp_path / "tree", "sm90") as (configuration, run):
+                server_args = configuration(page_size=cell["page_size"])
+                run(server_args)
+        expected.append((server_args.attention_backend, server_args.page_size))
+    found = harness_outcomes(root, sha, matrix, outputs=("attention_backend", "page_size"))
+    assert found == expected
+    assert ("set", 16) in expected and ("unset", 16) in expected
+
+
+def test_a_read_of_a_variable_the_resolution_set_is_refused(tmp_path):
+    """What a read after the write gives is the written value as the variable's type
+    parses it, which the world does not follow: exit 4, naming the read."""
+    more = "    server_args.page_size += envs.SGLANG_FLAG.get()\n"
+    code, note = diff_note(*set_commit(tmp_path, more))
+    assert code == 4 and "envs.SGLANG_FLAG after the resolution set SGLANG_FLAG" in note, note

@@ -205,7 +205,7 @@ class _Runner:
     def run(self, cell: tuple[int, ...]) -> tuple[int, int]:
         """The outcome code of `cell` and the bitmask of axes the call read."""
         probe = self.bound.probe
-        probe.cell, probe.read, probe.unbound = cell, 0, None
+        probe.start(cell)
         fn = self.fn if self.fresh is None else self.fresh()  # module-level code sees the cell
         self.calls += 1
         try:

@@ -275,7 +275,7 @@ class _Tracer:
     def run(self, matrix: Matrix, cell: tuple[int, ...]) -> Trace:
         if self.fresh:  # the modules as a process resolving this cell imports them
             probe = self.bound.probe
-            probe.cell, probe.read, probe.unbound = cell, 0, None
+            probe.start(cell)
             self.fn = self.load()
         self.events.clear(), self.log.clear()
         outcome = run_cell(self.fn, self.bound, matrix, cell)

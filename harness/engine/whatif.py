@@ -128,7 +128,7 @@ class _Asker:
     def run(self, cell: tuple[int, ...]) -> int:
         """Run one cell; the axes it read (at import too, when loaded for it)."""
         probe: Probe = self.bound.probe
-        probe.cell, probe.read, probe.unbound = cell, 0, None
+        probe.start(cell)
         self.events.clear()
         at_import = 0
         with contextlib.suppress(BaseException):  # the code's own error: only the ways count

@@ -61,14 +61,20 @@ class Unbound(BaseException):
 class Probe:
     """The cell under evaluation and a bitmask of the axes read so far."""
 
-    __slots__ = ("cell", "project", "read", "unbound", "values")
+    __slots__ = ("call", "cell", "project", "read", "unbound", "values")
 
     def __init__(self, matrix: Matrix, project: str = PLAIN.display) -> None:
         self.values = [axis.values for axis in matrix.axes]
-        self.cell: tuple[int, ...] = tuple(0 for _ in matrix.axes)
+        self.project = project  # how a fix names the project: "SGLang"
+        self.start(tuple(0 for _ in matrix.axes))
+
+    def start(self, cell: tuple[int, ...]) -> None:
+        """Begin a call on `cell`: no axis read, no refusal, and the world's state of
+        the call (`call`: what the code set in its process, by the world's name) empty."""
+        self.cell = cell
         self.read = 0
         self.unbound: Unbound | None = None  # the first refusal of this call
-        self.project = project  # how a fix names the project: "SGLang"
+        self.call: dict[str, Any] = {}
 
     def refuse(self, what: str, fix: str, field: str | None = None, done: str = READ) -> Unbound:
         """The exception to raise for a read nothing answers (or a write, `done`),

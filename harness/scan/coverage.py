@@ -61,7 +61,7 @@ def true_cells(matrix: Matrix, bound: Bound, guard, name: str) -> int:
     while stack:
         cube = stack.pop()
         cell = first_cell(cube)
-        probe.cell, probe.read, probe.unbound = cell, 0, None
+        probe.start(cell)
         try:
             holds = bool(guard())
         except Unbound as exc:

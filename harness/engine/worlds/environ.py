@@ -10,7 +10,11 @@ the configuration have (`os.getenv("platform")` is no read of `platform`).
 Writing to the environment (`os.environ["NCCL_ALGO"] = ...`, a setting of the
 process, not of the configuration) is refused where reached, as is anything
 else of `os` and what reads the whole mapping (iterating it, its length,
-comparing it, `|`).
+comparing it, `|`). A write through SGLang's registry (`envs.X.set(value)`,
+which sets the process's variable for what runs after the resolution) is
+kept for the call alone; a read of that variable later in the call is
+refused (what it reads is the written value as the variable's type parses it,
+which the world does not follow).
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ from harness.engine.world import (
     Context,
     Obj,
     Param,
+    Probe,
     Resolver,
     Spec,
     stand_in_class,
@@ -45,6 +50,62 @@ NAME_FIX = (
 )
 
 
+ENVIRON = "environ"  # the call's writes to the environment, in `Probe.call`
+SET_FIX = (
+    "the resolution set this variable in its process's environment earlier in the call "
+    "(envs.X.set): the world keeps the write, not what a read of it parses"
+)
+
+
+def record_write(probe: Probe, name: str, value: Any) -> None:
+    """`name` set to `value` in the process's environment, for the rest of the call."""
+    probe.call.setdefault(ENVIRON, {})[name] = value
+
+
+def refuse_written(probe: Probe, name: str, label: str) -> None:
+    """Refuse `label`, a read of `name`, when the call has set it."""
+    if name in probe.call.get(ENVIRON, ()):
+        raise probe.refuse(f"{label} after the resolution set {name}", SET_FIX, name)
+
+
+@dataclasses.dataclass(frozen=True)
+class Unwritten(Spec):
+    """`spec`, a read of the variable `name`; once the call has set it, `when_set` where
+    given (whether it is set: it is), else refused."""
+
+    name: str
+    spec: Spec
+    label: str
+    when_set: bool | None = None
+
+    def compile(self, ctx: Context) -> Resolver:
+        get, name, label, when_set = self.spec.compile(ctx), self.name, self.label, self.when_set
+
+        def resolve(probe: Probe) -> Any:
+            if when_set is not None and name in probe.call.get(ENVIRON, ()):
+                return when_set
+            refuse_written(probe, name, label)
+            return get(probe)
+
+        return resolve
+
+
+@dataclasses.dataclass(frozen=True)
+class Setter(Spec):
+    """`envs.NAME.set(value)`: kept as the call's write of NAME."""
+
+    name: str
+
+    def compile(self, ctx: Context) -> Resolver:
+        probe, name = ctx.probe, self.name
+
+        def set_(value: Any) -> None:
+            record_write(probe, name, value)
+
+        function = world_function(f"envs.{name}.set", set_, probe)
+        return lambda probe: function
+
+
 def _reader(ctx: Context) -> Any:
     """`value(name)`: the variable's value (a string, or None when unset), read as the
     input of that name; a name with a lower-case letter (`attention_backend`,
@@ -57,6 +118,7 @@ def _reader(ctx: Context) -> Any:
         name = str.__getitem__(key, slice(None))  # its text, whatever a subclass redefines
         if not VARIABLE.fullmatch(name):
             raise probe.refuse(f"the environment variable {name[:80]!r}", NAME_FIX)
+        refuse_written(probe, name, f"os.environ[{name!r}]")
         if name not in compiled:
             compiled[name] = Param(name, reader=f"os.environ[{name!r}]").compile(ctx)
         found = compiled[name](probe)

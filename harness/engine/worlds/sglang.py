@@ -322,11 +322,17 @@ class AttentionArch:
 
 
 def _env_var(name: str) -> Spec:
-    value = Param(name, reader=f"envs.{name}")
-    is_set = Test(Param(name, reader=f"envs.{name}.is_set()"), lambda v: v is not None)
+    label = f"envs.{name}"
+    value = environ.Unwritten(name, Param(name, reader=label), label)
+    is_set = Test(Param(name, reader=f"{label}.is_set()"), lambda v: v is not None)
     return Obj(
-        f"envs.{name}",
-        {"get": Call(value, label=f"envs.{name}.get()"), "value": value, "is_set": Call(is_set)},
+        label,
+        {
+            "get": Call(value, label=f"{label}.get()"),
+            "value": value,
+            "is_set": Call(environ.Unwritten(name, is_set, f"{label}.is_set()", when_set=True)),
+            "set": environ.Setter(name),
+        },
     )
 
 
