@@ -196,6 +196,8 @@ def resolved_view(server_args: Any) -> ResolvedView:
 
 def run_post_process_pass(server_args: Any, fn: Callable[..., dict]) -> None:
     declared = fn(resolved_view(server_args))
+    if not isinstance(declared, dict):
+        raise TypeError(f"post-process pass {fn.__qualname__} must return a dict")
     if declared:
         entry = (fn.__qualname__, dict(declared))
         stash = getattr(server_args, "_resolved_overrides", None)
@@ -243,7 +245,12 @@ from sglang.srt.arg_groups.arg_utils import Arg
 class ServerArgs:
     attention_backend: Annotated[Optional[str], Arg(resolvable=True)] = None
     page_size: Annotated[Optional[int], Arg(resolvable=True)] = None
-    trace: Optional[str] = None
+    trace: Annotated[Optional[str], Arg(resolvable=True)] = None
+
+    def __setattr__(self, name, value):
+        if not name.startswith("_") and getattr(self, "_declarations_materialized", False):
+            raise AttributeError(f"server_args.{{name}} assigned after resolution")
+        object.__setattr__(self, name, value)
 
     def __post_init__(self):
         from sglang.srt.arg_groups.overrides import (
@@ -261,7 +268,8 @@ class ServerArgs:
         seen.append(self.attention_backend)
         run_post_process_pass(self, _page_default)
         seen.append(self.page_size)
-{more}        self.trace = "|".join(str(value) for value in seen)
+{more}        trace = "|".join(str(value) for value in seen)
+        run_post_process_pass(self, lambda view: {{"trace": trace}})
 '''
 POST_INIT_MATRIX = """\
 name: materialized
@@ -294,14 +302,23 @@ def post_init_plain(root: Path) -> list:
 
 @pytest.mark.parametrize(
     "more",
-    ["", "        self.page_size = 3\n", '        self._declarations_materialized = False\n'
+    ["", '        self._declarations_materialized = False\n'
      '        run_post_process_pass(self, lambda view: {"page_size": 5})\n'],
-    ids=["applied", "assigned-after", "unmaterialized"],
+    ids=["applied", "unmaterialized"],
 )  # fmt: skip
 def test_a_post_init_entry_applies_its_stash_as_sglangs_does(tmp_path, more):
     """Before `materialize_declarations` a plain read sees the field as it was; after,
-    the declared value; a pass then writes through, and an assignment after that is the
-    field's value (the stash is not applied again)."""
+    the declared value, and a pass writes through (its own write, which the class's
+    guard lets pass); unset the flag, and a pass's declaration stays in the stash."""
+    root, sha, matrix = post_init_commit(tmp_path, more)
+    expected = post_init_plain(tmp_path / "tree")
+    assert harness_outcomes(root, sha, matrix, outputs=OUTPUTS) == expected
+    if not more:
+        assert ("fa4", 16, "None|fa4|fa4|16") in expected
+        assert ("fa3", 64, "fa3|fa3|fa3|64") in expected
+
+
+def post_init_commit(tmp_path: Path, more: str) -> tuple[Path, str, Path]:
     files = {
         "python/sglang/srt/server_args.py": POST_INIT.format(more=more),
         f"{PKG}/__init__.py": "",
@@ -311,11 +328,19 @@ def test_a_post_init_entry_applies_its_stash_as_sglangs_does(tmp_path, more):
     root, sha, matrix = commit_files(tmp_path, files)
     (tmp_path / "tree" / PKG / "pipeline.py").write_text(DUMMY)  # plain Python imports it
     matrix.write_text(POST_INIT_MATRIX)
+    return root, sha, matrix
+
+
+def test_a_field_assigned_after_the_stash_is_applied_is_refused(tmp_path):
+    """SGLang's `ServerArgs.__setattr__` refuses a field assigned once the stash is on
+    the fields (an AttributeError here in plain Python); the harness does not run the
+    class's own code, so it refuses the assignment, naming its line."""
+    root, sha, matrix = post_init_commit(tmp_path, "        self.page_size = 3\n")
     expected = post_init_plain(tmp_path / "tree")
-    assert harness_outcomes(root, sha, matrix, outputs=OUTPUTS) == expected
-    if not more:
-        assert ("fa4", 16, "None|fa4|fa4|16") in expected
-        assert ("fa3", 64, "fa3|fa3|fa3|64") in expected
+    assert set(expected) == {(ERROR, "AttributeError: server_args.page_size assigned after "
+                                     "resolution")}  # fmt: skip
+    code, note = diff_note(root, sha, matrix)
+    assert code == 4 and "view.page_size is assigned at" in note and "__setattr__" in note, note
 
 
 @pytest.mark.parametrize(
@@ -345,3 +370,67 @@ def test_setattr_of_the_configuration_is_an_assignment(tmp_path):
     expected = plain_outcomes(tmp_path / "tree", AXES, OUTPUTS)
     assert harness_outcomes(root, sha, matrix, outputs=OUTPUTS) == expected
     assert {outcome[2] for outcome in expected} == {"set"}
+
+
+SHARED = '''\
+"""Resolution whose stash is a list kept at module level (or a default argument)."""
+
+from sglang.srt.arg_groups.overrides import _backend_default, run_post_process_pass
+
+_SHARED = []
+
+
+def run_resolution_pipeline(server_args, kept=[]):
+    server_args._resolved_overrides = {stash}
+    run_post_process_pass(server_args, _backend_default)
+'''
+
+
+@pytest.mark.parametrize("stash", ["_SHARED", "kept"])
+@pytest.mark.parametrize("exhaustive", [False, True])
+def test_a_stash_kept_between_calls_is_never_seen_by_another_cell(tmp_path, stash, exhaustive):
+    """The world appends to the list the entry made its stash: one kept at module level
+    (or a default argument) outlives the call, so the code runs each cell in a fresh
+    load, as a process resolving one configuration would: no cell sees another's."""
+    root, sha, matrix = stash_commit(tmp_path, pipeline=SHARED.replace("{stash}", stash))
+    expected = plain_outcomes(tmp_path / "tree", AXES, OUTPUTS)
+    assert {o[0] for o in expected} == {"fa3", "fa4"}  # sm90 and sm100 differ
+    assert harness_outcomes(root, sha, matrix, exhaustive, OUTPUTS) == expected
+
+
+def test_a_bookkeeping_field_the_class_declares_is_its_default(tmp_path):
+    """`_raw_input` is missing on a configuration just made, unless its class declares
+    it: then it is the field's default, as in Python."""
+    more = "    server_args.trace = str(getattr(server_args, '_raw_input', 'missing'))\n"
+    root, sha, matrix = stash_commit(tmp_path, more)
+    assert {o[2] for o in plain_outcomes(tmp_path / "tree", AXES, OUTPUTS)} == {"missing"}
+    args = TRACED_ARGS + "    _raw_input: Optional[dict] = None\n"
+    (tmp_path / "again").mkdir()
+    files = {**_tree(tmp_path), "python/sglang/srt/server_args.py": args}
+    root, sha, matrix = commit_files(tmp_path / "again", files)
+    matrix.write_text(entry_matrix("stash", AXES, OUTPUTS))
+    expected = plain_outcomes(tmp_path / "again" / "tree", AXES, OUTPUTS)
+    assert {o[2] for o in expected} == {"None"}
+    assert harness_outcomes(root, sha, matrix, outputs=OUTPUTS) == expected
+
+
+def _tree(tmp_path: Path) -> dict[str, str]:
+    """The files of the fixture written under `tmp_path / "tree"`, by repository path."""
+    tree = tmp_path / "tree"
+    return {str(p.relative_to(tree)): p.read_text() for p in tree.rglob("*.py")}
+
+
+def test_a_pass_writes_through_the_mapping_it_returned(tmp_path):
+    """Once the stash is on the fields, a pass's declaration is written from what the
+    pass returned (its own `items()`), as SGLang's `_apply_fields(server_args, declared)`
+    does; the stash keeps `dict(declared)`."""
+    more = (
+        "        class Declared(dict):\n"
+        "            def items(self):\n"
+        '                return [("page_size", 99)]\n'
+        "        run_post_process_pass(self, lambda view: Declared(page_size=3))\n"
+    )
+    root, sha, matrix = post_init_commit(tmp_path, more)
+    expected = post_init_plain(tmp_path / "tree")
+    assert {o[1] for o in expected} == {99}
+    assert harness_outcomes(root, sha, matrix, outputs=OUTPUTS) == expected

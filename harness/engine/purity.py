@@ -445,7 +445,7 @@ def _writes(function: Function, view: str | None = None) -> tuple[int, str] | No
             kind = "global" if isinstance(node, ast.Global) else "nonlocal"
             return node.lineno, f"{kind} {', '.join(node.names)}"
         for target in _stored(node):
-            if _declares(node, target, view):
+            if _declares(node, target, view, new):
                 continue
             if isinstance(target, ast.Attribute | ast.Subscript) and not _local(target, fresh):
                 return node.lineno, f"writes to {ast.unparse(target)}"
@@ -457,12 +457,16 @@ def _writes(function: Function, view: str | None = None) -> tuple[int, str] | No
     return None
 
 
-def _declares(node: ast.AST, target: ast.expr, view: str | None) -> bool:
+def _declares(node: ast.AST, target: ast.expr, view: str | None, new: set[str]) -> bool:
     """`view.x = ...`: an attribute assigned to the call's own view (not `+=`, which may
-    change in place what the attribute holds, shared data)."""
+    change in place what the attribute holds, shared data; nor, for a private attribute,
+    `view._x = SHARED`: a world's machinery may change what it holds in place, SGLang's
+    the declaration stash, which the check does not see)."""
     return (view is not None and isinstance(node, ast.Assign | ast.AnnAssign)
             and isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name)
-            and target.value.id == view)  # fmt: skip
+            and target.value.id == view
+            and (not target.attr.startswith("_") or node.value is None
+                 or _new_value(node.value, new)))  # fmt: skip
 
 
 def _call_write(node: ast.AST, fresh: Fresh) -> str | None:

@@ -15,7 +15,7 @@ import ast
 import builtins
 import copy
 import functools
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from types import CodeType, FunctionType, MethodType, TracebackType
 from typing import Any
 
@@ -44,6 +44,7 @@ from harness.engine.purity import MUTATORS
 from harness.engine.world import (
     ASSIGNED,
     DELETED,
+    INTERNAL_WRITE,
     TYPE_FIX,
     Bound,
     Probe,
@@ -139,12 +140,13 @@ def overlay_maker(
     write: Callable[[Any, str, str], BaseException] | None = None,
     name: str = "",
     record: bool = False,
+    guard: Callable[[dict[str, Any], str], None] | None = None,
 ) -> Callable[[Any, dict[str, Any]], Any]:
     """`make(inner, declared)`: an object answering a name `declared` holds (through
     `answer(obj, value)`, if given; never one starting with `__`), else `otherwise(inner,
     name)` (by default, the inner object's attribute). A write goes into `declared` with
-    `record` (a name not starting with `__`), else to `inner`, or raises `write(inner,
-    name, done)`.
+    `record` (a name not starting with `__`; `guard(declared, name)` first, which may
+    raise), else to `inner`, or raises `write(inner, name, done)`.
 
     Its class is a stand-in (`harness.engine.world.stand_in_class`), made once per
     maker: only special methods, state in slots read through their descriptors kept
@@ -161,6 +163,8 @@ def overlay_maker(
 
     def __setattr__(self: Any, name: str, value: Any) -> None:
         if record and not name.startswith("__"):
+            if guard is not None:
+                guard(get_declared(self), name)
             get_declared(self)[name] = value
         elif write is not None:
             raise write(get_inner(self), name, ASSIGNED)
@@ -247,7 +251,7 @@ class _Loader:
         self.module = module_maker(bound.probe, roots, tops)
         name = handed_type(bound)
         self.viewer = method_viewer(bound.probe, name) if closure.methods else None
-        self.recorder = _recorder(bound)
+        self.recorder = _recorder(bound, closure.defaults.fields)
         self.world, self.refresh = fresh_names(bound.names)
         self.spaces: dict[str, dict[str, Any]] = {}
         self.importers: dict[str, dict[str, Any]] = {}  # each file's namespace, before it runs
@@ -341,7 +345,9 @@ def _refusing(label: str, why: str, bound: Bound) -> Any:
     return world_function(label, refuse, bound.probe)
 
 
-def _recorder(bound: Bound) -> Callable[[Any, dict[str, Any]], Any] | None:
+def _recorder(
+    bound: Bound, fields: Collection[str] = ()
+) -> Callable[[Any, dict[str, Any]], Any] | None:
     """The overlay a call's view is seen through when the world declares what code assigns
     to the view (`World.view_writes`), or the target is an entry point (`entry:`, which
     resolves the configuration it is handed by assigning and declaring); None when the
@@ -350,16 +356,38 @@ def _recorder(bound: Bound) -> Callable[[Any, dict[str, Any]], Any] | None:
         return None
     if not (bound.ctx.world.view_writes or bound.ctx.matrix.target.entry):
         return None
-    name, unset = handed_type(bound), bound.ctx.world.unset
-    if not (bound.ctx.matrix.target.entry and unset):
+    name, world = handed_type(bound), bound.ctx.world
+    if not bound.ctx.matrix.target.entry:
         return overlay_maker("view", bound.probe, name=name, record=True)
+    unset = world.unset - set(fields)  # (a field the class declares is its default)
 
     def read(inner: Any, attr: str) -> Any:
         if attr in unset:  # not set yet, as on the configuration SGLang has just made
             raise AttributeError(f"{name!r} object has no attribute {attr!r}")
         return getattr(inner, attr)
 
-    return overlay_maker("view", bound.probe, otherwise=read, name=name, record=True)
+    guard = None if world.frozen_by is None else _frozen(bound.probe, world.frozen_by)
+    return overlay_maker("view", bound.probe, otherwise=read, name=name, record=True,
+                         guard=guard)  # fmt: skip
+
+
+FROZEN_FIX = (
+    "once the resolution has applied its declarations ({flag}), {project}'s configuration "
+    "decides a write to a field with its own __setattr__ (its guard refuses it), which "
+    "harness does not run"
+)
+
+
+def _frozen(probe: Probe, flag: str) -> Callable[[dict[str, Any], str], None]:
+    """A write's guard: a field assigned once the entry has set `flag` is refused (the
+    world's own writes, `Probe.call[INTERNAL_WRITE]`, pass)."""
+
+    def guard(written: dict[str, Any], attr: str) -> None:
+        if attr.startswith("_") or probe.call.get(INTERNAL_WRITE) or not written.get(flag):
+            return
+        raise probe.refuse(f"view.{attr}", FROZEN_FIX.replace("{flag}", flag), done=ASSIGNED)
+
+    return guard
 
 
 def handed_type(bound: Bound) -> str:

@@ -37,6 +37,7 @@ Resolver = Callable[["Probe"], Any]
 
 
 READ, ASSIGNED, DELETED, MADE = "read", "assigned", "deleted", "made"  # what the code did
+INTERNAL_WRITE = "internal write"  # in `Probe.call` while the world writes a configuration
 
 
 def for_project(fix: str, project: str) -> str:
@@ -602,6 +603,9 @@ class World:
     # where the project's resolution keeps declarations apart from the fields (SGLang's
     # stash); an entry method's (`ServerArgs.__post_init__`) is the fields it leaves
     project: Callable[[Probe, dict[str, Any]], dict[str, Any]] | None = None
+    # ... and the attribute that, once the entry sets it, makes the configuration's own
+    # `__setattr__` refuse its fields (SGLang's after `materialize_declarations`)
+    frozen_by: str | None = None
 
     def view_attrs_for(self, matrix: Matrix) -> dict[str, Spec]:
         """The view attributes the world answers for `matrix`'s target."""

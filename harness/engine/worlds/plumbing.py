@@ -36,6 +36,7 @@ from typing import Any
 from harness.engine.own_names import name_reader
 from harness.engine.world import (
     ASSIGNED,
+    INTERNAL_WRITE,
     Context,
     Probe,
     Resolver,
@@ -60,24 +61,30 @@ SNAPSHOT, LIVE = "ResolvedView", "ResolvingConfig"  # SGLang's classes of the tw
 
 def stash_of(probe: Probe, config: Any) -> Any:
     """The declarations made on `config` so far, as SGLang's readers find them
-    (`getattr(config, "_resolved_overrides", None) or ()`), checked on `probe`: a list or
-    tuple of (source, dict) pairs; any other shape refused."""
+    (`getattr(config, "_resolved_overrides", None) or ()`): a list or tuple, any other
+    container refused (its entries are checked as they are read: `entries`)."""
     return checked_stash(probe, getattr(config, STASH, None) or ())
 
 
 def checked_stash(probe: Probe, stash: Any) -> Any:
-    pairs = type(stash) in (list, tuple) and all(
-        type(e) is tuple and len(e) == 2 and type(e[1]) is dict for e in stash
-    )
-    if not pairs:
+    if type(stash) not in (list, tuple):
         raise probe.refuse(f"{STASH} of another shape", STASH_FIX)
     return stash
 
 
-def merged(stash: Any) -> dict[str, Any]:
+def entries(probe: Probe, stash: Any, backwards: bool = False) -> Any:
+    """The stash's (source, fields) pairs, in order (or last first), each checked as it
+    is reached: a pair whose fields are a dict; any other entry refused."""
+    for entry in reversed(stash) if backwards else stash:
+        if type(entry) is not tuple or len(entry) != 2 or type(entry[1]) is not dict:
+            raise probe.refuse(f"{STASH} of another shape", STASH_FIX)
+        yield entry
+
+
+def merged(probe: Probe, stash: Any) -> dict[str, Any]:
     """The stash's declarations in order, the last of a field winning."""
     found: dict[str, Any] = {}
-    for _source, fields in stash:
+    for _source, fields in entries(probe, stash):
         found.update(fields)
     return found
 
@@ -87,7 +94,7 @@ def project(probe: Probe, written: dict[str, Any]) -> dict[str, Any]:
     field's last declaration in the stash over the fields as written, as SGLang's
     `resolution_result` reads them (0.5.19 on: `_raw_input` there, the fields as the
     entry was handed them, which its handlers never assign)."""
-    return {**written, **merged(checked_stash(probe, written.get(STASH) or ()))}
+    return {**written, **merged(probe, checked_stash(probe, written.get(STASH) or ()))}
 
 
 class Views:
@@ -105,7 +112,7 @@ class Views:
 
         def latest(inner: Any, attr: str) -> Any:
             if not attr.startswith("__"):
-                for _source, fields in reversed(stash_of(probe, inner)):
+                for _source, fields in entries(probe, stash_of(probe, inner), backwards=True):
                     if attr in fields:
                         return fields[attr]
             return getattr(inner, attr)
@@ -115,7 +122,7 @@ class Views:
         self._live = overlay_maker("view", probe, otherwise=latest, write=write, name=LIVE)
 
     def snapshot(self, config: Any) -> Any:
-        return self._snapshot(config, merged(stash_of(self.probe, config)))
+        return self._snapshot(config, merged(self.probe, stash_of(self.probe, config)))
 
     def live(self, config: Any) -> Any:
         return self._live(config, {})
@@ -214,9 +221,13 @@ def run_post_process_pass(ctx: Context, check: Callable[..., Any]) -> Callable[.
         entry = (name, dict(declared))
         _stash(probe, "run_post_process_pass", server_args, entry)
         check(server_args, [entry])
-        if getattr(server_args, MATERIALIZED, False):
-            for field, value in entry[1].items():
-                setattr(server_args, field, value)
+        if getattr(server_args, MATERIALIZED, False):  # SGLang's `_apply_fields(declared)`
+            probe.call[INTERNAL_WRITE] = True
+            try:
+                for field, value in declared.items():
+                    setattr(server_args, field, value)
+            finally:
+                probe.call.pop(INTERNAL_WRITE, None)
 
     return answer
 

@@ -43,7 +43,7 @@ from harness.engine.world import (
 )
 from harness.engine.worlds import caching, checkpoint, dataclass, environ
 from harness.engine.worlds.common import logger, registering
-from harness.engine.worlds.plumbing import MACHINERY, UNSET, from_class, project
+from harness.engine.worlds.plumbing import MACHINERY, MATERIALIZED, UNSET, from_class, project
 from harness.errors import HarnessError
 from harness.matrix.model import Matrix, format_value
 
@@ -470,6 +470,7 @@ WORLD = World(
     from_class=from_class,
     unset=UNSET,  # the declaration stash, before the entry makes it
     project=project,  # the entry's outcome: its declarations over its fields
+    frozen_by=MATERIALIZED,  # ServerArgs.__setattr__ refuses fields after this (0.5.18)
     validate=check_platforms,
     facts=FACTS,
     suggested={  # `matrix --infer`: the axes these become when the code reads them
