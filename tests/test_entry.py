@@ -103,8 +103,8 @@ def run_post_process_pass(server_args: Any, fn: Callable[..., dict]) -> None:
     if declared:
         declare_resolution(server_args, fn.__qualname__, **declared)
         validate_declarations(server_args, [(fn.__qualname__, dict(declared))])
-
-
+"""
+VALIDATE = """\
 def validate_declarations(server_args: Any, declarations: list) -> None:
     if not dataclasses.is_dataclass(type(server_args)):
         return
@@ -132,7 +132,7 @@ def resolution_result(server_args: Any, field: str) -> Any:
             return fields[field]
     return getattr(server_args, field)
 """
-MACHINERY = RUN_PASS + "\n\n" + DECLARE
+MACHINERY = RUN_PASS + "\n\n" + VALIDATE + "\n\n" + DECLARE
 
 OVERRIDES = '''\
 # Written for harness's tests, shaped like SGLang's overrides.py.
@@ -209,15 +209,7 @@ STEPS_CHECK = (
     '        assert cfg.speculative_num_steps is not None, "set the number of steps"\n'
 )
 
-BASE_HEAD = '''\
-# Written for harness's tests, shaped like SGLang's model_override_base.py.
-"""The views every handler and pass reads the configuration through."""
-
-from __future__ import annotations
-
-from typing import Any, Dict, Optional
-
-
+SNAPSHOT_VIEW = '''\
 class ResolvedView:
     """The declarations made so far, over the configuration; read-only."""
 
@@ -246,11 +238,21 @@ def _declaration_overlay(server_args: Any) -> Dict[str, Any]:
 
 def resolved_view(server_args: Any) -> ResolvedView:
     return ResolvedView(server_args, overlay=_declaration_overlay(server_args))
+'''
+BASE_HEAD = '''\
+# Written for harness's tests, shaped like SGLang's model_override_base.py.
+"""The views every handler and pass reads the configuration through."""
+
+from __future__ import annotations
+
+from typing import Any, Dict, Optional
 
 
+'''
+RECORD_OF = """\
 def record_of(view: Any) -> Any:
     return object.__getattribute__(view, "_server_args")
-'''
+"""
 LIVE_VIEW = '''\
 class ResolvingConfig:
     """Each read sees the declarations made by then."""
@@ -271,11 +273,10 @@ class ResolvingConfig:
         raise AttributeError("ResolvingConfig is read-only")
 
 
-
 def resolving_view(server_args: Any) -> ResolvingConfig:
     return ResolvingConfig(server_args)
 '''
-BASE = BASE_HEAD + "\n\n" + LIVE_VIEW
+BASE = BASE_HEAD + SNAPSHOT_VIEW + "\n\n" + RECORD_OF + "\n\n" + LIVE_VIEW
 
 PIPELINE = '''\
 # Written for harness's tests, shaped like SGLang's pipeline.py.

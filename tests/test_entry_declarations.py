@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.test_entry import PKG, harness_outcomes, plain_outcomes
+from tests.test_entry import PKG, VALIDATE, harness_outcomes, plain_outcomes
 from tests.test_entry_class import AXES, OUTPUTS, commit_files, diff_note
 
 ARG_UTILS = '''\
@@ -83,27 +83,19 @@ class ServerArgs:
     chunked_prefill_size: A[Optional[int], Arg(help="Chunk.")] = None
     kv_cache_dtype: A[str, MARKED] = "auto"
 '''
-OVERRIDES = '''\
+OVERRIDES = (
+    '''\
 """The model overrides' declarations, checked before they are kept."""
 
 import dataclasses
+from typing import Any
 
 from sglang.srt.arg_groups.arg_utils import resolvable_fields
 
 
-def validate_declarations(server_args, declarations):
-    if not dataclasses.is_dataclass(type(server_args)):
-        return
-    whitelist = resolvable_fields(type(server_args))
-    for source, decl in declarations:
-        unknown = set(decl) - whitelist
-        if unknown:
-            raise ValueError(
-                f"{source}: {sorted(unknown)} not model-overridable; "
-                "declarations are limited to the fields the publish gate "
-                "accepts."
-            )
 '''
+    + VALIDATE
+)
 PIPELINE = '''\
 """Resolution collecting the family's declarations, then checking them."""
 

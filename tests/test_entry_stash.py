@@ -30,6 +30,8 @@ from tests.test_entry import (
     OVERRIDES,
     PKG,
     SERVER_ARGS,
+    SNAPSHOT_VIEW,
+    VALIDATE,
     cells,
     entry_matrix,
     harness_outcomes,
@@ -163,36 +165,15 @@ MATERIALIZING = (
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Callable, Dict
+from typing import Any, Callable, Dict, Optional
 
 from sglang.srt.arg_groups.arg_utils import resolvable_fields
 from sglang.srt.runtime_context import get_platform
 
 
-class ResolvedView:
-    __slots__ = ("_server_args", "_overlay")
-
-    def __init__(self, server_args: Any, overlay: Dict[str, Any]):
-        object.__setattr__(self, "_server_args", server_args)
-        object.__setattr__(self, "_overlay", overlay)
-
-    def __getattr__(self, name: str) -> Any:
-        overlay = object.__getattribute__(self, "_overlay")
-        if name in overlay:
-            return overlay[name]
-        return getattr(object.__getattribute__(self, "_server_args"), name)
-
-
-def _declaration_overlay(server_args: Any) -> Dict[str, Any]:
-    overlay: Dict[str, Any] = {}
-    for _source, declared in getattr(server_args, "_resolved_overrides", None) or ():
-        overlay.update(declared)
-    return overlay
-
-
-def resolved_view(server_args: Any) -> ResolvedView:
-    return ResolvedView(server_args, _declaration_overlay(server_args))
-
+'''
+    + SNAPSHOT_VIEW
+    + """
 
 def run_post_process_pass(server_args: Any, fn: Callable[..., dict]) -> None:
     declared = fn(resolved_view(server_args))
@@ -217,16 +198,8 @@ def materialize_declarations(server_args: Any) -> None:
     server_args._declarations_materialized = True
 
 
-def validate_declarations(server_args: Any, declarations: list) -> None:
-    allowed = resolvable_fields(type(server_args))
-    for source, fields in declarations:
-        unknown = set(fields) - allowed
-        if unknown:
-            raise ValueError(
-                f"{source}: {sorted(unknown)} not model-overridable; declarations are "
-                "limited to the fields the publish gate accepts."
-            )
-'''
+"""
+    + VALIDATE
     + PASSES
 )
 POST_INIT = '''\
