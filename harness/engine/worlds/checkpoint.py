@@ -131,9 +131,9 @@ def _exists(facts: Checkpoint) -> Callable[[Any], bool]:
 
 
 def _glob(facts: Checkpoint) -> Callable[..., list[str]]:
-    def glob(pattern: Any) -> list[str]:
+    def glob(pattern: Any, **options: Any) -> list[str]:
         rel = facts.under("glob.glob", pattern)
-        if "**" in rel:
+        if "**" in rel or options:  # (`recursive=`, `root_dir=`, ...: not followed)
             raise facts.probe.refuse(f"glob.glob({_shown(pattern)})", PATH_FIX)
         if not facts.local():
             return []
@@ -181,7 +181,9 @@ def _hub(ctx: Context, facts: Checkpoint) -> Callable[..., Any]:
                         name="HfApi")  # fmt: skip
 
     def model_info(repo_id: Any, *args: Any, **options: Any) -> Any:
-        if args or options or repo_id != facts.model_path() or facts.local():
+        if args or options or type(repo_id) is not str or repo_id != facts.model_path():
+            raise probe.refuse(f"HfApi().model_info({_shown(repo_id)}, ...)", HUB_FIX)
+        if facts.local():  # a directory's path asked of the hub: not followed
             raise probe.refuse(f"HfApi().model_info({_shown(repo_id)}, ...)", HUB_FIX)
         siblings = [sibling(None, {"rfilename": name}) for name in facts.files()]
         return info(None, {"siblings": siblings})

@@ -1,30 +1,35 @@
 """SGLang's resolution machinery, as an entry target (`target: {entry: ...}`) runs it.
 
-SGLang's resolution entry (`run_resolution_pipeline(server_args)`) runs its
-handlers and passes through three functions of its own, whose bodies reach
-the dataclass machinery of `ServerArgs` (field metadata, a stash of
-declarations projected at publication) and a plugin registry. What they do
-to the configuration is small, and the world does exactly that:
+SGLang's resolution entry (`run_resolution_pipeline(server_args)`, or 0.5.18's
+`ServerArgs.__post_init__`) runs its handlers and passes through functions of
+its own whose bodies reach the dataclass machinery of `ServerArgs` and a plugin
+registry. What they do to the configuration is small, and the world does
+exactly that. Declarations go to a stash, the configuration's
+`_resolved_overrides` list of `(source, {field: value})`, never to its fields:
 
 - `run_hook(step, server_args)` runs `step(server_args)` (SGLang first wraps
   it in the plugins registered for its name: the harness's process has none);
 - `run_post_process_pass(server_args, fn)` calls the pass with a read-only
-  view of the configuration as resolved so far, refuses a result that is not
-  a dict (TypeError, SGLang's message), and declares what it returns;
-- `declare_resolution(server_args, source, **fields)` declares the fields:
-  a later read of the configuration gives the declared value, and the last
-  declaration of a field is its final value.
+  snapshot of the declarations so far over the configuration, refuses a result
+  that is not a dict (TypeError, SGLang's message), appends a non-empty one to
+  the stash and checks it (`validate_declarations`); once 0.5.18's
+  `materialize_declarations` has applied the stash to the fields
+  (`_declarations_materialized`), it writes them too;
+- `declare_resolution(server_args, source, **fields)` appends to the stash;
+- `resolved_view(x)` is a snapshot of the declarations over `x`,
+  `resolving_view(x)` a live view (each read sees the declarations made by
+  then), `record_of(view)` what a view reads through.
 
-A declaration is a write to the configuration the entry was handed (the
-harness records it, see `harness.engine.sandbox`); the outputs are the final
-values of the output fields, the cell's input where nothing declared one.
+The outcome of a `run_resolution_pipeline` entry is each output field's last
+declaration, else the field (`project`, SGLang's `resolution_result`); of a
+`__post_init__` entry, the fields as it leaves them.
 
-A fourth, `validate_declarations(server_args, declarations)`, is SGLang's
-check of the model overrides' declarations: each `(source, fields)` may only
-declare the fields `ServerArgs` marks `Arg(resolvable=True)`, else SGLang's
-ValueError. SGLang reads the marks by evaluating the class's annotations; the
-world reads them from its text (`harness.closure.marks`), and refuses a
-declaration of a field whose mark the text cannot tell.
+`validate_declarations(server_args, declarations)` is SGLang's check of
+declarations: each `(source, fields)` may only declare the fields `ServerArgs`
+marks `Arg(resolvable=True)`, else SGLang's ValueError. SGLang reads the marks
+by evaluating the class's annotations; the world reads them from its text
+(`harness.closure.marks`), and refuses a declaration of a field whose mark the
+text cannot tell.
 """
 
 from __future__ import annotations
@@ -212,13 +217,13 @@ def run_post_process_pass(ctx: Context, check: Callable[..., Any]) -> Callable[.
 
     def answer(server_args: Any, fn: Any) -> None:
         declared = fn(snapshot(server_args))
-        name = name_reader(probe.refuse)(fn, "__qualname__")
-        if not isinstance(declared, dict):
+        if not isinstance(declared, dict):  # SGLang's message reads fn.__qualname__
+            name = name_reader(probe.refuse)(fn, "__qualname__")
             kind = type(declared).__name__
             raise TypeError(f"post-process pass {name} must return a dict, got {kind}")
         if not declared:
             return
-        entry = (name, dict(declared))
+        entry = (name_reader(probe.refuse)(fn, "__qualname__"), dict(declared))
         _stash(probe, "run_post_process_pass", server_args, entry)
         check(server_args, [entry])
         if getattr(server_args, MATERIALIZED, False):  # SGLang's `_apply_fields(declared)`
