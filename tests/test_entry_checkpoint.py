@@ -190,3 +190,53 @@ def test_model_files_must_be_a_list_of_relative_paths(tmp_path):
     root, sha, matrix, _ = checkpoint_commit(tmp_path, ["/abs/path.json"])
     code, note = diff_note(root, sha, matrix)
     assert code == 4 and "model.files" in note and "relative file paths" in note, note
+
+
+def test_glob_lists_in_the_order_model_files_gives(tmp_path):
+    """A directory lists its entries in an order of its own (the file system's), which
+    `model.files` states: glob gives them in that order, a directory where its first
+    file is (the expectation is that documented order, not a run of Python here, whose
+    order is this disk's)."""
+    files = ["z.json", "m.json", "c/x.json", "a.json"]
+    more = ('    names = [p.rsplit("/", 1)[-1] for p in glob.glob(os.path.join(path, "*"))]\n'
+            '    server_args.load_format = ",".join(names)\n')  # fmt: skip
+    root, sha, matrix, _ = checkpoint_commit(tmp_path, files, more)
+    found = harness_outcomes(root, sha, matrix, outputs=OUTPUTS)
+    assert {o[0] for o in found[2:]} == {"z.json,m.json,c,a.json"}  # the local cells
+
+
+@pytest.mark.parametrize(
+    "more",
+    ["    server_args.page_size = os.path.isdir(s=path) + os.path.isfile(path=path)\n",
+     "    server_args.page_size = len(glob.glob(pathname=os.path.join(path, '*')))\n",
+     "    server_args.page_size = os.path.isdir(path=path)\n",
+     "    server_args.page_size = len(glob.glob(pattern=path))\n",
+     "    server_args.page_size = os.path.exists()\n"],
+    ids=["isdir-s", "glob-pathname", "isdir-path", "glob-pattern", "exists-none"],
+)  # fmt: skip
+def test_the_functions_take_pythons_parameters(tmp_path, more):
+    """`os.path.isdir(s)`, `isfile(path)`, `exists(path)`, `glob.glob(pathname)`: called
+    by keyword or wrongly, what Python gives (a value, or its TypeError's words)."""
+    files = FILE_SETS["native"]
+    root, sha, matrix, model_path = checkpoint_commit(tmp_path, files, more)
+    expected = plain(tmp_path / "tree", model_path, files)
+    assert harness_outcomes(root, sha, matrix, outputs=OUTPUTS) == expected
+
+
+@pytest.mark.parametrize(
+    "files, name, what",
+    [(["a.json", "a.json"], "Native-7B", "model.files"),
+     (["a", "a/b.json"], "Native-7B", "model.files"),
+     (["a.json"], "Native[7]B", "glob.glob(")],
+    ids=["twice", "file-and-directory", "pattern-in-path"],
+)  # fmt: skip
+def test_a_checkpoint_no_machine_has_or_a_pattern_in_the_path_is_refused(
+    tmp_path, files, name, what
+):
+    """A file listed twice, or where another's directory is, is no checkpoint; a model
+    path holding `[`, `*` or `?` is a pattern to glob too, which the world does not
+    follow. Each: exit 4, saying which."""
+    root, sha, matrix, _ = checkpoint_commit(tmp_path, files)
+    matrix.write_text(matrix_text(str(tmp_path / "models" / name), files))
+    code, note = diff_note(root, sha, matrix)
+    assert code == 4 and what in note, note

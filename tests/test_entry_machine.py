@@ -275,3 +275,40 @@ def test_a_read_of_a_variable_the_resolution_set_is_refused(tmp_path):
     more = "    server_args.page_size += envs.SGLANG_FLAG.get()\n"
     code, note = diff_note(*set_commit(tmp_path, more))
     assert code == 4 and "envs.SGLANG_FLAG after the resolution set SGLANG_FLAG" in note, note
+
+
+@pytest.mark.parametrize(
+    "value", ['"a\\x00b"', '"\\ud800"', "Loud()"], ids=["null", "surrogate", "str-raises"]
+)
+def test_a_value_the_environment_cannot_hold_is_pythons_error(tmp_path, monkeypatch, value):
+    """`set(value)` stores `str(value)` in the process's environment, as SGLang's does:
+    a value it cannot hold (a null byte, a lone surrogate) and a `__str__` that raises
+    are the errors Python gives."""
+    more = (
+        "class Loud:\n    def __str__(self):\n        raise ValueError('no str')\n\n\n"
+        f"def run_resolution_pipeline(server_args):\n    envs.SGLANG_FLAG.set({value})\n"
+    )
+    text = SETS.split("def run_resolution_pipeline")[0] + more
+    files = {**FILES, "python/sglang/srt/environ.py": ENVIRON, f"{PKG}/pipeline.py": text}
+    root, sha, matrix = commit_files(tmp_path, files)
+    matrix.write_text(SET_MATRIX)
+    with monkeypatch.context() as patch:
+        patch.delenv("SGLANG_FLAG", raising=False)
+        tree = imported(tmp_path / "tree", "sm90")
+        with tree as (configuration, run), pytest.raises(Exception) as raised:
+            run(configuration())
+    want = ("error", f"{type(raised.value).__name__}: {raised.value}")
+    found = harness_outcomes(root, sha, matrix, outputs=("attention_backend", "page_size"))
+    assert found == [want] * len(found)
+
+
+def test_a_variable_set_as_a_module_loads_is_refused(tmp_path):
+    """Set at module level, a variable is set for every resolution after the import,
+    which the world does not follow: exit 4, naming the line."""
+    text = SETS.replace("def run_resolution_pipeline", 'envs.SGLANG_FLAG.set("1")\n\n\ndef '
+                        "run_resolution_pipeline").format(more="")  # fmt: skip
+    files = {**FILES, "python/sglang/srt/environ.py": ENVIRON, f"{PKG}/pipeline.py": text}
+    root, sha, matrix = commit_files(tmp_path, files)
+    matrix.write_text(SET_MATRIX)
+    code, note = diff_note(root, sha, matrix)
+    assert code == 4 and "envs.SGLANG_FLAG.set() as its module loads" in note, note

@@ -353,13 +353,23 @@ from sglang.srt.arg_groups.overrides import _backend_default, run_post_process_p
 _SHARED = []
 
 
+def list(*items):
+    return _SHARED
+
+
 def run_resolution_pipeline(server_args, kept=[]):
-    server_args._resolved_overrides = {stash}
+    {stash}
     run_post_process_pass(server_args, _backend_default)
 '''
 
 
-@pytest.mark.parametrize("stash", ["_SHARED", "kept"])
+@pytest.mark.parametrize(
+    "stash",
+    ["server_args._resolved_overrides = _SHARED", "server_args._resolved_overrides = kept",
+     "server_args._resolved_overrides, n = _SHARED, 0",
+     "server_args._resolved_overrides = list()"],
+    ids=["module", "default", "unpacked", "rebound-list"],
+)  # fmt: skip
 @pytest.mark.parametrize("exhaustive", [False, True])
 def test_a_stash_kept_between_calls_is_never_seen_by_another_cell(tmp_path, stash, exhaustive):
     """The world appends to the list the entry made its stash: one kept at module level
@@ -407,3 +417,20 @@ def test_a_pass_writes_through_the_mapping_it_returned(tmp_path):
     expected = post_init_plain(tmp_path / "tree")
     assert {o[1] for o in expected} == {99}
     assert harness_outcomes(root, sha, matrix, outputs=OUTPUTS) == expected
+
+
+def test_a_pass_result_cannot_write_a_field_as_the_world_writes_it_through(tmp_path):
+    """The mapping a pass returns is its own code: what its `items()` assigns runs under
+    the class's guard, as in SGLang (an AttributeError there), refused here."""
+    more = (
+        "        me = self\n"
+        "        class Declared(dict):\n"
+        "            def items(self):\n"
+        '                me.attention_backend = "sneaky"\n'
+        '                return [("page_size", 3)]\n'
+        "        run_post_process_pass(self, lambda view: Declared(page_size=3))\n"
+    )
+    root, sha, matrix = post_init_commit(tmp_path, more)
+    assert {o[0] for o in post_init_plain(tmp_path / "tree")} == {ERROR}
+    code, note = diff_note(root, sha, matrix)
+    assert code == 4 and "view.attention_backend is assigned" in note, note

@@ -445,7 +445,7 @@ def _writes(function: Function, view: str | None = None) -> tuple[int, str] | No
             kind = "global" if isinstance(node, ast.Global) else "nonlocal"
             return node.lineno, f"{kind} {', '.join(node.names)}"
         for target in _stored(node):
-            if _declares(node, target, view, new):
+            if _declares(node, target, view):
                 continue
             if isinstance(target, ast.Attribute | ast.Subscript) and not _local(target, fresh):
                 return node.lineno, f"writes to {ast.unparse(target)}"
@@ -457,7 +457,7 @@ def _writes(function: Function, view: str | None = None) -> tuple[int, str] | No
     return None
 
 
-def _declares(node: ast.AST, target: ast.expr, view: str | None, new: set[str]) -> bool:
+def _declares(node: ast.AST, target: ast.expr, view: str | None) -> bool:
     """`view.x = ...`: an attribute assigned to the call's own view (not `+=`, which may
     change in place what the attribute holds, shared data; nor, for a private attribute,
     `view._x = SHARED`: a world's machinery may change what it holds in place, SGLang's
@@ -465,8 +465,16 @@ def _declares(node: ast.AST, target: ast.expr, view: str | None, new: set[str]) 
     return (view is not None and isinstance(node, ast.Assign | ast.AnnAssign)
             and isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name)
             and target.value.id == view
-            and (not target.attr.startswith("_") or node.value is None
-                 or _new_value(node.value, new)))  # fmt: skip
+            and (not target.attr.startswith("_") or _fresh_private(node, target)))  # fmt: skip
+
+
+def _fresh_private(node: ast.Assign | ast.AnnAssign, target: ast.expr) -> bool:
+    """`view._x = value`, the whole of the assignment, of a value no other code can hold:
+    a constant, or a list, dict or set display or comprehension (a call, even of
+    `list`, may return shared data: a module can rebind the name)."""
+    alone = node.target is target if isinstance(node, ast.AnnAssign) else node.targets == [target]
+    value = node.value
+    return alone and (value is None or isinstance(value, (ast.Constant, *FRESH_NODES)))
 
 
 def _call_write(node: ast.AST, fresh: Fresh) -> str | None:

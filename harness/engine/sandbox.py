@@ -45,6 +45,7 @@ from harness.engine.world import (
     ASSIGNED,
     DELETED,
     INTERNAL_WRITE,
+    LOADING,
     TYPE_FIX,
     Bound,
     Probe,
@@ -261,12 +262,35 @@ class _Loader:
                                    configuration_type(bound, kinds))  # fmt: skip
 
     def __call__(self) -> Callable[..., Any]:
-        probe, closure, spaces, world = self.bound.probe, self.closure, self.spaces, self.world
+        probe, closure, spaces = self.bound.probe, self.closure, self.spaces
         probe.unbound = None
         spaces.clear()
         self.importers.clear()
         self.refresh()
         pending = list(closure.links)
+        probe.call[LOADING] = True  # what the modules do as they load, for every call
+        try:
+            self._load_files(pending)
+        finally:
+            probe.call.pop(LOADING, None)
+        if probe.unbound is not None:  # refused at load time, and caught there
+            raise Unevaluable(unbound_reason(probe.unbound), probe.unbound.field)
+        function = spaces[closure.path][closure.function]
+        if self.viewer is not None:
+            function = _with_viewer(function, self._methods(), self.viewer)
+        if self.recorder is None:
+            return function
+        # an entry function's result as the world reads it; a method's (`__post_init__`)
+        # is the object's fields, as constructing the configuration leaves them
+        method = "." in self.bound.ctx.matrix.target.passes[0]
+        project = None if method or not closure.entry else self.bound.ctx.world.project
+        if project is not None:
+            project = functools.partial(project, self.bound.probe)
+        return _recording(function, self.recorder, entry=closure.entry, project=project)
+
+    def _load_files(self, pending: list) -> None:
+        """Run each file's module-level code in its own namespace, in load order."""
+        probe, closure, spaces, world = self.bound.probe, self.closure, self.spaces, self.world
         for n, path in enumerate(self.order):
             space = {"__builtins__": self.table, "__name__": self.module_names[n]}
             space = deferring_space(space, self.deferred[n], probe)
@@ -283,20 +307,6 @@ class _Loader:
                 space.pop(name, None)
             spaces[path] = space
         _bind_rest(pending, spaces, self.module)
-        if probe.unbound is not None:  # refused at load time, and caught there
-            raise Unevaluable(unbound_reason(probe.unbound), probe.unbound.field)
-        function = spaces[closure.path][closure.function]
-        if self.viewer is not None:
-            function = _with_viewer(function, self._methods(), self.viewer)
-        if self.recorder is None:
-            return function
-        # an entry function's result as the world reads it; a method's (`__post_init__`)
-        # is the object's fields, as constructing the configuration leaves them
-        method = "." in self.bound.ctx.matrix.target.passes[0]
-        project = None if method or not closure.entry else self.bound.ctx.world.project
-        if project is not None:
-            project = functools.partial(project, self.bound.probe)
-        return _recording(function, self.recorder, entry=closure.entry, project=project)
 
     def _methods(self) -> dict[str, Any]:
         """The loaded view methods, by name; one the policy withholds, a function refusing

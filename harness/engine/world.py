@@ -38,6 +38,7 @@ Resolver = Callable[["Probe"], Any]
 
 READ, ASSIGNED, DELETED, MADE = "read", "assigned", "deleted", "made"  # what the code did
 INTERNAL_WRITE = "internal write"  # in `Probe.call` while the world writes a configuration
+LOADING = "loading"  # in `Probe.call` while the project's modules load (not a call)
 
 
 def for_project(fix: str, project: str) -> str:

@@ -69,6 +69,11 @@ class Checkpoint:
         if type(found) is not list or not all(_relative(f) for f in found):
             fix = f"set {FILES} to a list of relative file paths in {self.hint}"
             raise self.probe.refuse(FILES, fix, FILES)
+        clash = set(found) & self._directories(found)
+        if len(set(found)) < len(found) or clash:
+            fix = (f"list each file of {FILES} once, and no file where another's directory "
+                   f"is, in {self.hint}")  # fmt: skip
+            raise self.probe.refuse(FILES, fix, FILES)
         return found
 
     def under(self, what: str, path: Any) -> str:
@@ -83,8 +88,21 @@ class Checkpoint:
 
     def directories(self) -> set[str]:
         """Each directory under the model's that holds a file, at any depth."""
-        found = set()
+        return self._directories(self.files())
+
+    def listing(self) -> list[str]:
+        """The files and directories, each where the directory lists it: in the order of
+        `model.files` (a directory where its first file is), which says it."""
+        found: dict[str, None] = {}
         for name in self.files():
+            parts = name.split("/")
+            found.update(dict.fromkeys("/".join(parts[: n + 1]) for n in range(len(parts))))
+        return list(found)
+
+    @staticmethod
+    def _directories(files: list[str]) -> set[str]:
+        found = set()
+        for name in files:
             parts = name.split("/")[:-1]
             found.update("/".join(parts[: n + 1]) for n in range(len(parts)))
         return found
@@ -103,13 +121,13 @@ def _relative(path: Any) -> bool:
 
 
 def _isdir(facts: Checkpoint) -> Callable[[Any], bool]:
-    def isdir(path: Any) -> bool:
-        rel = facts.under("os.path.isdir", path)
+    def isdir(s: Any) -> bool:
+        rel = facts.under("os.path.isdir", s)
         if not facts.local():
             return False
         return rel == "" or rel in facts.directories()
 
-    return isdir
+    return _named(isdir)
 
 
 def _isfile(facts: Checkpoint) -> Callable[[Any], bool]:
@@ -117,7 +135,7 @@ def _isfile(facts: Checkpoint) -> Callable[[Any], bool]:
         rel = facts.under("os.path.isfile", path)
         return rel != "" and facts.local() and rel in facts.files()
 
-    return isfile
+    return _named(isfile)
 
 
 def _exists(facts: Checkpoint) -> Callable[[Any], bool]:
@@ -127,23 +145,31 @@ def _exists(facts: Checkpoint) -> Callable[[Any], bool]:
             return False
         return rel == "" or rel in facts.files() or rel in facts.directories()
 
-    return exists
+    return _named(exists)
 
 
 def _glob(facts: Checkpoint) -> Callable[..., list[str]]:
-    def glob(pattern: Any, **options: Any) -> list[str]:
-        rel = facts.under("glob.glob", pattern)
-        if "**" in rel or options:  # (`recursive=`, `root_dir=`, ...: not followed)
-            raise facts.probe.refuse(f"glob.glob({_shown(pattern)})", PATH_FIX)
+    def glob(pathname: Any, *, root_dir: Any = None, dir_fd: Any = None,
+             recursive: Any = False, include_hidden: Any = False) -> list[str]:  # fmt: skip
+        rel = facts.under("glob.glob", pathname)
+        magic_root = any(c in facts.model_path() for c in "*?[")  # a pattern there too
+        options = (root_dir, dir_fd, recursive, include_hidden) != (None, None, False, False)
+        if "**" in rel or options or magic_root:  # (options: not followed)
+            raise facts.probe.refuse(f"glob.glob({_shown(pathname)})", PATH_FIX)
         if not facts.local():
             return []
-        root = facts.model_path().rstrip("/")
         if rel == "":
             return [facts.model_path()]
-        names = sorted(facts.files()) + sorted(facts.directories())
-        return [f"{root}/{name}" for name in names if _matches(name, rel)]
+        root = facts.model_path().rstrip("/")
+        return [f"{root}/{name}" for name in facts.listing() if _matches(name, rel)]
 
-    return glob
+    return _named(glob)
+
+
+def _named(function: Callable[..., Any]) -> Callable[..., Any]:
+    """`function` named as Python's own (its messages say `isdir()`, not the maker's)."""
+    function.__qualname__ = function.__name__
+    return function
 
 
 def _matches(name: str, pattern: str) -> bool:

@@ -20,12 +20,14 @@ which the world does not follow).
 from __future__ import annotations
 
 import dataclasses
+import os
 import re
 from typing import Any
 
 from harness.engine.world import (
     ASSIGNED,
     DELETED,
+    LOADING,
     Context,
     Obj,
     Param,
@@ -51,6 +53,10 @@ NAME_FIX = (
 
 
 ENVIRON = "environ"  # the call's writes to the environment, in `Probe.call`
+LOAD_FIX = (
+    "a variable set as a module loads is set for every resolution after it, which the "
+    "world does not follow: set it in the resolution's code"
+)
 SET_FIX = (
     "the resolution set this variable in its process's environment earlier in the call "
     "(envs.X.set): the world keeps the write, not what a read of it parses"
@@ -100,7 +106,13 @@ class Setter(Spec):
         probe, name = ctx.probe, self.name
 
         def set_(value: Any) -> None:
-            record_write(probe, name, value)
+            if probe.call.get(LOADING):
+                raise probe.refuse(f"envs.{name}.set() as its module loads", LOAD_FIX)
+            text = str(value)  # SGLang's `os.environ[name] = str(value)`, and its checks
+            if "\0" in text:
+                raise ValueError("embedded null byte")
+            os.fsencode(text)  # a lone surrogate: Python's UnicodeEncodeError
+            record_write(probe, name, text)
 
         function = world_function(f"envs.{name}.set", set_, probe)
         return lambda probe: function

@@ -227,9 +227,10 @@ def run_post_process_pass(ctx: Context, check: Callable[..., Any]) -> Callable[.
         _stash(probe, "run_post_process_pass", server_args, entry)
         check(server_args, [entry])
         if getattr(server_args, MATERIALIZED, False):  # SGLang's `_apply_fields(declared)`
+            pairs = list(declared.items())  # (its own code: before the guard is lifted)
             probe.call[INTERNAL_WRITE] = True
             try:
-                for field, value in declared.items():
+                for field, value in pairs:
                     setattr(server_args, field, value)
             finally:
                 probe.call.pop(INTERNAL_WRITE, None)
