@@ -323,8 +323,9 @@ def test_a_field_assigned_after_the_stash_is_applied_is_refused(tmp_path):
          "    run_post_process_pass(server_args, _page_default)\n",
          "_resolved_overrides of another shape"),
         ("    setattr(before, 'page_size', 1)\n", "setattr() of page_size on another object"),
+        ("    server_args.trace = str(len({server_args}))\n", "hash() of ServerArgs"),
     ],
-    ids=["stash-shape", "setattr-elsewhere"],
+    ids=["stash-shape", "setattr-elsewhere", "hash"],
 )  # fmt: skip
 def test_what_the_world_cannot_follow_is_refused_by_line(tmp_path, more, what):
     """A stash that is not SGLang's list of (source, dict) pairs, and `setattr` of any

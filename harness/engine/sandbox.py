@@ -142,12 +142,14 @@ def overlay_maker(
     name: str = "",
     record: bool = False,
     guard: Callable[[dict[str, Any], str], None] | None = None,
+    unhashable: str = "",
 ) -> Callable[[Any, dict[str, Any]], Any]:
     """`make(inner, declared)`: an object answering a name `declared` holds (through
     `answer(obj, value)`, if given; never one starting with `__`), else `otherwise(inner,
     name)` (by default, the inner object's attribute). A write goes into `declared` with
     `record` (a name not starting with `__`; `guard(declared, name)` first, which may
-    raise), else to `inner`, or raises `write(inner, name, done)`.
+    raise), else to `inner`, or raises `write(inner, name, done)`. With `unhashable`
+    (why), hashing one is refused: what it stands for is a dataclass Python hashes not.
 
     Its class is a stand-in (`harness.engine.world.stand_in_class`), made once per
     maker: only special methods, state in slots read through their descriptors kept
@@ -179,6 +181,12 @@ def overlay_maker(
 
     methods = {"__getattribute__": __getattribute__, "__setattr__": __setattr__,
                "__delattr__": __delattr__}  # fmt: skip
+    if unhashable:
+
+        def __hash__(self: Any) -> int:
+            raise refusal(probe, f"hash() of {name or label}", unhashable)
+
+        methods["__hash__"] = __hash__
     cls = stand_in_class(label, methods, probe, ("_inner", "_declared"), name)
     inner, declared = cls.__dict__["_inner"], cls.__dict__["_declared"]
     get_inner, get_declared = inner.__get__, declared.__get__
@@ -378,7 +386,14 @@ def _recorder(
 
     guard = None if world.frozen_by is None else _frozen(bound.probe, world.frozen_by)
     return overlay_maker("view", bound.probe, otherwise=read, name=name, record=True,
-                         guard=guard)  # fmt: skip
+                         guard=guard, unhashable=HASH_FIX)  # fmt: skip
+
+
+HASH_FIX = (
+    "the configuration is a dataclass instance, which Python hashes only as its class's "
+    "decorator says (SGLang's: unhashable), and harness does not read that: pass its "
+    "fields instead"
+)
 
 
 FROZEN_FIX = (

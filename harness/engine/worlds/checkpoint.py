@@ -199,10 +199,11 @@ def _hub(ctx: Context, facts: Checkpoint) -> Callable[..., Any]:
     def write(inner: Any, name: str, done: str) -> BaseException:
         return probe.refuse(f"hub.{name}", HUB_FIX, done=done)
 
+    unhashable = "the hub client's objects are dataclasses Python does not hash"
     sibling = overlay_maker("sibling", probe, otherwise=refuse_read("sibling"), write=write,
-                            name="RepoSibling")  # fmt: skip
+                            name="RepoSibling", unhashable=unhashable)  # fmt: skip
     info = overlay_maker("model_info", probe, otherwise=refuse_read("model_info()"),
-                         write=write, name="ModelInfo")  # fmt: skip
+                         write=write, name="ModelInfo", unhashable=unhashable)  # fmt: skip
     api = overlay_maker("HfApi()", probe, otherwise=refuse_read("HfApi()"), write=write,
                         name="HfApi")  # fmt: skip
 
