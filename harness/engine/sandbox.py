@@ -384,7 +384,9 @@ def _recorder(
             raise AttributeError(f"{name!r} object has no attribute {attr!r}")
         return getattr(inner, attr)
 
-    guard = None if world.frozen_by is None else _frozen(bound.probe, world.frozen_by)
+    method = "." in bound.ctx.matrix.target.passes[0]  # (an entry function's: none)
+    frozen = world.frozen_by if method else None
+    guard = None if frozen is None else _frozen(bound.probe, frozen)
     return overlay_maker("view", bound.probe, otherwise=read, name=name, record=True,
                          guard=guard, unhashable=HASH_FIX)  # fmt: skip
 

@@ -604,8 +604,8 @@ class World:
     # where the project's resolution keeps declarations apart from the fields (SGLang's
     # stash); an entry method's (`ServerArgs.__post_init__`) is the fields it leaves
     project: Callable[[Probe, dict[str, Any]], dict[str, Any]] | None = None
-    # ... and the attribute that, once the entry sets it, makes the configuration's own
-    # `__setattr__` refuse its fields (SGLang's after `materialize_declarations`)
+    # ... and the attribute that, once an entry method sets it, makes the configuration's
+    # own `__setattr__` refuse its fields (SGLang's after `materialize_declarations`)
     frozen_by: str | None = None
 
     def view_attrs_for(self, matrix: Matrix) -> dict[str, Spec]:
