@@ -377,7 +377,9 @@ def _recorder(
     name, world = handed_type(bound), bound.ctx.world
     if not bound.ctx.matrix.target.entry:
         return overlay_maker("view", bound.probe, name=name, record=True)
-    unset = world.unset - set(fields)  # (a field the class declares is its default)
+    # (a field the class declares is its default; a class attribute of that name that is
+    # no field, which the defaults do not read, still reads as missing: not followed)
+    unset = world.unset - set(fields)
 
     def read(inner: Any, attr: str) -> Any:
         if attr in unset:  # not set yet, as on the configuration SGLang has just made
