@@ -311,4 +311,40 @@ def test_a_variable_set_as_a_module_loads_is_refused(tmp_path):
     root, sha, matrix = commit_files(tmp_path, files)
     matrix.write_text(SET_MATRIX)
     code, note = diff_note(root, sha, matrix)
-    assert code == 4 and "envs.SGLANG_FLAG.set() as its module loads" in note, note
+    assert code == 4 and "envs.SGLANG_FLAG is assigned" in note and "as its module" in note, note
+
+
+SIDE = '''\
+"""A module that sets a variable of the process as it is imported."""
+
+from sglang.srt.environ import envs
+
+SET = envs.SGLANG_FLAG.set("1")
+
+
+def unused(x):
+    return SET
+'''
+SIDE_PIPELINE = '''\
+"""Resolution importing that module, whose name it reads on no cell."""
+
+from sglang.srt.arg_groups.side import unused
+from sglang.srt.environ import envs
+
+
+def run_resolution_pipeline(server_args):
+    if server_args.page_size == 12345:
+        unused(1)
+    server_args.attention_backend = "set" if envs.SGLANG_FLAG.is_set() else "unset"
+'''
+
+
+def test_a_variable_another_module_sets_as_it_loads_is_refused(tmp_path):
+    """An imported module's load is what sets the variable (plain Python: `set` on every
+    cell), whether or not the entry calls what it defines: refused, never left out."""
+    files = {**FILES, "python/sglang/srt/environ.py": ENVIRON, f"{PKG}/side.py": SIDE,
+             f"{PKG}/pipeline.py": SIDE_PIPELINE}  # fmt: skip
+    root, sha, matrix = commit_files(tmp_path, files)
+    matrix.write_text(SET_MATRIX)
+    code, note = diff_note(root, sha, matrix)
+    assert code == 4 and "envs.SGLANG_FLAG is assigned at" in note and "side.py" in note, note

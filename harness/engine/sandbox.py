@@ -46,6 +46,7 @@ from harness.engine.world import (
     DELETED,
     INTERNAL_WRITE,
     LOADING,
+    READ,
     TYPE_FIX,
     Bound,
     Probe,
@@ -629,14 +630,20 @@ def _as_in_class(code: CodeType, owner: str) -> CodeType:
 def _load(code: CodeType, space: dict[str, Any], probe: Probe) -> str | None:
     """Run a file's module-level code (of an entry's closure, not the entry's own file):
     None, or why it could not run (what it raised, or a refusal, caught there or not).
-    A refusal an earlier file met stays the probe's, to be found when the load ends."""
+    A refused write (`envs.X.set()` as it loads) is raised instead: the file's names
+    may go unread, but what it would have written is lost either way. A refusal an
+    earlier file met stays the probe's, to be found when the load ends."""
     before, probe.unbound = probe.unbound, None
     try:
-        _run(code, space)
-    except Unevaluable as exc:
-        return str(exc)
-    else:
-        return None if probe.unbound is None else unbound_reason(probe.unbound)
+        try:
+            _run(code, space)
+        except Unevaluable as exc:
+            why: str | None = str(exc)
+        else:
+            why = None if probe.unbound is None else unbound_reason(probe.unbound)
+        if probe.unbound is not None and probe.unbound.done != READ:
+            raise Unevaluable(why or unbound_reason(probe.unbound), probe.unbound.field)
+        return why
     finally:
         probe.unbound = before
 

@@ -54,8 +54,8 @@ NAME_FIX = (
 
 ENVIRON = "environ"  # the call's writes to the environment, in `Probe.call`
 LOAD_FIX = (
-    "a variable set as a module loads is set for every resolution after it, which the "
-    "world does not follow: set it in the resolution's code"
+    "set as its module loads (envs.X.set), a variable is set for every resolution after "
+    "the import, which the world does not follow: set it in the resolution's code"
 )
 SET_FIX = (
     "the resolution set this variable in its process's environment earlier in the call "
@@ -107,7 +107,7 @@ class Setter(Spec):
 
         def set_(value: Any) -> None:
             if probe.call.get(LOADING):
-                raise probe.refuse(f"envs.{name}.set() as its module loads", LOAD_FIX)
+                raise probe.refuse(f"envs.{name}", LOAD_FIX, done=ASSIGNED)
             text = str(value)  # SGLang's `os.environ[name] = str(value)`, and its checks
             if "\0" in text:
                 raise ValueError("embedded null byte")
