@@ -291,8 +291,8 @@ class _Loader:
             return function
         # an entry function's result as the world reads it; a method's (`__post_init__`)
         # is the object's fields, as constructing the configuration leaves them
-        method = "." in self.bound.ctx.matrix.target.passes[0]
-        project = None if method or not closure.entry else self.bound.ctx.world.project
+        target = self.bound.ctx.matrix.target
+        project = self.bound.ctx.world.project if target.entry and not target.entry_method else None
         if project is not None:
             project = functools.partial(project, self.bound.probe)
         return _recording(function, self.recorder, entry=closure.entry, project=project)
@@ -387,8 +387,7 @@ def _recorder(
             raise AttributeError(f"{name!r} object has no attribute {attr!r}")
         return getattr(inner, attr)
 
-    method = "." in bound.ctx.matrix.target.passes[0]  # (an entry function's: none)
-    frozen = world.frozen_by if method else None
+    frozen = world.frozen_by if bound.ctx.matrix.target.entry_method else None
     guard = None if frozen is None else _frozen(bound.probe, frozen)
     return overlay_maker("view", bound.probe, otherwise=read, name=name, record=True,
                          guard=guard, unhashable=HASH_FIX)  # fmt: skip

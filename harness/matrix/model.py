@@ -55,6 +55,12 @@ class Target:
     def pipeline(self) -> bool:
         return len(self.passes) > 1 or self.passes in (ALL_PASSES, RUN_ORDER)
 
+    @property
+    def entry_method(self) -> bool:
+        """An entry that is a method of the configuration's class (`ServerArgs.__post_init__`,
+        its outcome the fields it leaves), not a function (`run_resolution_pipeline`)."""
+        return self.entry and "." in self.passes[0]
+
 
 @dataclass(frozen=True)
 class Matrix:

@@ -65,16 +65,26 @@ class Checkpoint:
         return found
 
     def files(self) -> list[str]:
+        return self.tree()[0]
+
+    def directories(self) -> set[str]:
+        """Each directory under the model's that holds a file, at any depth."""
+        return self.tree()[1]
+
+    def tree(self) -> tuple[list[str], set[str]]:
+        """The cell's files and the directories holding them, checked: relative paths,
+        each once, none where a directory is."""
         found = self._files(self.probe)
         if type(found) is not list or not all(_relative(f) for f in found):
             fix = f"set {FILES} to a list of relative file paths in {self.hint}"
             raise self.probe.refuse(FILES, fix, FILES)
-        clash = set(found) & self._directories(found)
-        if len(set(found)) < len(found) or clash:
+        directories = {"/".join(name.split("/")[:n]) for name in found
+                       for n in range(1, name.count("/") + 1)}  # fmt: skip
+        if len(set(found)) < len(found) or set(found) & directories:
             fix = (f"list each file of {FILES} once, and no file where another's directory "
                    f"is, in {self.hint}")  # fmt: skip
             raise self.probe.refuse(FILES, fix, FILES)
-        return found
+        return found, directories
 
     def under(self, what: str, path: Any) -> str:
         """`path` relative to the model's path ("" for the path itself); else refused."""
@@ -86,10 +96,6 @@ class Checkpoint:
             return path[len(prefix) :]
         raise self.probe.refuse(f"{what}({_shown(path)})", PATH_FIX)
 
-    def directories(self) -> set[str]:
-        """Each directory under the model's that holds a file, at any depth."""
-        return self._directories(self.files())
-
     def listing(self) -> list[str]:
         """The files and directories, each where the directory lists it: in the order of
         `model.files` (a directory where its first file is), which says it."""
@@ -98,14 +104,6 @@ class Checkpoint:
             parts = name.split("/")
             found.update(dict.fromkeys("/".join(parts[: n + 1]) for n in range(len(parts))))
         return list(found)
-
-    @staticmethod
-    def _directories(files: list[str]) -> set[str]:
-        found = set()
-        for name in files:
-            parts = name.split("/")[:-1]
-            found.update("/".join(parts[: n + 1]) for n in range(len(parts)))
-        return found
 
 
 def _shown(value: Any) -> str:
@@ -143,7 +141,8 @@ def _exists(facts: Checkpoint) -> Callable[[Any], bool]:
         rel = facts.under("os.path.exists", path)
         if not facts.local():
             return False
-        return rel == "" or rel in facts.files() or rel in facts.directories()
+        files, directories = facts.tree()
+        return rel == "" or rel in files or rel in directories
 
     return _named(exists)
 

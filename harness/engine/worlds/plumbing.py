@@ -244,7 +244,7 @@ def materializes(ctx: Context) -> bool:
     `materialize_declarations` sets `_declarations_materialized`, after which a pass
     writes through and `ServerArgs.__setattr__` refuses fields); from 0.5.19 the entry
     is `run_resolution_pipeline`, whose passes never write the fields."""
-    return ctx.matrix.target.entry and "." in ctx.matrix.target.passes[0]
+    return ctx.matrix.target.entry_method
 
 
 def declare_resolution(ctx: Context, check: Callable[..., Any]) -> Callable[..., Any]:
