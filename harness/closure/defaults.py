@@ -26,11 +26,12 @@ from __future__ import annotations
 import ast
 import hashlib
 import operator
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from typing import Any
 
 from harness.closure.lookup import FileIndexes
-from harness.closure.marks import mark
+from harness.closure.marks import given, mark
 from harness.closure.modules import RevisionFiles
 from harness.closure.mutations import ANY, effects
 from harness.closure.names import DATACLASS, decorator_name
@@ -68,13 +69,21 @@ class Defaults:
     # the fields the class marks declarable (True), or why the mark cannot be read (the
     # world's `declarable`, `harness.closure.marks`); a field not here is not marked
     marks: dict[str, bool | str] = field(default_factory=dict)
+    # each field's fallback the class declares in the same marker (SGLang's
+    # `Arg(fallback=...)`: its value when neither resolution nor input gives one), or why
+    # it cannot be read; a field not here has none
+    fallbacks: dict[str, Default] = field(default_factory=dict)
 
     @property
     def digest(self) -> str:
         text = (
             "\0".join(
                 f"{kind}:{n}={d.value!r}:{d.refusal}"
-                for kind, table in (("field", self.fields), ("input", self.inputs))
+                for kind, table in (
+                    ("field", self.fields),
+                    ("input", self.inputs),
+                    ("fallback", self.fallbacks),
+                )
                 for n, d in sorted(table.items())
             )
             + f"\0class attributes:{self.class_attributes}"
@@ -90,7 +99,7 @@ class Defaults:
         """Pickled as rows of plain values: every worker job carries the class's hundreds
         of fields, and dataclass objects pickle and unpickle several times slower."""
         rows = (_rows(self.fields), self.source, _rows(self.inputs), self.class_attributes,
-                self.marks)  # fmt: skip
+                self.marks, _rows(self.fallbacks))  # fmt: skip
         return _from_rows, rows
 
 
@@ -98,12 +107,12 @@ def _rows(table: dict[str, Default]) -> list[tuple]:
     return [(name, d.value, d.where, d.refusal) for name, d in table.items()]
 
 
-def _from_rows(fields: list[tuple], source: str, inputs: list[tuple],
-               class_attributes: bool, marks: dict[str, bool | str]) -> Defaults:  # fmt: skip
+def _from_rows(fields: list[tuple], source: str, inputs: list[tuple], class_attributes: bool,
+               marks: dict[str, bool | str], fallbacks: list[tuple]) -> Defaults:  # fmt: skip
     def table(rows: list[tuple]) -> dict[str, Default]:
         return {name: Default(value, where, refusal) for name, value, where, refusal in rows}
 
-    return Defaults(table(fields), source, table(inputs), class_attributes, marks)
+    return Defaults(table(fields), source, table(inputs), class_attributes, marks, table(fallbacks))
 
 
 NO_DEFAULTS = Defaults({})
@@ -117,18 +126,20 @@ def class_defaults(cache: SourceCache, files: RevisionFiles, view: ViewClass) ->
     indexes = FileIndexes(cache, files)
     fields: dict[str, Default] = {}
     marks: dict[str, bool | str] = {}
+    fallbacks: dict[str, Default] = {}
     namespaces = _namespaces(indexes(path), view.namespaces)
     for name in [*namespaces, view.name]:
         found = _class(indexes, indexes.defined_at(path, name))  # the view's class last
         if found is not None:
-            fields.update(_declared(*found))
+            fields.update(_declared(*found, indexes(found[0])))
             marks.update(_marks(found[1], view.declarable))
+            fallbacks.update(_fallbacks(*found, view.declarable, view.fallback))
     if not fields:
         return NO_DEFAULTS
     attributes = not namespaces and found is not None and _plain_dataclass(cache, files, *found)
     source = f"{view.name} ({path})"
     marks = {name: marked for name, marked in marks.items() if marked is not False}
-    return Defaults(fields, source, class_attributes=attributes, marks=marks)
+    return Defaults(fields, source, class_attributes=attributes, marks=marks, fallbacks=fallbacks)
 
 
 def _plain_dataclass(cache: SourceCache, files: RevisionFiles, path: str, cls: Statement) -> bool:
@@ -188,9 +199,10 @@ def _namespaces(index: dict, list_name: str | None) -> list[str]:
     return [item.id for item in value.elts if isinstance(item, ast.Name)]
 
 
-def _declared(path: str, cls: Statement) -> dict[str, Default]:
+def _declared(path: str, cls: Statement, index: Collection[str]) -> dict[str, Default]:
     """The annotated fields of a class body, each with its default (none read for a
-    name the body binds more than once: `x: int = 1` then `x = 2`)."""
+    name the body binds more than once: `x: int = 1` then `x = 2`; `index`: the names
+    its file binds, which may rebind a factory)."""
     out = {}
     bound = [name for node in cls.node.body for name in bound_names(node)]
     for node in cls.node.body:
@@ -198,7 +210,7 @@ def _declared(path: str, cls: Statement) -> dict[str, Default]:
             name = node.target.id
             if not name.startswith("__") and not _class_variable(node.annotation):
                 where = f"{path}:{node.lineno + cls.offset}"
-                out[name] = _default(node.value, where)
+                out[name] = _default(node.value, where, index)
                 if bound.count(name) > 1:
                     out[name] = Default(None, where, f"the class binds it more than once ({where})")
     return out
@@ -217,6 +229,27 @@ def _marks(cls: Statement, declarable: tuple[str, str, frozenset[str]] | None
     return found
 
 
+def _fallbacks(path: str, cls: Statement, declarable: tuple[str, str, frozenset[str]] | None,
+               keyword: str | None) -> dict[str, Default]:  # fmt: skip
+    """Each field's fallback that a class body's marker gives (`keyword`), or why it cannot
+    be read; a field with none (or None) is left out."""
+    if declarable is None or keyword is None:
+        return {}
+    marker, _, others = declarable
+    found = {}
+    for node in cls.node.body:
+        if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+            where = f"{path}:{node.lineno + cls.offset}"
+            value, why = given(node.annotation, marker, keyword, others)
+            if why is not None:
+                found[node.target.id] = Default(None, where, f"its {keyword} cannot be read: {why}")
+            elif value is not None:
+                read = _literal_at(value, where, keyword)
+                if read.value is not None or not read.literal:
+                    found[node.target.id] = read
+    return found
+
+
 def _class_variable(annotation: ast.expr) -> bool:
     """`ClassVar[...]`: an attribute of the class, not a field."""
     node = annotation.value if isinstance(annotation, ast.Subscript) else annotation
@@ -224,21 +257,34 @@ def _class_variable(annotation: ast.expr) -> bool:
     return name == "ClassVar"
 
 
-def _default(value: ast.expr | None, where: str) -> Default:
+# a factory that makes an empty container, each time anew: `field(default_factory=list)`
+EMPTY = {"list": list, "dict": dict, "set": set, "tuple": tuple, "frozenset": frozenset}
+
+
+def _default(value: ast.expr | None, where: str, index: Collection[str] = ()) -> Default:
     if value is None:
         return Default(None, where, f"declared without a default at {where}")
     if _is_field_call(value):
         keywords = {k.arg: k.value for k in value.keywords}
         if "default" in keywords:
             return _default(keywords["default"], where)
+        factory = keywords.get("default_factory")
+        name = factory.id if isinstance(factory, ast.Name) and not value.args else None
+        if len(keywords) == 1 and name in EMPTY and name not in index:
+            return Default(EMPTY[name](), where)
         return Default(None, where, f"its default is made by a factory at {where}")
+    return _literal_at(value, where, "default")
+
+
+def _literal_at(value: ast.expr, where: str, what: str) -> Default:
+    """The literal `value` (within harness's bounds), else why not (`what` it is)."""
     past = _past_bounds(value)
     if past:
-        return Default(None, where, f"its default at {where} is {past} (past harness's bounds)")
+        return Default(None, where, f"its {what} at {where} is {past} (past harness's bounds)")
     try:
         return Default(_literal(value), where)
     except ValueError:
-        return Default(None, where, f"its default is computed at {where}")
+        return Default(None, where, f"its {what} is computed at {where}")
 
 
 def _is_field_call(node: ast.expr) -> bool:

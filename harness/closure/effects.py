@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import NamedTuple
 
 from harness.closure.index import index_module
-from harness.closure.inert import inert
+from harness.closure.inert import inert, record_class
 from harness.closure.modules import RevisionFiles
 from harness.closure.names import postpones
 from harness.closure.pieces import SourceCache
@@ -130,11 +130,89 @@ def not_inert(cache: SourceCache, files: RevisionFiles, path: str,
     names as the file loads (`harness.closure.inert`)."""
     placed = _statements(cache, files, path)
     nodes = [node for node, _ in placed]
-    outside = _outside_names(cache, files, nodes, path, resolution_code)
+    outside = _deferred(cache, files, nodes, path, resolution_code)
     postponed = postpones(nodes)
+    records = _record_names(cache, files, nodes, path, resolution_code)
     renamed = _binds(cache, files, path, "__name__")  # then `__name__` is no plain str
     return [(node.lineno + offset, node) for node, offset in placed
-            if not inert(node, outside, postponed) or (renamed and _reads_name(node))]  # fmt: skip
+            if not inert(node, outside, postponed, records)
+            or (renamed and _reads_name(node))]  # fmt: skip
+
+
+def _record_names(cache: SourceCache, files: RevisionFiles, nodes: list[ast.stmt], path: str,
+                  resolution_code: Callable[[str], bool]) -> frozenset[str]:  # fmt: skip
+    """The names the file binds once, to a record class (`harness.closure.inert`) that it
+    defines or imports by name from a file of the resolution code."""
+    found = set()
+    for node in nodes:
+        if isinstance(node, ast.ClassDef):
+            found |= {node.name} & _records_of(cache, files, path, [node.name], resolution_code)
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            source = files.module_file(node.module, path, node.level)
+            if source is not None and resolution_code(source):
+                names = {a.name: a.asname or a.name for a in node.names}
+                kept = _records_of(cache, files, source, names, resolution_code)
+                found |= {names[n] for n in kept}
+    return frozenset(n for n in found if _bound_once(cache, files, path, n))
+
+
+def _records_of(cache: SourceCache, files: RevisionFiles, path: str, names: Iterable[str],
+                resolution_code: Callable[[str], bool]) -> set[str]:  # fmt: skip
+    """Those of `names` that the file binds once, to a record class no other statement
+    changes or hands to a call as the file loads."""
+    placed = [node for node, _ in _statements(cache, files, path)]
+    outside = _deferred(cache, files, placed, path, resolution_code)
+    postponed = postpones(placed)
+    found = set()
+    for name in names:
+        defs = [n for n in placed if isinstance(n, ast.ClassDef) and n.name == name]
+        if len(defs) != 1 or not _bound_once(cache, files, path, name):
+            continue
+        others = [n for n in placed if n is not defs[0]]
+        if record_class(defs[0], outside, postponed) and not _touched(others, name):
+            found.add(name)
+    return found
+
+
+# Python's own types, whose making runs no code of the repository: as an argument
+# (`msgspec.field(default_factory=list)`) or a call they are outside code, unless the
+# file binds the name itself
+SAFE_TYPES = frozenset({"bool", "bytes", "dict", "float", "frozenset", "int", "list",
+                        "set", "str", "tuple"})  # fmt: skip
+
+
+def _deferred(cache: SourceCache, files: RevisionFiles, nodes: list[ast.stmt], path: str,
+              resolution_code: Callable[[str], bool]) -> frozenset[str]:  # fmt: skip
+    """The names of code outside the resolution code in the file: what it imports from
+    outside, and Python's own types it does not bind (`SAFE_TYPES`)."""
+    layout = cache.layout_of(files, path)
+    bound = layout.memo("top-level names", index_module) if layout is not None else {}
+    outside = _outside_names(cache, files, nodes, path, resolution_code)
+    return outside | {name for name in SAFE_TYPES if name not in bound}
+
+
+def _bound_once(cache: SourceCache, files: RevisionFiles, path: str, name: str) -> bool:
+    layout = cache.layout_of(files, path)
+    return (
+        layout is not None and len(layout.memo("top-level names", index_module).get(name, ())) == 1
+    )
+
+
+def _touched(nodes: list[ast.stmt], name: str) -> bool:
+    """Whether code run as the file loads stores into what `name` holds, or hands it to a
+    call (which may)."""
+    for node in (n for stmt in nodes for n in _load_time(stmt)):
+        if isinstance(node, ast.Attribute | ast.Subscript) and not isinstance(node.ctx, ast.Load):
+            root = node
+            while isinstance(root, ast.Attribute | ast.Subscript):
+                root = root.value
+            if isinstance(root, ast.Name) and root.id == name:
+                return True
+        if isinstance(node, ast.Call):
+            parts = [*node.args, *(k.value for k in node.keywords)]
+            if any(isinstance(n, ast.Name) and n.id == name for p in parts for n in ast.walk(p)):
+                return True
+    return False
 
 
 def _reads_name(node: ast.stmt) -> bool:

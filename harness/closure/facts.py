@@ -33,6 +33,7 @@ STANDARD_NAMES = {
     **dict.fromkeys(("lru_cache", "cache", "functools"), "functools"),
     "os": "os",
     "glob": "glob",
+    **dict.fromkeys(("copy", "deepcopy"), "copy"),
 }
 
 
@@ -91,6 +92,10 @@ class WorldFacts:
     # is `Annotated[T, ..., marker(keyword=True)]` (SGLang's `Arg(resolvable=True)`; the
     # other calls are classes an annotation holds that are not the marker: `NS(...)`)
     declarable: tuple[str, str, frozenset[str]] | None = None
+    # the marker's keyword giving a field's fallback: its value when neither the
+    # resolution nor the input gives one (SGLang's `Arg(fallback=...)`, read by
+    # `with_fallback`)
+    fallback: str | None = None
 
     @property
     def class_name(self) -> str | None:
@@ -115,6 +120,11 @@ class WorldFacts:
             return registry_of(node) is not None
         if name == self.class_name and _at(path, self.view_class[0].replace(".", "/") + ".py"):
             return True  # an entry reads the configuration's class as the world gives it
+        return self.stands_for_file(name, path)
+
+    def stands_for_file(self, name: str, path: str) -> bool:
+        """Whether `path` is a file whose definition of `name` the world answers by design
+        (a home, by the file's base name or its path)."""
         return posixpath.basename(path) in dict(self.homes).get(name, ()) or self.is_home(
             name, path
         )

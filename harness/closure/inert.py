@@ -22,6 +22,13 @@ indexes are constants (or `__name__`, the module's name:
 `logging.getLogger(__name__)`) or such chains themselves. A name read is inert as a
 value only: as a decorator, a base, a metaclass or a test it runs code, so
 there only a deferred chain is. Rebinding a deferred name makes code not inert.
+
+A *record class* is a class of the repository whose making and calling run no code
+of the repository: inert, made by code outside it (each base and decorator a
+deferred chain, at least one of them), and defining no function or class
+(`class Derived(msgspec.Struct, frozen=True)` with annotated fields; SGLang's
+namespace modules make such records in their class bodies as they load). Calling
+one by its name (`records`) with plain arguments is inert as an assigned value.
 """
 
 from __future__ import annotations
@@ -32,12 +39,16 @@ from collections.abc import Collection
 from harness.closure.names import annotations_of
 
 Deferred = Collection[str]  # names the harness leaves unbound in the file
+Records = Collection[str]  # names the file binds to record classes (see above)
 CHAIN = (ast.Attribute, ast.Subscript, ast.Call)
 
 
-def inert(node: ast.stmt, deferred: Deferred, postponed: bool = True) -> bool:
+def inert(
+    node: ast.stmt, deferred: Deferred, postponed: bool = True, records: Records = ()
+) -> bool:
     """Whether running the statement as its file loads binds names and nothing else
-    (`postponed`: the file starts with `from __future__ import annotations`)."""
+    (`postponed`: the file starts with `from __future__ import annotations`; `records`:
+    the names bound to record classes)."""
     if isinstance(node, ast.Import | ast.ImportFrom | ast.Pass):
         return True
     if isinstance(node, ast.Expr):
@@ -45,16 +56,16 @@ def inert(node: ast.stmt, deferred: Deferred, postponed: bool = True) -> bool:
     if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
         return _function(node, deferred, postponed)
     if isinstance(node, ast.ClassDef):
-        return _class(node, deferred, postponed)
+        return _class(node, deferred, postponed, records)
     if isinstance(node, ast.Assign):
         names = all(isinstance(t, ast.Name) and t.id not in deferred for t in node.targets)
-        return names and _value(node.value, deferred)
+        return names and _value(node.value, deferred, records)
     if isinstance(node, ast.AnnAssign):
         target = isinstance(node.target, ast.Name) and node.target.id not in deferred
-        value = node.value is None or _value(node.value, deferred)
+        value = node.value is None or _value(node.value, deferred, records)
         return target and value and _annotation(node.annotation, deferred, postponed)
     if isinstance(node, ast.If):
-        body = _all(node.body + node.orelse, deferred, postponed)
+        body = _all(node.body + node.orelse, deferred, postponed, records)
         return _called(node.test, deferred) and body
     if isinstance(node, ast.Try):
         handlers = [s for h in node.handlers for s in h.body]
@@ -63,7 +74,7 @@ def inert(node: ast.stmt, deferred: Deferred, postponed: bool = True) -> bool:
         names = all(h.name is None or h.name not in deferred for h in node.handlers)
         return (
             names
-            and _all(parts, deferred, postponed)
+            and _all(parts, deferred, postponed, records)
             and all(_called(k, deferred) or _builtin_kind(k) for k in kinds)
         )
     return False
@@ -78,17 +89,26 @@ def _function(node: ast.FunctionDef | ast.AsyncFunctionDef, deferred: Deferred,
             and all(_annotation(n, deferred, postponed) for n in notes))  # fmt: skip
 
 
-def _class(node: ast.ClassDef, deferred: Deferred, postponed: bool) -> bool:
+def record_class(node: ast.ClassDef, deferred: Deferred, postponed: bool) -> bool:
+    """Whether the class is a record class in its file (module docstring)."""
+    made_outside = bool(node.bases or node.decorator_list)
+    code = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
+    defines = any(isinstance(n, code) for s in node.body for n in ast.walk(s))
+    return made_outside and not defines and _class(node, deferred, postponed, (), outside=True)
+
+
+def _class(node: ast.ClassDef, deferred: Deferred, postponed: bool, records: Records,
+           outside: bool = False) -> bool:  # fmt: skip
     if node.name in deferred or not _decorated(node, deferred):
         return False
-    if not all(_called(b, deferred) or _is_object(b) for b in node.bases):
+    if not all(_called(b, deferred) or (_is_object(b) and not outside) for b in node.bases):
         return False  # a base of the repository's may run a hook as the class is made
     outside = any(_called(b, deferred) for b in node.bases)  # its metaclass is outside too
     for keyword in node.keywords:  # handed to the metaclass
         if not (_called(keyword.value, deferred) if keyword.arg == "metaclass"
                 else outside and _plain(keyword.value, deferred)):  # fmt: skip
             return False
-    return _all(node.body, deferred, postponed)
+    return _all(node.body, deferred, postponed, records)
 
 
 def _decorated(node: ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef,
@@ -103,20 +123,45 @@ def _annotation(node: ast.expr, deferred: Deferred, postponed: bool) -> bool:
     return postponed or isinstance(node, ast.Constant | ast.Name) or _called(node, deferred)
 
 
-def _all(nodes: list[ast.stmt], deferred: Deferred, postponed: bool) -> bool:
-    return all(inert(n, deferred, postponed) for n in nodes)
+def _all(nodes: list[ast.stmt], deferred: Deferred, postponed: bool, records: Records) -> bool:
+    return all(inert(n, deferred, postponed, records) for n in nodes)
 
 
-def _value(node: ast.expr, deferred: Deferred) -> bool:
+def _value(node: ast.expr, deferred: Deferred, records: Records = ()) -> bool:
     """Whether evaluating `node` as an assigned value runs no code of the repository."""
-    if isinstance(node, ast.Constant | ast.Name):
+    if isinstance(node, ast.Constant | ast.Name) or _arithmetic(node):
         return True
     if isinstance(node, ast.Tuple | ast.List | ast.Set):
-        return all(_value(e, deferred) for e in node.elts)
+        return all(_value(e, deferred, records) for e in node.elts)
     if isinstance(node, ast.Dict):
-        return None not in node.keys and all(_value(e, deferred)
-                                             for e in [*node.keys, *node.values])  # fmt: skip
-    return _called(node, deferred)
+        parts = [*node.keys, *node.values]
+        return None not in node.keys and all(_value(e, deferred, records) for e in parts)
+    return _record_call(node, deferred, records) or _called(node, deferred)
+
+
+def _arithmetic(node: ast.expr) -> bool:
+    """Operators on constants only (`-1`, `10 * 1024`): Python's own, on its own values."""
+    if isinstance(node, ast.UnaryOp):
+        return _arithmetic(node.operand)
+    if isinstance(node, ast.BinOp):
+        return _arithmetic(node.left) and _arithmetic(node.right)
+    return isinstance(node, ast.Constant)
+
+
+def _record_call(node: ast.expr, deferred: Deferred, records: Records) -> bool:
+    """A record class called by name, each argument a constant, a tuple or list of such
+    arguments, a deferred chain or a record call (never a name: code outside the
+    repository may call what it is handed)."""
+    if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)):
+        return False
+    parts = [*node.args, *(k.value for k in node.keywords)]
+    return node.func.id in records and all(_argument(p, deferred, records) for p in parts)
+
+
+def _argument(node: ast.expr, deferred: Deferred, records: Records) -> bool:
+    if isinstance(node, ast.Tuple | ast.List):
+        return all(_argument(e, deferred, records) for e in node.elts)
+    return _record_call(node, deferred, records) or _plain(node, deferred)
 
 
 def _called(node: ast.expr, deferred: Deferred) -> bool:

@@ -25,25 +25,50 @@ def mark(annotation: ast.expr, marker: str, keyword: str, others: frozenset[str]
     """True or False: whether `annotation` is `Annotated[T, ..., marker(keyword=True)]`
     with that call its first item that is not a call of `others`; else why the text
     cannot tell."""
+    call = _marker(annotation, marker, others)
+    if call is None:
+        return False
+    return call if isinstance(call, str) else _keyword(call, keyword)
+
+
+def given(annotation: ast.expr, marker: str, keyword: str,
+          others: frozenset[str]) -> tuple[ast.expr | None, str | None]:  # fmt: skip
+    """(value, None): what the same marker call gives `keyword`, unevaluated (None where
+    it gives nothing: the marker's own default, as SGLang's `Arg(fallback=None)`); else
+    (None, why the text cannot tell)."""
+    call = _marker(annotation, marker, others)
+    if isinstance(call, str):
+        return None, call
+    for item in [] if call is None else call.keywords:
+        if item.arg is None:
+            return None, "its annotation's marker is given **options"
+        if item.arg == keyword:
+            return item.value, None
+    return None, None
+
+
+def _marker(annotation: ast.expr, marker: str, others: frozenset[str]) -> ast.Call | str | None:
+    """The marker's call that Python's reading finds in `annotation` (None: none, or help
+    text first), else why the text cannot tell."""
     if isinstance(annotation, ast.Constant) and isinstance(annotation.value, str):
         return "its annotation is a string, which Python evaluates"
     found = _metadata(annotation)
     if found is None:
-        return _aliased(annotation, marker)
+        return _aliased(annotation, marker) or None
     items, inner = found
     aliased = _aliased(inner, marker)  # `A[Ann[int, Arg(...)], "help"]`: Ann's items first
     if isinstance(aliased, str):
         return aliased
     for item in items:
         if isinstance(item, ast.Constant) and isinstance(item.value, str):
-            return False  # help text alone: an Arg without the mark
+            return None  # help text alone: an Arg without the mark
         if isinstance(item, ast.Call) and last_name(item.func) == marker:
-            return _keyword(item, keyword)
+            return item
         if isinstance(item, ast.Call) and last_name(item.func) not in others:
             return f"its annotation calls {last_name(item.func) or 'an expression'} before {marker}"
         if not isinstance(item, ast.Call | ast.Constant):
             return f"its annotation holds {ast.unparse(item)} before any {marker}(...)"
-    return False
+    return None
 
 
 def _aliased(annotation: ast.expr, marker: str) -> bool | str:

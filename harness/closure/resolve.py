@@ -64,6 +64,7 @@ class ViewClass(NamedTuple):
     namespaces: str | None = None  # a module-level list of classes declaring more fields
     names: frozenset[str] = frozenset()  # what a helper calls the view (its first parameter)
     declarable: tuple[str, str, frozenset[str]] | None = None  # WorldFacts.declarable
+    fallback: str | None = None  # WorldFacts.fallback
 
 
 class LocalImport(NamedTuple):
@@ -361,10 +362,13 @@ class Resolver:
 
     def _self_contained(self, path: str, name: str | None) -> bool:
         """Whether `path` binds `name` once, with an undecorated `def` or an assignment,
-        that reads nothing but builtins (and a function's parameters), and no statement of
-        the file may change it: SGLang's `is_no_spec_infer_or_topk_one(cfg)` in
-        `utils/common.py`, `CP_V2_DEFAULT_MODEL_CLASSES = frozenset({...})`. An entry reads
-        such a name from outside the resolution code, as a pass reads its helpers."""
+        that reads nothing but builtins (and a function's parameters) and names the world
+        answers, which the file imports once from their home (`from sglang.srt.environ
+        import envs`), and no statement of the file may change it: SGLang's
+        `is_no_spec_infer_or_topk_one(cfg)` in `utils/common.py`,
+        `CP_V2_DEFAULT_MODEL_CLASSES = frozenset({...})`, `pp_spec_stable_rows_enabled()`
+        (`envs.SGLANG_ENABLE_PP_SPEC.get()`). An entry reads such a name from outside the
+        resolution code, as a pass reads its helpers."""
         index = self.index(path)
         bindings = index.get(name, []) if name is not None else []
         if len(bindings) != 1 or bindings[0].kind != DEFINITION:
@@ -376,15 +380,29 @@ class Resolver:
         if not isinstance(node, ast.FunctionDef | ast.Assign):
             return False
         frees = shape(statement, HELPER)[1]
-        if not all(hasattr(builtins, free) for free in frees):
+        world = {free for free in frees if self._world_name_in(path, free, index)}
+        if not all(hasattr(builtins, free) or free in world for free in frees):
             return False
-        if any(free in index for free in frees):  # a builtin the file rebinds is not one
+        if any(free in index for free in frees - world):  # a builtin the file rebinds
             return False
         nodes = [n for piece in self.layouts[path].pieces for n in piece.nodes]
         if any(star_imports(n) or _rebinds_builtins(n, frees) for n in nodes):
             return False
         watched = {name, ANY, *frees}
         return not any(watched & data for _, data, _ in self._changers(path))
+
+    def _world_name_in(self, path: str, name: str, index: dict[str, list[Binding]]) -> bool:
+        """Whether the file at `path` binds `name` once, importing a name the world
+        answers from a file where the project defines it (its home)."""
+        bindings = index.get(name, [])
+        if len(bindings) != 1 or bindings[0].kind != IMPORT:
+            return False
+        node = bindings[0].statement.node
+        imported = _imported_name(node, name)
+        if imported is None or imported not in self.bound or not world_import(node, imported):
+            return False
+        module = self.files.module_file(node.module or "", path, node.level)
+        return module is not None and self.facts.stands_for_file(imported, module)
 
     def _local_imports(self, path: str, statement: Statement) -> None:
         """Follow `from m import x` inside a function into the resolution code: a module

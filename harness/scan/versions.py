@@ -62,6 +62,7 @@ def view_class(matrix: Matrix) -> ViewClass | None:
         facts.view_namespaces,
         facts.view_names,
         facts.declarable,
+        facts.fallback,
     )
 
 

@@ -71,7 +71,7 @@ def test_namespace_classes_are_read_through_their_imports():
     assert defaults_of(files) == {
         "page_size": (None, True),
         "mem_fraction": (0.75, True),
-        "hosts": (None, False),
+        "hosts": ([], True),  # a new empty list each time, as the factory makes
         "_explicit": (False, True),
         "chunked_prefill_size": (8192, True),
         "policy": ("fcfs", True),
@@ -91,10 +91,54 @@ def test_a_dataclass_declares_its_own_fields():
     assert defaults_of(files) == {
         "model_path": (None, False),
         "tp_size": (1, True),
-        "tags": (None, False),
+        "tags": ([], True),
         "port": (30000, True),
         "big": (None, False),
     }
+
+
+def test_only_an_empty_container_factory_of_pythons_own_is_read():
+    """`default_factory=list` (or dict, set, tuple, frozenset) makes an empty container,
+    unless the file binds the name itself; any other factory, or one given more, is
+    not read."""
+    body = (
+        "    a: list = dataclasses.field(default_factory=dict)\n"
+        "    b: list = dataclasses.field(default_factory=make)\n"
+        "    c: list = dataclasses.field(default_factory=list, repr=False)\n"
+        "    d: list = dataclasses.field(default_factory=lambda: [1])\n"
+    )
+    source = "import dataclasses\n\n\n@dataclasses.dataclass\nclass ServerArgs:\n" + body
+    files = {"python/sglang/srt/server_args.py": source, TARGET: ""}
+    assert defaults_of(files) == {"a": ({}, True), "b": (None, False), "c": (None, False),
+                                  "d": (None, False)}  # fmt: skip
+    files["python/sglang/srt/server_args.py"] = source + "\n\ndict = make\n"
+    assert defaults_of(files)["a"] == (None, False)
+
+
+def test_fallbacks_are_read_from_the_marker():
+    """`Arg(..., fallback=V)`: a literal (arithmetic on numbers too) is read, None or none
+    given is no fallback, anything else is refused with why."""
+    memory = (
+        "class Memory(msgspec.Struct):\n"
+        '    a: A[Optional[float], Arg(help="x", fallback=0.8)] = None\n'
+        "    b: A[Optional[int], Arg(fallback=4 * 1024)] = None\n"
+        "    c: A[Optional[str], Arg(fallback=None)] = None\n"
+        '    d: A[Optional[str], "help text"] = None\n'
+        "    e: A[Optional[float], Arg(fallback=share())] = None\n"
+        "    f: A[Optional[float], Arg(**options)] = None\n"
+    )
+    files = {"python/sglang/srt/server_args.py": NAMESPACES,
+             "python/sglang/srt/arg_groups/fields/memory.py": memory,
+             "python/sglang/srt/arg_groups/fields/sched.py": SCHEDULE, TARGET: ""}  # fmt: skip
+    view = VIEW._replace(declarable=("Arg", "resolvable", frozenset({"NS"})), fallback="fallback")
+    found = class_defaults(SourceCache(), RevisionFiles.of(files, TARGET), view).fallbacks
+    assert {n: (d.value, d.refusal is None) for n, d in found.items()} == {
+        "a": (0.8, True),
+        "b": (4096, True),
+        "e": (None, False),
+        "f": (None, False),
+    }
+    assert "computed" in found["e"].refusal and "**options" in found["f"].refusal
 
 
 def test_no_class_or_no_file_means_no_defaults():
