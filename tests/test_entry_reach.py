@@ -381,18 +381,18 @@ class Arg(msgspec.Struct, frozen=True):
     help: str = ""
 
 
-def field_names(cls):
+def help_names(cls):
     return frozenset({Arg().help})
 '''
 USES_UNLOADABLE = '''\
 """Resolution reading a name from a file that cannot load, on one backend only."""
 
-from sglang.srt.arg_groups.arg_utils import field_names
+from sglang.srt.arg_groups.arg_utils import help_names
 
 
 def run_resolution_pipeline(server_args):
     if server_args.attention_backend == "checked":
-        server_args.page_size = len(field_names(server_args))
+        server_args.page_size = len(help_names(server_args))
     elif server_args.page_size is None:
         server_args.page_size = 16
 '''
@@ -409,10 +409,10 @@ def test_a_file_that_cannot_load_is_refused_where_its_names_are_reached(tmp_path
         assert (code, report["notes"]) == (0, {}), report["notes"]
         return
     read = USES_UNLOADABLE.splitlines().index(
-        "        server_args.page_size = len(field_names(server_args))") + 1  # fmt: skip
+        "        server_args.page_size = len(help_names(server_args))") + 1  # fmt: skip
     note = report["notes"]["base"]
     assert code == 4, note
-    assert f"name field_names is read at {PKG}/pipeline.py:{read}: {PKG}/arg_utils.py " \
+    assert f"name help_names is read at {PKG}/pipeline.py:{read}: {PKG}/arg_utils.py " \
            "could not be loaded: name msgspec is read at" in note, note  # fmt: skip
 
 
@@ -541,17 +541,23 @@ def unevaluable(note_part: str):
     [
         pytest.param({"pipeline.py": CAUGHT_AT_LOAD, "helper.py": IMPORTS_ENTRY_FILE},
                      unevaluable("repr(get_platform) is read at"), id="caught-at-load"),
-        pytest.param({"pipeline.py": CLASS_BODY.format(read="bad")},
-                     unevaluable("name bad is read at"), id="class-body-withheld"),
+        pytest.param({"pipeline.py": CLASS_BODY.format(read="bad(1)")},
+                     unevaluable("code the policy forbids in bad is read at"),
+                     id="class-body-withheld"),
+        pytest.param({"pipeline.py": CLASS_BODY.format(read="bad")},  # read, not called
+                     ("values", [1, 1, 1, 1]), id="class-body-narrowed"),
         pytest.param({"pipeline.py": CLASS_BODY.format(read="open")},
                      unevaluable("name open is read at"), id="class-body-builtin"),
         pytest.param({"pipeline.py": REDEFINED},
                      unevaluable("attribute .__class__ (at"), id="redefined"),
         pytest.param({"pipeline.py": DECORATED},
                      unevaluable("attribute .__class__ (at"), id="decorated"),
-        pytest.param({"pipeline.py": MODULE_ATTRIBUTE, "helper.py": BAD_HELPER, "__init__.py": ""},
-                     unevaluable("sglang.srt.arg_groups.helper.bad is read at"),
+        pytest.param({"pipeline.py": MODULE_ATTRIBUTE.replace("helper.bad\n", "helper.bad(1)\n"),
+                      "helper.py": BAD_HELPER, "__init__.py": ""},
+                     unevaluable("code the policy forbids in bad is read at"),
                      id="module-attribute"),
+        pytest.param({"pipeline.py": MODULE_ATTRIBUTE, "helper.py": BAD_HELPER, "__init__.py": ""},
+                     ("values", [64, 64, 64, 64]), id="module-attribute-narrowed"),
         pytest.param({"pipeline.py": USES_REGISTRY, "plugin.py": PLUGIN, "reg.py": REGISTRY},
                      ("values", [1, 1, 1, 1]), id="import-with-effects"),
         pytest.param({"pipeline.py": USES_REGISTRY_AND_PLUGIN, "plugin.py": PLUGIN,

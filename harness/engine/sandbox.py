@@ -294,7 +294,7 @@ class _Loader:
         target = self.bound.ctx.matrix.target
         project = self.bound.ctx.world.project if target.entry and not target.entry_method else None
         if project is not None:
-            project = functools.partial(project, self.bound.probe)
+            project = functools.partial(project, self.bound.probe, closure.defaults, target.outputs)
         return _recording(function, self.recorder, entry=closure.entry, project=project)
 
     def _load_files(self, pending: list) -> None:
@@ -446,14 +446,15 @@ def configuration_type(bound: Bound, kinds: list[type]) -> Callable[[Any], Any] 
 
 def _recording(
     function: Callable[..., Any], recorder: Callable[[Any, dict[str, Any]], Any],
-    entry: bool = False, project: Callable[[dict[str, Any]], dict[str, Any]] | None = None,
+    entry: bool = False, project: Callable[[dict[str, Any], Any], dict[str, Any]] | None = None,
 ) -> Callable[..., Any]:  # fmt: skip
     """`function`, called with the view seen through `recorder`: each call's writes are
     its own (a fresh overlay), read back after they are made (never the input: no axis
     is read), and declared under what it returns (a dict wins; None, or the view itself,
     `return config`, declares the writes alone). An entry point's return value is not
     read (SGLang's callers drop it): its writes alone are its outcome, as `project`
-    reads them where given (the world's: declarations kept apart from the fields)."""
+    reads them where given (the world's: declarations kept apart from the fields, read
+    with the configuration as it was handed)."""
 
     @functools.wraps(function)
     def call(view: Any) -> Any:
@@ -461,7 +462,7 @@ def _recording(
         seen = recorder(view, written)
         result = function(seen)
         if entry and project is not None:
-            return project(written)
+            return project(written, view)
         if entry or result is None or result is seen:
             return dict(written)
         if type(result) is dict and written:
@@ -502,7 +503,7 @@ def _body(
     body = nodes if nodes is not None and path == closure.path else closure.nodes_of(path)
     if rewrite is not None:
         body = rewrite(path, body)
-    body = rewritten(withholding(tuple(body), path, withheld or {}), path)
+    body = rewritten(withholding(tuple(body), path, withheld or {}, closure.nodes_of(path)), path)
     return ast.Module(body=list(body), type_ignores=[])
 
 

@@ -49,6 +49,7 @@ from harness.engine.world import (
     is_stand_in,
     world_function,
 )
+from harness.engine.worlds import records
 
 PASS_VIEW_FIX = (
     "a post-process pass returns the fields it declares; {project} hands it a read-only "
@@ -94,12 +95,27 @@ def merged(probe: Probe, stash: Any) -> dict[str, Any]:
     return found
 
 
-def project(probe: Probe, written: dict[str, Any]) -> dict[str, Any]:
+def project(probe: Probe, defaults: Any, outputs: tuple[str, ...], written: dict[str, Any],
+            config: Any) -> dict[str, Any]:  # fmt: skip
     """`run_resolution_pipeline`'s outcome from what it wrote on its configuration: each
     field's last declaration in the stash over the fields as written, as SGLang's
     `resolution_result` reads them (0.5.19 on: `_raw_input` there, the fields as the
-    entry was handed them, which its handlers never assign)."""
-    return {**written, **merged(probe, checked_stash(probe, written.get(STASH) or ()))}
+    entry was handed them, which its handlers never assign); an output field left None
+    takes the fallback its class declares (`Arg(fallback=...)`, 0.5.20 on), read from
+    `config`, the configuration as handed, where nothing wrote it."""
+    found = {**written, **merged(probe, checked_stash(probe, written.get(STASH) or ()))}
+    for field in outputs:
+        declared = defaults.fallbacks.get(field)
+        if declared is None:
+            continue
+        value = found[field] if field in found else getattr(config, field)
+        if value is not None:
+            continue
+        if not declared.literal:
+            fix = f"{defaults.source}: {declared.refusal}"
+            raise probe.refuse(f"the fallback of {field}", fix, field)
+        found[field] = declared.value
+    return found
 
 
 class Views:
@@ -247,12 +263,47 @@ def materializes(ctx: Context) -> bool:
     return ctx.matrix.target.entry_method
 
 
-def declare_resolution(ctx: Context, check: Callable[..., Any]) -> Callable[..., Any]:
+def declare_resolution(ctx: Context, check: Callable[..., Any],
+                       known: Any = None) -> Callable[..., Any]:  # fmt: skip
     """The fields appended to the stash under `source` (0.5.19 on); the fields stay as
-    they are."""
+    they are. With `known` (the fields the configuration's class declares), a name that
+    is none of them is SGLang's AttributeError."""
 
     def answer(server_args: Any, source: Any, /, **fields: Any) -> None:
+        unknown = [] if known is None else sorted(set(fields) - set(known))
+        if unknown and is_stand_in(server_args):
+            raise AttributeError(f"{source}: {unknown} are not {class_name_of(ctx)} fields")
         _stash(ctx.probe, "declare_resolution", server_args, (source, dict(fields)))
+
+    return answer
+
+
+def class_name_of(ctx: Context) -> str:
+    return ctx.world.facts.class_name or "configuration"
+
+
+def record_foreign_defaults(ctx: Context, declare: Callable[..., None],
+                            known: Any) -> Callable[..., Any]:  # fmt: skip
+    """`record_foreign_defaults(server_args, source, resolve)` (0.5.20 on): `resolve` (a
+    platform plugin's or a speculative algorithm's) is handed a stand-in reading through
+    the live view, whose writes it keeps; those of fields are declared under `source`,
+    and what `resolve` returns is returned."""
+    from harness.engine.sandbox import overlay_maker  # the sandbox's, when bound
+
+    probe, live = ctx.probe, views(ctx).live
+    make = overlay_maker("foreign", probe, otherwise=getattr, record=True,
+                         name="_ForeignDefaults")  # fmt: skip
+
+    def answer(server_args: Any, source: Any, resolve: Any) -> Any:
+        if not is_stand_in(server_args):
+            kind = type(server_args).__name__
+            raise probe.refuse(f"record_foreign_defaults() of a {kind}", OTHER_FIX)
+        written: dict[str, Any] = {}
+        result = resolve(make(live(server_args), written))
+        fields = {name: value for name, value in written.items() if name in known}
+        if fields:
+            declare(server_args, source, **fields)
+        return result
 
     return answer
 
@@ -315,9 +366,15 @@ class Validator(Spec):
 def from_class(ctx: Context, defaults: Any, cls: Any) -> dict[str, Any]:
     """The names the world answers from the configuration's class (`World.from_class`):
     SGLang's check of declarations, and the pass runner that makes it."""
+    probe, known = ctx.probe, frozenset(defaults.fields)
     check = validator(ctx, defaults, cls)
-    runner = world_function("run_post_process_pass", run_post_process_pass(ctx, check), ctx.probe)
-    return {"validate_declarations": check, "run_post_process_pass": runner}
+    runner = world_function("run_post_process_pass", run_post_process_pass(ctx, check), probe)
+    declare = world_function("declare_resolution", declare_resolution(ctx, check, known), probe)
+    foreign = record_foreign_defaults(ctx, declare, known)
+    return {"validate_declarations": check, "run_post_process_pass": runner,
+            "declare_resolution": declare,
+            "record_foreign_defaults": world_function("record_foreign_defaults", foreign, probe),
+            **records.names(ctx, defaults, cls)}  # fmt: skip
 
 
 MACHINERY: dict[str, Spec] = {
@@ -325,6 +382,8 @@ MACHINERY: dict[str, Spec] = {
         fn.__name__: Machinery(fn.__name__, fn)
         for fn in (run_hook, run_post_process_pass, declare_resolution)
     },
+    "record_foreign_defaults": records.Unread("record_foreign_defaults"),
     **{name: View(name) for name in ("resolved_view", "resolving_view", "record_of")},
     "validate_declarations": Validator(),
+    **{name: records.Unread(name) for name in records.HELPERS},
 }

@@ -41,9 +41,10 @@ from harness.engine.world import (
     no_parameters,
     world_function,
 )
-from harness.engine.worlds import caching, checkpoint, dataclass, environ
+from harness.engine.worlds import caching, checkpoint, copying, dataclass, environ
 from harness.engine.worlds.common import logger, registering
 from harness.engine.worlds.plumbing import MACHINERY, MATERIALIZED, UNSET, from_class, project
+from harness.engine.worlds.records import HELPERS as RECORD_HELPERS
 from harness.errors import HarnessError
 from harness.matrix.model import Matrix, format_value
 
@@ -227,8 +228,19 @@ def _current_platform() -> Spec:
             "is_out_of_tree": Call(out_of_tree),
             "get_default_attention_backend": Call(backend),
             "apply_server_args_defaults": PluginDefaults(),
+            "device_name": Map(
+                Param("platform", reader="current_platform.device_name"), device_name
+            ),
         },
     )
+
+
+def device_name(platform: Any) -> str:
+    """`current_platform.device_name`: the short name SGLang's in-tree platform classes
+    give (`cuda` on every CUDA GPU, `rocm` on an AMD GPU, else the platform's own)."""
+    if gpu_major(platform) is not None:
+        return "cuda"
+    return "rocm" if platform == "hip" else str(platform)
 
 
 PLUGIN_FIX = (
@@ -297,17 +309,37 @@ def _model_config() -> Spec:
     arch = Param("architecture", default="LlamaForCausalLM", required=False)
     hf_config = Obj(
         "model_config_of(view).hf_config",
-        {"architectures": ListOf(arch)},
+        {"architectures": ListOf(arch), "get_text_config": Call(Shared("hf_config"))},
         fallback=lambda name: field_param(f"hf_config.{name}", f"model_config.hf_config.{name}"),
     )
     heads = field_param("model_config.num_kv_heads", "model_config.get_num_kv_heads()")
     attrs = {
-        "hf_config": hf_config,
+        "hf_config": Shared("hf_config", hf_config),
+        # a text model's text config is its config (transformers' get_text_config())
+        "hf_text_config": Shared("hf_config", hf_config),
         "attention_arch": Map(Param("use_mla", reader="model_config.attention_arch"), _arch),
         "get_num_kv_heads": Call(heads),
     }
     fallback = lambda name: field_param(f"model_config.{name}", f"model_config.{name}")  # noqa: E731
     return Obj("model_config_of(view)", attrs, fallback=fallback)
+
+
+@dataclasses.dataclass(frozen=True)
+class Shared(Spec):
+    """One object per compiled world under `key`, whatever reads it: `spec` compiled at
+    the first read (the model's config: `model_config.hf_config`, `.hf_text_config` and
+    its own `get_text_config()` are the one object, as a text model's are)."""
+
+    key: str
+    spec: Spec | None = None  # None: read from the object `key` names (made by then)
+
+    def compile(self, ctx: Context) -> Resolver:
+        found = ctx.shared.get(self.key)
+        if found is None:
+            if self.spec is None:
+                raise RuntimeError(f"a bug in harness: {self.key} read before it is made")
+            found = ctx.shared[self.key] = self.spec.compile(ctx)
+        return found
 
 
 def _arch(use_mla: Any) -> str:
@@ -360,6 +392,7 @@ def _names() -> dict[str, Spec]:
     names.update(MACHINERY)  # the views too (VIEW_FUNCTIONS)
     names.update(dataclass.names())
     names.update(caching.names())
+    names.update(copying.names())
     names.update(environ.names(path=checkpoint.path()))
     names.update(checkpoint.names())
     names.update(checkpoint.hub())
@@ -410,8 +443,10 @@ HOMES = (
     ("model_config_of", (BASE,)),
     ("run_post_process_pass", ("overrides.py",)),  # the machinery an entry runs through
     ("declare_resolution", ("overrides.py",)),
+    ("record_foreign_defaults", ("overrides.py",)),
     ("validate_declarations", ("overrides.py",)),
     ("run_hook", ("resolution_hooks.py",)),
+    *((name, ("arg_utils.py",)) for name in RECORD_HELPERS),  # a record's fields (0.5.19 on)
 )
 # ... and the files the code imports them from (`from sglang.srt.utils import is_hip`):
 # an import of the name from one of them reads the definition the world stands for; from
@@ -451,6 +486,7 @@ FACTS = WorldFacts(
     imported_homes=IMPORTED_HOMES,
     default_homes=UTILS,
     declarable=("Arg", "resolvable", frozenset({"NS"})),  # `A[int, Arg(..., resolvable=True)]`
+    fallback="fallback",  # `A[Optional[float], Arg(..., fallback=0.8)]` (0.5.20 on)
 )
 
 WORLD = World(

@@ -1,0 +1,154 @@
+"""SGLang's questions about a record's fields (`arg_utils`, 0.5.19 on), answered for the
+configuration an entry is handed.
+
+From 0.5.19 SGLang's resolution asks what fields a record declares through small
+functions of `sglang/srt/arg_groups/arg_utils.py` that read msgspec's and
+dataclasses' machinery (`msgspec.structs.fields(cls)`, `get_type_hints`,
+`cls.__mro__`): `record_fields(type(server_args))` lists the fields (the entry
+snapshots them all as `_raw_input`), `is_record(x)`, `field_names(cls)`,
+`resolvable_fields(cls)`, and `with_fallback(cls, name, value)` applies a field's
+declared `Arg(fallback=...)` (SGLang's `resolution_result` reads it). The world
+answers them from what the configuration's class declares, read from the code
+(`harness.closure.defaults`: its namespaces' fields, in the order read, each
+with its default, resolvable mark and fallback):
+
+- `record_fields(cls)`: a tuple of field records, each with `.name` and
+  `.default` (refused where the default is not a literal); `is_record` is true
+  of the configuration and its class, false of a plain value (None, a number, a
+  string, a container), refused of anything else;
+- `field_names`, `resolvable_fields`, `fallbacks_of`, `with_fallback` as
+  SGLang's, refused where a mark or a fallback cannot be read from the text.
+
+Asked of any other class, each is refused (its fields are not read).
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from harness.engine.world import Context, Probe, Resolver, Spec, is_stand_in, world_function
+
+RECORD_FIX = (
+    "{project}'s record helpers are answered for the configuration the entry is handed "
+    "and its class only, from the fields its code declares (see docs/matrix-files.md)"
+)
+PLAIN = (type(None), bool, int, float, complex, str, bytes, tuple, list, dict, set, frozenset)
+
+
+def names(ctx: Context, defaults: Any, cls: Any) -> dict[str, Any]:
+    """The record helpers, answered from `defaults` (the class's fields as read) for the
+    configuration's class `cls` (`World.from_class`)."""
+    probe, name = ctx.probe, ctx.world.facts.class_name
+    asked = _class_check(probe, cls, name)
+    fields = _field_records(probe, defaults)
+
+    def record_fields(of: Any) -> tuple:
+        asked(of, "record_fields")
+        return fields()
+
+    def is_record(of: Any) -> bool:
+        if of is cls or (is_stand_in(of) and type(of).__name__ == name):
+            return True
+        if type(of) in PLAIN:
+            return False
+        raise probe.refuse(f"is_record() of a {type(of).__name__}", RECORD_FIX)
+
+    def field_names(of: Any) -> frozenset:
+        asked(of, "field_names")
+        return frozenset(defaults.fields)
+
+    def resolvable_fields(of: Any) -> frozenset:
+        asked(of, "resolvable_fields")
+        unread = sorted(f for f, marked in defaults.marks.items() if type(marked) is str)
+        if unread:
+            why = defaults.marks[unread[0]]
+            raise probe.refuse(f"whether {defaults.source} lets {unread[0]} be declared", why)
+        return frozenset(f for f, marked in defaults.marks.items() if marked is True)
+
+    def fallbacks_of(of: Any) -> dict:
+        asked(of, "fallbacks_of")
+        return {field: _fallback(probe, defaults, field) for field in defaults.fallbacks}
+
+    def with_fallback(of: Any, field: Any, value: Any) -> Any:
+        asked(of, "with_fallback")
+        if value is not None or field not in defaults.fallbacks:
+            return value
+        return _fallback(probe, defaults, field)
+
+    answers = (record_fields, is_record, field_names, resolvable_fields, fallbacks_of,
+               with_fallback)  # fmt: skip
+    assert tuple(fn.__name__ for fn in answers) == HELPERS
+    return {fn.__name__: world_function(fn.__name__, fn, probe) for fn in answers}
+
+
+HELPERS = ("record_fields", "is_record", "field_names", "resolvable_fields", "fallbacks_of",
+           "with_fallback")  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Unread(Spec):
+    """One of the helpers before the class's fields are read: every call refused."""
+
+    label: str
+
+    def compile(self, ctx: Context) -> Resolver:
+        name = ctx.world.facts.class_name
+
+        def answer(*args: Any, **kwargs: Any) -> Any:
+            raise ctx.probe.refuse(f"{self.label}()", f"{name}'s fields were not read")
+
+        function = world_function(self.label, answer, ctx.probe)
+        return lambda probe: function
+
+
+def _class_check(probe: Probe, cls: Any, name: str) -> Callable[[Any, str], None]:
+    def asked(of: Any, label: str) -> None:
+        if of is not cls:
+            raise probe.refuse(f"{label}() of another class than {name}", RECORD_FIX)
+
+    return asked
+
+
+def _field_records(probe: Probe, defaults: Any) -> Callable[[], tuple]:
+    """The fields' records (made at the first call: a class declares hundreds)."""
+    from harness.engine.sandbox import overlay_maker  # the sandbox's, when bound
+
+    def read(inner: Any, attr: str) -> Any:
+        if attr.startswith("__"):
+            raise AttributeError(attr)
+        if attr == "default":  # the one read of a field's that the name leaves unanswered
+            field = inner
+            why = defaults.fields[field].refusal
+            raise probe.refuse(f"the default of {field}", f"{defaults.source}: {why}", field)
+        raise probe.refuse(f"a field record's .{attr}", RECORD_FIX)
+
+    def write(inner: Any, attr: str, done: str) -> BaseException:
+        return probe.refuse(f"a field record's .{attr}", RECORD_FIX, done=done)
+
+    def fresh(record: Any, value: Any) -> Any:  # a list default read is a new list each time
+        return copy.deepcopy(value)
+
+    make = overlay_maker("field", probe, fresh, otherwise=read, write=write, name="FieldInfo")
+    made: list[tuple] = []
+
+    def fields() -> tuple:
+        if not made:
+            made.append(tuple(make(name, {"name": name, **_known(default)})
+                              for name, default in defaults.fields.items()))  # fmt: skip
+        return made[0]
+
+    return fields
+
+
+def _known(default: Any) -> dict[str, Any]:
+    return {"default": default.value} if default.literal else {}
+
+
+def _fallback(probe: Probe, defaults: Any, field: str) -> Any:
+    declared = defaults.fallbacks[field]
+    if not declared.literal:
+        raise probe.refuse(f"the fallback of {field}", f"{defaults.source}: {declared.refusal}")
+    return declared.value
