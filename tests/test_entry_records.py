@@ -713,3 +713,91 @@ def test_the_platform_name_and_the_text_config_are_sglangs(tmp_path):
     per_platform = {"sm90": "cuda", "sm100": "cuda", "hip": "rocm", "npu": "npu"}
     expected = [(name, "True") for name in per_platform.values() for _ in range(4)]
     assert found == expected
+
+
+DATACLASS_ARGS = '''\
+"""Server arguments: one dataclass (0.5.19)."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Annotated, List, Optional
+
+from sglang.srt.arg_groups.arg_utils import Arg
+
+
+@dataclasses.dataclass
+class ServerArgs:
+    model_path: str = "org/model"
+    attention_backend: Annotated[Optional[str], Arg(resolvable=True)] = None
+    page_size: Annotated[Optional[int], Arg(resolvable=True)] = None
+    chunk: int = -1
+    hosts: List[str] = dataclasses.field(default_factory=list)
+'''
+DATACLASS_PIPELINE = '''\
+"""Ordered configuration resolution (0.5.19: the configuration is a dataclass)."""
+
+import dataclasses
+
+from sglang.srt.arg_groups.overrides import declare_resolution, resolving_view
+
+
+def run_resolution_pipeline(server_args):
+    server_args._raw_input = {
+        field.name: getattr(server_args, field.name)
+        for field in dataclasses.fields(server_args)
+    }
+    names = [f.name for f in dataclasses.fields(type(server_args))]
+    cfg = resolving_view(server_args)
+    if dataclasses.is_dataclass(type(server_args)) and dataclasses.is_dataclass(server_args):
+        declare_resolution(server_args, "shape", chunk=len(names) * 10 + len(cfg.hosts))
+    if cfg.page_size is None and not dataclasses.is_dataclass(cfg.attention_backend):
+        declare_resolution(server_args, "page", page_size=names.index("page_size"))
+'''
+
+
+def test_a_dataclass_configuration_answers_the_dataclasses_module(tmp_path):
+    """0.5.19's entry asks `dataclasses.fields(server_args)` and `is_dataclass`: of the
+    configuration, its fields as the class declares them, in order; of anything else
+    of the code's, Python's answer."""
+    texts = files()
+    texts["python/sglang/srt/server_args.py"] = DATACLASS_ARGS
+    texts[f"{PKG}/pipeline.py"] = DATACLASS_PIPELINE
+    root, sha, matrix = commit_files(tmp_path, texts)
+    axes = {"attention_backend": [None, "wide"], "page_size": [None, 1]}
+    matrix.write_text(
+        f"name: dc\ntarget:\n  path: {PKG}/pipeline.py\n  entry: run_resolution_pipeline\n"
+        "  output: [page_size, chunk]\nworld: sglang\naxes:\n"
+        "  attention_backend: [null, wide]\n  page_size: [null, 1]\n"
+    )
+    found = harness_outcomes(root, sha, matrix, outputs=("page_size", "chunk"))
+    expected = []
+    for cell in cells(axes):
+        with imported(tmp_path / "tree", "sm90", stubs({"SGLANG_SPEC_ROWS": False})) as (
+            configuration, run):  # fmt: skip
+            from sglang.srt.arg_groups.overrides import resolution_result
+
+            server_args = configuration(**cell)
+            run(server_args)
+            expected.append(
+                tuple(resolution_result(server_args, f) for f in ("page_size", "chunk"))
+            )
+    assert expected[0] == (2, 50)  # five fields, no host; page_size is the third
+    assert found == expected
+
+
+def test_the_fields_of_a_class_with_bases_are_refused(tmp_path):
+    """A base class's fields are not read, so the field list of a configuration whose
+    class has one would be short: refused where asked, not answered."""
+    texts = files()
+    texts["python/sglang/srt/server_args.py"] = DATACLASS_ARGS.replace(
+        "class ServerArgs:", "class ServerArgs(Base):"
+    )
+    texts[f"{PKG}/pipeline.py"] = DATACLASS_PIPELINE
+    root, sha, matrix = commit_files(tmp_path, texts)
+    matrix.write_text(
+        f"name: dc\ntarget:\n  path: {PKG}/pipeline.py\n  entry: run_resolution_pipeline\n"
+        "  output: [page_size]\nworld: sglang\naxes:\n  page_size: [null, 1]\n"
+    )
+    code, note = diff_note(root, sha, matrix)
+    assert code == 4 and "has base classes, whose fields are not read" in note, note

@@ -73,6 +73,10 @@ class Defaults:
     # `Arg(fallback=...)`: its value when neither resolution nor input gives one), or why
     # it cannot be read; a field not here has none
     fallbacks: dict[str, Default] = field(default_factory=dict)
+    # how the class is made, as the code asks it (`dataclasses.is_dataclass`): a dataclass
+    # of its own body (no namespaces); with base classes, whose fields are not read
+    dataclass: bool = False
+    bases: bool = False
 
     @property
     def digest(self) -> str:
@@ -87,6 +91,7 @@ class Defaults:
                 for n, d in sorted(table.items())
             )
             + f"\0class attributes:{self.class_attributes}"
+            + f"\0dataclass:{self.dataclass}:{self.bases}"
             + "".join(f"\0mark:{n}={m!r}" for n, m in sorted(self.marks.items()))
         )
         return hashlib.sha256(text.encode()).hexdigest()
@@ -99,7 +104,7 @@ class Defaults:
         """Pickled as rows of plain values: every worker job carries the class's hundreds
         of fields, and dataclass objects pickle and unpickle several times slower."""
         rows = (_rows(self.fields), self.source, _rows(self.inputs), self.class_attributes,
-                self.marks, _rows(self.fallbacks))  # fmt: skip
+                self.marks, _rows(self.fallbacks), self.dataclass, self.bases)  # fmt: skip
         return _from_rows, rows
 
 
@@ -108,11 +113,13 @@ def _rows(table: dict[str, Default]) -> list[tuple]:
 
 
 def _from_rows(fields: list[tuple], source: str, inputs: list[tuple], class_attributes: bool,
-               marks: dict[str, bool | str], fallbacks: list[tuple]) -> Defaults:  # fmt: skip
+               marks: dict[str, bool | str], fallbacks: list[tuple], dataclass: bool,
+               bases: bool) -> Defaults:  # fmt: skip
     def table(rows: list[tuple]) -> dict[str, Default]:
         return {name: Default(value, where, refusal) for name, value, where, refusal in rows}
 
-    return Defaults(table(fields), source, table(inputs), class_attributes, marks, table(fallbacks))
+    return Defaults(table(fields), source, table(inputs), class_attributes, marks,
+                    table(fallbacks), dataclass, bases)  # fmt: skip
 
 
 NO_DEFAULTS = Defaults({})
@@ -139,7 +146,16 @@ def class_defaults(cache: SourceCache, files: RevisionFiles, view: ViewClass) ->
     attributes = not namespaces and found is not None and _plain_dataclass(cache, files, *found)
     source = f"{view.name} ({path})"
     marks = {name: marked for name, marked in marks.items() if marked is not False}
-    return Defaults(fields, source, class_attributes=attributes, marks=marks, fallbacks=fallbacks)
+    node = found[1].node if found is not None else None
+    made = node is not None and any(decorator_name(d) == DATACLASS for d in node.decorator_list)
+    based = node is not None and any(not _is_object(b) for b in node.bases)
+    dataclass = made and not namespaces
+    return Defaults(fields, source, class_attributes=attributes, marks=marks,
+                    fallbacks=fallbacks, dataclass=dataclass, bases=based)  # fmt: skip
+
+
+def _is_object(node: ast.expr) -> bool:
+    return isinstance(node, ast.Name) and node.id == "object"
 
 
 def _plain_dataclass(cache: SourceCache, files: RevisionFiles, path: str, cls: Statement) -> bool:

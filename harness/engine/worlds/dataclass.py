@@ -66,8 +66,14 @@ class Decorator(Spec):
         return lambda probe: function
 
 
+def names_made() -> dict[str, Spec]:
+    """`dataclass` and `field`, as the world answers them."""
+    return {"dataclass": Decorator(), "field": Function("field", dataclasses.field)}
+
+
 def names() -> dict[str, Spec]:
     """The world's names for `from dataclasses import dataclass, field` and for `import
-    dataclasses` (whose other attributes are refused)."""
-    made = {"dataclass": Decorator(), "field": Function("field", dataclasses.field)}
+    dataclasses` (whose other attributes are refused; an entry's answers `fields` and
+    `is_dataclass` too: `harness.engine.worlds.records`)."""
+    made = names_made()
     return {**made, "dataclasses": Obj("dataclasses", made)}

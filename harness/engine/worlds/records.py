@@ -17,7 +17,13 @@ with its default, resolvable mark and fallback):
   of the configuration and its class, false of a plain value (None, a number, a
   string, a container), refused of anything else;
 - `field_names`, `resolvable_fields`, `fallbacks_of`, `with_fallback` as
-  SGLang's, refused where a mark or a fallback cannot be read from the text.
+  SGLang's, refused where a mark or a fallback cannot be read from the text;
+- `dataclasses.fields(x)` and `dataclasses.is_dataclass(x)` (0.5.19's entry and
+  handlers ask these of the configuration): of the configuration or its class,
+  the same field records where the class is a dataclass of its own body (else
+  Python's TypeError, and false); of the code's own objects, Python's answers.
+
+A class with base classes (whose fields are not read) has its fields refused.
 
 Asked of any other class, each is refused (its fields are not read).
 """
@@ -25,11 +31,22 @@ Asked of any other class, each is refused (its fields are not read).
 from __future__ import annotations
 
 import copy
+import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from harness.engine.world import Context, Probe, Resolver, Spec, is_stand_in, world_function
+from harness.engine.world import (
+    Context,
+    Native,
+    Obj,
+    Probe,
+    Resolver,
+    Spec,
+    is_stand_in,
+    world_function,
+)
+from harness.engine.worlds import dataclass as dataclass_world
 
 RECORD_FIX = (
     "{project}'s record helpers are answered for the configuration the entry is handed "
@@ -50,7 +67,7 @@ def names(ctx: Context, defaults: Any, cls: Any) -> dict[str, Any]:
         return fields()
 
     def is_record(of: Any) -> bool:
-        if of is cls or (is_stand_in(of) and type(of).__name__ == name):
+        if of is cls or _configuration(of, name):
             return True
         if type(of) in PLAIN:
             return False
@@ -81,7 +98,45 @@ def names(ctx: Context, defaults: Any, cls: Any) -> dict[str, Any]:
     answers = (record_fields, is_record, field_names, resolvable_fields, fallbacks_of,
                with_fallback)  # fmt: skip
     assert tuple(fn.__name__ for fn in answers) == HELPERS
-    return {fn.__name__: world_function(fn.__name__, fn, probe) for fn in answers}
+    made = {fn.__name__: world_function(fn.__name__, fn, probe) for fn in answers}
+    return {**made, "dataclasses": _dataclasses(ctx, defaults, cls, fields)}
+
+
+def _configuration(obj: Any, name: str | None) -> bool:
+    """Whether `obj` is the configuration an entry is handed (the world's stand-in of
+    the configuration's class, or its view of methods)."""
+    return is_stand_in(obj) and type(obj).__name__ == name
+
+
+NOT_DATACLASS = "must be called with a dataclass type or instance"  # Python's message
+
+
+def _dataclasses(ctx: Context, defaults: Any, cls: Any, fields: Callable[[], tuple]) -> Any:
+    """The `dataclasses` module of an entry: the world's decorator and `field`, and
+    `fields`/`is_dataclass` answering for the configuration too (module docstring)."""
+    probe, name = ctx.probe, ctx.world.facts.class_name
+
+    def ours(of: Any, label: str) -> bool:
+        if of is cls or _configuration(of, name):
+            return True
+        if is_stand_in(of):
+            raise probe.refuse(f"dataclasses.{label}() of a {type(of).__name__}", RECORD_FIX)
+        return False
+
+    def fields_of(of: Any) -> tuple:
+        if not ours(of, "fields"):
+            return dataclasses.fields(of)
+        if not defaults.dataclass:
+            raise TypeError(NOT_DATACLASS)
+        return fields()
+
+    def is_dataclass(of: Any) -> bool:
+        return defaults.dataclass if ours(of, "is_dataclass") else dataclasses.is_dataclass(of)
+
+    answers = (("fields", fields_of), ("is_dataclass", is_dataclass))
+    made = {label: Native(world_function(f"dataclasses.{label}", answer, probe))
+            for label, answer in answers}  # fmt: skip
+    return Obj("dataclasses", {**dataclass_world.names_made(), **made}).compile(ctx)(probe)
 
 
 HELPERS = ("record_fields", "is_record", "field_names", "resolvable_fields", "fallbacks_of",
@@ -135,6 +190,9 @@ def _field_records(probe: Probe, defaults: Any) -> Callable[[], tuple]:
     made: list[tuple] = []
 
     def fields() -> tuple:
+        if defaults.bases:
+            why = f"{defaults.source} has base classes, whose fields are not read"
+            raise probe.refuse(f"the fields of {defaults.source}", why)
         if not made:
             made.append(tuple(make(name, {"name": name, **_known(default)})
                               for name, default in defaults.fields.items()))  # fmt: skip

@@ -210,6 +210,8 @@ def _platform_flag(flag: str, reader: str) -> Spec:
 
 def _platform_object() -> Spec:
     attrs = {flag: _platform_flag(flag, f"get_platform().{flag}") for flag in FLAGS}
+    # SGLang's platform facts read `device_sm` through get_device_sm(), as below
+    attrs["device_sm"] = Map(Param("platform", reader="get_platform().device_sm"), _device_sm)
     return Obj(
         "get_platform()",
         attrs,
