@@ -691,16 +691,18 @@ def _matrix(tmp_path):
 
 def test_the_platform_name_and_the_text_config_are_sglangs(tmp_path):
     """`current_platform.device_name` is the name SGLang's in-tree platform classes give
-    (`cuda` on every CUDA GPU, `rocm` on AMD's, else the platform's own), and a text
+    (`cuda` on every CUDA GPU, `rocm` on AMD's, else the platform's own),
+    `get_platform().device_sm` is `get_device_sm()`'s, and a text
     model's `hf_text_config` and `hf_config.get_text_config()` are its `hf_config`, the
     one object (transformers' own answer for a config with no text sub-config)."""
     more = (
         "    from sglang.srt.platforms import current_platform\n"
+        "    from sglang.srt.runtime_context import get_platform\n"
         "    from sglang.srt.arg_groups.model_override_base import model_config_of\n"
         "    config = model_config_of(server_args)\n"
         "    same = config.hf_text_config is config.hf_config is config.hf_config.get_text_config()\n"
         "    declare_resolution(server_args, 'facts', watermark_config=current_platform.device_name,\n"
-        "                       model_path=str(same))\n"
+        "                       model_path=str(same), chunk=get_platform().device_sm)\n"
     )
     root, sha, matrix = commit_files(tmp_path, files(more))
     matrix.write_text(
@@ -709,9 +711,12 @@ def test_the_platform_name_and_the_text_config_are_sglangs(tmp_path):
         .replace("axes:\n", "axes:\n  platform: [sm90, sm100, hip, npu]\n")
         .replace("attention_backend: [null, wide, bad]", "attention_backend: [null]")
     )  # fmt: skip
-    found = harness_outcomes(root, sha, matrix, outputs=("watermark_config", "model_path"))
-    per_platform = {"sm90": "cuda", "sm100": "cuda", "hip": "rocm", "npu": "npu"}
-    expected = [(name, "True") for name in per_platform.values() for _ in range(4)]
+    outputs = ("watermark_config", "model_path", "chunk")
+    found = harness_outcomes(root, sha, matrix, outputs=outputs)
+    # SGLang's platform classes' names, and get_device_sm(): major * 10 + minor, 0 off CUDA
+    per_platform = {"sm90": ("cuda", 90), "sm100": ("cuda", 100), "hip": ("rocm", 0),
+                    "npu": ("npu", 0)}  # fmt: skip
+    expected = [(name, "True", sm) for name, sm in per_platform.values() for _ in range(4)]
     assert found == expected
 
 
