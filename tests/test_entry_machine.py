@@ -141,11 +141,25 @@ AS_PYTHON = [
     '    server_args.page_size += len(os.environ.get(key="SGLANG_PAGES", default=""))\n',
     "    server_args.page_size += 1 in os.environ  # Python's TypeError\n",
     '    server_args.page_size += len(os.environ.get(Name("SGLANG_PAGES"), ""))\n',
+    '    server_args.page_size += len(os.environ.setdefault("SGLANG_PAGES", "4444"))\n',
+    '    os.environ["SGLANG_BACKEND"] = "written"\n',
+    '    os.environ["SGLANG_BACKEND"] = 3  # Python\'s TypeError\n',
 ]
 
 
 @pytest.mark.parametrize(
-    "more", AS_PYTHON, ids=["plain", "getenv-key", "get-key", "not-str", "str-subclass"]
+    "more",
+    AS_PYTHON,
+    ids=[
+        "plain",
+        "getenv-key",
+        "get-key",
+        "not-str",
+        "str-subclass",
+        "setdefault",
+        "written",
+        "written-not-str",
+    ],
 )
 def test_the_environment_is_the_cells_variables(tmp_path, monkeypatch, more):
     root, sha, matrix = env_commit(tmp_path, more, backend="flashinfer")
@@ -159,11 +173,15 @@ def test_the_environment_is_the_cells_variables(tmp_path, monkeypatch, more):
 
 def test_a_variable_the_matrix_does_not_name_and_a_write_are_refused(tmp_path):
     """Which variables the process has is the matrix's to say (strict, naming the
-    variable); a write to the environment sets up the process, which the world does not
-    follow; iterating the whole environment has no answer. Each: exit 4, naming it."""
+    variable); a deletion, and a read of what the call wrote, the world does not follow;
+    iterating the whole environment has no answer. Each: exit 4, naming it."""
     cases = [
         ('    server_args.page_size = os.environ["SGLANG_OTHER"]\n', "SGLANG_OTHER"),
-        ('    os.environ["NCCL_ALGO"] = "tree"\n', "os.environ['NCCL_ALGO'] is assigned"),
+        ('    del os.environ["NCCL_ALGO"]\n', "os.environ['NCCL_ALGO'] is deleted"),
+        (
+            '    os.environ["SGLANG_PAGES"] = "1"\n    server_args.page_size = os.environ["SGLANG_PAGES"]\n',
+            "after the resolution set SGLANG_PAGES",
+        ),
         ("    server_args.page_size = len(list(os.environ))\n", "every variable of os.environ"),
         ("    server_args.page_size = os.path.getsize('a')\n", "os.path.getsize"),
         ('    server_args.page_size = os.getenv("platform")\n', "environment variable 'platform'"),

@@ -7,14 +7,14 @@ not. Strict, as every input: a variable the matrix does not name is refused
 where read (which variables a server is started with is nothing the code
 tells), as is a name with a lower-case letter, which the matrix's inputs of
 the configuration have (`os.getenv("platform")` is no read of `platform`).
-Writing to the environment (`os.environ["NCCL_ALGO"] = ...`, a setting of the
-process, not of the configuration) is refused where reached, as is anything
-else of `os` and what reads the whole mapping (iterating it, its length,
-comparing it, `|`). A write through SGLang's registry (`envs.X.set(value)`,
-which sets the process's variable for what runs after the resolution) is
-kept for the call alone; a read of that variable later in the call is
-refused (what it reads is the written value as the variable's type parses it,
-which the world does not follow).
+A write to the environment, through SGLang's registry (`envs.X.set(value)`) or
+`os.environ` (`os.environ["NCCL_ALGO"] = "Ring"`,
+`os.environ.setdefault("NCCL_GRAPH_REGISTER", "0")`: a setting of the process
+for what runs after the resolution), is kept for the call alone; a read of that
+variable later in the call is refused (what it reads is the written value as
+the variable's type parses it, which the world does not follow). Deleting a
+variable, anything else of `os`, and what reads the whole mapping (iterating
+it, its length, comparing it, `|`) are refused where reached.
 """
 
 from __future__ import annotations
@@ -106,16 +106,25 @@ class Setter(Spec):
         probe, name = ctx.probe, self.name
 
         def set_(value: Any) -> None:
-            if probe.call.get(LOADING):
-                raise probe.refuse(f"envs.{name}", LOAD_FIX, done=ASSIGNED)
-            text = str(value)  # SGLang's `os.environ[name] = str(value)`, and its checks
-            if "\0" in text:
-                raise ValueError("embedded null byte")
-            os.fsencode(text)  # a lone surrogate: Python's UnicodeEncodeError
-            record_write(probe, name, text)
+            # SGLang's `os.environ[name] = str(value)`
+            write(probe, name, str(value), f"envs.{name}")
 
         function = world_function(f"envs.{name}.set", set_, probe)
         return lambda probe: function
+
+
+def write(probe: Probe, name: str, text: Any, label: str) -> None:
+    """The call's write of `text` to the variable `name`, with Python's checks of a value
+    the environment holds (a string, no null byte, encodable)."""
+    if probe.call.get(LOADING):
+        raise probe.refuse(label, LOAD_FIX, done=ASSIGNED)
+    if not isinstance(text, str):
+        raise TypeError(f"str expected, not {type(text).__name__}")
+    text = str.__getitem__(text, slice(None))  # its text, whatever a subclass redefines
+    if "\0" in text:
+        raise ValueError("embedded null byte")
+    os.fsencode(text)  # a lone surrogate: Python's UnicodeEncodeError
+    record_write(probe, name, text)
 
 
 def _reader(ctx: Context) -> Any:
@@ -172,7 +181,14 @@ class Environ(Spec):
             return probe.refuse(what, fix, done=done)
 
         def __setitem__(self: Any, name: Any, item: Any) -> None:
-            raise refuse(f"os.environ[{name!r}]", WRITE_FIX, ASSIGNED)
+            write(probe, _name(probe, name), item, f"os.environ[{name!r}]")
+
+        def setdefault(key: Any, default: Any = None) -> Any:
+            found = value(key)
+            if found is None:
+                write(probe, _name(probe, key), default, f"os.environ[{key!r}]")
+                return default
+            return found
 
         def __delitem__(self: Any, name: Any) -> None:
             raise refuse(f"os.environ[{name!r}]", WRITE_FIX, DELETED)
@@ -183,11 +199,14 @@ class Environ(Spec):
         def __getattribute__(self: Any, attr: str) -> Any:
             if attr == "get":
                 return reader
+            if attr == "setdefault":
+                return setter
             if attr.startswith("__"):
                 raise AttributeError(attr)
             raise refuse(f"os.environ.{attr}", WHOLE_FIX)
 
         reader = world_function("os.environ.get", _getter(value), probe)
+        setter = world_function("os.environ.setdefault", setdefault, probe)
         methods = {"__contains__": __contains__, "__getitem__": __getitem__,
                    "__setitem__": __setitem__, "__delitem__": __delitem__, "__iter__": __iter__,
                    "__getattribute__": __getattribute__}  # fmt: skip
@@ -195,6 +214,17 @@ class Environ(Spec):
         methods.update(dict.fromkeys(whole, __iter__))  # each reads every variable
         environ = object.__new__(stand_in_class("os.environ", methods, probe, name="_Environ"))
         return lambda probe: environ
+
+
+def _name(probe: Probe, key: Any) -> str:
+    """A variable's name as a write gives it: a string (Python's TypeError else), named as
+    the matrix names variables."""
+    if not isinstance(key, str):
+        raise TypeError(f"str expected, not {type(key).__name__}")
+    name = str.__getitem__(key, slice(None))
+    if not VARIABLE.fullmatch(name):
+        raise probe.refuse(f"the environment variable {name[:80]!r}", NAME_FIX, done=ASSIGNED)
+    return name
 
 
 @dataclasses.dataclass(frozen=True)
