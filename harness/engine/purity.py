@@ -53,6 +53,7 @@ from harness.closure.extract import Closure, Pipeline
 from harness.closure.facts import standard_import
 from harness.closure.names import decorator_name, own_nodes
 from harness.closure.resolve import METHOD_PREFIX
+from harness.closure.shadows import bound_names
 from harness.engine.load_time import load_time_only
 
 CACHES = ("lru_cache", "cache")  # decorators whose function keeps what its calls returned
@@ -113,6 +114,8 @@ def impurity(target: Closure | Pipeline) -> str | None:
         views = _views(closure)
         loading = load_time_only(closure)  # registering decorators: no call runs them
         for path in closure.files:
+            bound = {n for s in closure.nodes_of(path) for n in bound_names(s)}
+            copies = not bound & COPIERS
             for node in closure.nodes_of(path):
                 found = _module_state(node, generators, known)
                 for function in _functions(node):
@@ -120,7 +123,8 @@ def impurity(target: Closure | Pipeline) -> str | None:
                     if id(function) in loading:
                         found = found or _leaves_state(function, generators)
                     else:
-                        found = found or _writes(function, views.get(id(function)))
+                        view = views.get(id(function))
+                        found = found or _writes(function, view, copies)
                 found = found or _cache_made(node, {n for p, n in caching if p == path})
                 if found:
                     return f"{path}:{found[0]}: {found[1]}"
@@ -435,8 +439,12 @@ def _bound_by(node: ast.AST) -> set[str]:
     return set()
 
 
-def _writes(function: Function, view: str | None = None) -> tuple[int, str] | None:
+def _writes(function: Function, view: str | None = None,
+            copies: bool = False) -> tuple[int, str] | None:  # fmt: skip
+    """Where the function may leave state (`copies`: `list` is Python's in its file)."""
     fresh = _fresh_locals(function)
+    rebound = any(_bound_by(n) & COPIERS for n in ast.walk(function) if n is not function)
+    copies = copies and not rebound
     nodes = own_nodes(function)
     parents = {id(c): p for p in nodes for c in ast.iter_child_nodes(p)}
     new = _new_locals(function, nodes)
@@ -445,7 +453,7 @@ def _writes(function: Function, view: str | None = None) -> tuple[int, str] | No
             kind = "global" if isinstance(node, ast.Global) else "nonlocal"
             return node.lineno, f"{kind} {', '.join(node.names)}"
         for target in _stored(node):
-            if _declares(node, target, view):
+            if _declares(node, target, view, copies):
                 continue
             if isinstance(target, ast.Attribute | ast.Subscript) and not _local(target, fresh):
                 return node.lineno, f"writes to {ast.unparse(target)}"
@@ -457,7 +465,10 @@ def _writes(function: Function, view: str | None = None) -> tuple[int, str] | No
     return None
 
 
-def _declares(node: ast.AST, target: ast.expr, view: str | None) -> bool:
+COPIERS = frozenset({"list", "getattr"})  # Python's, where a copy of the stash is made
+
+
+def _declares(node: ast.AST, target: ast.expr, view: str | None, copies: bool = False) -> bool:
     """`view.x = ...`: an attribute assigned to the call's own view (not `+=`, which may
     change in place what the attribute holds, shared data; nor, for a private attribute,
     `view._x = SHARED`: a world's machinery may change what it holds in place, SGLang's
@@ -465,16 +476,52 @@ def _declares(node: ast.AST, target: ast.expr, view: str | None) -> bool:
     return (view is not None and isinstance(node, ast.Assign | ast.AnnAssign)
             and isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name)
             and target.value.id == view
-            and (not target.attr.startswith("_") or _fresh_private(node, target)))  # fmt: skip
+            and (not target.attr.startswith("_")
+                 or _fresh_private(node, target, copies)))  # fmt: skip
 
 
-def _fresh_private(node: ast.Assign | ast.AnnAssign, target: ast.expr) -> bool:
+def _fresh_private(node: ast.Assign | ast.AnnAssign, target: ast.Attribute,
+                   copies: bool = False) -> bool:  # fmt: skip
     """`view._x = value`, the whole of the assignment, of a value no other code can hold:
     a constant, or a list, dict or set display or comprehension (a call, even of
-    `list`, may return shared data: a module can rebind the name)."""
+    `list`, may return shared data: a module can rebind the name); with `copies`
+    (`list` and `getattr` are Python's there), also a new list of what the view's own `_x` holds
+    (SGLang's `server_args._resolved_overrides = list(getattr(server_args,
+    "_resolved_overrides", ()))`): that holds only what earlier such assignments, or
+    the world, put there."""
     alone = node.target is target if isinstance(node, ast.AnnAssign) else node.targets == [target]
     value = node.value
+    if alone and copies and _copy_of_own(value, target):
+        return True
     return alone and (value is None or isinstance(value, (ast.Constant, *FRESH_NODES)))
+
+
+def _copy_of_own(value: ast.expr | None, target: ast.Attribute) -> bool:
+    """`list(view._x)` or `list(getattr(view, "_x", CONSTANT))`, `view._x` the target."""
+    if not (
+        isinstance(value, ast.Call)
+        and isinstance(value.func, ast.Name)
+        and value.func.id == "list"
+        and len(value.args) == 1
+        and not value.keywords
+    ):
+        return False  # fmt: skip
+    own, view = value.args[0], target.value
+    if isinstance(own, ast.Attribute):
+        return ast.dump(own.value) == ast.dump(view) and own.attr == target.attr
+    if not (
+        isinstance(own, ast.Call)
+        and isinstance(own.func, ast.Name)
+        and own.func.id == "getattr"
+        and not own.keywords
+        and len(own.args) in (2, 3)
+    ):
+        return False  # fmt: skip
+    name, rest = own.args[1], own.args[2:]
+    empty = all(isinstance(d, ast.Constant) or (isinstance(d, ast.Tuple | ast.List)
+                                                and not d.elts) for d in rest)  # fmt: skip
+    return (ast.dump(own.args[0]) == ast.dump(view) and isinstance(name, ast.Constant)
+            and name.value == target.attr and empty)  # fmt: skip
 
 
 def _call_write(node: ast.AST, fresh: Fresh) -> str | None:

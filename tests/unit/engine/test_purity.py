@@ -49,3 +49,31 @@ def test_work_on_fresh_locals_is_pure():
             return out
     """
     assert reason(source) is None
+
+
+@pytest.mark.parametrize(
+    "body, pure",
+    [
+        ('view._stash = list(getattr(view, "_stash", ()))', True),  # SGLang's pipeline
+        ("view._stash = list(view._stash)", True),
+        ('view._stash = list(getattr(view, "_other", ()))', False),  # another attribute's
+        ('view._stash = list(getattr(view, "_stash", SEEN))', False),  # a shared default
+        ("view._stash = list(SEEN)", False),
+        ('view._stash = tuple(getattr(view, "_stash", ()))', False),
+    ],
+)
+def test_a_new_list_of_the_views_own_private_attribute_keeps_no_state(body: str, pure: bool):
+    """`view._x = list(getattr(view, "_x", ()))` copies what the call's own view holds
+    there, which only such assignments or the world put there: no state outlives the
+    call. A copy of anything else may hold what another call sees."""
+    source = f"SEEN = []\ndef target(view):\n    {body}\n    return {{}}\n"
+    assert (reason(source) is None) is pure, reason(source)
+
+
+@pytest.mark.parametrize("rebinds", ["list = tuple\n", "getattr = lambda *a: SEEN\n"])
+def test_the_copy_is_fresh_only_with_pythons_list_and_getattr(rebinds: str):
+    body = 'view._stash = list(getattr(view, "_stash", ()))'
+    source = f"SEEN = []\n{rebinds}def target(view):\n    {body}\n    return {{}}\n"
+    assert reason(source) is not None
+    local = f"SEEN = []\ndef target(view, list=list):\n    {body}\n    return {{}}\n"
+    assert reason(local) is not None
