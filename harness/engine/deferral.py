@@ -63,7 +63,7 @@ class Deferring(dict):
 def _what(name: str) -> str:
     """What a refusal of the name says was read (a narrowed function's own: `narrowed`)."""
     if name.startswith(REFUSED):
-        return f"code the policy forbids in {name.removeprefix(REFUSED)}"
+        return f"code the policy forbids in {name.removeprefix(REFUSED).removesuffix('__')}"
     return f"name {name}"
 
 
@@ -108,7 +108,7 @@ def withheld_in(closure: Closure, path: str, withheld: Withheld) -> dict[str, st
     for node in closure.nodes_of(path):
         if withheld_here(node, path, withheld):
             why = withheld[(path, node.lineno)]
-            name = node.name if _plan(node) is None else f"{REFUSED}{node.name}"
+            name = node.name if _plan(node) is None else f"{REFUSED}{node.name}__"
             found[name] = why
     return found
 
@@ -133,34 +133,44 @@ def withheld_here(node: ast.stmt, path: str, withheld: Withheld) -> bool:
     return (path, node.lineno) in withheld and isinstance(node, ast.FunctionDef | ast.ClassDef)
 
 
-REFUSED = "_harness_refused_"  # read where a statement stood (RESERVED: no file binds it)
+# read where a statement stood: `__harness_refused_NAME__`, a special name, which the policy
+# lets no evaluated code bind or read
+REFUSED = "__harness_refused_"
 BLOCKS = ("body", "orelse", "finalbody")  # a compound statement's own statement lists
 Place = tuple[int, int, int | None, int | None]  # a statement's line, column, end line, end
 
 
 class Plan(NamedTuple):
     """Where a withheld function is narrowed: the innermost statements holding what the
-    policy forbids, and where each forbidden construct stands (line, column)."""
+    policy forbids."""
 
     statements: frozenset[Place]
-    constructs: frozenset[tuple[int, int]]
 
 
 def narrowed(node: ast.stmt, original: ast.stmt | None) -> ast.stmt | None:
     """A withheld function whose forbidden constructs are all inside its body, narrowed:
     a copy of `node` (the closure's `original`, perhaps rewritten to report its sites)
-    with each innermost statement holding one replaced by a read of a name of its own
-    (`REFUSED` and its name), which the file's namespace refuses with why. It then runs
-    as written up to such a statement, and is refused where a cell reaches it; defining
-    it, as the file loads, runs nothing forbidden. None (withheld whole): what runs as
-    it is defined (decorators, defaults, annotations) holds one, or the copy might
-    still hold one (a statement not found where it stood, a construct left)."""
+    with each innermost statement holding one replaced by a read of a special name of
+    its own (`__harness_refused_NAME__`), which the file's namespace refuses with why,
+    followed by a block that never runs holding what Python reads of the statement as it
+    compiles the function (`_compiled_facts`: the names it binds, `global` and
+    `nonlocal`, a `yield`), so the function's scopes and kind are the original's. It
+    then runs as written up to such a statement, and is refused where a cell reaches
+    it; defining it, as the file loads, runs nothing forbidden. None (withheld whole):
+    what runs as it is defined (decorators, defaults, annotations) holds one, a
+    replaced statement awaits, or the copy might still hold one (a statement not found
+    where it stood, a construct the policy forbids left in it)."""
     plan = None if original is None else _plan(original)
     if plan is None or not isinstance(node, ast.FunctionDef):
         return None
-    copied, placed, inserted = copy.deepcopy(node), set(), set()
-    copied.body = _narrowed_block(copied.body, plan, f"{REFUSED}{node.name}", (placed, inserted))
-    left = any(id(n) not in inserted and _at(n) in plan.constructs for n in ast.walk(copied))
+    copied, placed = copy.deepcopy(node), set()
+    try:
+        copied.body = _narrowed_block(copied.body, plan, f"{REFUSED}{node.name}__", placed)
+    except _Awaits:
+        return None
+    before = set(violations(original))
+    left = [v for v in violations(copied)
+            if not (v[2].startswith("name __harness_") and v not in before)]  # fmt: skip
     return copied if placed == plan.statements and not left else None
 
 
@@ -170,8 +180,7 @@ def _plan(node: ast.stmt) -> Plan | None:
         return None
     statements: set[Place] = set()
     _innermost(node.body, statements)
-    constructs = frozenset((line, col) for line, col, _ in violations(node))
-    return Plan(frozenset(statements), constructs) if statements else None
+    return Plan(frozenset(statements)) if statements else None
 
 
 def _outside_body(node: ast.FunctionDef) -> bool:
@@ -196,30 +205,105 @@ def _innermost(block: list[ast.stmt], found: set[Place]) -> None:
 
 
 def _narrowed_block(block: list[ast.stmt], plan: Plan, name: str,
-                    made: tuple[set[Place], set[int]]) -> list[ast.stmt]:  # fmt: skip
-    """`block` with the plan's statements replaced by a read of `name`; `made`: the places
-    replaced, and the ids of the nodes put there."""
+                    placed: set[Place]) -> list[ast.stmt]:  # fmt: skip
+    """`block` with the plan's statements replaced (see `narrowed`); `placed`: the places
+    replaced."""
     out = []
     for statement in block:
         if _place(statement) in plan.statements:
+            placed.add(_place(statement))
             read = ast.Expr(ast.Name(id=name, ctx=ast.Load()))
-            made[0].add(_place(statement))
-            made[1].update((id(read), id(read.value)))
             out.append(ast.fix_missing_locations(ast.copy_location(read, statement)))
+            facts = _compiled_facts(statement)
+            if facts:
+                never = ast.If(test=ast.Constant(False), body=facts, orelse=[])
+                out.append(ast.fix_missing_locations(ast.copy_location(never, statement)))
             continue
         for owner, field in _block_fields(statement):
-            setattr(owner, field, _narrowed_block(getattr(owner, field), plan, name, made))
+            setattr(owner, field, _narrowed_block(getattr(owner, field), plan, name, placed))
         out.append(statement)
     return out
+
+
+class _Awaits(Exception):
+    """A replaced statement awaits: what it would await is not followed."""
+
+
+SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
+
+
+def _compiled_facts(statement: ast.stmt) -> list[ast.stmt]:
+    """What Python reads of `statement` as it compiles the function holding it, as
+    statements that run nothing: `NAME = None` for each name it binds in the function's
+    scope (else a read of it elsewhere would read a global), its `global` and
+    `nonlocal` statements, and a bare `yield` if it yields (else the function would not
+    be a generator). Raises _Awaits where it awaits."""
+    bound: dict[str, None] = {}
+    kept: list[ast.stmt] = []
+    yields = False
+    for node in _scope_nodes(statement):
+        if isinstance(node, ast.Await | ast.AsyncFor | ast.AsyncWith) or getattr(
+            node, "is_async", 0
+        ):
+            raise _Awaits
+        if isinstance(node, ast.Global | ast.Nonlocal):
+            kept.append(copy.deepcopy(node))
+        yields = yields or isinstance(node, ast.Yield | ast.YieldFrom)
+        bound.update(dict.fromkeys(_binds(node)))
+    stores = [ast.Assign(targets=[ast.Name(id=n, ctx=ast.Store())], value=ast.Constant(None))
+              for n in bound if not any(n in k.names for k in kept)]  # fmt: skip
+    stub = [*kept, *stores]
+    if yields:
+        stub.append(ast.Expr(ast.Yield(value=None)))
+    return stub
+
+
+def _binds(node: ast.AST) -> list[str]:
+    if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store | ast.Del):
+        return [node.id]
+    if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+        return [node.name]
+    if isinstance(node, ast.alias):
+        return [(node.asname or node.name).split(".")[0]]
+    if isinstance(node, ast.ExceptHandler | ast.MatchAs | ast.MatchStar):
+        return [node.name] if node.name else []
+    if isinstance(node, ast.MatchMapping):
+        return [node.rest] if node.rest else []
+    return []
+
+
+def _scope_nodes(node: ast.AST):
+    """The nodes of `node` that belong to the scope it stands in: not the bodies of the
+    functions, lambdas and classes it defines (their names, decorators, defaults and
+    bases are the scope's), nor a comprehension's own variables."""
+    yield node
+    for child in ast.iter_child_nodes(node):
+        if isinstance(child, SCOPES):
+            yield child
+            for part in _header(child):
+                yield from _scope_nodes(part)
+        elif isinstance(child, ast.comprehension):
+            yield child
+            for part in [child.iter, *child.ifs]:
+                yield from _scope_nodes(part)
+        else:
+            yield from _scope_nodes(child)
+
+
+def _header(node: ast.AST) -> list[ast.AST]:
+    """What a definition evaluates in the scope it stands in."""
+    if isinstance(node, ast.ClassDef):
+        return [*node.decorator_list, *node.bases, *(k.value for k in node.keywords)]
+    args = node.args
+    parts = [*args.defaults, *(d for d in args.kw_defaults if d is not None)]
+    if isinstance(node, ast.Lambda):
+        return parts
+    return [*node.decorator_list, *parts]
 
 
 def _place(statement: ast.stmt) -> Place:
     return (statement.lineno, statement.col_offset, statement.end_lineno,
             statement.end_col_offset)  # fmt: skip
-
-
-def _at(node: ast.AST) -> tuple[int | None, int | None]:
-    return getattr(node, "lineno", None), getattr(node, "col_offset", None)
 
 
 def _block_fields(statement: ast.stmt) -> list[tuple[ast.AST, str]]:

@@ -101,7 +101,7 @@ def test_only_the_statements_holding_a_forbidden_construct_are_replaced(source, 
         assert made is None
         return
     assert replaced(made) == lines
-    assert not list(violations(made))
+    assert {c for _, _, c in violations(made)} == {f"name {REFUSED}f__"}  # its reads alone
     compile(ast.Module(body=[made], type_ignores=[]), "f.py", "exec")  # still Python
 
 
@@ -134,4 +134,90 @@ def test_a_copy_that_lost_a_statement_is_withheld_whole():
 
 def test_a_function_with_nothing_forbidden_is_not_narrowed():
     node = parse("def f(x):\n    return x\n")
+    assert narrowed(node, node) is None
+
+
+def run(node: ast.FunctionDef, *args):
+    """`node` compiled and called, with the refused name a global that raises."""
+    space = {}
+    exec(compile(ast.Module(body=[node], type_ignores=[]), "f.py", "exec"), space)
+
+    class Refused(Exception):
+        pass
+
+    class Raising(dict):
+        def __missing__(self, key):
+            raise Refused(key)
+
+    function = space["f"]
+    globals_ = Raising(space, x=5)
+    rebuilt = type(function)(function.__code__, globals_)
+    try:
+        return ("value", rebuilt(*args))
+    except Refused:
+        return ("refused", None)
+    except Exception as exc:
+        return (type(exc).__name__, None)
+
+
+COMPILED = {
+    # what Python decides as it compiles the function, before any statement runs, and
+    # what the original does on these arguments up to the refused statement
+    "generator": ("""\
+        def f(o):
+            if o is None:
+                return 1
+            yield o.__dict__
+        """, (None,), "generator"),  # a generator, returned without running
+    "local": ("""\
+        def f(o):
+            y = x
+            x = o.__dict__
+            return y
+        """, (1,), "UnboundLocalError"),  # x is local: read before it is bound
+    "nonlocal": ("""\
+        def f(o):
+            v = 1
+            def g():
+                nonlocal v
+                v = o.__dict__
+            return v
+        """, (1,), 1),  # compiles: v is the enclosing function's
+    "walrus": ("""\
+        def f(o):
+            if o:
+                [(x := o.__dict__) for _ in (1,)]
+            return x
+        """, (0,), "UnboundLocalError"),  # the walrus binds x in f
+    "shadow": ("""\
+        def f(o):
+            __harness_refused_f__ = 1
+            return o.__dict__
+        """, (1,), None),  # binding the refused name: withheld whole
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("source, args, expected", COMPILED.values(), ids=list(COMPILED))
+def test_the_narrowed_function_is_what_python_compiles_up_to_the_refusal(source, args, expected):
+    """A replaced statement's bindings, `global`/`nonlocal` and `yield` still shape the
+    function as Python compiles it (a generator stays one, a local stays local, a
+    nonlocal compiles), and binding the refused name cannot hide the refusal: what the
+    narrowed function does is what Python's does until it is refused."""
+    node = parse(source)
+    made = narrowed(node, node)
+    if expected is None:
+        assert made is None
+        return
+    kind, value = run(made, *args)
+    if expected == "generator":
+        assert kind == "value" and type(value).__name__ == "generator"
+    elif expected in ("UnboundLocalError", "refused"):
+        assert kind == expected
+    else:
+        assert (kind, value) == ("value", expected)
+    assert not [v for v in violations(made) if not v[2].startswith(f"name {REFUSED}")]
+
+
+def test_a_statement_that_awaits_is_not_narrowed():
+    node = parse("async def f(o):\n    await o.__dict__\n")
     assert narrowed(node, node) is None
