@@ -806,3 +806,17 @@ def test_the_fields_of_a_class_with_bases_are_refused(tmp_path):
     )
     code, note = diff_note(root, sha, matrix)
     assert code == 4 and "has base classes, whose fields are not read" in note, note
+
+
+def test_a_star_import_in_a_namespace_module_may_rebind_pythons_types(tmp_path):
+    """`from m import *` may bind `list`: `msgspec.field(default_factory=list)` is then no
+    longer known to run no code of the repository, so loading the module may do more."""
+    texts = files()
+    texts[f"{PKG}/shadow.py"] = '"""Names."""\n\n\ndef list():\n    return ["example.com"]\n'
+    texts[f"{PKG}/fields/memory.py"] = MEMORY.replace(
+        "import msgspec\n", "import msgspec\n\nfrom sglang.srt.arg_groups.shadow import *  # noqa\n"
+    )
+    root, sha, matrix = commit_files(tmp_path, texts)
+    matrix.write_text(matrix_text())
+    code, note = diff_note(root, sha, matrix)
+    assert code == 4 and "fields/memory.py is imported for its effects" in note, note

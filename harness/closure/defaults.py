@@ -30,6 +30,7 @@ from collections.abc import Collection
 from dataclasses import dataclass, field
 from typing import Any
 
+from harness.closure.effects import stars
 from harness.closure.lookup import FileIndexes
 from harness.closure.marks import given, mark
 from harness.closure.modules import RevisionFiles
@@ -138,7 +139,7 @@ def class_defaults(cache: SourceCache, files: RevisionFiles, view: ViewClass) ->
     for name in [*namespaces, view.name]:
         found = _class(indexes, indexes.defined_at(path, name))  # the view's class last
         if found is not None:
-            fields.update(_declared(*found, indexes(found[0])))
+            fields.update(_declared(*found, _factory_names(cache, files, *found, indexes)))
             marks.update(_marks(found[1], view.declarable))
             fallbacks.update(_fallbacks(*found, view.declarable, view.fallback))
     if not fields:
@@ -215,7 +216,19 @@ def _namespaces(index: dict, list_name: str | None) -> list[str]:
     return [item.id for item in value.elts if isinstance(item, ast.Name)]
 
 
-def _declared(path: str, cls: Statement, index: Collection[str]) -> dict[str, Default]:
+def _factory_names(cache: SourceCache, files: RevisionFiles, path: str, cls: Statement,
+                   indexes: FileIndexes) -> Collection[str] | None:  # fmt: skip
+    """The names that may not be Python's own where the class's defaults are read: what
+    its file binds at the top level and what its body binds; None when the file imports
+    with `*` (which may bind any)."""
+    layout = cache.layout_of(files, path)
+    nodes = [] if layout is None else [n for piece in layout.pieces for n in piece.nodes]
+    if any(stars(node) for node in nodes):
+        return None
+    return {*indexes(path), *(n for s in cls.node.body for n in bound_names(s))}
+
+
+def _declared(path: str, cls: Statement, index: Collection[str] | None) -> dict[str, Default]:
     """The annotated fields of a class body, each with its default (none read for a
     name the body binds more than once: `x: int = 1` then `x = 2`; `index`: the names
     its file binds, which may rebind a factory)."""
@@ -277,7 +290,7 @@ def _class_variable(annotation: ast.expr) -> bool:
 EMPTY = {"list": list, "dict": dict, "set": set, "tuple": tuple, "frozenset": frozenset}
 
 
-def _default(value: ast.expr | None, where: str, index: Collection[str] = ()) -> Default:
+def _default(value: ast.expr | None, where: str, index: Collection[str] | None = ()) -> Default:
     if value is None:
         return Default(None, where, f"declared without a default at {where}")
     if _is_field_call(value):
@@ -286,7 +299,7 @@ def _default(value: ast.expr | None, where: str, index: Collection[str] = ()) ->
             return _default(keywords["default"], where)
         factory = keywords.get("default_factory")
         name = factory.id if isinstance(factory, ast.Name) and not value.args else None
-        if len(keywords) == 1 and name in EMPTY and name not in index:
+        if len(keywords) == 1 and name in EMPTY and index is not None and name not in index:
             return Default(EMPTY[name](), where)
         return Default(None, where, f"its default is made by a factory at {where}")
     return _literal_at(value, where, "default")

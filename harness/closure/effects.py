@@ -188,7 +188,14 @@ def _deferred(cache: SourceCache, files: RevisionFiles, nodes: list[ast.stmt], p
     layout = cache.layout_of(files, path)
     bound = layout.memo("top-level names", index_module) if layout is not None else {}
     outside = _outside_names(cache, files, nodes, path, resolution_code)
+    if any(stars(node) for node in nodes):  # `from m import *` may bind any of them
+        return outside
     return outside | {name for name in SAFE_TYPES if name not in bound}
+
+
+def stars(node: ast.stmt) -> bool:
+    """Whether the statement is `from m import *`."""
+    return isinstance(node, ast.ImportFrom) and any(a.name == "*" for a in node.names)
 
 
 def _bound_once(cache: SourceCache, files: RevisionFiles, path: str, name: str) -> bool:

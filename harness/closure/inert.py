@@ -108,7 +108,20 @@ def _class(node: ast.ClassDef, deferred: Deferred, postponed: bool, records: Rec
         if not (_called(keyword.value, deferred) if keyword.arg == "metaclass"
                 else outside and _plain(keyword.value, deferred)):  # fmt: skip
             return False
+    if any(isinstance(n, ast.Import | ast.ImportFrom) for n in _class_level(node.body)):
+        return False  # binds in the class's scope what its body then reads, unseen here
     return _all(node.body, deferred, postponed, records)
+
+
+def _class_level(body: list[ast.stmt]):
+    """The statements a class body runs as the class is made (not its functions')."""
+    for statement in body:
+        yield statement
+        if not isinstance(statement, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            for field in ("body", "orelse", "finalbody"):
+                yield from _class_level(getattr(statement, field, None) or [])
+            for handler in getattr(statement, "handlers", ()):
+                yield from _class_level(handler.body)
 
 
 def _decorated(node: ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef,

@@ -354,3 +354,13 @@ def test_a_module_the_walk_does_not_enter_is_not_parsed_for_what_it_defines():
     order = pass_order(cache, RevisionFiles.of(files, TARGET), ["_a", "_b"], entries)
     assert order.reached == ("_b",)
     assert any("def helper" in text for text in cache.pieces)
+
+
+def test_a_factory_the_class_body_or_a_star_import_may_rebind_is_not_read():
+    base = ("import dataclasses\n{top}\n\n@dataclasses.dataclass\nclass ServerArgs:\n{body}"
+            "    hosts: list = dataclasses.field(default_factory=list)\n")  # fmt: skip
+    for top, body in [("", "    from m import bump as list\n"), ("from m import *", "")]:
+        files = {"python/sglang/srt/server_args.py": base.format(top=top, body=body), TARGET: ""}
+        assert defaults_of(files)["hosts"] == (None, False), (top, body)
+    files = {"python/sglang/srt/server_args.py": base.format(top="", body=""), TARGET: ""}
+    assert defaults_of(files)["hosts"] == ([], True)

@@ -76,3 +76,15 @@ def test_in_a_class_body_as_namespace_modules_make_them():
     assert inert(body, DEFERRED, True, records=frozenset({"D"}))
     assert not inert(body, DEFERRED, True)  # without knowing D is a record: a call
     assert not inert(body, DEFERRED - {"list"}, True, records=frozenset({"D"}))  # list rebound
+
+
+def test_an_import_in_a_class_body_is_not_inert():
+    """A class body's import binds in the class's scope what its statements then read
+    (`from m import bump as list` makes `default_factory=list` the repository's)."""
+    body = statement("""\
+        class Rec(msgspec.Struct):
+            from sglang.srt.arg_groups.bump import bump as list
+            hosts: A[List[str], "h"] = msgspec.field(default_factory=list)
+        """)
+    assert not inert(body, DEFERRED, True)
+    assert not record_class(body, DEFERRED, True)
