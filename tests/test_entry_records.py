@@ -162,6 +162,14 @@ def fallbacks_of(cls) -> dict:
     for field in record_fields(cls):
         arg = _arg_of(hints[field.name])
         if arg is not None and arg.fallback is not None:
+            assert not isinstance(arg.fallback, (list, dict, set)), (
+                f"{cls.__name__}.{field.name}: a mutable fallback would be shared by "
+                "every reader -- use a scalar"
+            )
+            assert field.default is None, (
+                f"{cls.__name__}.{field.name}: declares a fallback but defaults to "
+                f"{field.default!r}, so the fallback is unreachable"
+            )
             found[field.name] = arg.fallback
     return found
 
@@ -820,3 +828,56 @@ def test_a_star_import_in_a_namespace_module_may_rebind_pythons_types(tmp_path):
     matrix.write_text(matrix_text())
     code, note = diff_note(root, sha, matrix)
     assert code == 4 and "fields/memory.py is imported for its effects" in note, note
+
+
+@pytest.mark.parametrize(
+    "memory, more",
+    [
+        (MEMORY, '    declare_resolution(server_args, "none", mem_fraction=None)\n'),
+        (MEMORY.replace('A[int, "Chunked prefill size; -1 disables it."]',
+                        'A[int, Arg(help="Chunked prefill size.", fallback=8)]'), ""),
+        (MEMORY.replace("fallback=0.8", "fallback=[0.8]"), ""),
+    ],
+    ids=["declared-none", "dead-fallback", "mutable-fallback"],
+)  # fmt: skip
+def test_fallbacks_are_sglangs_own(tmp_path, memory, more):
+    """A field declared None stays None (SGLang's resolution_result returns declarations
+    as they are); a fallback on a field whose default is not None, or a list, is
+    SGLang's AssertionError wherever a fallback is looked up."""
+    texts = files(more)
+    texts[f"{PKG}/fields/memory.py"] = memory
+    root, sha, matrix = commit_files(tmp_path, texts)
+    matrix.write_text(matrix_text())
+    expected = plain(tmp_path / "tree")
+    if more:
+        assert {row[4] for row in expected if row[0] != ERROR} == {None}
+    else:
+        errors = [row for row in expected if row[0] == ERROR and "AssertionError" in row[1]]
+        assert errors and len(errors) < len(expected)  # where a None is looked up
+    assert harness_outcomes(root, sha, matrix, outputs=OUTPUTS) == expected
+
+
+@pytest.mark.parametrize(
+    "more, what",
+    [
+        ("    next(f.default for f in record_fields(type(server_args)) if f.name == "
+         "'allowed_domains')\n", "it has no default of its own"),
+        ("    from sglang.srt.utils.arg_utils import with_fallback as mine\n"
+         "    mine(type(server_args), 'chunk', None)\n",
+         "utils/arg_utils.py:4 defines with_fallback, which the world supplies"),
+    ],
+    ids=["factory-default", "another-arg-utils"],
+)  # fmt: skip
+def test_what_the_world_cannot_answer_as_sglang_is_refused(tmp_path, more, what):
+    """A field made by a factory has no `.default` of its own in SGLang's record (msgspec
+    gives NODEFAULT); a `with_fallback` defined in another file than SGLang's
+    `arg_groups/arg_utils.py` is that file's, not the world's."""
+    texts = files(more)
+    texts["python/sglang/srt/utils/arg_utils.py"] = (
+        '"""Another module named arg_utils."""\n\n\ndef with_fallback(cls, name, value):\n'
+        "    return 42\n"
+    )
+    root, sha, matrix = commit_files(tmp_path, texts)
+    matrix.write_text(matrix_text())
+    code, note = diff_note(root, sha, matrix)
+    assert code == 4 and what in note, note

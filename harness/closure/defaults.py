@@ -48,6 +48,7 @@ class Default:
     value: Any
     where: str  # path:line of the declaration
     refusal: str | None = None  # set when there is no literal default
+    factory: bool = False  # made by `default_factory` (an empty container): no `.default`
 
     @property
     def literal(self) -> bool:
@@ -83,7 +84,7 @@ class Defaults:
     def digest(self) -> str:
         text = (
             "\0".join(
-                f"{kind}:{n}={d.value!r}:{d.refusal}"
+                f"{kind}:{n}={d.value!r}:{d.refusal}:{d.factory}"
                 for kind, table in (
                     ("field", self.fields),
                     ("input", self.inputs),
@@ -98,6 +99,11 @@ class Defaults:
         return hashlib.sha256(text.encode()).hexdigest()
 
     @property
+    def class_name(self) -> str:
+        """The class's name, as Python's messages give it (`ServerArgs`)."""
+        return self.source.split(" (", 1)[0]
+
+    @property
     def empty(self) -> bool:
         return not self.fields and not self.inputs
 
@@ -110,14 +116,14 @@ class Defaults:
 
 
 def _rows(table: dict[str, Default]) -> list[tuple]:
-    return [(name, d.value, d.where, d.refusal) for name, d in table.items()]
+    return [(name, d.value, d.where, d.refusal, d.factory) for name, d in table.items()]
 
 
 def _from_rows(fields: list[tuple], source: str, inputs: list[tuple], class_attributes: bool,
                marks: dict[str, bool | str], fallbacks: list[tuple], dataclass: bool,
                bases: bool) -> Defaults:  # fmt: skip
     def table(rows: list[tuple]) -> dict[str, Default]:
-        return {name: Default(value, where, refusal) for name, value, where, refusal in rows}
+        return {row[0]: Default(*row[1:]) for row in rows}
 
     return Defaults(table(fields), source, table(inputs), class_attributes, marks,
                     table(fallbacks), dataclass, bases)  # fmt: skip
@@ -136,9 +142,11 @@ def class_defaults(cache: SourceCache, files: RevisionFiles, view: ViewClass) ->
     marks: dict[str, bool | str] = {}
     fallbacks: dict[str, Default] = {}
     namespaces = _namespaces(indexes(path), view.namespaces)
+    classes: list[Statement] = []
     for name in [*namespaces, view.name]:
         found = _class(indexes, indexes.defined_at(path, name))  # the view's class last
         if found is not None:
+            classes.append(found[1])
             fields.update(_declared(*found, _factory_names(cache, files, *found, indexes)))
             marks.update(_marks(found[1], view.declarable))
             fallbacks.update(_fallbacks(*found, view.declarable, view.fallback))
@@ -149,14 +157,16 @@ def class_defaults(cache: SourceCache, files: RevisionFiles, view: ViewClass) ->
     marks = {name: marked for name, marked in marks.items() if marked is not False}
     node = found[1].node if found is not None else None
     made = node is not None and any(decorator_name(d) == DATACLASS for d in node.decorator_list)
-    based = node is not None and any(not _is_object(b) for b in node.bases)
+    based = any(not _plain_base(b) for cls in classes for b in cls.node.bases)
     dataclass = made and not namespaces
     return Defaults(fields, source, class_attributes=attributes, marks=marks,
                     fallbacks=fallbacks, dataclass=dataclass, bases=based)  # fmt: skip
 
 
-def _is_object(node: ast.expr) -> bool:
-    return isinstance(node, ast.Name) and node.id == "object"
+def _plain_base(node: ast.expr) -> bool:
+    """A base that gives a class no fields: `object`, or a record base (`msgspec.Struct`)."""
+    name = node.attr if isinstance(node, ast.Attribute) else getattr(node, "id", None)
+    return name in ("object", "Struct")
 
 
 def _plain_dataclass(cache: SourceCache, files: RevisionFiles, path: str, cls: Statement) -> bool:
@@ -300,7 +310,7 @@ def _default(value: ast.expr | None, where: str, index: Collection[str] | None =
         factory = keywords.get("default_factory")
         name = factory.id if isinstance(factory, ast.Name) and not value.args else None
         if len(keywords) == 1 and name in EMPTY and index is not None and name not in index:
-            return Default(EMPTY[name](), where)
+            return Default(EMPTY[name](), where, factory=True)
         return Default(None, where, f"its default is made by a factory at {where}")
     return _literal_at(value, where, "default")
 

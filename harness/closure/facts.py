@@ -125,9 +125,9 @@ class WorldFacts:
     def stands_for_file(self, name: str, path: str) -> bool:
         """Whether `path` is a file whose definition of `name` the world answers by design
         (a home, by the file's base name or its path)."""
-        return posixpath.basename(path) in dict(self.homes).get(name, ()) or self.is_home(
-            name, path
-        )
+        homes = dict(self.homes).get(name, ())
+        named = any(_at(path, h) if "/" in h else posixpath.basename(path) == h for h in homes)
+        return named or self.is_home(name, path)
 
     def is_home(self, name: str, path: str) -> bool:
         """Whether `path` is a file where the project defines `name`, which the world

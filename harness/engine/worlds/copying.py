@@ -10,9 +10,11 @@ way without it, with Python's results:
 
 - what Python's `deepcopy` returns as it is (None, numbers, strings, bytes,
   functions, classes, ranges) is returned as it is;
-- lists, tuples, dicts, sets and frozensets are copied element by element (a
-  tuple or frozenset whose elements are all unchanged is itself), an object met
-  twice copied once (the memo: shared and cyclic structure stays so);
+- lists, tuples, dicts, sets and frozensets are copied element by element, as
+  Python does: a list or dict is remembered before its items are copied, a set,
+  frozenset or tuple after (a frozenset is always new, a tuple whose items are
+  all unchanged is itself, one copied meanwhile through a cycle is that copy), so
+  shared and cyclic structure comes out as Python's;
 - an instance of a class the evaluated code made (a dataclass of its own) is
   made with its class's `__new__` and given a copy of its `__dict__`, as Python's
   default reduction does, unless a class of it defines a hook of the protocol
@@ -71,14 +73,14 @@ def _copy(probe: Probe, label: str, x: Any, memo: dict[int, Any], deep: bool) ->
     if id(x) in memo:
         return memo[id(x)]
     inner = (lambda v: _copy(probe, label, v, memo, True)) if deep else (lambda v: v)
-    made = _container(x, kind, memo, inner)
+    made = _container(x, kind, memo, inner, deep)
     if made is None:
         made = _instance(probe, label, x, kind, memo, inner)
     return made
 
 
-def _container(x: Any, kind: type, memo: dict[int, Any],
-               inner: Callable[[Any], Any]) -> Any | None:  # fmt: skip
+def _container(x: Any, kind: type, memo: dict[int, Any], inner: Callable[[Any], Any],
+               deep: bool) -> Any | None:  # fmt: skip
     made: Any
     if kind is list:
         made = memo[id(x)] = []
@@ -89,14 +91,20 @@ def _container(x: Any, kind: type, memo: dict[int, Any],
         for key, value in x.items():
             made[inner(key)] = inner(value)
         return made
-    if kind is set:
-        made = memo[id(x)] = set()
-        made.update(inner(item) for item in x)
-        return made
-    if kind in (tuple, frozenset):
+    if kind in (set, frozenset):  # Python's reduction: the items first, then a new one
         items = [inner(item) for item in x]
+        if deep:
+            made = memo[id(x)] = kind(items)
+            return made
+        return set(items) if kind is set else x
+    if kind is tuple:  # Python's: the items first; a copy made meanwhile (a cycle) wins
+        items = [inner(item) for item in x]
+        if id(x) in memo:
+            return memo[id(x)]
         same = all(a is b for a, b in zip(items, x, strict=True))
-        made = memo[id(x)] = x if same else kind(items)
+        made = x if same else tuple(items)
+        if made is not x:
+            memo[id(x)] = made
         return made
     return None
 

@@ -34,6 +34,7 @@ text cannot tell.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -58,7 +59,8 @@ PASS_VIEW_FIX = (
 STASH = "_resolved_overrides"  # the declarations so far: [(source, {field: value}), ...]
 MATERIALIZED = "_declarations_materialized"  # set once they are on the fields (0.5.18)
 # what a configuration SGLang has just made lacks: AttributeError until the entry sets it
-UNSET = frozenset({STASH, MATERIALIZED, "_raw_input"})
+RAW = "_raw_input"  # the fields as the entry was handed them (0.5.19 on)
+UNSET = frozenset({STASH, MATERIALIZED, RAW})
 STASH_FIX = (
     f"keep {STASH} a list of (source, {{field: value}}) pairs, as SGLang's resolution makes it"
 )
@@ -102,19 +104,21 @@ def project(probe: Probe, defaults: Any, outputs: tuple[str, ...], written: dict
     `resolution_result` reads them (0.5.19 on: `_raw_input` there, the fields as the
     entry was handed them, which its handlers never assign); an output field left None
     takes the fallback its class declares (`Arg(fallback=...)`, 0.5.20 on), read from
-    `config`, the configuration as handed, where nothing wrote it."""
-    found = {**written, **merged(probe, checked_stash(probe, written.get(STASH) or ()))}
-    for field in outputs:
-        declared = defaults.fallbacks.get(field)
-        if declared is None:
-            continue
+    `config`, the configuration as handed, where nothing wrote it; a declared one is
+    the outcome as it is."""
+    declared = merged(probe, checked_stash(probe, written.get(STASH) or ()))
+    raw = written.get(RAW)
+    raw = raw if type(raw) is dict else {}  # the fields as handed, read before the fields
+    found = {**written, **{f: raw[f] for f in written if f in raw}, **declared}
+    broken = records.fallback_error(defaults, defaults.class_name)
+    for field in outputs:  # an undeclared None: SGLang's with_fallback, and its checks
+        if field in declared or (field not in defaults.fallbacks and not broken):
+            continue  # (not read: a value no fallback could change is no input read)
         value = found[field] if field in found else getattr(config, field)
-        if value is not None:
-            continue
-        if not declared.literal:
-            fix = f"{defaults.source}: {declared.refusal}"
-            raise probe.refuse(f"the fallback of {field}", fix, field)
-        found[field] = declared.value
+        if value is None:
+            value = records.fallbacks(probe, defaults, defaults.class_name).get(field)
+            if value is not None:
+                found[field] = value
     return found
 
 
@@ -270,7 +274,7 @@ def declare_resolution(ctx: Context, check: Callable[..., Any],
     is none of them is SGLang's AttributeError."""
 
     def answer(server_args: Any, source: Any, /, **fields: Any) -> None:
-        unknown = [] if known is None else sorted(set(fields) - set(known))
+        unknown = [] if known is None else sorted(set(fields) - set(known()))
         if unknown and is_stand_in(server_args):
             raise AttributeError(f"{source}: {unknown} are not {class_name_of(ctx)} fields")
         _stash(ctx.probe, "declare_resolution", server_args, (source, dict(fields)))
@@ -300,7 +304,7 @@ def record_foreign_defaults(ctx: Context, declare: Callable[..., None],
             raise probe.refuse(f"record_foreign_defaults() of a {kind}", OTHER_FIX)
         written: dict[str, Any] = {}
         result = resolve(make(live(server_args), written))
-        fields = {name: value for name, value in written.items() if name in known}
+        fields = {name: value for name, value in written.items() if name in known()}
         if fields:
             declare(server_args, source, **fields)
         return result
@@ -366,7 +370,8 @@ class Validator(Spec):
 def from_class(ctx: Context, defaults: Any, cls: Any) -> dict[str, Any]:
     """The names the world answers from the configuration's class (`World.from_class`):
     SGLang's check of declarations, and the pass runner that makes it."""
-    probe, known = ctx.probe, frozenset(defaults.fields)
+    probe = ctx.probe
+    known = functools.partial(records.known, probe, defaults)  # refused: fields unread
     check = validator(ctx, defaults, cls)
     runner = world_function("run_post_process_pass", run_post_process_pass(ctx, check), probe)
     declare = world_function("declare_resolution", declare_resolution(ctx, check, known), probe)

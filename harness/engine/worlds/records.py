@@ -75,7 +75,7 @@ def names(ctx: Context, defaults: Any, cls: Any) -> dict[str, Any]:
 
     def field_names(of: Any) -> frozenset:
         asked(of, "field_names")
-        return frozenset(defaults.fields)
+        return frozenset(known(probe, defaults))
 
     def resolvable_fields(of: Any) -> frozenset:
         asked(of, "resolvable_fields")
@@ -87,13 +87,13 @@ def names(ctx: Context, defaults: Any, cls: Any) -> dict[str, Any]:
 
     def fallbacks_of(of: Any) -> dict:
         asked(of, "fallbacks_of")
-        return {field: _fallback(probe, defaults, field) for field in defaults.fallbacks}
+        return fallbacks(probe, defaults, name)
 
     def with_fallback(of: Any, field: Any, value: Any) -> Any:
         asked(of, "with_fallback")
-        if value is not None or field not in defaults.fallbacks:
+        if value is not None:
             return value
-        return _fallback(probe, defaults, field)
+        return fallbacks(probe, defaults, name).get(field, value)
 
     answers = (record_fields, is_record, field_names, resolvable_fields, fallbacks_of,
                with_fallback)  # fmt: skip
@@ -176,7 +176,10 @@ def _field_records(probe: Probe, defaults: Any) -> Callable[[], tuple]:
             raise AttributeError(attr)
         if attr == "default":  # the one read of a field's that the name leaves unanswered
             field = inner
-            why = defaults.fields[field].refusal
+            why = defaults.fields[field].refusal or (
+                "made by a factory, it has no default of its own (msgspec's NODEFAULT, "
+                "dataclasses' MISSING)"
+            )
             raise probe.refuse(f"the default of {field}", f"{defaults.source}: {why}", field)
         raise probe.refuse(f"a field record's .{attr}", RECORD_FIX)
 
@@ -190,23 +193,60 @@ def _field_records(probe: Probe, defaults: Any) -> Callable[[], tuple]:
     made: list[tuple] = []
 
     def fields() -> tuple:
-        if defaults.bases:
-            why = f"{defaults.source} has base classes, whose fields are not read"
-            raise probe.refuse(f"the fields of {defaults.source}", why)
         if not made:
             made.append(tuple(make(name, {"name": name, **_known(default)})
-                              for name, default in defaults.fields.items()))  # fmt: skip
+                              for name, default in known(probe, defaults).items()))  # fmt: skip
         return made[0]
 
     return fields
 
 
 def _known(default: Any) -> dict[str, Any]:
-    return {"default": default.value} if default.literal else {}
+    """A field record's `.default`: the literal the class declares (msgspec's is
+    NODEFAULT where a factory makes it, dataclasses' MISSING: not answered)."""
+    return {"default": default.value} if default.literal and not default.factory else {}
 
 
-def _fallback(probe: Probe, defaults: Any, field: str) -> Any:
-    declared = defaults.fallbacks[field]
-    if not declared.literal:
-        raise probe.refuse(f"the fallback of {field}", f"{defaults.source}: {declared.refusal}")
-    return declared.value
+def known(probe: Probe, defaults: Any) -> dict[str, Any]:
+    """The class's fields, refused where a base class may declare more."""
+    if defaults.bases:
+        why = f"{defaults.source} has base classes, whose fields are not read"
+        raise probe.refuse(f"the fields of {defaults.source}", why)
+    return defaults.fields
+
+
+def fallbacks(probe: Probe, defaults: Any, name: str | None) -> dict[str, Any]:
+    """SGLang's `fallbacks_of(cls)`: every field's declared fallback (each read a new
+    copy), after its checks, with its messages: no list, dict or set (one object every
+    reader would share), and a field defaulting to None (else the fallback is dead).
+    Refused where a fallback or such a default cannot be read."""
+    found = {}
+    for field, declared in defaults.fallbacks.items():
+        if not declared.literal:
+            raise probe.refuse(f"the fallback of {field}", f"{defaults.source}: {declared.refusal}")
+        default = defaults.fields.get(field)
+        if default is None or not default.literal or default.factory:
+            why = f"the default of {field} is not read" if default is None else default.refusal
+            raise probe.refuse(f"whether {field}'s fallback is reachable",
+                               f"{defaults.source}: {why or 'made by a factory'}")  # fmt: skip
+        broken = fallback_error(defaults, name, field)
+        if broken:
+            raise AssertionError(broken)
+        found[field] = copy.deepcopy(declared.value)
+    return found
+
+
+def fallback_error(defaults: Any, name: str | None, only: str | None = None) -> str | None:
+    """SGLang's message where `fallbacks_of` asserts (on `only`, else on the first field
+    whose literal fallback and default fail its checks); None where none does."""
+    for field, declared in defaults.fallbacks.items():
+        default = defaults.fields.get(field)
+        if only not in (None, field) or not declared.literal or default is None:
+            continue
+        if isinstance(declared.value, list | dict | set):
+            return (f"{name}.{field}: a mutable fallback would be shared by every reader -- "
+                    "use a scalar")  # fmt: skip
+        if default.literal and not default.factory and default.value is not None:
+            return (f"{name}.{field}: declares a fallback but defaults to {default.value!r}, "
+                    "so the fallback is unreachable")  # fmt: skip
+    return None

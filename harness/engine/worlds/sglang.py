@@ -435,7 +435,8 @@ def check_platforms(matrix: Matrix) -> None:
 
 
 # SGLang's own definitions the world answers in their place, by the base name of the
-# file that holds them in the released trees (0.5.16, 0.5.18-0.5.23) ...
+# file that holds them in the released trees (0.5.16, 0.5.18-0.5.23), or its path from
+# a source root ...
 BASE = "model_override_base.py"
 HOMES = (
     ("resolved_view", ("overrides.py", BASE)),  # overrides.py up to 0.5.18
@@ -445,10 +446,11 @@ HOMES = (
     ("model_config_of", (BASE,)),
     ("run_post_process_pass", ("overrides.py",)),  # the machinery an entry runs through
     ("declare_resolution", ("overrides.py",)),
-    ("record_foreign_defaults", ("overrides.py",)),
+    ("record_foreign_defaults", ("sglang/srt/arg_groups/overrides.py",)),
     ("validate_declarations", ("overrides.py",)),
     ("run_hook", ("resolution_hooks.py",)),
-    *((name, ("arg_utils.py",)) for name in RECORD_HELPERS),  # a record's fields (0.5.19 on)
+    # a record's fields (0.5.19 on), where SGLang defines them (not any `arg_utils.py`)
+    *((name, ("sglang/srt/arg_groups/arg_utils.py",)) for name in RECORD_HELPERS),
 )
 # ... and the files the code imports them from (`from sglang.srt.utils import is_hip`):
 # an import of the name from one of them reads the definition the world stands for; from
