@@ -43,27 +43,32 @@ FIELDS = """\
     speculative_algorithm: Optional[str] = None
     speculative_eagle_topk: Optional[int] = None
 """  # ServerArgs's fields before the registry (POST_INIT, below)
-SERVER_ARGS = '''\
+DATACLASS_HEAD = '''\
 # Written for harness's tests, shaped like SGLang's server_args.py.
 """Server arguments: one dataclass, its defaults and metadata declared field by field."""
 
 from __future__ import annotations
 
 import dataclasses
-from typing import Annotated, Optional
+from typing import Annotated, List, Optional
 
 from sglang.srt.arg_groups.arg_utils import Arg
 
 
 @dataclasses.dataclass
 class ServerArgs:
+'''
+SERVER_ARGS = (
+    DATACLASS_HEAD
+    + """\
     model_path: str = "meta-llama/Llama-3.1-8B-Instruct"
     attention_backend: Annotated[Optional[str], Arg(resolvable=True)] = None
     page_size: Annotated[Optional[int], Arg(resolvable=True)] = None
     speculative_algorithm: Optional[str] = None
     speculative_eagle_topk: Annotated[Optional[int], Arg(resolvable=True)] = None
     speculative_num_steps: Optional[int] = None
-'''
+"""
+)
 ARG_UTILS = '''\
 """Field metadata, carried in `Annotated` annotations."""
 

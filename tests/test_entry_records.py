@@ -21,7 +21,16 @@ import types
 import pytest
 
 from harness.engine.outcome import ERROR
-from tests.test_entry import BASE, HOOKS, PKG, RUN_PASS, cells, harness_outcomes, imported
+from tests.test_entry import (
+    BASE,
+    DATACLASS_HEAD,
+    HOOKS,
+    PKG,
+    RUN_PASS,
+    cells,
+    harness_outcomes,
+    imported,
+)
 from tests.test_entry_class import commit_files, diff_note
 
 MSGSPEC = '''\
@@ -728,25 +737,16 @@ def test_the_platform_name_and_the_text_config_are_sglangs(tmp_path):
     assert found == expected
 
 
-DATACLASS_ARGS = '''\
-"""Server arguments: one dataclass (0.5.19)."""
-
-from __future__ import annotations
-
-import dataclasses
-from typing import Annotated, List, Optional
-
-from sglang.srt.arg_groups.arg_utils import Arg
-
-
-@dataclasses.dataclass
-class ServerArgs:
+DATACLASS_ARGS = (
+    DATACLASS_HEAD
+    + """\
     model_path: str = "org/model"
     attention_backend: Annotated[Optional[str], Arg(resolvable=True)] = None
     page_size: Annotated[Optional[int], Arg(resolvable=True)] = None
     chunk: int = -1
     hosts: List[str] = dataclasses.field(default_factory=list)
-'''
+"""
+)
 DATACLASS_PIPELINE = '''\
 """Ordered configuration resolution (0.5.19: the configuration is a dataclass)."""
 
