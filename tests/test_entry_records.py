@@ -881,3 +881,19 @@ def test_what_the_world_cannot_answer_as_sglang_is_refused(tmp_path, more, what)
     matrix.write_text(matrix_text())
     code, note = diff_note(root, sha, matrix)
     assert code == 4 and what in note, note
+
+
+def test_a_name_the_matrix_binds_may_come_from_any_file(tmp_path):
+    """A helper the matrix binds under `bindings:` is replaced on purpose, wherever the
+    code imports it from (`from sglang.srt.utils.arg_utils import gguf_file` inside a
+    handler): no substitution is reported, the binding answers."""
+    more = ("    from sglang.srt.utils.arg_utils import gguf_file\n"
+            "    declare_resolution(server_args, 'bound', window=gguf_file())\n")  # fmt: skip
+    texts = files(more)
+    texts["python/sglang/srt/utils/arg_utils.py"] = (
+        '"""Checkpoint helpers."""\n\n\ndef gguf_file():\n    return 42\n'
+    )
+    root, sha, matrix = commit_files(tmp_path, texts)
+    matrix.write_text(matrix_text() + "bindings:\n  gguf_file: {call: 7}\n")
+    found = harness_outcomes(root, sha, matrix, outputs=OUTPUTS)
+    assert found and {row[3] for row in found if row[0] != ERROR} == {7}  # the window

@@ -416,9 +416,11 @@ class Resolver:
                 world = alias.name in self.bound and world_import(node, alias.name)
                 if world and alias.name not in self.chosen:
                     self._local_home(node, alias.name, path)
-                if world and (alias.name not in self.chosen or alias.name == self.facts.class_name):
-                    # read from another file that defines it: the project runs that one
-                    # (another module's class of that name is not the configuration's)
+                homed = alias.name in dict(self.facts.homes) and alias.name not in self.chosen
+                if world and (homed or alias.name == self.facts.class_name):
+                    # SGLang's own definition read from another file that defines it: the
+                    # project runs that one (another module's class of that name is not
+                    # the configuration's)
                     self._imported_world_name(statement, alias.asname or alias.name, path, 1,
                                               node)  # fmt: skip
                 if world or alias.name == "*":
