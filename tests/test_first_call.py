@@ -413,10 +413,20 @@ def test_a_pure_closure_loads_its_modules_once(exhaustive: bool, tmp_path: Path)
     assert run.calls == (matrix.size if exhaustive else explored)
 
 
-def test_an_impure_closure_loads_its_modules_for_every_cell(tmp_path: Path):
-    matrix, run = evaluated(tmp_path, head(FIRST_CALL_NEW["counter"]))
-    assert run.calls == matrix.size
-    assert run.loads == matrix.size + 1  # one first load, to refuse at once what cannot load
+def test_an_impure_closure_loads_its_modules_for_every_call_and_is_explored(tmp_path: Path):
+    """Each call of code that may keep state starts from a fresh copy of its modules, so
+    its outcome depends on the inputs it read alone: exploring it is exact. It runs once
+    per value of the axis read, each with a load of its own, and its table is the one
+    running every cell (each afresh) gives."""
+    for side in ("explored", "every"):
+        (tmp_path / side).mkdir()
+    matrix, run = evaluated(tmp_path / "explored", head(FIRST_CALL_NEW["counter"]))
+    assert run.calls == len(AXES["backend"])  # one per value of the axis read
+    assert run.loads == run.calls + 1  # one first load, to refuse at once what cannot load
+    _, every = evaluated(tmp_path / "every", head(FIRST_CALL_NEW["counter"]), exhaustive=True)
+    assert every.calls == matrix.size and every.loads == matrix.size + 1
+    assert list(run.table.codes) == list(every.table.codes)
+    assert run.table.outcomes == every.table.outcomes
 
 
 def test_a_pure_closure_reading_the_cell_at_import_is_explored_with_a_load_per_call(

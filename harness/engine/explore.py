@@ -4,8 +4,10 @@ By default the matrix is covered by *exploration*: each call records the
 axes it read (through the world's probe), and its outcome holds for every
 cell agreeing on those axes, so the function runs once per decision path
 rather than once per cell. That is exact for code that keeps no state
-between calls (`harness.engine.purity`); an impure closure, or
-`exhaustive=True`, runs every cell.
+between calls (`harness.engine.purity`), and for any code whose every call
+starts from a fresh copy of its modules, as an impure closure's does (in
+SGLang's process, too, one resolution runs once): its outcome then depends on
+nothing but the inputs the call read. `exhaustive=True` runs every cell.
 
 All of it happens in a worker process (`harness.engine.worker`); what comes
 back is the table as plain data. Whatever the code raises, `SystemExit`
@@ -48,7 +50,10 @@ from harness.errors import Unevaluable
 from harness.matrix.cells import Cube, bits_of, cube_runs, first_cell, iter_cells
 from harness.matrix.model import Matrix
 
-EXPLORE, EVERY, FRESH = "explore", "every", "fresh"  # how a worker covers the cells
+# how a worker covers the cells: explored, every cell, every cell or explored with each
+# call in a fresh copy of the modules (code that may keep state between calls)
+EXPLORE, EVERY, FRESH, FRESH_EXPLORE = "explore", "every", "fresh", "fresh-explore"
+FRESH_MODES = (FRESH, FRESH_EXPLORE)
 
 
 @dataclass
@@ -68,14 +73,14 @@ def evaluate_closure(
     limits: Limits = DEFAULT_LIMITS,
 ) -> Evaluation:
     """The closure's outcome table; with `cube`, only the cells inside it are filled.
-    Every cell is run when `exhaustive` or when the closure may keep state, and then, if
-    it may, each in a fresh copy of its modules.
+    Every cell is run when `exhaustive`; a closure that may keep state runs each call in
+    a fresh copy of its modules.
 
     Raises Unevaluable when the code cannot run at all (its reason names the line).
     """
     impure = impurity(closure) is not None
-    every = exhaustive or impure
-    return start_evaluation(closure, matrix, bound, label, every, cube, limits, impure).result()
+    return start_evaluation(closure, matrix, bound, label, exhaustive, cube, limits,
+                            impure).result()  # fmt: skip
 
 
 def start_evaluation(
@@ -88,10 +93,9 @@ def start_evaluation(
     limits: Limits = DEFAULT_LIMITS,
     fresh: bool | None = None,
 ):
-    """`evaluate_closure` started in a worker: `.result()` waits for the Evaluation. The
-    caller judged purity for `every_cell`; `fresh` (run each cell in a fresh copy of the
-    modules: the closure may keep state) is judged here when not given, and only for
-    `every_cell` (a closure explored is pure)."""
+    """`evaluate_closure` started in a worker: `.result()` waits for the Evaluation.
+    `fresh` (run each call in a fresh copy of the modules: the closure may keep state) is
+    judged here when not given."""
     return start(*evaluation_job(closure, matrix, bound, label, every_cell, cube, fresh), limits)
 
 
@@ -109,20 +113,23 @@ def evaluation_job(
 def evaluation_mode(closure: Closure | Pipeline, every_cell: bool, fresh: bool | None) -> str:
     """How a worker covers the cells (see `start_evaluation`)."""
     if fresh is None:
-        fresh = every_cell and impurity(closure) is not None
-    return FRESH if fresh and every_cell else EVERY if every_cell else EXPLORE
+        fresh = impurity(closure) is not None
+    if fresh:
+        return FRESH if every_cell else FRESH_EXPLORE
+    return EVERY if every_cell else EXPLORE
 
 
 def _evaluate(
     closure: Closure | Pipeline, matrix: Matrix, bound: Bound, label: str, mode: str,
     cube: Cube,
 ) -> Evaluation:  # fmt: skip
-    """In the worker: the evaluation itself. In FRESH mode every cell loads the modules
-    anew (compiled once): its first call is the modules' first, as in SGLang, where one
-    process resolves one configuration. Module-level code that reads an input of the
+    """In the worker: the evaluation itself. In the FRESH modes every call loads the
+    modules anew (compiled once): its first call is the modules' first, as in SGLang,
+    where one process resolves one configuration. Module-level code that reads an input of the
     cell (`_IS_HIP = is_hip()`) is run again for each call too, explored or not: its
     value is each cell's, and the inputs it read count among the call's."""
-    shared = shared_state(closure) if mode == FRESH and isinstance(closure, Pipeline) else None
+    fresh = mode in FRESH_MODES
+    shared = shared_state(closure) if fresh and isinstance(closure, Pipeline) else None
     if shared is not None:
         raise Unevaluable(shared)
     view = with_defaults(bound, closure.defaults)
@@ -132,8 +139,8 @@ def _evaluate(
     view.probe.read = 0
     fn = loader()
     at_import = view.probe.read != 0  # module-level code read the cell, as SGLang's import
-    runner = _Runner(fn, view, matrix, loader if mode == FRESH or at_import else None)
-    table = runner.explore(cube) if mode == EXPLORE else runner.run_all(cube)
+    runner = _Runner(fn, view, matrix, loader if fresh or at_import else None)
+    table = runner.run_all(cube) if mode in (EVERY, FRESH) else runner.explore(cube)
     reached = tuple(-1 if c is None else matrix.index(c) for c in recorder.first)
     table = replace(table, branches=bytes(recorder.flags), reached=reached)
     return Evaluation(table, runner.calls, loader.loads)

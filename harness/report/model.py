@@ -234,8 +234,8 @@ def defaults_line(defaults) -> str:
 
 
 def every_cell_note(reason: str) -> str:
-    """Why a side's table was made by running every cell rather than by exploration."""
-    return f"every cell was run: the code may keep state between calls ({reason})"
+    """Why each call of a side loaded its modules anew (its table is explored all the same)."""
+    return f"each call loaded the code anew: it may keep state between calls ({reason})"
 
 
 def rule_view(matrix: Matrix, rule: Rule) -> RuleView:

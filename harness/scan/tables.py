@@ -54,7 +54,7 @@ class State:
     skipped: tuple[str, ...] = ()  # pipeline mode: passes absent at this revision
     files: tuple[str, ...] = ()  # every path read to make it (found or not), the target's first
     code: Code | None = field(default=None, compare=False)  # what made it, when still held
-    impure: str | None = None  # why every cell was run: the code may keep state between calls
+    impure: str | None = None  # why each call loaded the code anew: it may keep state
     defaults: tuple[tuple[str, str], ...] = ()  # (field, value shown) from the view's class
     unguarded: tuple[tuple[str, str], ...] = ()  # (pass, its `if` in SGLang) run on every cell
     coverage: tuple[PassCoverage, ...] = ()  # a pipeline's passes, with the cells each runs on
@@ -105,7 +105,7 @@ class Tables:
         """The state of this closure when it is known without running anything, else a
         Pending state whose evaluation is running in a worker."""
         impure = self.impurity(closure)
-        mode = EVERY_CELL if self.exhaustive or impure else EXPLORED
+        mode = EVERY_CELL if self.exhaustive else EXPLORED  # (impure: explored afresh)
         key = table_key(self.matrix.world, self.matrix.digest, closure.digest, mode)
         running = self.running.get(key)  # in the making: no need to look on disk
         table = self.by_key.get(key)
@@ -179,7 +179,7 @@ class Tables:
         """The closure's evaluation, started in a worker (`.result()` waits for it); or,
         while `batch` is set, added to that batch (see `harness.engine.batch`)."""
         matrix, bound, limits = self.matrix, self.bound, self.limits
-        every = self.exhaustive or impure
+        every = self.exhaustive
         return started(evaluation_job(closure, matrix, bound, label, every, fresh=impure),
                        limits, self.batch)  # fmt: skip
 
