@@ -24,9 +24,11 @@ from harness.engine.outcome import ERROR
 from tests.test_entry import (
     BASE,
     DATACLASS_HEAD,
+    DECLARE,
     HOOKS,
     PKG,
     RUN_PASS,
+    VALIDATE,
     cells,
     harness_outcomes,
     imported,
@@ -313,30 +315,10 @@ from sglang.srt.arg_groups.model_override_base import (  # noqa: F401
 )
 
 
-def declare_resolution(server_args: Any, source: str, **fields: Any) -> None:
-    if is_record(server_args):
-        unknown = sorted(set(fields) - field_names(type(server_args)))
-        if unknown:
-            raise AttributeError(f"{source}: {unknown} are not ServerArgs fields")
-    stash = getattr(server_args, "_resolved_overrides", None)
-    if stash is None:
-        stash = []
-        server_args._resolved_overrides = stash
-    stash.append((source, dict(fields)))
+{declare}
 
 
-def validate_declarations(server_args: Any, declarations: list) -> None:
-    if not is_record(server_args):
-        return
-    allowed = resolvable_fields(type(server_args))
-    for source, fields in declarations:
-        unknown = set(fields) - allowed
-        if unknown:
-            raise ValueError(
-                f"{source}: {sorted(unknown)} not model-overridable; declarations are "
-                "limited to the fields the publish gate accepts."
-            )
-
+{validate}
 
 class _ForeignDefaults:
     __slots__ = ("_cfg", "_written")
@@ -502,7 +484,20 @@ def run_resolution_pipeline(server_args: Any) -> None:
         declare_resolution(server_args, "rows", chunk=-2)
     run_post_process_pass(server_args, _page_size_default)
 {more}'''
-OVERRIDES_TEXT = OVERRIDES + RUN_PASS
+# test_entry's declaration machinery, with 0.5.20's checks of a record's fields
+CHECKED = (
+    "    if is_record(server_args):\n"
+    "        unknown = sorted(set(fields) - field_names(type(server_args)))\n"
+    "        if unknown:\n"
+    '            raise AttributeError(f"{source}: {unknown} are not ServerArgs fields")\n'
+)
+OVERRIDES_TEXT = OVERRIDES.replace(
+    "{declare}", DECLARE[: DECLARE.index("\n\n\ndef resolution_result")].replace(
+        "    stash = getattr", CHECKED + "    stash = getattr", 1)
+).replace(
+    "{validate}", VALIDATE.replace("not dataclasses.is_dataclass(type(server_args))",
+                                   "not is_record(server_args)")
+) + RUN_PASS  # fmt: skip
 AXES = {
     "attention_backend": [None, "wide", "bad"],
     "mem_fraction": [None, 0.5],
