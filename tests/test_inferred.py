@@ -262,3 +262,31 @@ def test_no_target_or_no_parse_at_either_side_cannot_tell(tmp_path):
     shas = commit_versions(tmp_path / "broken", [broken, broken + "\n# again\n"])
     done = run_cli("diff", *shas, "--matrix", "inferred", "--repo", str(tmp_path / "broken"))
     assert done.code == 4 and "no registered pass to compare" in done.err
+
+
+GGUF = """
+@register_post_process
+def _gguf_quantization(view):
+    from sglang.srt.utils.hf_transformers_utils import check_gguf_file
+
+    if view.load_format == "gguf":
+        return {"quantization": "gguf"}
+    if check_gguf_file(view.model_path):
+        return {"quantization": "gguf"}
+    return {}
+"""
+HF_UTILS = '"""Hub helpers."""\n\n\ndef check_gguf_file(path):\n    return path.endswith(".gguf")\n'
+
+
+def test_a_pass_importing_a_bound_helper_in_its_body_is_inferred(tmp_path):
+    """The shipped matrix binds `check_gguf_file` (a probe of the checkpoint): a pass that
+    imports it inside its body, from the file that defines it, is read like any other,
+    and the literals it compares `load_format` with become the axis (a change from
+    "gguf" to "auto" changes exactly the cells of those two values)."""
+    extra = {"python/sglang/srt/utils/hf_transformers_utils.py": HF_UTILS}
+    versions = [module(GGUF, TOP), module(GGUF.replace('== "gguf"', '== "auto"'), TOP)]
+    shas = commit_versions(tmp_path / "repo", versions, extra)
+    code, report, out = inferred(str(tmp_path / "repo"), *shas)
+    assert code == 1, out
+    assert {"gguf", "auto"} <= set(report["axes"]["load_format"])
+    assert {item["cell"]["load_format"] for item in report["changed"]} == {"gguf", "auto"}
