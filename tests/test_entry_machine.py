@@ -140,7 +140,6 @@ AS_PYTHON = [
     '    server_args.page_size += len(os.getenv(key="SGLANG_BACKEND", default="xy"))\n',
     '    server_args.page_size += len(os.environ.get(key="SGLANG_PAGES", default=""))\n',
     "    server_args.page_size += 1 in os.environ  # Python's TypeError\n",
-    '    server_args.page_size += len(os.environ.get(Name("SGLANG_PAGES"), ""))\n',
     '    server_args.page_size += len(os.environ.setdefault("SGLANG_PAGES", "4444"))\n',
     '    os.environ["SGLANG_BACKEND"] = "written"\n',
     '    os.environ["SGLANG_BACKEND"] = 3  # Python\'s TypeError\n',
@@ -155,7 +154,6 @@ AS_PYTHON = [
         "getenv-key",
         "get-key",
         "not-str",
-        "str-subclass",
         "setdefault",
         "written",
         "written-not-str",
@@ -178,6 +176,11 @@ def test_a_variable_the_matrix_does_not_name_and_a_write_are_refused(tmp_path):
     cases = [
         ('    server_args.page_size = os.environ["SGLANG_OTHER"]\n', "SGLANG_OTHER"),
         ('    del os.environ["NCCL_ALGO"]\n', "os.environ['NCCL_ALGO'] is deleted"),
+        # Python encodes a str subclass with its own `encode`, which the world does not run
+        (
+            '    server_args.page_size = os.environ.get(Name("SGLANG_PAGES"), "")\n',
+            "os.environ[a Name]",
+        ),
         (
             '    os.environ["SGLANG_PAGES"] = "1"\n    server_args.page_size = os.environ["SGLANG_PAGES"]\n',
             "after the resolution set SGLANG_PAGES",

@@ -416,7 +416,8 @@ class Resolver:
                 world = alias.name in self.bound and world_import(node, alias.name)
                 if world and alias.name not in self.chosen:
                     self._local_home(node, alias.name, path)
-                homed = alias.name in dict(self.facts.homes) and alias.name not in self.chosen
+                homes = {*dict(self.facts.homes), *dict(self.facts.imported_homes)}
+                homed = alias.name in homes and alias.name not in self.chosen
                 if world and (homed or alias.name == self.facts.class_name):
                     # SGLang's own definition read from another file that defines it: the
                     # project runs that one (another module's class of that name is not

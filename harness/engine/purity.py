@@ -115,7 +115,7 @@ def impurity(target: Closure | Pipeline) -> str | None:
         loading = load_time_only(closure)  # registering decorators: no call runs them
         for path in closure.files:
             bound = {n for s in closure.nodes_of(path) for n in bound_names(s)}
-            copies = not bound & COPIERS
+            copies = not bound & COPIERS and "*" not in bound  # `import *` may bind them
             for node in closure.nodes_of(path):
                 found = _module_state(node, generators, known)
                 for function in _functions(node):

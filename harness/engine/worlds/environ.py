@@ -63,6 +63,9 @@ SET_FIX = (
 )
 
 
+STR_FIX = "write the environment with plain strings: a subclass's own encode is not followed"
+
+
 def record_write(probe: Probe, name: str, value: Any) -> None:
     """`name` set to `value` in the process's environment, for the rest of the call."""
     probe.call.setdefault(ENVIRON, {})[name] = value
@@ -120,7 +123,8 @@ def write(probe: Probe, name: str, text: Any, label: str) -> None:
         raise probe.refuse(label, LOAD_FIX, done=ASSIGNED)
     if not isinstance(text, str):
         raise TypeError(f"str expected, not {type(text).__name__}")
-    text = str.__getitem__(text, slice(None))  # its text, whatever a subclass redefines
+    if type(text) is not str:  # Python encodes it with its own `encode`, not followed
+        raise probe.refuse(f"{label} = a {type(text).__name__}", STR_FIX, done=ASSIGNED)
     if "\0" in text:
         raise ValueError("embedded null byte")
     os.fsencode(text)  # a lone surrogate: Python's UnicodeEncodeError
@@ -136,7 +140,9 @@ def _reader(ctx: Context) -> Any:
     def value(key: Any) -> str | None:
         if not isinstance(key, str):
             raise TypeError(f"str expected, not {type(key).__name__}")
-        name = str.__getitem__(key, slice(None))  # its text, whatever a subclass redefines
+        if type(key) is not str:  # Python encodes it with its own `encode`, not followed
+            raise probe.refuse(f"os.environ[a {type(key).__name__}]", STR_FIX)
+        name = key
         if not VARIABLE.fullmatch(name):
             raise probe.refuse(f"the environment variable {name[:80]!r}", NAME_FIX)
         refuse_written(probe, name, f"os.environ[{name!r}]")
@@ -221,7 +227,9 @@ def _name(probe: Probe, key: Any) -> str:
     the matrix names variables."""
     if not isinstance(key, str):
         raise TypeError(f"str expected, not {type(key).__name__}")
-    name = str.__getitem__(key, slice(None))
+    if type(key) is not str:  # Python encodes it with its own `encode`, not followed
+        raise probe.refuse(f"os.environ[a {type(key).__name__}]", STR_FIX, done=ASSIGNED)
+    name = key
     if not VARIABLE.fullmatch(name):
         raise probe.refuse(f"the environment variable {name[:80]!r}", NAME_FIX, done=ASSIGNED)
     return name
