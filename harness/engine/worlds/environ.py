@@ -28,6 +28,7 @@ from harness.engine.world import (
     ASSIGNED,
     DELETED,
     LOADING,
+    READ,
     Context,
     Obj,
     Param,
@@ -138,13 +139,7 @@ def _reader(ctx: Context) -> Any:
     probe, compiled = ctx.probe, {}
 
     def value(key: Any) -> str | None:
-        if not isinstance(key, str):
-            raise TypeError(f"str expected, not {type(key).__name__}")
-        if type(key) is not str:  # Python encodes it with its own `encode`, not followed
-            raise probe.refuse(f"os.environ[a {type(key).__name__}]", STR_FIX)
-        name = key
-        if not VARIABLE.fullmatch(name):
-            raise probe.refuse(f"the environment variable {name[:80]!r}", NAME_FIX)
+        name = _name(probe, key, READ)
         refuse_written(probe, name, f"os.environ[{name!r}]")
         if name not in compiled:
             compiled[name] = Param(name, reader=f"os.environ[{name!r}]").compile(ctx)
@@ -222,17 +217,16 @@ class Environ(Spec):
         return lambda probe: environ
 
 
-def _name(probe: Probe, key: Any) -> str:
-    """A variable's name as a write gives it: a string (Python's TypeError else), named as
-    the matrix names variables."""
+def _name(probe: Probe, key: Any, done: str = ASSIGNED) -> str:
+    """A variable's name as a read or a write (`done`) gives it: a string (Python's
+    TypeError else; a subclass refused), named as the matrix names variables."""
     if not isinstance(key, str):
         raise TypeError(f"str expected, not {type(key).__name__}")
     if type(key) is not str:  # Python encodes it with its own `encode`, not followed
-        raise probe.refuse(f"os.environ[a {type(key).__name__}]", STR_FIX, done=ASSIGNED)
-    name = key
-    if not VARIABLE.fullmatch(name):
-        raise probe.refuse(f"the environment variable {name[:80]!r}", NAME_FIX, done=ASSIGNED)
-    return name
+        raise probe.refuse(f"os.environ[a {type(key).__name__}]", STR_FIX, done=done)
+    if not VARIABLE.fullmatch(key):
+        raise probe.refuse(f"the environment variable {key[:80]!r}", NAME_FIX, done=done)
+    return key
 
 
 @dataclasses.dataclass(frozen=True)
