@@ -41,6 +41,7 @@ from harness.engine.policy import (
     forbidden_attribute,
 )
 from harness.engine.purity import MUTATORS
+from harness.engine.snapshots import escaping, snapshot_builtins, snapshot_rewritten
 from harness.engine.world import (
     ASSIGNED,
     DELETED,
@@ -245,7 +246,8 @@ class _Loader:
         self.closure, self.bound = closure, bound
         self.order = order = load_order(closure)
         owner = _view_class_name(bound)
-        self.codes = [_compiled(_body(closure, path, nodes, rewrite, withheld),
+        snapshot = None if bound.ctx is None else bound.ctx.world.snapshot
+        self.codes = [_compiled(_body(closure, path, nodes, rewrite, withheld, snapshot),
                                 code_name(path, label), path in closure.postponed, owner)
                       for path in order]  # fmt: skip
         self.extra = [extra if path == closure.path or rewrite is not None else {}
@@ -389,8 +391,9 @@ def _recorder(
 
     frozen = world.frozen_by if bound.ctx.matrix.target.entry_method else None
     guard = None if frozen is None else _frozen(bound.probe, frozen)
-    return overlay_maker("view", bound.probe, otherwise=read, name=name, record=True,
-                         guard=guard, unhashable=HASH_FIX)  # fmt: skip
+    answer = escaping(bound.probe) if world.snapshot is not None else None
+    return overlay_maker("view", bound.probe, answer=answer, otherwise=read, name=name,
+                         record=True, guard=guard, unhashable=HASH_FIX)  # fmt: skip
 
 
 HASH_FIX = (
@@ -496,13 +499,18 @@ def _body(
     nodes: tuple[ast.stmt, ...] | None,
     rewrite: Callable[[str, tuple[ast.stmt, ...]], tuple[ast.stmt, ...]] | None,
     withheld: Withheld | None = None,
+    snapshot: str | None = None,
 ) -> ast.Module:
     """The statements a file runs: its closure's (or `nodes`, for the target's), rewritten
-    (and their reads of a name: `harness.engine.own_names`), without the functions the
-    policy withholds."""
+    (and their reads of a name: `harness.engine.own_names`; an entry's snapshot of its
+    configuration, in the world's attribute `snapshot`: `harness.engine.snapshots`),
+    without the functions the policy withholds."""
     body = nodes if nodes is not None and path == closure.path else closure.nodes_of(path)
     if rewrite is not None:
         body = rewrite(path, body)
+    if snapshot is not None and closure.entry:
+        free = (n.name for n in closure.needs if n.path == path)
+        body = snapshot_rewritten(body, snapshot, free)
     body = rewritten(withholding(tuple(body), path, withheld or {}, closure.nodes_of(path)), path)
     return ast.Module(body=list(body), type_ignores=[])
 
@@ -786,6 +794,10 @@ def safe_builtins(
                                       world)  # fmt: skip
     table.update({name: world_function(name, fn, probe) for name, fn in made.items()})
     table[READER] = world_function(READER, name_reader(probe.refuse), probe)
+    snapshot = None if bound.ctx is None else bound.ctx.world.snapshot
+    if snapshot is not None and configuration is not None:
+        made = snapshot_builtins(probe, snapshot, table["getattr"], configuration)
+        table.update({name: world_function(name, fn, probe) for name, fn in made.items()})
     return table
 
 

@@ -607,6 +607,10 @@ class World:
     # ... and the attribute that, once an entry method sets it, makes the configuration's
     # own `__setattr__` refuse its fields (SGLang's after `materialize_declarations`)
     frozen_by: str | None = None
+    # ... and the attribute an entry keeps a snapshot of the fields it was handed in, each
+    # field's inputs counted where it is looked up (`harness.engine.snapshots`; SGLang's
+    # `_raw_input`)
+    snapshot: str | None = None
 
     def view_attrs_for(self, matrix: Matrix) -> dict[str, Spec]:
         """The view attributes the world answers for `matrix`'s target."""

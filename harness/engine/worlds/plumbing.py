@@ -40,6 +40,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from harness.engine.own_names import name_reader
+from harness.engine.snapshots import Snapshot
 from harness.engine.world import (
     ASSIGNED,
     INTERNAL_WRITE,
@@ -108,7 +109,10 @@ def project(probe: Probe, defaults: Any, outputs: tuple[str, ...], written: dict
     the outcome as it is."""
     declared = merged(probe, checked_stash(probe, written.get(STASH) or ()))
     raw = written.get(RAW)
-    raw = raw if type(raw) is dict else {}  # the fields as handed, read before the fields
+    if type(raw) is Snapshot:  # (its inputs counted as its fields are looked up)
+        written = {**written, RAW: raw.escaped() if RAW in outputs else None}
+    elif type(raw) is not dict:
+        raw = {}
     found = {**written, **{f: raw[f] for f in written if f in raw}, **declared}
     broken = records.fallback_error(defaults, defaults.class_name)
     for field in outputs:  # an undeclared None: SGLang's with_fallback, and its checks

@@ -43,7 +43,14 @@ from harness.engine.world import (
 )
 from harness.engine.worlds import caching, checkpoint, copying, dataclass, environ
 from harness.engine.worlds.common import logger, registering
-from harness.engine.worlds.plumbing import MACHINERY, MATERIALIZED, UNSET, from_class, project
+from harness.engine.worlds.plumbing import (
+    MACHINERY,
+    MATERIALIZED,
+    RAW,
+    UNSET,
+    from_class,
+    project,
+)
 from harness.engine.worlds.records import HELPERS as RECORD_HELPERS
 from harness.errors import HarnessError
 from harness.matrix.model import Matrix, format_value
@@ -511,6 +518,7 @@ WORLD = World(
     unset=UNSET,  # the declaration stash, before the entry makes it
     project=project,  # the entry's outcome: its declarations over its fields
     frozen_by=MATERIALIZED,  # ServerArgs.__setattr__ refuses fields after this (0.5.18)
+    snapshot=RAW,  # the fields as handed, which the entry copies first (0.5.19 on)
     validate=check_platforms,
     facts=FACTS,
     suggested={  # `matrix --infer`: the axes these become when the code reads them
