@@ -326,15 +326,15 @@ def test_a_field_assigned_after_the_stash_is_applied_is_refused(tmp_path):
         ('    server_args._resolved_overrides = [("x", [("page_size", 1)])]\n'
          "    run_post_process_pass(server_args, _page_default)\n",
          "_resolved_overrides of another shape"),
-        ("    setattr(before, 'page_size', 1)\n", "setattr() of page_size on another object"),
+        ("    setattr(before, 'page_size', 1)\n", "view.page_size is assigned"),
         ("    server_args.trace = str(len({server_args}))\n", "hash() of ServerArgs"),
     ],
-    ids=["stash-shape", "setattr-elsewhere", "hash"],
+    ids=["stash-shape", "setattr-of-a-view", "hash"],
 )  # fmt: skip
 def test_what_the_world_cannot_follow_is_refused_by_line(tmp_path, more, what):
-    """A stash that is not SGLang's list of (source, dict) pairs, and `setattr` of any
-    object but the configuration (a write the purity check cannot see), make the
-    revision unevaluable with the reason: never a result SGLang would not give."""
+    """A stash that is not SGLang's list of (source, dict) pairs, and `setattr` of a
+    read-only view (as `view.x = ...` is), make the revision unevaluable with the
+    reason: never a result SGLang would not give."""
     root, sha, matrix = stash_commit(tmp_path, more)
     code, note = diff_note(root, sha, matrix)
     assert code == 4 and what in note and "pipeline.py:" in note, note
@@ -348,6 +348,29 @@ def test_setattr_of_the_configuration_is_an_assignment(tmp_path):
     expected = plain_outcomes(tmp_path / "tree", AXES, OUTPUTS)
     assert harness_outcomes(root, sha, matrix, outputs=OUTPUTS) == expected
     assert {outcome[2] for outcome in expected} == {"set"}
+
+
+SETTING = """\
+    class Phase:
+        def __init__(self):
+            self.backend = "full"
+
+    phases = {"prefill": Phase(), "decode": Phase()}
+    key = "backend" if server_args.page_size is None else "max_bs"
+    setattr(phases["prefill"], key, live.attention_backend)
+    server_args.trace = f"{phases['prefill'].backend}|{getattr(phases['prefill'], 'max_bs', 0)}"
+"""
+
+
+def test_setattr_of_the_codes_own_object_is_pythons(tmp_path):
+    """`setattr` on an object the code made (SGLang's cuda-graph parser sets each phase's
+    keys so) does what Python does, explored as every cell is: the closure names
+    setattr, so each call loads the code anew."""
+    root, sha, matrix = stash_commit(tmp_path, SETTING)
+    expected = plain_outcomes(tmp_path / "tree", AXES, OUTPUTS)
+    assert {outcome[2] for outcome in expected} == {"fa3|0", "full|fa3", "fa4|0", "full|fa4"}
+    assert harness_outcomes(root, sha, matrix, outputs=OUTPUTS) == expected
+    assert harness_outcomes(root, sha, matrix, exhaustive=True, outputs=OUTPUTS) == expected
 
 
 SHARED = '''\

@@ -185,7 +185,7 @@ def _module_state(
         if _makes_iterator(child, generators) and not _used_up(child, parents):
             return child.lineno, f"keeps an iterator at module level ({ast.unparse(child)})"
         if _mutator_taken(child, parents):
-            return child.lineno, f"keeps the bound method {ast.unparse(child)}"
+            return child.lineno, f"keeps {_taken(child)}"
         if _kept_call(child, parents, known):
             shown = ast.unparse(child.func)[:80]
             return child.lineno, f"keeps what {shown}() returns at module level (it may keep state)"
@@ -223,7 +223,7 @@ def _leaves_state(function: Function, generators: frozenset[str]) -> tuple[int, 
         if _makes_iterator(child, generators) and not _used_up(child, parents):
             return child.lineno, f"keeps an iterator as its file loads ({ast.unparse(child)})"
         if _mutator_taken(child, parents):
-            return child.lineno, f"keeps the bound method {ast.unparse(child)}"
+            return child.lineno, f"keeps {_taken(child)}"
     return None
 
 
@@ -290,7 +290,11 @@ def _used_up(node: ast.AST, parents: dict[int, ast.AST]) -> bool:
 def _mutator_taken(
     node: ast.AST, parents: dict[int, ast.AST], fresh: Collection[str] = frozenset()
 ) -> bool:
-    """`X.append` read as a value (not called there), X not a fresh local."""
+    """`X.append` read as a value (not called there), X not a fresh local; or `setattr`
+    (`delattr`) so read, whose calls the check would not see."""
+    if isinstance(node, ast.Name) and node.id in SETTERS and isinstance(node.ctx, ast.Load):
+        parent = parents.get(id(node))
+        return not (isinstance(parent, ast.Call) and parent.func is node)
     if not isinstance(node, ast.Attribute) or node.attr not in MUTATORS:
         return False
     if not isinstance(node.ctx, ast.Load):
@@ -299,6 +303,12 @@ def _mutator_taken(
     if isinstance(parent, ast.Call) and parent.func is node:
         return False
     return _root(node.value) not in fresh
+
+
+def _taken(node: ast.expr) -> str:
+    if isinstance(node, ast.Name):
+        return f"{node.id} as a value"
+    return f"the bound method {ast.unparse(node)}"
 
 
 def _functions(node: ast.AST) -> list[Function]:
@@ -461,7 +471,7 @@ def _writes(function: Function, view: str | None = None,
         if found:
             return node.lineno, found
         if _mutator_taken(node, parents, fresh):
-            return node.lineno, f"takes the bound method {ast.unparse(node)}"
+            return node.lineno, f"takes {_taken(node)}"
     return None
 
 

@@ -724,10 +724,6 @@ def _loaded(spaces: dict[str, dict], path: str, name: str) -> Any:
         raise Unevaluable(f"{name} from {path} is imported before it is defined") from None
 
 
-SETATTR_FIX = (
-    "setattr() is followed on the configuration an entry is handed only: elsewhere it "
-    "may change state a later call sees; assign with `obj.name = value` instead"
-)
 MUTATOR_FIX = (
     "a mutating method taken by a name harness cannot read before running may change "
     "state a later call sees, which {project}'s one call per process never does: call it "
@@ -742,8 +738,8 @@ def safe_builtins(
     names: dict[str, Any] | None = None,
     configuration: Callable[[Any], Any] | None = None,
 ) -> dict[str, Any]:
-    """The allowed builtins; `getattr`, `hasattr` and `type` guarded, `setattr` only of an
-    entry's configuration, `print` silent,
+    """The allowed builtins; `getattr`, `hasattr`, `setattr` and `type` guarded, `print`
+    silent,
     `import` answered by the world (its `names`, by default the bound's; and the
     repository's definitions, for the files whose namespaces `spaces` holds by path);
     `type` of an entry's configuration is what `configuration(obj)` gives (None: not
@@ -779,10 +775,10 @@ def safe_builtins(
         return found
 
     def guarded_setattr(obj: Any, name: Any, value: Any, /) -> None:
-        name = checked(name, "setattr")
-        if configuration is None or configuration(obj) is None:
-            raise probe.refuse(f"setattr() of {name} on another object", SETATTR_FIX)
-        setattr(obj, name, value)  # the entry's configuration, which records it
+        # as `obj.name = value`: the entry's configuration records it, the world's other
+        # stand-ins refuse it; a write to anything else is seen by the purity check (a
+        # closure naming setattr, but to call it on a fresh local, runs each call afresh)
+        setattr(obj, checked(name, "setattr"), value)
 
     def silent(*args: Any, **kwargs: Any) -> None:
         return None

@@ -29,10 +29,14 @@ def reason(source: str) -> str | None:
         ("alias = SEEN\n    alias.append(1)\n    return {}", "calls alias.append()"),
         ("for item in [SEEN]:\n        item.append(1)\n    return {}", "calls item.append()"),
         ("helper(SEEN)\n    return {}", "calls seen.add()"),
+        ("setattr(SEEN, 'x', 1)\n    return {}", "calls setattr() on SEEN"),
+        ("s = setattr\n    s(SEEN, 'x', 1)\n    return {}", "takes setattr as a value"),
+        ("return {'f': helper2(setattr)}", "takes setattr as a value"),
     ],
 )
 def test_writes_to_state_that_outlives_the_call_are_found(body: str, what: str):
     source = "SEEN = []\nCOUNT = 0\ndef helper(seen):\n    seen.add(1)\n"
+    source += "def helper2(f):\n    return 1\n"
     source += f"def target(view):\n    {body}\n"
     assert what in (reason(source) or "")
 
@@ -77,3 +81,9 @@ def test_the_copy_is_fresh_only_with_pythons_list_and_getattr(rebinds: str):
     assert reason(source) is not None
     local = f"SEEN = []\ndef target(view, list=list):\n    {body}\n    return {{}}\n"
     assert reason(local) is not None
+
+
+def test_setattr_kept_at_module_level_is_state():
+    source = "_set = setattr\ndef target(view):\n    _set(view, 'x', 1)\n    return {}\n"
+    assert "keeps setattr as a value" in (reason(source) or "")
+
