@@ -109,6 +109,19 @@ PROBE_DEFAULTS: dict[str, Any] = {
     "hf_config.quantization_config": None,
     "hf_config.dual_chunk_attention_config": None,
     "model_config.quantization": None,
+    # a text-only decoder model: no vision or audio tower, no encoder, no embedding or
+    # reward head, no nested language config (what SGLang's resolution asks a model)
+    "model_config.is_multimodal": False,
+    "model_config.is_multimodal_piecewise_cuda_graph_supported": False,
+    "model_config.is_encoder_decoder": False,
+    "model_config.is_embedding_gemma": False,
+    "model_config.embedding_model_spec": None,
+    "model_config.pointer_head": None,
+    "model_config.joint_head_config": None,
+    "model_config.decision_config": None,
+    "hf_config.text_config": None,
+    "hf_config.llm_config": None,
+    "hf_config.language_config": None,
 }
 
 # Older helper functions and the platform attribute each one means.
