@@ -62,6 +62,21 @@ def _fa4_page_constraint(view):
     return {}
 """
 
+SM100_OR_SM110 = """
+@register_post_process
+def _fa4_page_constraint(view):
+    from sglang.srt.utils import is_sm100_or_sm110_supported
+    datacenter = is_sm100_or_sm110_supported()
+    fa4 = "fa4" in {view.attention_backend, view.decode_attention_backend, view.prefill_attention_backend}
+    if fa4 and datacenter and not use_mla_backend(view) and (view.speculative_eagle_topk or 0) <= 1:
+        return {"page_size": 128}
+    return {}
+"""
+
+SM100_OR_SM110_FLAG = SM100_OR_SM110.replace(
+    "    from sglang.srt.utils import is_sm100_or_sm110_supported\n", ""
+).replace("is_sm100_or_sm110_supported()", "get_platform().is_sm100_or_sm110")
+
 ARCHITECTURES = """
 _SKIP = frozenset({"DeepseekV3ForCausalLM"})
 
@@ -89,6 +104,8 @@ SPELLINGS = {
     "helpers": HELPERS,
     "platform": PLATFORM,
     "blackwell": BLACKWELL,
+    "sm100_or_sm110": SM100_OR_SM110,  # the FA4 matrix has no SM110 GPU: SM100 alone
+    "sm100_or_sm110_flag": SM100_OR_SM110_FLAG,
     "arch": ARCHITECTURES,
 }
 
@@ -108,7 +125,9 @@ def test_the_helper_spelling_matches_the_predicate(spellings):
     assert got == [oracle.page_size(cell, full_clause=False) for cell in matrix_cells]
 
 
-@pytest.mark.parametrize("spelling", ["platform", "blackwell"])
+@pytest.mark.parametrize(
+    "spelling", ["platform", "blackwell", "sm100_or_sm110", "sm100_or_sm110_flag"]
+)
 def test_other_spellings_show_no_change(spellings, spelling):
     root, shas = spellings
     result = run_cli("diff", shas["helpers"], shas[spelling], "--repo", str(root))

@@ -87,6 +87,8 @@ FLAGS: dict[str, Callable[[Any], bool]] = {
     "has_flashinfer": lambda p: gpu_major(p) is not None,
     "is_sm100": lambda p: gpu_major(p) == 10,
     "is_sm110": lambda p: gpu_major(p) == 11,
+    # datacenter Blackwell and SM110, not SM120 (0.5.23: what flash_attn.cute's MLA takes)
+    "is_sm100_or_sm110": lambda p: gpu_major(p) in (10, 11),
     "is_sm120": lambda p: gpu_major(p) == 12,
     "is_blackwell": lambda p: gpu_major(p) in (10, 11, 12),
     **{f"is_{name}": (lambda p, name=name: p == name) for name in NON_CUDA},
@@ -142,6 +144,7 @@ HELPERS = {
     "is_flashinfer_available": "has_flashinfer",
     "is_hopper_with_cuda_12_3": "is_hopper_with_cuda_12_3",
     "is_sm110_supported": "is_sm110",
+    "is_sm100_or_sm110_supported": "is_sm100_or_sm110",
 }
 
 # Helpers SGLang defines with no parameter (`def is_hip() -> bool`, 0.5.16-0.5.23): a call
@@ -176,6 +179,7 @@ PARTIAL_CHECKS = frozenset(
         "is_sm90_supported",
         "is_sm100_supported",
         "is_sm110_supported",
+        "is_sm100_or_sm110_supported",
         "is_sm120_supported",
         "is_blackwell",
         "is_blackwell_supported",
