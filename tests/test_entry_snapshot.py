@@ -122,7 +122,22 @@ ESCAPES = [
 ]
 
 
-@pytest.mark.parametrize("more", ESCAPES, ids=["len", "sorted", "captured"])
+# a read through an object of the code's own, whose property reads the attribute of the
+# configuration: that inner read is no shape of the module's, and gets the dict
+ESCAPES.append(
+    "    size = (getattr(Holder(server_args), '_raw_input', None) or {}).get('n')\n"
+    "    if size == 100:\n"
+    '        declare_resolution(server_args, "never", chunk=0)\n'
+    "\n\nclass Holder:\n"
+    "    def __init__(self, server_args):\n"
+    "        self.server_args = server_args\n\n"
+    "    @property\n"
+    "    def _raw_input(self):\n"
+    "        return {'n': len(self.server_args._raw_input)}\n"
+)
+
+
+@pytest.mark.parametrize("more", ESCAPES, ids=["len", "sorted", "captured", "property"])
 def test_a_snapshot_read_any_other_way_counts_every_field(tmp_path, more):
     """Read by any other shape, the snapshot is the plain dict, all of it read: every
     cell (each differs in some field the dict holds) is a call of its own."""

@@ -541,8 +541,8 @@ def _call_write(node: ast.AST, fresh: Fresh) -> str | None:
     if isinstance(func, ast.Attribute) and func.attr in MUTATORS and not _local(func, fresh):
         return f"calls {ast.unparse(func)}()"
     setter = isinstance(func, ast.Name) and func.id in SETTERS and node.args
-    if setter and _root(node.args[0]) not in fresh:
-        return f"calls {func.id}() on {ast.unparse(node.args[0])}"
+    if setter and not _local(ast.Attribute(node.args[0], "x", ast.Store()), fresh):
+        return f"calls {func.id}() on {ast.unparse(node.args[0])}"  # (as `obj.x = v` is)
     return None
 
 

@@ -50,32 +50,33 @@ SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
 
 class Snapshot:
     """A configuration's fields as they were, each with the inputs its value read (a
-    bitmask of axes, as `Probe.read`), counted read on `probe` when looked up."""
+    bitmask of axes, as `Probe.read`), counted read on `probe` when looked up. Its state
+    is in slots of special names, which evaluated code may not read."""
 
-    __slots__ = ("_probe", "_reads", "_values")
+    __slots__ = ("__probe__", "__reads__", "__values__")
 
     def __init__(self, probe: Probe, values: dict[str, Any], reads: dict[str, int]) -> None:
-        self._probe, self._values, self._reads = probe, values, reads
+        self.__probe__, self.__values__, self.__reads__ = probe, values, reads
 
     def __bool__(self) -> bool:
-        return bool(self._values)
+        return bool(self.__values__)
 
     def __contains__(self, key: Any) -> bool:
-        return key in self._values  # (its keys are the class's fields: no input)
+        return key in self.__values__  # (its keys are the class's fields: no input)
 
     def __getitem__(self, key: Any) -> Any:
-        value = self._values[key]
-        self._probe.read |= self._reads.get(key, 0)
+        value = self.__values__[key]
+        self.__probe__.read |= self.__reads__.get(key, 0)
         return value
 
     def get(self, key: Any, default: Any = None, /) -> Any:
-        return self[key] if key in self._values else default
+        return self[key] if key in self.__values__ else default
 
     def escaped(self) -> dict[str, Any]:
         """The values as the plain dict they are, every input of theirs counted read."""
-        for reads in self._reads.values():
-            self._probe.read |= reads
-        return self._values
+        for reads in self.__reads__.values():
+            self.__probe__.read |= reads
+        return self.__values__
 
 
 def snapshot_builtins(
@@ -83,7 +84,8 @@ def snapshot_builtins(
 ) -> dict[str, Callable[..., Any]]:
     """SNAPSHOT and READ (see the module), with `getattr_` the evaluated code's `getattr`
     and `configuration(obj)` not None for the entry's configuration (the only object a
-    snapshot is taken of: elsewhere SNAPSHOT makes the dict the comprehension would)."""
+    snapshot is taken of, and handed back from: elsewhere SNAPSHOT makes the dict the
+    comprehension would, and READ reads as `getattr` does)."""
 
     def snapshot(fields: Any, obj: Any) -> Any:
         if configuration(obj) is None:
@@ -104,7 +106,9 @@ def snapshot_builtins(
         return Snapshot(probe, values, reads)
 
     def read(obj: Any, *default: Any) -> Any:
-        probe.call[HANDED] = True
+        if configuration(obj) is None:  # (reading it may run the code's own: a property)
+            return getattr_(obj, attr, *default)
+        probe.call[HANDED] = True  # (the configuration's read runs none of the code's)
         try:
             return getattr_(obj, attr, *default)
         finally:

@@ -32,6 +32,7 @@ def reason(source: str) -> str | None:
         ("setattr(SEEN, 'x', 1)\n    return {}", "calls setattr() on SEEN"),
         ("s = setattr\n    s(SEEN, 'x', 1)\n    return {}", "takes setattr as a value"),
         ("return {'f': helper2(setattr)}", "takes setattr as a value"),
+        ("box = [SEEN]\n    setattr(box[0], 'x', 1)\n    return {}", "calls setattr() on box[0]"),
     ],
 )
 def test_writes_to_state_that_outlives_the_call_are_found(body: str, what: str):
@@ -86,4 +87,3 @@ def test_the_copy_is_fresh_only_with_pythons_list_and_getattr(rebinds: str):
 def test_setattr_kept_at_module_level_is_state():
     source = "_set = setattr\ndef target(view):\n    _set(view, 'x', 1)\n    return {}\n"
     assert "keeps setattr as a value" in (reason(source) or "")
-

@@ -13,6 +13,7 @@ import textwrap
 import pytest
 
 from harness.engine.branches import Sites
+from harness.engine.policy import forbidden_attribute
 from harness.engine.snapshots import READ, SNAPSHOT, Snapshot, snapshot_builtins, snapshot_rewritten
 from harness.engine.world import Probe
 from harness.matrix.model import Axis, Matrix, Target
@@ -215,3 +216,11 @@ def test_a_field_whose_read_fails_counts_at_once():
     with pytest.raises(LookupError):
         made[SNAPSHOT]([Field("x")], config)
     assert p.read == 0b100
+
+
+def test_a_snapshots_state_is_out_of_evaluated_codes_reach():
+    """Its probe, values and reads are in slots of special names, which the policy
+    refuses to evaluated code (statically, and through getattr)."""
+    assert Snapshot.__slots__ and all(forbidden_attribute(name) for name in Snapshot.__slots__)
+    assert not any(name for name in dir(Snapshot(probe(), {}, {})) if not name.startswith("__")
+                   and name not in ("get", "escaped"))  # fmt: skip
