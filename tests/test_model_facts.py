@@ -1,7 +1,9 @@
 """What the sglang world answers of the model when the matrix does not say: the facts
 docs/matrix-files.md documents, a text-only decoder model (no vision or audio tower,
-no encoder, no embedding or reward head, no nested language config); a field wins.
-What it documents no default for (`hf_config.model_type`) stays the matrix's to give."""
+no encoder, no embedding or reward head, no nested language config), for the
+architectures it knows are such models; a field wins. Another architecture's facts,
+and what it documents no default for (`hf_config.model_type`), are the matrix's to
+give: refused where read, naming the field."""
 
 from __future__ import annotations
 
@@ -68,3 +70,24 @@ def test_the_model_type_is_the_matrixs_to_give(tmp_path):
     assert done.code == 4, done.out
     note = json.loads(done.out)["notes"]["base"]
     assert "hf_config.model_type" in note and "fields:" in note, note
+
+
+def test_another_architectures_facts_are_the_matrixs_to_give(tmp_path):
+    llava = MATRIX.replace("Qwen3MoeForCausalLM", "LlavaForConditionalGeneration")
+    root, sha, matrix = commit(tmp_path, llava)
+    done = run_cli("diff", sha, sha, "--repo", str(root), "--matrix", str(matrix),
+                   "--format", "json", "--no-cache")  # fmt: skip
+    assert done.code == 4, done.out
+    note = json.loads(done.out)["notes"]["base"]
+    assert "model_config.is_multimodal" in note and "text-only decoder" in note, note
+    given = "".join(f"  model_config.{f}: false\n" for f in (
+        "is_multimodal", "is_encoder_decoder", "is_embedding_gemma",
+        "is_multimodal_piecewise_cuda_graph_supported"))  # fmt: skip
+    given += "".join(f"  {f}: null\n" for f in (
+        "model_config.pointer_head", "model_config.joint_head_config",
+        "model_config.embedding_model_spec", "model_config.decision_config",
+        "hf_config.text_config", "hf_config.llm_config", "hf_config.language_config"))  # fmt: skip
+    root, sha, matrix = commit(tmp_path / "given", llava + "fields:\n" + given)
+    loaded = load_matrix(str(matrix))
+    table = evaluate_at(root, sha, loaded).table
+    assert table.outcome_at(2).value == "LlavaForConditionalGeneration|True|True"

@@ -111,8 +111,11 @@ PROBE_DEFAULTS: dict[str, Any] = {
     "hf_config.quantization_config": None,
     "hf_config.dual_chunk_attention_config": None,
     "model_config.quantization": None,
-    # a text-only decoder model: no vision or audio tower, no encoder, no embedding or
-    # reward head, no nested language config (what SGLang's resolution asks a model)
+}
+# Facts of a text-only decoder model: no vision or audio tower, no encoder, no embedding
+# or reward head, no nested language config (what SGLang's resolution asks a model);
+# the default for an architecture of TEXT_DECODERS only (another's is the matrix's to give)
+TEXT_MODEL_DEFAULTS: dict[str, Any] = {
     "model_config.is_multimodal": False,
     "model_config.is_multimodal_piecewise_cuda_graph_supported": False,
     "model_config.is_encoder_decoder": False,
@@ -125,6 +128,19 @@ PROBE_DEFAULTS: dict[str, Any] = {
     "hf_config.llm_config": None,
     "hf_config.language_config": None,
 }
+TEXT_DECODERS = frozenset(
+    {
+        "LlamaForCausalLM",
+        "MistralForCausalLM",
+        "MixtralForCausalLM",
+        "Qwen2ForCausalLM",
+        "Qwen2MoeForCausalLM",
+        "Qwen3ForCausalLM",
+        "Qwen3MoeForCausalLM",
+        "DeepseekV2ForCausalLM",
+        "DeepseekV3ForCausalLM",
+    }
+)
 
 # Older helper functions and the platform attribute each one means.
 HELPERS = {
@@ -221,11 +237,39 @@ def capability(platform: Any) -> tuple[int | None, int | None]:
     return (major, int(platform[2:]) % 10)
 
 
-def field_param(name: str, reader: str) -> Param:
+def field_param(name: str, reader: str) -> Spec:
     """A fact answered by the field `name`, else its documented default."""
     if name in PROBE_DEFAULTS:
         return Param(name, default=PROBE_DEFAULTS[name], required=False, reader=reader)
+    if name in TEXT_MODEL_DEFAULTS:
+        return TextModelFact(name, reader)
     return Param(name, reader=reader)
+
+
+@dataclasses.dataclass(frozen=True)
+class TextModelFact(Spec):
+    """A fact of the model: the input `name`, else, where the cell's architecture is a
+    text-only decoder's (TEXT_DECODERS), its default (TEXT_MODEL_DEFAULTS), else refused,
+    naming the field: a multimodal or encoder model's facts are the matrix's to give."""
+
+    name: str
+    reader: str
+
+    def compile(self, ctx: Context) -> Resolver:
+        if self.name in ctx.matrix.fields or ctx.matrix.axis_index(self.name) is not None:
+            return Param(self.name, reader=self.reader).compile(ctx)
+        arch = Param("architecture", default="LlamaForCausalLM", required=False).compile(ctx)
+        name, reader, default = self.name, self.reader, TEXT_MODEL_DEFAULTS[self.name]
+        fix = (f"{name} has a default for a text-only decoder model only "
+               f"({', '.join(sorted(TEXT_DECODERS))}): add {name} under `fields:` (one "
+               f"value) or `axes:` in {ctx.matrix.edit_hint}")  # fmt: skip
+
+        def answer(probe: Any) -> Any:
+            if arch(probe) not in TEXT_DECODERS:
+                raise probe.refuse(reader, fix, name)
+            return default
+
+        return answer
 
 
 def _platform_flag(flag: str, reader: str) -> Spec:
