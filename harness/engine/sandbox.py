@@ -254,6 +254,10 @@ class _Loader:
                       for path in order]  # fmt: skip
         self.needs = [[(n.name, n.world) for n in closure.needs if n.path == path]
                       for path in order]  # fmt: skip
+        # each file's imports of the repository's names, bound as it loads (`_load_files`)
+        self.links = [[link for link in closure.links if link.path == path] for path in order]
+        self.orphans = [link for link in closure.links if link.path not in set(order)]
+        self.link_order = {id(link): i for i, link in enumerate(closure.links)}
         self.withheld = [withheld_in(closure, path, withheld or {}) for path in order]
         self.deferred = deferred_reasons(closure, self.withheld, order)
         self.skippable = [self_contained(closure.nodes_of(path), closure, path) for path in order]
@@ -278,10 +282,9 @@ class _Loader:
         spaces.clear()
         self.importers.clear()
         self.refresh()
-        pending = list(closure.links)
         probe.call[LOADING] = True  # what the modules do as they load, for every call
         try:
-            self._load_files(pending)
+            self._load_files()
         finally:
             probe.call.pop(LOADING, None)
         if probe.unbound is not None:  # refused at load time, and caught there
@@ -299,15 +302,18 @@ class _Loader:
             project = functools.partial(project, self.bound.probe, closure.defaults, target.outputs)
         return _recording(function, self.recorder, entry=closure.entry, project=project)
 
-    def _load_files(self, pending: list) -> None:
-        """Run each file's module-level code in its own namespace, in load order."""
+    def _load_files(self) -> None:
+        """Run each file's module-level code in its own namespace, in load order: a file's
+        imports from files loaded before it bound first, the rest once all are loaded (in
+        the closure's order of them)."""
         probe, closure, spaces, world = self.bound.probe, self.closure, self.spaces, self.world
+        pending = list(self.orphans)
         for n, path in enumerate(self.order):
             space = {"__builtins__": self.table, "__name__": self.module_names[n]}
             space = deferring_space(space, self.deferred[n], probe)
             self.importers[path] = space
             space.update({name: world[bound_as] for name, bound_as in self.needs[n]})
-            pending = _bind_links(pending, spaces, {path: space}, self.module)
+            pending += _bind_links(self.links[n], spaces, {path: space}, self.module)
             space.update(self.extra[n])
             if closure.entry and path != closure.path and self.skippable[n]:
                 why = _load(self.codes[n], space, probe)
@@ -317,6 +323,7 @@ class _Loader:
             for name in self.withheld[n]:  # an earlier statement's binding of it
                 space.pop(name, None)
             spaces[path] = space
+        pending.sort(key=lambda link: self.link_order[id(link)])
         _bind_rest(pending, spaces, self.module)
 
     def _methods(self) -> dict[str, Any]:

@@ -85,9 +85,14 @@ def entries(probe: Probe, stash: Any, backwards: bool = False) -> Any:
     """The stash's (source, fields) pairs, in order (or last first), each checked as it
     is reached: a pair whose fields are a dict; any other entry refused."""
     for entry in reversed(stash) if backwards else stash:
-        if type(entry) is not tuple or len(entry) != 2 or type(entry[1]) is not dict:
-            raise probe.refuse(f"{STASH} of another shape", STASH_FIX)
-        yield entry
+        yield checked_entry(probe, entry)
+
+
+def checked_entry(probe: Probe, entry: Any) -> tuple[Any, dict]:
+    """`entry` if it is a (source, fields) pair whose fields are a dict, else refused."""
+    if type(entry) is not tuple or len(entry) != 2 or type(entry[1]) is not dict:
+        raise probe.refuse(f"{STASH} of another shape", STASH_FIX)
+    return entry
 
 
 def merged(probe: Probe, stash: Any) -> dict[str, Any]:
@@ -140,8 +145,9 @@ class Views:
             return probe.refuse(f"view.{attr}", PASS_VIEW_FIX, done=done)
 
         def latest(inner: Any, attr: str) -> Any:
-            if not attr.startswith("__"):
-                for _source, fields in entries(probe, stash_of(probe, inner), backwards=True):
+            if not attr.startswith("__"):  # (`entries`, last first, without a generator's cost)
+                for entry in reversed(stash_of(probe, inner)):
+                    fields = checked_entry(probe, entry)[1]
                     if attr in fields:
                         return fields[attr]
             return getattr(inner, attr)
