@@ -256,7 +256,8 @@ class _Loader:
                       for path in order]  # fmt: skip
         # each file's imports of the repository's names, bound as it loads (`_load_files`)
         self.links = [[link for link in closure.links if link.path == path] for path in order]
-        self.orphans = [link for link in closure.links if link.path not in set(order)]
+        loaded = set(order)
+        self.orphans = [link for link in closure.links if link.path not in loaded]
         self.link_order = {id(link): i for i, link in enumerate(closure.links)}
         self.withheld = [withheld_in(closure, path, withheld or {}) for path in order]
         self.deferred = deferred_reasons(closure, self.withheld, order)
