@@ -295,6 +295,24 @@ def test_a_post_init_entry_applies_its_stash_as_sglangs_does(tmp_path, more):
         assert ("fa3", 64, "fa3|fa3|fa3|64") in expected
 
 
+def test_a_post_init_entrys_snapshot_is_its_fields_as_an_output(tmp_path):
+    """A `__post_init__` entry's outcome is its fields as it leaves them: a snapshot of
+    them it keeps (`self._raw_input = {...}`, counted where read) is the dict it is,
+    which as an output is no plain value (the documented error), as written code's is."""
+    more = ("        class Field:\n"
+            "            def __init__(self, name):\n"
+            "                self.name = name\n\n"
+            "        fields = [Field('attention_backend'), Field('page_size')]\n"
+            "        self._raw_input = {\n"
+            "            field.name: getattr(self, field.name) for field in fields\n"
+            "        }\n")  # fmt: skip
+    root, sha, matrix = post_init_commit(tmp_path, more)
+    matrix.write_text(POST_INIT_MATRIX.replace("trace]", "trace, _raw_input]"))
+    found = harness_outcomes(root, sha, matrix, outputs=(*OUTPUTS, "_raw_input"))
+    error = "TypeError: _raw_input is a dict, not a plain value"
+    assert all(kind == ERROR and why.startswith(error) for kind, why in found), found
+
+
 def post_init_commit(tmp_path: Path, more: str) -> tuple[Path, str, Path]:
     files = {
         "python/sglang/srt/server_args.py": POST_INIT.format(more=more),

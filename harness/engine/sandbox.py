@@ -41,7 +41,7 @@ from harness.engine.policy import (
     forbidden_attribute,
 )
 from harness.engine.purity import MUTATORS
-from harness.engine.snapshots import escaping, snapshot_builtins, snapshot_rewritten
+from harness.engine.snapshots import Snapshot, escaping, snapshot_builtins, snapshot_rewritten
 from harness.engine.world import (
     ASSIGNED,
     DELETED,
@@ -474,7 +474,9 @@ def _recording(
         result = function(seen)
         if entry and project is not None:
             return project(written, view)
-        if entry or result is None or result is seen:
+        if entry:  # (a snapshot kept there is the plain dict it is: `snapshots`)
+            return {k: v.escaped() if type(v) is Snapshot else v for k, v in written.items()}
+        if result is None or result is seen:
             return dict(written)
         if type(result) is dict and written:
             return {**written, **result}
