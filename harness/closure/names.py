@@ -153,6 +153,28 @@ def last_name(node: ast.expr) -> str | None:
 
 
 FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)
+SCOPES = (*FUNCTIONS, ast.ClassDef)  # what has a scope of its own
+
+
+def bound_by(node: ast.AST) -> set[str]:
+    """The names a node binds, in any way Python binds one (an assignment's or a loop's
+    target, `except E as n`, a `match` capture, an import, a def, a parameter, `global`
+    and `nonlocal`)."""
+    if isinstance(node, ast.Name):
+        return {node.id} if isinstance(node.ctx, ast.Store | ast.Del) else set()
+    if isinstance(node, ast.MatchAs | ast.MatchStar | ast.ExceptHandler):
+        return {node.name} if node.name else set()
+    if isinstance(node, ast.MatchMapping):
+        return {node.rest} if node.rest else set()
+    if isinstance(node, ast.alias):
+        return {(node.asname or node.name).split(".")[0]}
+    if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+        return {node.name}
+    if isinstance(node, ast.arg):
+        return {node.arg}
+    if isinstance(node, ast.Global | ast.Nonlocal):
+        return set(node.names)
+    return set()
 
 
 def own_nodes(scope: ast.AST, nested: tuple[type, ...] = FUNCTIONS) -> list[ast.AST]:

@@ -18,6 +18,7 @@ from typing import Any, NamedTuple
 
 from harness.closure.extract import Closure
 from harness.closure.inert import inert
+from harness.closure.names import SCOPES, bound_by
 from harness.engine.policy import ALLOWED_BUILTINS, Withheld, unbound_in, violations
 from harness.engine.world import Probe
 
@@ -229,9 +230,6 @@ class _Awaits(Exception):
     """A replaced statement awaits: what it would await is not followed."""
 
 
-SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
-
-
 def _compiled_facts(statement: ast.stmt) -> list[ast.stmt]:
     """What Python reads of `statement` as it compiles the function holding it, as
     statements that run nothing: `NAME = None` for each name it binds in the function's
@@ -249,27 +247,13 @@ def _compiled_facts(statement: ast.stmt) -> list[ast.stmt]:
         if isinstance(node, ast.Global | ast.Nonlocal):
             kept.append(copy.deepcopy(node))
         yields = yields or isinstance(node, ast.Yield | ast.YieldFrom)
-        bound.update(dict.fromkeys(_binds(node)))
+        bound.update(dict.fromkeys(sorted(bound_by(node))))
     stores = [ast.Assign(targets=[ast.Name(id=n, ctx=ast.Store())], value=ast.Constant(None))
               for n in bound if not any(n in k.names for k in kept)]  # fmt: skip
     stub = [*kept, *stores]
     if yields:
         stub.append(ast.Expr(ast.Yield(value=None)))
     return stub
-
-
-def _binds(node: ast.AST) -> list[str]:
-    if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store | ast.Del):
-        return [node.id]
-    if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
-        return [node.name]
-    if isinstance(node, ast.alias):
-        return [(node.asname or node.name).split(".")[0]]
-    if isinstance(node, ast.ExceptHandler | ast.MatchAs | ast.MatchStar):
-        return [node.name] if node.name else []
-    if isinstance(node, ast.MatchMapping):
-        return [node.rest] if node.rest else []
-    return []
 
 
 def _scope_nodes(node: ast.AST):

@@ -51,7 +51,7 @@ from collections.abc import Collection
 
 from harness.closure.extract import Closure, Pipeline
 from harness.closure.facts import standard_import
-from harness.closure.names import decorator_name, own_nodes
+from harness.closure.names import bound_by, decorator_name, own_nodes
 from harness.closure.resolve import METHOD_PREFIX
 from harness.closure.shadows import bound_names
 from harness.engine.load_time import load_time_only
@@ -423,37 +423,16 @@ def _view_of(function: Function) -> str | None:
     if not args or isinstance(function, ast.Lambda):
         return None
     name = args[0].arg
-    rebound = any(name in _bound_by(child) for statement in function.body
+    rebound = any(name in bound_by(child) for statement in function.body
                   for child in ast.walk(statement))  # fmt: skip
     return None if rebound else name
-
-
-def _bound_by(node: ast.AST) -> set[str]:
-    """The names a node binds, in any way Python binds one (an assignment's or a loop's
-    target, `except E as n`, a `match` capture, an import, a def, a parameter, `global`
-    and `nonlocal`)."""
-    if isinstance(node, ast.Name):
-        return {node.id} if isinstance(node.ctx, ast.Store | ast.Del) else set()
-    if isinstance(node, ast.MatchAs | ast.MatchStar | ast.ExceptHandler):
-        return {node.name} if node.name else set()
-    if isinstance(node, ast.MatchMapping):
-        return {node.rest} if node.rest else set()
-    if isinstance(node, ast.alias):
-        return {(node.asname or node.name).split(".")[0]}
-    if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
-        return {node.name}
-    if isinstance(node, ast.arg):
-        return {node.arg}
-    if isinstance(node, ast.Global | ast.Nonlocal):
-        return set(node.names)
-    return set()
 
 
 def _writes(function: Function, view: str | None = None,
             copies: bool = False) -> tuple[int, str] | None:  # fmt: skip
     """Where the function may leave state (`copies`: `list` is Python's in its file)."""
     fresh = _fresh_locals(function)
-    rebound = any(_bound_by(n) & COPIERS for n in ast.walk(function) if n is not function)
+    rebound = any(bound_by(n) & COPIERS for n in ast.walk(function) if n is not function)
     copies = copies and not rebound
     nodes = own_nodes(function)
     parents = {id(c): p for p in nodes for c in ast.iter_child_nodes(p)}

@@ -39,13 +39,14 @@ import copy
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from harness.closure.effects import stars
+from harness.closure.names import SCOPES, bound_by, own_nodes
 from harness.engine.branches import NAMES as SITE_NAMES
 from harness.engine.world import Probe
 
 SNAPSHOT = "__harness_snapshot__"  # builtins no source can name (dunder names are refused)
 READ = "__harness_snapshot_read__"
 HANDED = "snapshot handed"  # Probe.call: READ is reading the attribute (see `escaping`)
-SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
 
 
 class Snapshot:
@@ -153,31 +154,7 @@ def _mentions(node: ast.AST, attr: str) -> bool:
 
 
 def _binds_getattr(node: ast.AST) -> bool:
-    for n in ast.walk(node):
-        if isinstance(n, ast.ImportFrom) and any(a.name == "*" for a in n.names):
-            return True
-        if "getattr" in _bound_names(n):
-            return True
-    return False
-
-
-def _bound_names(node: ast.AST) -> list[str]:
-    """The names `node` binds or declares in the scope it stands in (any it may)."""
-    if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
-        return [node.id]
-    if isinstance(node, ast.arg):
-        return [node.arg]
-    if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
-        return [node.name]
-    if isinstance(node, ast.alias):
-        return [(node.asname or node.name).split(".")[0]]
-    if isinstance(node, ast.Global | ast.Nonlocal):
-        return list(node.names)
-    if isinstance(node, ast.ExceptHandler | ast.MatchAs | ast.MatchStar):
-        return [node.name] if node.name else []
-    if isinstance(node, ast.MatchMapping):
-        return [node.rest] if node.rest else []
-    return []
+    return any(stars(n) or "getattr" in bound_by(n) for n in ast.walk(node))
 
 
 def _rewritten(statement: ast.stmt, attr: str) -> ast.stmt:
@@ -186,7 +163,7 @@ def _rewritten(statement: ast.stmt, attr: str) -> ast.stmt:
     kinds = ast.FunctionDef | ast.AsyncFunctionDef
     functions = [n for n in ast.walk(copied) if isinstance(n, kinds)]
     for function in functions:
-        for node in _own(function):
+        for node in own_nodes(function, SCOPES):
             if isinstance(node, ast.Assign) and (source := _taken(node, attr, function)):
                 config = copy.deepcopy(node.targets[0].value)
                 node.value = ast.copy_location(_call(SNAPSHOT, source, config), node.value)
@@ -198,16 +175,6 @@ def _rewritten(statement: ast.stmt, attr: str) -> ast.stmt:
 
 def _call(name: str, *args: ast.expr) -> ast.Call:
     return ast.Call(ast.Name(name, ast.Load()), list(args), [])
-
-
-def _own(function: ast.FunctionDef | ast.AsyncFunctionDef) -> Iterable[ast.AST]:
-    """The nodes of the function's body in its own scope (not nested definitions')."""
-    stack = list(reversed(function.body))
-    while stack:
-        node = stack.pop()
-        yield node
-        if not isinstance(node, SCOPES):
-            stack.extend(reversed(list(ast.iter_child_nodes(node))))
 
 
 def _taken(node: ast.Assign, attr: str, function: ast.AST) -> ast.expr | None:
@@ -228,7 +195,7 @@ def _taken(node: ast.Assign, attr: str, function: ast.AST) -> ast.expr | None:
         return None
     params = {a.arg for a in ast.walk(function.args) if isinstance(a, ast.arg)}
     deleted = any(isinstance(n, ast.Name) and n.id == x and isinstance(n.ctx, ast.Del)
-                  for n in _own(function))  # fmt: skip
+                  for n in own_nodes(function, SCOPES))  # fmt: skip
     return gen.iter if x in params and not deleted else None
 
 
@@ -279,7 +246,7 @@ def _handed(node: ast.expr, parents: dict, functions: list) -> bool:
         return False
     if isinstance(parent, ast.Assign) and len(parent.targets) == 1 and parent.value is node:
         target = parent.targets[0]
-        owner = next((f for f in functions if parent in set(_own(f))), None)
+        owner = next((f for f in functions if parent in set(own_nodes(f, SCOPES))), None)
         return isinstance(target, ast.Name) and owner is not None and \
             _only_looked_up(owner, target, parents)  # fmt: skip
     return False
@@ -318,7 +285,7 @@ def _only_looked_up(function: ast.AST, target: ast.Name, parents: dict) -> bool:
     for node in ast.walk(function):
         if node is target:
             continue
-        if name in _bound_names(node) and node is not function:
+        if name in bound_by(node) and node is not function:
             return False
         if isinstance(node, ast.Name) and node.id == name and not _looked_up(node, parents):
             return False
