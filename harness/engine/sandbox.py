@@ -822,10 +822,20 @@ def _import_from(
     importing file is the one whose namespace (in `spaces`, by path) is the importer's
     globals: found by identity, whatever the code set `__name__` to."""
     module = _world_module_maker(bound.probe, names)
+    found: dict[int, str] = {}  # id of a namespace -> the path `spaces` last held it under
+
+    def importer(space: Any) -> str | None:
+        path = found.get(id(space))
+        if path is not None and spaces.get(path) is space:  # (each file's is its own)
+            return path
+        path = next((p for p, held in spaces.items() if held is space), None)
+        if path is not None:
+            found[id(space)] = path
+        return path
 
     def world_import(name: Any, globals: Any = None, locals: Any = None, fromlist: Any = (),
                      level: Any = 0) -> Any:  # fmt: skip
-        path = next((p for p, space in spaces.items() if space is globals), None)
+        path = importer(globals)
         local = repository.get((path, str(name), level if type(level) is int else 0), {})
         top = str(name).partition(".")[0]
         if not local and not fromlist and level == 0 and top in names:

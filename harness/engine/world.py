@@ -502,9 +502,10 @@ def _function_class() -> tuple[type, dict[str, Any]]:
     """The class of the world's functions and its slots' descriptors, by field."""
     slots = {"answer": "answer", "name": "name", "probe": "probe"}
     found: dict[str, Any] = {}
+    answer_of: Callable[[Any], Any]  # the answer slot's reader, once the class is made
 
     def __call__(self: Any, *args: Any, **kwargs: Any) -> Any:
-        return found["answer"].__get__(self)(*args, **kwargs)
+        return answer_of(self)(*args, **kwargs)
 
     def refused(self: Any, attr: str | None, fix: str, done: str = READ) -> BaseException:
         """The refusal of `attr` of this function (None: of its repr), on its probe."""
@@ -541,6 +542,7 @@ def _function_class() -> tuple[type, dict[str, Any]]:
                "__subclasscheck__": tested("issubclass")}  # fmt: skip
     cls = stand_in_class("function", methods, None, tuple(slots.values()))
     found.update({field: vars(cls)[slot] for field, slot in slots.items()})
+    answer_of = found["answer"].__get__
     return cls, found
 
 

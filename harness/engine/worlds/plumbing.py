@@ -145,9 +145,13 @@ class Views:
             return probe.refuse(f"view.{attr}", PASS_VIEW_FIX, done=done)
 
         def latest(inner: Any, attr: str) -> Any:
-            if not attr.startswith("__"):  # (`entries`, last first, without a generator's cost)
-                for entry in reversed(stash_of(probe, inner)):
-                    fields = checked_entry(probe, entry)[1]
+            if not attr.startswith("__"):  # (`entries`, last first, checked as
+                for entry in reversed(stash_of(probe, inner)):  # `checked_entry` does)
+                    if type(entry) is not tuple or len(entry) != 2:
+                        checked_entry(probe, entry)  # (refused)
+                    fields = entry[1]
+                    if type(fields) is not dict:
+                        checked_entry(probe, entry)
                     if attr in fields:
                         return fields[attr]
             return getattr(inner, attr)
@@ -284,7 +288,8 @@ def declare_resolution(ctx: Context, check: Callable[..., Any],
     is none of them is SGLang's AttributeError."""
 
     def answer(server_args: Any, source: Any, /, **fields: Any) -> None:
-        unknown = [] if known is None else sorted(set(fields) - set(known()))
+        names = None if known is None else known()  # (a dict: no set of it made per call)
+        unknown = [] if names is None else sorted(f for f in fields if f not in names)
         if unknown and is_stand_in(server_args):
             raise AttributeError(f"{source}: {unknown} are not {class_name_of(ctx)} fields")
         _stash(ctx.probe, "declare_resolution", server_args, (source, dict(fields)))

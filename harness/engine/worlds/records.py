@@ -48,6 +48,9 @@ from harness.engine.world import (
 )
 from harness.engine.worlds import dataclass as dataclass_world
 
+# the values `copy.deepcopy` hands back as they are (a field's name, a literal default)
+SHARED = frozenset({str, int, float, bool, complex, bytes, type(None)})
+
 RECORD_FIX = (
     "{project}'s record helpers are answered for the configuration the entry is handed "
     "and its class only, from the fields its code declares (see docs/matrix-files.md)"
@@ -187,7 +190,7 @@ def _field_records(probe: Probe, defaults: Any) -> Callable[[], tuple]:
         return probe.refuse(f"a field record's .{attr}", RECORD_FIX, done=done)
 
     def fresh(record: Any, value: Any) -> Any:  # a list default read is a new list each time
-        return copy.deepcopy(value)
+        return value if type(value) in SHARED else copy.deepcopy(value)
 
     make = overlay_maker("field", probe, fresh, otherwise=read, write=write, name="FieldInfo")
     made: list[tuple] = []
