@@ -12,7 +12,11 @@ pieces the piecewise parser cuts `overrides.py` into (1: a whole-file parse),
 how many registered passes `harness passes` finds unblocked and
 evaluable under the pipeline matrix, and of the passes whose closure extraction
 builds, how many the security policy accepts and how many are impure. Then
-the diff of the first and last release on each matrix.
+the diff of the first and last release on each matrix, the whole-resolution
+diff against the FA4 diff, and SGLang's resolution entry itself
+(`entry: run_resolution_pipeline`, on the Llama cells it runs to its end, ENTRY
+below) against the FA4 diff, with its cost per cell and what that would make
+the 653,184 cells of the shipped whole-resolution matrix cost.
 """
 
 from __future__ import annotations
@@ -24,7 +28,9 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 import time
+from pathlib import Path
 
 from harness import gitio
 from harness.cli.main import main
@@ -36,6 +42,60 @@ from harness.matrix.load import load_matrix, shipped_names
 from harness.scan.versions import Versions
 
 OVERRIDES = "python/sglang/srt/arg_groups/overrides.py"
+SHIPPED_CELLS = 653_184  # sglang-resolution's
+# SGLang's entry on 384 Llama-3.1-8B cells (0.5.19 on), with what its handlers read of the
+# machine, the model and the hub that the world does not answer (docs/matrix-files.md)
+ENTRY = """\
+name: entry-llama
+target:
+  path: python/sglang/srt/arg_groups/pipeline.py
+  entry: run_resolution_pipeline
+  output: [attention_backend, prefill_attention_backend, page_size, kv_cache_dtype,
+           sampling_backend, moe_runner_backend, ep_size, quantization,
+           disable_overlap_schedule, chunked_prefill_size]
+world: sglang
+axes:
+  attention_backend: [null, fa3, flashinfer, triton]
+  platform: [sm90, sm100]
+  page_size: [null, 1, 64]
+  tp_size: [1, 8]
+  kv_cache_dtype: [auto, fp8_e4m3]
+  enable_deterministic_inference: [false, true]
+  quantization: [null, fp8]
+fields:
+  model_config.num_kv_heads: 8
+  hf_config.model_type: llama
+  SGLANG_ENABLE_SPEC_V2: null
+  SGLANG_ENABLE_EPLB_BALANCEDNESS_METRIC: null
+  NCCL_GRAPH_REGISTER: null
+  platform.cuda_version: "12.9"
+  random_seed: 42
+  model_path: meta-llama/Llama-3.1-8B-Instruct
+  architecture: LlamaForCausalLM
+  use_mla: false
+bindings:
+  configure_media_url_security: {call: []}
+  resolve_hf_gguf_reference: {call: null}
+  is_runai_obj_uri: {call: false}
+  parse_connector_type: {call: ""}
+  ConnectorType: {object: {INSTANCE: instance}}
+  get_config: {call: {object: {architectures: [LlamaForCausalLM], model_type: llama}}}
+  is_deepseek_dsa: {call: false}
+  is_deepseek_v4: {call: false}
+  is_minimax_sparse: {call: false}
+  has_fp8_weights_in_checkpoint: {call: false}
+  check_gguf_file: {call: false}
+  uses_kda_attention: {call: false}
+  supports_prefill_cp_bcg: {call: false}
+  is_remote_url: {call: false}
+  get_linear_attn_spec: {call: null}
+  get_linear_attn_spec_by_arch: {call: null}
+  init_cp_strategy: {call: null}
+  handle_amd_monokernel: {call: null}
+  handle_nvidia_megakernel: {call: null}
+  get_device_memory_capacity: {call: 81559}
+  deep_gemm_wrapper: {object: {DEEPGEMM_SCALE_UE8M0: false, ENABLE_JIT_DEEPGEMM: false}}
+"""
 
 
 def run(*argv: str) -> tuple[int, str, float]:
@@ -106,6 +166,7 @@ def main_bench() -> None:
         print(f"{matrix}: {tags[0]} -> {tags[-1]}: {changed:,} of {cells:,} cells change, "
               f"{rules} rules ({took:.2f} s)")  # fmt: skip
     resolution_ratio(args.repo, "v0.5.18", tags[-1])
+    entry_ratio(args.repo, tags[-2], tags[-1])
 
 
 def resolution_ratio(repo: str, base: str, head: str, repeat: int = 3) -> None:
@@ -130,6 +191,39 @@ def resolution_ratio(repo: str, base: str, head: str, repeat: int = 3) -> None:
         single, whole = min(times[matrices[0]]), min(times[matrices[1]])
         print(f"resolution diff {base} -> {head}, {label}: {whole:.2f} s; FA4 diff: "
               f"{single:.2f} s; ratio {whole / single:.1f} (target <= 10)")  # fmt: skip
+
+
+def entry_ratio(repo: str, base: str, head: str, repeat: int = 3) -> None:
+    """SGLang's resolution entry (ENTRY) against the FA4 diff of the same two releases, as
+    fresh `harness diff` processes, cache off, best of `repeat`, taking turns: every cell
+    of ENTRY is its own call (the handlers read nearly every axis), so its seconds per
+    cell times the shipped matrix's cells is what the entry would cost there."""
+    with tempfile.TemporaryDirectory() as scratch:
+        entry = Path(scratch, "entry-llama.yaml")
+        entry.write_text(ENTRY)
+        matrices = ("sglang-fa4-page-size", str(entry))
+        times: dict[str, list[float]] = {m: [] for m in matrices}
+        outs: dict[str, str] = {}
+        for n in range(repeat + 1):  # the first round compiles harness's bytecode
+            for matrix in matrices:
+                argv = ("diff", base, head, "--repo", repo, "--matrix", matrix,
+                        "--format", "json-sample", "--no-cache")  # fmt: skip
+                start = time.perf_counter()
+                done = subprocess.run([sys.executable, "-m", "harness", *argv],
+                                      capture_output=True, text=True)  # fmt: skip
+                if n:
+                    times[matrix].append(time.perf_counter() - start)
+                outs[matrix] = done.stdout
+    report = json.loads(outs[matrices[1]])
+    cells, notes = report["cells"], len(report["notes"])
+    single, whole = min(times[matrices[0]]), min(times[matrices[1]])
+    per_cell = whole / cells
+    print(
+        f"entry diff {base} -> {head} on {cells} Llama cells ({notes} notes): {whole:.2f} s "
+        f"({per_cell * 1000:.1f} ms a cell, both sides); FA4 diff: {single:.2f} s; ratio "
+        f"{whole / single:.1f}; at that rate the shipped {SHIPPED_CELLS:,} cells: "
+        f"{per_cell * SHIPPED_CELLS / 60:.0f} min (target: within 10x the FA4 diff)"
+    )
 
 
 if __name__ == "__main__":
