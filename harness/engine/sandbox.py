@@ -822,15 +822,16 @@ def _import_from(
     importing file is the one whose namespace (in `spaces`, by path) is the importer's
     globals: found by identity, whatever the code set `__name__` to."""
     module = _world_module_maker(bound.probe, names)
-    found: dict[int, str] = {}  # id of a namespace -> the path `spaces` last held it under
+    index: dict[int, str] = {}  # id of each namespace in `spaces` when last read -> path
 
     def importer(space: Any) -> str | None:
-        path = found.get(id(space))
-        if path is not None and spaces.get(path) is space:  # (each file's is its own)
-            return path
-        path = next((p for p, held in spaces.items() if held is space), None)
-        if path is not None:
-            found[id(space)] = path
+        """The first path `spaces` holds `space` under (None: none), as a scan finds it."""
+        path = index.get(id(space))
+        if path is None or spaces.get(path) is not space:  # `spaces` changed since
+            index.clear()
+            for held_as, held in spaces.items():  # (a live object's id is its own)
+                index.setdefault(id(held), held_as)
+            path = index.get(id(space))
         return path
 
     def world_import(name: Any, globals: Any = None, locals: Any = None, fromlist: Any = (),
