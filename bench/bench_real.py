@@ -216,8 +216,10 @@ def entry_ratio(repo: str, base: str, head: str, repeat: int = 3) -> None:
         for n in range(repeat + 1):  # the first round compiles harness's bytecode
             for name, argv in runs.items():
                 start = time.perf_counter()
-                subprocess.run([sys.executable, "-m", "harness", *argv, "--repo", repo,
-                                "--no-cache"], capture_output=True)  # fmt: skip
+                done = subprocess.run([sys.executable, "-m", "harness", *argv, "--repo", repo,
+                                       "--no-cache"], capture_output=True, text=True)  # fmt: skip
+                if done.returncode not in (0, 1, 4):  # a run that stopped short times nothing
+                    sys.exit(f"harness {' '.join(argv)}: exit {done.returncode}: {done.stderr}")
                 if n:
                     times[name].append(time.perf_counter() - start)
     best = {name: min(found) for name, found in times.items()}
