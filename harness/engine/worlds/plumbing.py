@@ -145,15 +145,12 @@ class Views:
             return probe.refuse(f"view.{attr}", PASS_VIEW_FIX, done=done)
 
         def latest(inner: Any, attr: str) -> Any:
-            if not attr.startswith("__"):  # (`entries`, last first, checked as
-                for entry in reversed(stash_of(probe, inner)):  # `checked_entry` does)
-                    if type(entry) is not tuple or len(entry) != 2:
-                        checked_entry(probe, entry)  # (refused)
-                    fields = entry[1]
-                    if type(fields) is not dict:
-                        checked_entry(probe, entry)
-                    if attr in fields:
-                        return fields[attr]
+            if not attr.startswith("__"):  # (`entries`, last first: `checked_entry`'s test
+                for entry in reversed(stash_of(probe, inner)):  # inline, on every read)
+                    if type(entry) is not tuple or len(entry) != 2 or type(entry[1]) is not dict:
+                        checked_entry(probe, entry)  # (refuses it)
+                    if attr in entry[1]:
+                        return entry[1][attr]
             return getattr(inner, attr)
 
         self.probe = probe

@@ -47,9 +47,7 @@ from harness.engine.world import (
     world_function,
 )
 from harness.engine.worlds import dataclass as dataclass_world
-
-# the values `copy.deepcopy` hands back as they are (a field's name, a literal default)
-SHARED = frozenset({str, int, float, bool, complex, bytes, type(None)})
+from harness.engine.worlds.copying import ATOMIC
 
 RECORD_FIX = (
     "{project}'s record helpers are answered for the configuration the entry is handed "
@@ -190,7 +188,7 @@ def _field_records(probe: Probe, defaults: Any) -> Callable[[], tuple]:
         return probe.refuse(f"a field record's .{attr}", RECORD_FIX, done=done)
 
     def fresh(record: Any, value: Any) -> Any:  # a list default read is a new list each time
-        return value if type(value) in SHARED else copy.deepcopy(value)
+        return value if type(value) in ATOMIC else copy.deepcopy(value)  # (as deepcopy does)
 
     make = overlay_maker("field", probe, fresh, otherwise=read, write=write, name="FieldInfo")
     made: list[tuple] = []
