@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -85,16 +86,28 @@ def same(a, b) -> bool:
 @given(SCALARS, SCALARS, st.text())
 def test_a_written_name_value_and_comment_read_back_as_they_were(name, value, note):
     from harness.matrix.strict_yaml import load
-    from harness.matrix.write import comment, flow_list, scalar
+    from harness.matrix.write import comment, flow_list, key, scalar
 
     if not isinstance(name, str):
         name = str(name)
-    text = f"{scalar(name)}: {scalar(value)}  # {comment(note)}\nlist: {flow_list([value, 1])}\n"
+    text = f"{key(name)} {scalar(value)}  # {comment(note)}\nlist: {flow_list([value, 1])}\n"
     assert "\n" not in comment(note)
     document = load(text, "written.yaml")
     assert list(document) == [name, "list"]
     assert same(document[name], value)
     assert same(document["list"][0], value) and document["list"][1] == 1
+
+
+@pytest.mark.parametrize("name", ["a" * 1024, "a" * 1025, "\u0100" * 170, "\u0100" * 171,
+                                  "b" * 5000])  # fmt: skip
+def test_a_name_too_long_for_a_plain_yaml_key_reads_back_in_a_nested_mapping(name):
+    """YAML reads a `name:` key of at most 1024 characters ("\\u0100" is six of them, and
+    170 of those in quotes are 1022); longer names read back all the same."""
+    from harness.matrix.strict_yaml import load
+    from harness.matrix.write import key
+
+    document = load(f"fields:\n{key(name, '  ')} 1  # a comment\n  other: 2\n", "long.yaml")
+    assert document == {"fields": {name: 1, "other": 2}}
 
 
 @given(st.floats())

@@ -2,8 +2,8 @@
 
 Whatever a writer puts through these functions loads as written: a value as the
 same type and value (`"on"` stays a string, `1.0e+20` a float), a name as the
-same string, a comment as one line YAML accepts. The rule for axis names is
-here too, so the loader and the writers agree on it.
+same string (`key`, however long), a comment as one line YAML accepts. The rule
+for axis names is here too, so the loader and the writers agree on it.
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ from functools import cache
 from typing import Any
 
 PLAIN = re.compile(r"[A-Za-z_][A-Za-z0-9_./\-]*\Z")  # a string worth writing unquoted
+LONGEST_KEY = 1024  # characters of a `name:` key YAML reads (its implicit keys' limit)
 
 
 def is_axis_name(name: Any) -> bool:
@@ -28,6 +29,15 @@ def scalar(value: Any) -> str:
     import yaml  # here: reading a matrix needs no writer
 
     return yaml.safe_dump([value], default_flow_style=True)[1:-2]  # `[1.0e+20]\n`
+
+
+def key(name: str, indent: str = "") -> str:
+    """`name` as a mapping key, up to its `:`: `name:`, or, where the name as written is
+    longer than YAML reads as such a key, the explicit `? name` on a line of its own."""
+    written = scalar(name)
+    if len(written) <= LONGEST_KEY:
+        return f"{indent}{written}:"
+    return f"{indent}? {written}\n{indent}:"
 
 
 def flow_list(values: list) -> str:

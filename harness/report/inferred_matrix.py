@@ -22,7 +22,7 @@ from harness.closure.defaults import Defaults
 from harness.engine.world import World
 from harness.errors import HarnessError
 from harness.matrix.model import SCALAR_TYPES
-from harness.matrix.write import comment, flow_list, is_axis_name, scalar
+from harness.matrix.write import comment, flow_list, is_axis_name, key, scalar
 from harness.scan.infer import Found, declared_default, layout
 
 BIND = re.compile(r"\bbind (\w+) under `bindings:`")  # how refusals name what to bind
@@ -128,7 +128,7 @@ def _lines(name, target_lines, world, laid: Layout, found: Found, blocked) -> li
         f"world: {scalar(world.name)}",
         f"# {laid.cells:,} cells",
         "axes:",
-        *(f"  {scalar(a)}: {flow_list(values)}" for a, values in laid.axes.items()),
+        *(f"{key(a, '  ')} {flow_list(values)}" for a, values in laid.axes.items()),
     ]
     if laid.fields:
         lines.append("fields:")
@@ -136,7 +136,7 @@ def _lines(name, target_lines, world, laid: Layout, found: Found, blocked) -> li
         if f in laid.held:
             values, held = laid.held[f]
             why = f"{why}; as an axis {flow_list(values)}, held: {held}"
-        lines.append(f"  {scalar(f)}: {scalar(value)}  # {comment(why)}")
+        lines.append(f"{key(f, '  ')} {scalar(value)}  # {comment(why)}")
     if laid.unset:
         lines.append("# Inputs no matrix can set (the code's default is read):")
         lines.extend(f"#   {comment(repr(n))}: {comment(why)}" for n, why in laid.unset.items())
