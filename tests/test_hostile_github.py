@@ -117,13 +117,13 @@ def test_an_api_answer_that_is_not_json_is_one_line(github_api, tmp_path, histor
 
 @pytest.mark.usefixtures("no_retry_pauses")
 def test_a_dripping_server_is_cut_off_as_a_whole(github_api, history, monkeypatch):
-    monkeypatch.setenv("HARNESS_HTTP_TIMEOUT", "1")
-    github_api.on("GET", PULL.format(42), Reply(body=pull(42, True), drip=0.5))
+    monkeypatch.setenv("HARNESS_HTTP_TIMEOUT", "0.3")  # each byte comes within it
+    github_api.on("GET", PULL.format(42), Reply(body=pull(42, True), drip=0.1))
     started = time.monotonic()
     line = one_line_error(run_cli("diff", "#42^", "#42", "--repo", history.repo(), "--github",
                                   "octo/sglang"))  # fmt: skip
-    assert "no whole answer within 1 s" in line and TOKEN not in line
-    assert time.monotonic() - started < 30  # four attempts of 1 s (no pauses between)
+    assert "no whole answer within 0.3 s" in line and TOKEN not in line
+    assert time.monotonic() - started < 30  # four attempts of 0.3 s (no pauses between)
 
 
 def test_a_token_with_a_trailing_newline_works_and_one_broken_inside_is_refused(
