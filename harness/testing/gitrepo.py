@@ -48,5 +48,6 @@ class FixtureRepo:
             self.write(path, text)
         self.git("add", "--", *files)
         self.ticks += 1
-        self.git("commit", "-q", "--allow-empty", "-m", subject)
+        # no `git maintenance run --auto` after each commit: a process per commit
+        self.git("-c", "maintenance.auto=false", "commit", "-q", "--allow-empty", "-m", subject)
         return self.git("rev-parse", "HEAD")
