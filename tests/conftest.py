@@ -39,7 +39,7 @@ settings.load_profile("harness")
 # young objects every 700 allocations and the whole heap (every test module, the fixture
 # histories, Hypothesis's state) every 100th time: 17.5 s of a worker's 200 s went
 # there (timed with gc.callbacks, 2026-12-04). Scanning every 20,000 allocations, with
-# what stands after collection frozen out of every later scan: 4 s.
+# what stands after collection frozen out of every later scan: 3 to 5 s.
 gc.set_threshold(20_000, 20, 20)
 
 

@@ -211,7 +211,8 @@ NAMES = st.one_of(
     st.from_regex(r"[a-z_][a-z0-9_]{0,6}", fullmatch=True),
     st.from_regex(r"(hf_config|model_config|platform)\.[a-z_]{1,6}", fullmatch=True),
     st.sampled_from(["on", "null", "yes", "True", "a-b", "a b", "", "1x", "a: b", "#c",
-                     "a.b", "é", "\x00", "x\ny", "page_size"]),
+                     "a.b", "é", "\x00", "x\ny", "page_size",
+                     "n" * 1100, "é" * 300]),  # longer than YAML's `name:` key, as written
     st.text(max_size=4),
 )  # fmt: skip
 LITERALS = st.one_of(
