@@ -90,16 +90,22 @@ class Walls:
 
 
 def confine(
-    out: int, trace: int, seconds: float, memory: int, skip: frozenset[str] = frozenset()
+    out: int,
+    trace: int,
+    seconds: float,
+    memory: int,
+    parent: int,
+    skip: frozenset[str] = frozenset(),
 ) -> Walls:
     """What the child gives up before any repository code runs, but the seccomp filter
-    (`seal`, once faulthandler's handler is registered). `skip` names walls not to try
+    (`seal`, once faulthandler's handler is registered). `parent` is the pid of the
+    process that forked this one, as that process knew it: had it died since the fork,
+    this one's parent is another and it ends here. `skip` names walls not to try
     ("landlock", "mount", "seccomp"): how the tests reach the fallbacks."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     _fixed_descriptors(out, trace)
     os.environ.clear()
     sys.dont_write_bytecode = True
-    parent = os.getppid()
     space = _address_space()
     _not_root()
     _die_with_parent(parent)  # after the change of user, which clears it

@@ -95,12 +95,13 @@ def _serve(
             message, fds, _, _ = socket.recv_fds(sock, 1, 4)  # one byte per job, its fds on it
             if not message or len(fds) != 4:
                 return  # the harness has gone
+            zygote = os.getpid()  # the child's parent, unless the zygote dies first
             pid = os.fork()
             if pid == 0:
                 sock.close()
                 for fd in own:
                     os.close(fd)
-                _child(fds, skip)  # never returns
+                _child(fds, skip, zygote)  # never returns
             for fd in fds[:3]:
                 os.close(fd)
             children[pid] = fds[3]
@@ -144,7 +145,7 @@ def _kill(pid: int) -> None:
 # --- the child -------------------------------------------------------------------
 
 
-def _child(fds: list[int], skip: frozenset[str]) -> None:
+def _child(fds: list[int], skip: frozenset[str], zygote: int) -> None:
     job_r, out, trace, status_w = fds
     os.close(status_w)
     status = 0
@@ -154,7 +155,7 @@ def _child(fds: list[int], skip: frozenset[str]) -> None:
         work, encode, limits = _unpickled(_read_all(job_r))
         os.close(job_r)
         _yield_to_others(limits.behind)
-        walls = confine(out, trace, limits.seconds, limits.memory, skip)
+        walls = confine(out, trace, limits.seconds, limits.memory, zygote, skip)
         if not walls.filesystem and not limits.unconfined:
             _send({"kind": "refused", "reason": NO_WALL}, b"")
             return

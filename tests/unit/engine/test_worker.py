@@ -14,6 +14,7 @@ import ctypes
 import functools
 import mmap
 import os
+import select
 import signal
 import socket
 import subprocess
@@ -379,6 +380,38 @@ def test_a_worker_dies_when_its_zygote_is_killed():
     finally:
         holder.kill()
         holder.wait()
+
+
+@pytest.mark.skipif(not LINUX, reason="the parent-death signal is Linux's")
+def test_a_child_whose_zygote_died_before_it_confined_itself_ends_there():
+    """The zygote forks, then dies before its child confines itself (the child is still
+    reading its job): no parent-death signal will come, so the child, which knows the
+    zygote's pid from before the fork, ends when it finds another parent."""
+    read_end, write_end = os.pipe()
+    zygote = os.fork()
+    if zygote == 0:
+        me = os.getpid()
+        if os.fork() == 0:
+            while os.getppid() == me:  # until the zygote has gone
+                time.sleep(0.01)
+            try:
+                confine.confine(write_end, write_end, 1.0, 1 << 30, me,
+                                frozenset({"landlock", "mount", "seccomp"}))  # fmt: skip
+                os.write(confine.OUT_FD, b"carried on")
+            finally:
+                os._exit(0)
+        os._exit(0)
+    os.waitpid(zygote, 0)
+    os.close(write_end)
+    said, deadline = b"", time.monotonic() + 20
+    while time.monotonic() < deadline:
+        if select.select([read_end], [], [], 0.1)[0]:
+            chunk = os.read(read_end, 64)
+            if not chunk:  # the child's end closed: it has ended
+                break
+            said += chunk
+    os.close(read_end)
+    assert said == b""
 
 
 def _sealed(pid: int) -> bool:
