@@ -5,7 +5,9 @@ classes, default values, decorators, from every file) is walked. The rules
 close the known ways out of a Python namespace:
 
 - no attribute whose name starts and ends with `__` (but reading `__name__` and
-  `__qualname__`, which `harness.engine.own_names` answers), by attribute syntax, by
+  `__qualname__`, which `harness.engine.own_names` answers), nor one whose name
+  starts and ends with one `_` (Python reserves these `_sunder_` names for enum's
+  machinery: `_convert_`, `_create_`, `_new_member_`), by attribute syntax, by
   `getattr`/`hasattr`/`setattr`/`delattr` with a literal name, by a class
   pattern in `match`, or by a `str.format` field (`"{0.__class__}"`);
   `.format` only on a string literal whose fields read no attribute or item;
@@ -13,8 +15,10 @@ close the known ways out of a Python namespace:
   `gi_frame`, `tb_frame`, `co_code`, ...), nor `mro`;
 - no name that starts and ends with `__` (`__builtins__`, `__import__`), but
   `__name__` and a class's `__slots__`;
-- in classes, no metaclass and no special method other than the ordinary
-  data-model ones (no `__getattr__`, `__init_subclass__`, `__del__`, ...);
+- in classes, no metaclass (nor a `**` or `_private` class keyword, which a
+  metaclass takes: enum's `_simple`), no special method other than the ordinary
+  data-model ones (no `__getattr__`, `__init_subclass__`, `__del__`, ...), and no
+  `_sunder_` name (an enumeration's `_missing_`, `_ignore_`, ...);
 - `type` with one argument only; builtins from a short allow-list;
 - `super` only as `super()`, with no arguments: `super(X, obj)` (or `super`
   passed, stored or called any other way) reaches the methods of any class
@@ -175,12 +179,19 @@ POLICY_FIX = "evaluated code may not read it (see Security model in the README)"
 
 
 def forbidden_attribute(name: str) -> bool:
-    """Whether evaluated code may not read attribute `name` (a dunder, an internal)."""
+    """Whether evaluated code may not read attribute `name` (a dunder, a sunder, an
+    internal)."""
     return (
         (name.startswith("__") and name.endswith("__"))
+        or sunder(name)
         or name.startswith(INTERNALS)
         or name in FORBIDDEN_ATTRIBUTES
     )
+
+
+def sunder(name: str) -> bool:
+    """`_name_`: what Python's enum reserves for its machinery (as `enum._is_sunder`)."""
+    return len(name) > 2 and name[0] == name[-1] == "_" and name[1] != "_" and name[-2] != "_"
 
 
 _PASSED: dict[int, tuple] = {}  # closures found within the policy, by id (kept alive)
@@ -310,10 +321,16 @@ def _bound_names(node: ast.AST) -> list[str]:
 def _class(node: ast.ClassDef) -> str | None:
     if any(k.arg == "metaclass" for k in node.keywords):
         return f"a metaclass on class {node.name}"
+    private = next((k for k in node.keywords if k.arg is None or k.arg.startswith("_")), None)
+    if private is not None:  # what a metaclass takes past the class (enum's `_simple`)
+        return f"the class keyword {private.arg or '**'} on class {node.name}"
     for item in node.body:
         method = isinstance(item, ast.FunctionDef | ast.AsyncFunctionDef)
         if method and _dunder(item.name) and item.name not in DEFINABLE:
             return f"special method {item.name} in class {node.name}"
+        reserved = next((n for n in bound_names(item) if sunder(n)), None)
+        if reserved is not None:
+            return f"the name {reserved} in class {node.name}"
     return None
 
 

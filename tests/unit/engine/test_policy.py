@@ -79,7 +79,30 @@ def test_sglang_shapes_pass():
 def test_the_runtime_guard_refuses_what_the_static_check_does():
     refused = ("__class__", "__globals__", "__code__", "gi_frame", "f_globals", "format", "mro")
     assert all(map(forbidden_attribute, refused))
-    assert not any(map(forbidden_attribute, ("_fa4_page_constraint", "page_size", "_x_", "fmt")))
+    assert all(map(forbidden_attribute, ("_x_", "_convert_", "_new_member_", "_a1_")))
+    plain = ("_fa4_page_constraint", "page_size", "fmt", "_", "_x", "x_", "_x__", "__x_")
+    assert not any(map(forbidden_attribute, plain))
+
+
+@pytest.mark.parametrize(
+    "source, construct",
+    [
+        ("Mode._convert_('X', 'os', bool)", "attribute ._convert_"),  # writes modules' dicts
+        ("Mode._create_('X', {})", "attribute ._create_"),  # the functional API
+        ("Mode.A._value_ = 2", "attribute ._value_"),
+        ("getattr(Mode, '_new_member_')", "getattr(..., '_new_member_')"),
+        ("class Mode(Enum):\n    _ignore_ = ['x']", "the name _ignore_ in class Mode"),
+        ("class Mode(Enum):\n    def _missing_(cls, v): pass", "the name _missing_ in class Mode"),
+        ("class Mode(Enum):\n    if x:\n        _order_ = 'A'", "the name _order_ in class Mode"),
+        ("class Mode(Enum, _simple=True):\n    A = 1", "the class keyword _simple on class Mode"),
+        ("class Mode(Enum, **options):\n    A = 1", "the class keyword ** on class Mode"),
+    ],
+)
+def test_the_enum_machinery_s_sunder_names_are_refused(source: str, construct: str):
+    """Python reserves `_sunder_` names for enum's machinery, which reaches past the
+    class statement the policy reads: none is read, written or defined in a class, and
+    no private class keyword reaches its metaclass."""
+    assert found(source)[:1] == [construct]
 
 
 @pytest.mark.parametrize(
