@@ -34,6 +34,7 @@ STANDARD_NAMES = {
     "os": "os",
     "glob": "glob",
     **dict.fromkeys(("copy", "deepcopy"), "copy"),
+    **dict.fromkeys(("Enum", "auto", "enum"), "enum"),
 }
 
 

@@ -202,6 +202,8 @@ class Resolver:
             self.resolve(name, Use(path, statement))
         if isinstance(statement.node, ast.FunctionDef | ast.AsyncFunctionDef):
             self._local_imports(path, statement)
+        elif isinstance(statement.node, ast.ClassDef):  # its methods' imports
+            self._local_imports(path, statement, within=True)
         if self.view_class is not None and (role != HELPER or self._handed_view(statement)):
             for method in sorted(view_calls(statement.node) - self.view_class.answered):
                 self._view_method(method)
@@ -404,11 +406,15 @@ class Resolver:
         module = self.files.module_file(node.module or "", path, node.level)
         return module is not None and self.facts.stands_for_file(imported, module)
 
-    def _local_imports(self, path: str, statement: Statement) -> None:
+    def _local_imports(self, path: str, statement: Statement, within: bool = False) -> None:
         """Follow `from m import x` inside a function into the resolution code: a module
         in the target's own directory, or the view class's module. Names the world binds,
         and other modules (SGLang imports its probes of the model and the machine this
-        way), are answered by the world when the import runs."""
+        way), are answered by the world when the import runs. In a class's methods
+        (`within`), only imports of resolution code are followed, not helpers from
+        outside it: a class holds methods the resolution never calls (SGLang's
+        `SpeculativeAlgorithm.create_worker` imports the model workers), and an import
+        that runs fails there, naming what it reads."""
         for node in ast.walk(statement.node):
             if not isinstance(node, ast.ImportFrom):
                 continue
@@ -426,6 +432,8 @@ class Resolver:
                                               node)  # fmt: skip
                 if world or alias.name == "*":
                     continue
+                if within and not self._imports_resolution_code(node, path):
+                    continue
                 found = self._source_of(node, alias.asname or alias.name, path)
                 if found is None or found[1] is None:
                     continue
@@ -438,6 +446,10 @@ class Resolver:
                 self.resolve(source_name, Use(source, statement, at))
                 entry = LocalImport(path, module, level, alias.name, source, source_name)
                 self.local_imports.add(entry)
+
+    def _imports_resolution_code(self, node: ast.ImportFrom, path: str) -> bool:
+        module = self.files.module_file(node.module or "", path, node.level)
+        return module is not None and self.resolution_code(module)
 
     def _local_home(self, node: ast.ImportFrom, name: str, path: str) -> None:
         """A world name a function imports from its SGLang home: compared like a

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from harness.closure.facts import WorldFacts
 from harness.engine.world import Call, Param, World, no_parameters
-from harness.engine.worlds import caching, dataclass
+from harness.engine.worlds import caching, dataclass, enums
 from harness.engine.worlds.common import logger, registering
 
 FACTS = WorldFacts(
@@ -48,6 +48,7 @@ WORLD = World(
             parameters=no_parameters("device_name"),
         ),
         **dataclass.names(),
+        **enums.names(),
         **caching.names(),
     },
     consumed=frozenset({"device"}),

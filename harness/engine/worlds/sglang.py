@@ -41,7 +41,7 @@ from harness.engine.world import (
     no_parameters,
     world_function,
 )
-from harness.engine.worlds import caching, checkpoint, copying, dataclass, environ
+from harness.engine.worlds import caching, checkpoint, copying, dataclass, enums, environ
 from harness.engine.worlds.common import logger, registering
 from harness.engine.worlds.plumbing import (
     MACHINERY,
@@ -461,6 +461,7 @@ def _names() -> dict[str, Spec]:
     }
     names.update(MACHINERY)  # the views too (VIEW_FUNCTIONS)
     names.update(dataclass.names())
+    names.update(enums.names())
     names.update(caching.names())
     names.update(copying.names())
     names.update(environ.names(path=checkpoint.path()))
@@ -547,6 +548,12 @@ FACTS = WorldFacts(
         "sglang/srt/server_args.py",
         # stdlib-only config code: 0.5.18's __post_init__ builds its CudaGraphConfig
         "sglang/srt/model_executor/cuda_graph_config.py",
+        # the speculative handler's dispatch: SpeculativeAlgorithm.from_string(...) and
+        # its handle_server_args, the plugin registry it looks names up in, and the
+        # ragged-verify mode read at that dispatch
+        "sglang/srt/speculative/spec_info.py",
+        "sglang/srt/speculative/spec_registry.py",
+        "sglang/srt/speculative/ragged_verify.py",
     ),
     view_namespaces="_INPUT_NAMESPACES",  # ServerArgs's fields from 0.5.20 on
     input_defaults=("sglang.srt.environ", "Envs"),  # envs.X: `X = EnvBool(False)` there

@@ -12,7 +12,7 @@ import pytest
 from harness.closure.facts import STANDARD_NAMES
 from harness.engine.purity import CACHING
 from harness.engine.world import Call, Const, Context, Obj, Spec, Unbound, world_function
-from harness.engine.worlds import caching, checkpoint, copying, environ, world_named
+from harness.engine.worlds import caching, checkpoint, copying, enums, environ, world_named
 from harness.engine.worlds import dataclass as dataclasses_world
 from harness.engine.worlds.sglang import get_device_capability
 from tests.unit.tables import small_matrix
@@ -86,6 +86,6 @@ def test_the_worlds_names_of_pythons_library_are_those_read_only_where_imported(
     those of `functools`: a name added to one and not the others would be a free name
     Python never binds, or a cache no cell counts."""
     made = {**dataclasses_world.names(), **caching.names(), **environ.names(),
-            **checkpoint.names(), **copying.names()}  # fmt: skip
+            **checkpoint.names(), **copying.names(), **enums.names()}  # fmt: skip
     assert set(made) == set(STANDARD_NAMES)
     assert set(CACHING) == {n for n, module in STANDARD_NAMES.items() if module == "functools"}

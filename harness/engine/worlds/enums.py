@@ -1,0 +1,100 @@
+"""Python's `enum.Enum` and `enum.auto`, for the enumerations a project's code makes.
+
+A project's resolution code names its choices with enumerations (SGLang's
+`SpeculativeAlgorithm(Enum)`, whose `from_string` the speculative handler
+calls, and `RaggedVerifyMode(str, Enum)`). Such a class is made by Python's own
+machinery, so what it does (its members and their values, `auto()`, aliases,
+`cls[name]`, `cls(value)`, iteration, `in`, a `str` mixin's comparisons, its
+`repr` and `str`) is Python's, whatever Python runs the harness.
+
+Three things are kept from evaluated code, each a way out Python's enum
+otherwise hands it:
+
+- the functional API: `Enum("X", {...})` (or any call of an enumeration with
+  more than its value) makes a class from a mapping, special methods included,
+  which no class statement the policy reads could make; it is refused;
+- the enum's machinery, whose names are all `_sunder_` (`_convert_` reads and
+  writes the dicts of loaded modules, `_create_` is the functional API,
+  `_new_member_` is `object.__new__`): the policy refuses every `_sunder_`
+  attribute, read or written, and `_sunder_` names in a class body
+  (`harness.engine.policy`);
+- the world's own `Enum`, which is made afresh for each compiled world and refuses
+  writes, and `auto`, a function that makes Python's `auto()` (the class itself,
+  shared by every cell of the process, is not handed out).
+
+A class of the code's own (`class Mode(Enum)`) is the code's, as in Python:
+what it sets on it is seen by the purity check like any other write.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+from typing import Any
+
+from harness.engine.world import Context, Obj, Resolver, Spec, refusal, world_function
+
+FIX = "define the enumeration with a class statement, and call it with a value only"
+
+
+def enum_base(probe: Any) -> type:
+    """A base that is Python's `Enum` but for what the module keeps from the code; its
+    refusals are on `probe`."""
+
+    made: list[type] = []  # the base, once Python has made it (it sets its own attributes)
+
+    class EnumType(enum.EnumType):
+        def __call__(cls, *value: Any, **options: Any) -> Any:
+            if len(value) > 1 or options:
+                raise refusal(probe, f"{cls.__name__}() with more than a value", FIX)
+            return super().__call__(*value)  # none: Python's own TypeError
+
+        def __setattr__(cls, name: str, value: Any) -> None:
+            if made and cls is made[0]:
+                raise refusal(probe, f"enum.Enum.{name}", "set it on a class of the code's own",
+                              done="assigned")  # fmt: skip
+            super().__setattr__(name, value)
+
+        def __delattr__(cls, name: str) -> None:
+            if made and cls is made[0]:
+                raise refusal(probe, f"enum.Enum.{name}", "nothing of the world is deleted",
+                              done="deleted")  # fmt: skip
+            super().__delattr__(name)
+
+    EnumType.__module__ = "enum"  # the type of a class, as Python's (refused either way)
+    base = EnumType("Enum", (enum.Enum,), enum.EnumType.__prepare__("Enum", (enum.Enum,)))
+    type.__setattr__(base, "__module__", "enum")
+    type.__setattr__(base, "__qualname__", "Enum")
+    made.append(base)
+    return base
+
+
+def _auto(*value: Any) -> Any:
+    return enum.auto(*value)
+
+
+@dataclass(frozen=True)
+class Base(Spec):
+    """`Enum` as a base of the code's classes (see the module)."""
+
+    def compile(self, ctx: Context) -> Resolver:
+        made = ctx.shared.get("enum.Enum")  # one class, however the code imports it
+        if made is None:
+            made = ctx.shared["enum.Enum"] = enum_base(ctx.probe)
+        return lambda probe: made
+
+
+@dataclass(frozen=True)
+class Auto(Spec):
+    """`auto()`: Python's placeholder, made by a world function."""
+
+    def compile(self, ctx: Context) -> Resolver:
+        function = world_function("auto", _auto, ctx.probe)
+        return lambda probe: function
+
+
+def names() -> dict[str, Spec]:
+    """The world's names for `from enum import Enum, auto` and for `import enum` (whose
+    other attributes are refused: `IntEnum`, `Flag`, ... are unbound, named as such)."""
+    made: dict[str, Spec] = {"Enum": Base(), "auto": Auto()}
+    return {**made, "enum": Obj("enum", made)}
