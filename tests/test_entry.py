@@ -398,13 +398,15 @@ WORLD_AXES = ("platform", "architecture")  # what the world answers, not ServerA
 def plain_outcomes(
     root: Path, axes: dict[str, list] = AXES, outputs: tuple[str, ...] = OUTPUTS,
     stubs: Callable[[dict], dict[str, types.ModuleType]] = lambda cell: {},
+    world: tuple[str, ...] = WORLD_AXES,
 ) -> list:  # fmt: skip
     """Per cell (matrix order), what the files at `root` resolve, run in plain Python
-    (`stubs(cell)`: modules of SGLang answering the cell): the output fields' values, or
-    ("error", "Type: message")."""
+    (`stubs(cell)`: modules of SGLang answering the cell; the axes in `world` are theirs
+    to answer, not ServerArgs fields): the output fields' values, or ("error", "Type:
+    message")."""
     found = []
     for cell in cells(axes):
-        inputs = {k: v for k, v in cell.items() if k not in WORLD_AXES}
+        inputs = {k: v for k, v in cell.items() if k not in world}
         with imported(root, cell.get("platform", "sm90"), stubs(cell)) as (configuration, run):
             server_args = configuration(**inputs)
             try:

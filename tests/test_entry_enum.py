@@ -17,18 +17,16 @@ from pathlib import Path
 
 import pytest
 
-from harness.engine.outcome import ERROR
 from harness.testing.gitrepo import FixtureRepo
 from tests.conftest import run_cli
 from tests.test_entry import (
     PKG,
     VERSIONS,
-    cells,
+    WORLD_AXES,
     entry_matrix,
     files,
     harness_outcomes,
-    imported,
-    resolution_result,
+    plain_outcomes,
 )
 
 SPEC = "python/sglang/srt/speculative"
@@ -195,32 +193,20 @@ def commit(tmp_path: Path, more: str = "") -> tuple[Path, str, Path]:
     return tmp_path / "repo", sha, tmp_path / "m.yaml"
 
 
-def plain(root: Path) -> list:
-    """Per cell, what the files at `root` resolve in plain Python, SGLang's `envs`
-    answering the cell's variable: the output fields, or ("error", "Type: message")."""
-    found = []
-    for cell in cells(AXES):
-        variable, platform = cell.pop("SGLANG_RAGGED_VERIFY_MODE"), cell.pop("platform")
-        module = types.ModuleType("sglang.srt.environ")
-        read = types.SimpleNamespace(get=lambda: variable)  # noqa: B023 (read in the loop)
-        module.envs = types.SimpleNamespace(SGLANG_RAGGED_VERIFY_MODE=read)
-        with imported(root, platform, {"sglang.srt.environ": module}) as (configuration, run):
-            server_args = configuration(**cell)
-            try:
-                run(server_args)
-            except Exception as exc:  # every error is an outcome, as the harness has it
-                found.append((ERROR, f"{type(exc).__name__}: {exc}".rstrip(": ")))
-                continue
-            result = resolution_result()
-        found.append(tuple(result(server_args, f) for f in OUTPUTS))
-    return found
+def environ(cell: dict) -> dict[str, types.ModuleType]:
+    """SGLang's `envs` in plain Python, answering the cell's variable."""
+    module = types.ModuleType("sglang.srt.environ")
+    read = types.SimpleNamespace(get=lambda: cell["SGLANG_RAGGED_VERIFY_MODE"])
+    module.envs = types.SimpleNamespace(SGLANG_RAGGED_VERIFY_MODE=read)
+    return {"sglang.srt.environ": module}
 
 
 @pytest.mark.parametrize("exhaustive", [False, True], ids=["explored", "every-cell"])
 def test_the_resolution_code_s_enumerations_are_pythons(tmp_path, exhaustive):
     root, sha, matrix = commit(tmp_path)
     found = harness_outcomes(root, sha, matrix, exhaustive=exhaustive, outputs=OUTPUTS)
-    expected = plain(tmp_path / "tree")
+    world = (*WORLD_AXES, "SGLANG_RAGGED_VERIFY_MODE")
+    expected = plain_outcomes(tmp_path / "tree", AXES, OUTPUTS, stubs=environ, world=world)
     assert found == expected
     errors = {outcome[1].split(":")[0] for outcome in expected if outcome[0] == "error"}
     assert errors == {"AssertionError", "ValueError"}  # the assert, unknown names, bad modes
