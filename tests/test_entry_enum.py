@@ -12,13 +12,18 @@ from importing its files in plain Python and running the entry, never from harne
 
 from __future__ import annotations
 
+import itertools
+import os
 import types
 from pathlib import Path
 
 import pytest
 
+from harness.engine.outcome import ERROR, VALUE
+from harness.matrix.load import load_matrix
 from harness.testing.gitrepo import FixtureRepo
 from tests.conftest import run_cli
+from tests.helpers import evaluate_at
 from tests.test_entry import (
     PKG,
     VERSIONS,
@@ -251,3 +256,66 @@ def test_a_method_s_import_outside_the_resolution_code_runs_only_if_called(tmp_p
     done = run_cli("diff", sha, sha, "--repo", str(root), "--matrix", str(matrix), "--format",
                    "json", "--no-cache")  # fmt: skip
     assert done.code == 4 and "eagle_worker.EagleWorker is read" in done.out, done.out[-600:]
+
+
+RELEASES = os.environ.get("HARNESS_TEST_SGLANG_RELEASES")  # a repository of SGLang's releases
+EAGLE_AXES = {"attention_backend": [None, "fa3"], "platform": ["sm90", "sm100"],
+              "speculative_algorithm": ["EAGLE"], "speculative_eagle_topk": [None, 1, 4],
+              "speculative_num_steps": [None]}  # fmt: skip
+EAGLE_MATRIX = """\
+fields:
+  model_config.num_kv_heads: 8
+  hf_config.model_type: llama
+  SGLANG_ENABLE_SPEC_V2: null
+  SGLANG_ENABLE_EPLB_BALANCEDNESS_METRIC: null
+  NCCL_GRAPH_REGISTER: null
+  platform.cuda_version: "12.9"
+  random_seed: 42
+  model_path: meta-llama/Llama-3.1-8B-Instruct
+  architecture: LlamaForCausalLM
+  use_mla: false
+bindings:
+  IQuestQ1MTPConfig: {object: {}}
+  configure_media_url_security: {call: []}
+  resolve_hf_gguf_reference: {call: null}
+  is_runai_obj_uri: {call: false}
+  parse_connector_type: {call: ""}
+  ConnectorType: {object: {INSTANCE: instance}}
+  get_config: {call: {object: {architectures: [LlamaForCausalLM], model_type: llama}}}
+  is_deepseek_dsa: {call: false}
+  is_deepseek_v4: {call: false}
+  is_minimax_sparse: {call: false}
+  has_fp8_weights_in_checkpoint: {call: false}
+  check_gguf_file: {call: false}
+  uses_kda_attention: {call: false}
+  supports_prefill_cp_bcg: {call: false}
+  is_remote_url: {call: false}
+  get_linear_attn_spec: {call: null}
+  get_linear_attn_spec_by_arch: {call: null}
+  init_cp_strategy: {call: null}
+  handle_amd_monokernel: {call: null}
+  handle_nvidia_megakernel: {call: null}
+  get_device_memory_capacity: {call: 81559}
+  deep_gemm_wrapper: {object: {DEEPGEMM_SCALE_UE8M0: false, ENABLE_JIT_DEEPGEMM: false}}
+"""  # Llama-3.1-8B on one GPU: what SGLang's entry reads of the model and the machine
+
+
+@pytest.mark.skipif(not RELEASES, reason="set HARNESS_TEST_SGLANG_RELEASES to a repository "
+                    "built by sglang-release-history")  # fmt: skip
+@pytest.mark.parametrize("tag", ["v0.5.19", "v0.5.20", "v0.5.21", "v0.5.22", "v0.5.23"])
+def test_on_real_releases_eagle_runs_to_the_handler_s_assert(tag, tmp_path):
+    """With no step count, SGLang's speculative handler (`_handle_eagle_family`)
+    asserts that no top-k is given either, then picks both itself: an explicit top-k
+    is its AssertionError, none resolves."""
+    path = tmp_path / "eagle.yaml"
+    entry = entry_matrix("eagle", EAGLE_AXES, ("attention_backend", "speculative_eagle_topk"))
+    path.write_text(entry.replace(PKG + "/", "python/sglang/srt/arg_groups/") + EAGLE_MATRIX)
+    matrix = load_matrix(str(path))
+    table = evaluate_at(Path(RELEASES), tag, matrix).table
+    for index, cell in enumerate(itertools.product(*EAGLE_AXES.values())):
+        values = dict(zip(EAGLE_AXES, cell, strict=True))
+        outcome = table.outcome_at(index)
+        asserted = values["speculative_eagle_topk"] is not None
+        expected = (ERROR, "AssertionError") if asserted else VALUE
+        found = (outcome.kind, outcome.value) if asserted else outcome.kind
+        assert found == expected, (values, outcome)
