@@ -531,6 +531,71 @@ def target(view):
         UNEVALUABLE,
         "ran past 1 s",
     ),
+    Case(
+        "dataclass-match-args",  # a field's name in __match_args__, read in C by `case`
+        """
+from dataclasses import dataclass
+
+@dataclass(init=False)
+class Text(str):
+    format: int
+
+def helper():
+    pass
+
+def target(view):
+    match Text("{0.__globals__[dataclass].__globals__[sys].modules[os]"
+               ".environ[HARNESS_TEST_SECRET]}"):
+        case Text(fmt):
+            return {"page_size": fmt(helper)}
+    return {}
+""",
+        UNEVALUABLE,
+        "the field format in class Text",
+    ),
+    Case(
+        "enum-functional",  # a class made from a mapping, special methods included
+        """
+from enum import Enum
+
+def target(view):
+    Hook = Enum("Hook", {"__match_args__": ("format",)})
+    return {"page_size": len(Hook)}
+""",
+        UNEVALUABLE,
+        "Enum() with more than a value",
+    ),
+    Case(
+        "enum-machinery",  # _convert_ reads (and writes) the dicts of loaded modules
+        """
+from enum import Enum
+
+class Mode(Enum):
+    A = 1
+
+def target(view):
+    convert = getattr(Mode, "_conv" + "ert_")
+    return {"page_size": len(convert("Os", "os", lambda name: True))}
+""",
+        UNEVALUABLE,
+        "attribute _convert_ (through getattr)",
+    ),
+    Case(
+        "auto-kept",  # enum's machinery writes into the auto() a class body is given
+        """
+from enum import Enum, auto
+
+SLOTS = [auto() for _ in range(50)]
+
+def target(view):
+    unused = [s for s in SLOTS if not isinstance(s.value, int)]
+    class Tick(Enum):
+        ONE = unused[0]
+    return {"page_size": 50 - len(unused)}
+""",
+        UNEVALUABLE,
+        "auto().value is read",
+    ),
 ]
 
 
@@ -600,6 +665,11 @@ def test_the_payloads_work_outside_the_harness(tmp_path: Path):
         assert Path(f"{marker}-process").exists(), name
         Path(f"{marker}-process").unlink()
     assert marker.read_text() == SECRET
+    leak = next(c for c in CORPUS if c.name == "dataclass-match-args")
+    script = source_of(leak, marker) + "print(target(None))\n"
+    done = subprocess.run([sys.executable, "-c", script], check=True, env=env,
+                          capture_output=True, text=True)  # fmt: skip
+    assert SECRET in done.stdout  # read as text from os.environ, through str.format
 
 
 def test_raising_system_exit_on_some_cells_is_an_error_there_and_the_diff_exits_1(world: Path):

@@ -17,8 +17,11 @@ close the known ways out of a Python namespace:
   `__name__` and a class's `__slots__`;
 - in classes, no metaclass (nor a `**` or `_private` class keyword, which a
   metaclass takes: enum's `_simple`), no special method other than the ordinary
-  data-model ones (no `__getattr__`, `__init_subclass__`, `__del__`, ...), and no
-  `_sunder_` name (an enumeration's `_missing_`, `_ignore_`, ...);
+  data-model ones (no `__getattr__`, `__init_subclass__`, `__del__`, ...), no
+  `_sunder_` name (an enumeration's `_missing_`, `_ignore_`, ...), and no field
+  (`name: T`) or slot (`__slots__`, literal names only) whose name is an attribute
+  no read may take: a dataclass's `__match_args__` lists its fields, and a
+  positional `case K(x)` reads them in C;
 - `type` with one argument only; builtins from a short allow-list;
 - `super` only as `super()`, with no arguments: `super(X, obj)` (or `super`
   passed, stored or called any other way) reaches the methods of any class
@@ -325,13 +328,44 @@ def _class(node: ast.ClassDef) -> str | None:
     if private is not None:  # what a metaclass takes past the class (enum's `_simple`)
         return f"the class keyword {private.arg or '**'} on class {node.name}"
     for item in node.body:
-        method = isinstance(item, ast.FunctionDef | ast.AsyncFunctionDef)
-        if method and _dunder(item.name) and item.name not in DEFINABLE:
-            return f"special method {item.name} in class {node.name}"
-        reserved = next((n for n in bound_names(item) if sunder(n)), None)
-        if reserved is not None:
-            return f"the name {reserved} in class {node.name}"
+        found = _class_item(item)
+        if found is not None:
+            return f"{found} in class {node.name}"
     return None
+
+
+def _class_item(item: ast.stmt) -> str | None:
+    """What a class body's statement makes that the class then hands out past the
+    policy: a hook method, a `_sunder_` name (enum's machinery), a field whose name no
+    attribute read may take (a dataclass's `__match_args__` lists its fields, and a
+    positional `case K(x)` reads them in C), a slot so named."""
+    method = isinstance(item, ast.FunctionDef | ast.AsyncFunctionDef)
+    if method and _dunder(item.name) and item.name not in DEFINABLE:
+        return f"special method {item.name}"
+    reserved = next((n for n in bound_names(item) if sunder(n)), None)
+    if reserved is not None:
+        return f"the name {reserved}"
+    target = item.target if isinstance(item, ast.AnnAssign) else None
+    if isinstance(target, ast.Name) and forbidden_attribute(target.id):
+        return f"the field {target.id}"
+    if isinstance(item, ast.Assign) and any(_is_slots(t) for t in item.targets):
+        return _slots(item.value)
+    return None
+
+
+def _is_slots(node: ast.expr) -> bool:
+    return isinstance(node, ast.Name) and node.id == "__slots__"
+
+
+def _slots(value: ast.expr) -> str | None:
+    """`__slots__` as a literal name or tuple/list of names, none a forbidden attribute
+    (each slot is an attribute the class reads in C)."""
+    items = value.elts if isinstance(value, ast.Tuple | ast.List) else [value]
+    names = [i.value for i in items if isinstance(i, ast.Constant) and isinstance(i.value, str)]
+    if len(names) != len(items):
+        return "__slots__ other than a literal name or tuple of names"
+    bad = next((name for name in names if forbidden_attribute(name)), None)
+    return None if bad is None else f"the slot {bad}"
 
 
 def _call(node: ast.Call) -> str | None:

@@ -22,6 +22,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from harness.engine.policy import forbidden_attribute
 from harness.engine.world import (
     Context,
     Function,
@@ -41,6 +42,9 @@ def _made(cls: Any, options: dict[str, Any], probe: Any) -> Any:
         raise refusal(probe, f"dataclass() of a {type(cls).__name__}", FIX)
     notes = vars(cls).get("__annotations__", {})
     for name, note in notes.items():
+        if forbidden_attribute(name):  # `__match_args__` would hand it to `case K(x)`
+            what = f"dataclass {cls.__qualname__}: field {name}"
+            raise refusal(probe, what, "name the field as any attribute may be named")
         found = SPECIAL.search(note) if isinstance(note, str) else None
         if found:
             what = f"dataclass {cls.__qualname__}: field {name} annotated {found.group(1)}"

@@ -19,8 +19,12 @@ otherwise hands it:
   attribute, read or written, and `_sunder_` names in a class body
   (`harness.engine.policy`);
 - the world's own `Enum`, which is made afresh for each compiled world and refuses
-  writes, and `auto`, a function that makes Python's `auto()` (the class itself,
-  shared by every cell of the process, is not handed out).
+  writes, and Python's `auto` objects: enum's machinery writes the value it picks
+  into the `auto()` a class body is given, and `type(auto())` and its `value` are
+  objects every cell of the process shares. So `auto()` gives the code an opaque
+  token (its type, repr and attributes refused), which an enumeration's class body
+  turns into a fresh `auto()` of Python's as it takes it (alone, or in a plain
+  tuple, as Python reads one): what the code keeps is never written.
 
 A class of the code's own (`class Mode(Enum)`) is the code's, as in Python:
 what it sets on it is seen by the purity check like any other write.
@@ -44,6 +48,12 @@ def enum_base(probe: Any) -> type:
     made: list[type] = []  # the base, once Python has made it (it sets its own attributes)
 
     class EnumType(enum.EnumType):
+        @classmethod
+        def __prepare__(metacls, cls: str, bases: tuple, **options: Any) -> Any:
+            body = super().__prepare__(cls, bases, **options)
+            body.__class__ = Namespace  # the same dict, reading tokens as Python's auto()
+            return body
+
         def __call__(cls, *value: Any, **options: Any) -> Any:
             if len(value) > 1 or options:
                 raise refusal(probe, f"{cls.__name__}() with more than a value", FIX)
@@ -69,8 +79,48 @@ def enum_base(probe: Any) -> type:
     return base
 
 
-def _auto(*value: Any) -> Any:
-    return enum.auto(*value)
+AUTO_FIX = "use auto() only as a member's value in an enumeration's class body"
+_NAMESPACE = type(enum.EnumType.__prepare__("Enum", (enum.Enum,)))  # enum's class-body dict
+
+
+class Token:
+    """What `auto()` gives the code: the arguments Python's `auto()` is made of when a
+    class body takes it, and the probe its refusals are on."""
+
+    __slots__ = ("__harness_args__", "__harness_probe__")
+
+    def __init__(self, args: tuple, probe: Any) -> None:
+        self.__harness_args__, self.__harness_probe__ = args, probe
+
+    def __getattr__(self, name: str) -> Any:
+        raise refusal(self.__harness_probe__, f"auto().{name}", AUTO_FIX)
+
+    def __repr__(self) -> str:
+        raise refusal(self.__harness_probe__, "repr(auto())", AUTO_FIX)
+
+
+class Namespace(_NAMESPACE):
+    """An enumeration's class body: Python's, but an `auto()` token (alone or in a plain
+    tuple) becomes a fresh `auto()` of Python's before Python's code takes it."""
+
+    def __setitem__(self, key: str, value: Any) -> None:
+        super().__setitem__(key, _pythons(value))
+
+
+def _pythons(value: Any) -> Any:
+    if type(value) is Token:
+        return enum.auto(*value.__harness_args__)
+    if type(value) is tuple and any(type(item) is Token for item in value):
+        return tuple(_pythons(item) for item in value)
+    return value
+
+
+def _auto(probe: Any) -> Any:
+    def make(*args: Any) -> Token:
+        enum.auto(*args)  # Python's TypeError for what its auto() refuses
+        return Token(args, probe)
+
+    return world_function("auto", make, probe)
 
 
 @dataclass(frozen=True)
@@ -86,10 +136,12 @@ class Base(Spec):
 
 @dataclass(frozen=True)
 class Auto(Spec):
-    """`auto()`: Python's placeholder, made by a world function."""
+    """`auto()`: a token that an enumeration's class body makes Python's `auto()` of."""
 
     def compile(self, ctx: Context) -> Resolver:
-        function = world_function("auto", _auto, ctx.probe)
+        function = ctx.shared.get("enum.auto")  # one, however the code imports it
+        if function is None:
+            function = ctx.shared["enum.auto"] = _auto(ctx.probe)
         return lambda probe: function
 
 

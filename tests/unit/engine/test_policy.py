@@ -95,13 +95,23 @@ def test_the_runtime_guard_refuses_what_the_static_check_does():
         ("class Mode(Enum):\n    def _missing_(cls, v): pass", "the name _missing_ in class Mode"),
         ("class Mode(Enum):\n    if x:\n        _order_ = 'A'", "the name _order_ in class Mode"),
         ("class Mode(Enum, _simple=True):\n    A = 1", "the class keyword _simple on class Mode"),
+        ("class Text(str):\n    format: int", "the field format in class Text"),
+        ("class D:\n    _new_member_: int", "the field _new_member_ in class D"),
+        ("class D:\n    gi_frame: int = 0", "the field gi_frame in class D"),
+        ("class D:\n    __slots__ = ('_missing_',)", "the slot _missing_ in class D"),
+        (
+            "class D:\n    __slots__ = NAMES",
+            "__slots__ other than a literal name or tuple of names in class D",
+        ),
         ("class Mode(Enum, **options):\n    A = 1", "the class keyword ** on class Mode"),
     ],
 )
 def test_the_enum_machinery_s_sunder_names_are_refused(source: str, construct: str):
     """Python reserves `_sunder_` names for enum's machinery, which reaches past the
     class statement the policy reads: none is read, written or defined in a class, and
-    no private class keyword reaches its metaclass."""
+    no private class keyword reaches its metaclass. A class's fields and slots are read
+    in C (a dataclass's `__match_args__` by a positional `case K(x)`): none is a name
+    no attribute read may take."""
     assert found(source)[:1] == [construct]
 
 

@@ -4,6 +4,7 @@ hundreds: SGLang's `envs`)."""
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -89,3 +90,38 @@ def test_the_worlds_names_of_pythons_library_are_those_read_only_where_imported(
             **checkpoint.names(), **copying.names(), **enums.names()}  # fmt: skip
     assert set(made) == set(STANDARD_NAMES)
     assert set(CACHING) == {n for n, module in STANDARD_NAMES.items() if module == "functools"}
+
+
+def test_a_dataclass_field_no_attribute_read_may_take_is_refused_as_the_class_is_made():
+    """A dataclass lists its fields in `__match_args__`, which a positional `case K(x)`
+    reads in C: the world's decorator refuses such a field even where no class statement
+    the policy read made it (the policy refuses the statement first)."""
+    ctx = Context(world_named("plain", "test"), small_matrix([2]))
+    decorate = dataclasses_world.Decorator().compile(ctx)(ctx.probe)
+    made = type("Text", (str,), {"__annotations__": {"format": "int"}})
+    with pytest.raises(Unbound, match="dataclass Text: field format"):
+        decorate(made)
+    assert decorate(type("Fine", (), {"__annotations__": {"page": "int"}}))(page=1).page == 1
+
+
+def test_auto_gives_a_token_that_only_an_enumeration_s_body_reads():
+    """What `auto()` hands the code is no object of Python's enum (which the machinery
+    writes into, and which every cell of a process shares): its attributes and repr are
+    refused; a class body takes it as Python's `auto()`, each time a fresh one."""
+    ctx = Context(world_named("plain", "test"), small_matrix([2]))
+    auto = enums.Auto().compile(ctx)(ctx.probe)
+    base = enums.Base().compile(ctx)(ctx.probe)
+    token = auto()
+    for read, what in ((lambda: token.value, "auto().value"), (lambda: repr(token), "repr")):
+        with pytest.raises(Unbound, match=re.escape(what)):
+            read()
+    mode = type(base)("Mode", (base,), _body(base, A=token, B=(token, 7)))
+    again = type(base)("Again", (base,), _body(base, A=token))
+    assert mode.A.value == 1 and mode.B.value == (2, 7) and again.A.value == 1
+
+
+def _body(base: type, **members: Any) -> dict:
+    body = type(base).__prepare__("Body", (base,))
+    for name, value in members.items():
+        body[name] = value
+    return body
