@@ -594,7 +594,7 @@ def target(view):
     return {"page_size": 50 - len(unused)}
 """,
         UNEVALUABLE,
-        "auto().value is read",
+        "auto other than called as a member's value",
     ),
 ]
 

@@ -22,6 +22,8 @@ close the known ways out of a Python namespace:
   (`name: T`) or slot (`__slots__`, literal names only) whose name is an attribute
   no read may take: a dataclass's `__match_args__` lists its fields, and a
   positional `case K(x)` reads them in C;
+- the world's `auto` (enum's) only called as a member's value in a class body
+  (`A = auto()`): what it makes is written into by the class body that takes it;
 - `type` with one argument only; builtins from a short allow-list;
 - `super` only as `super()`, with no arguments: `super(X, obj)` (or `super`
   passed, stored or called any other way) reaches the methods of any class
@@ -224,8 +226,9 @@ def check_closure(closure: Closure) -> Withheld:
 def _check(closure: Closure) -> Withheld:
     withheld: Withheld = {}
     for path in closure.files:
+        autos = {n.name: n.world for n in closure.needs if n.path == path and n.world in AUTOS}
         for node in closure.nodes_of(path):
-            found = sorted(violations(node))
+            found = sorted([*violations(node), *_autos_kept(node, autos)])
             if not found:
                 continue
             line, _, construct = found[0]
@@ -242,6 +245,40 @@ def _check(closure: Closure) -> Withheld:
                 f"builtin {name} (used at {where}) is not available to evaluated code"
             )
     return withheld
+
+
+AUTOS = ("auto", "enum")  # the world's names that are (`enum.auto`) or hold `auto`
+
+
+def _autos_kept(tree: ast.AST, autos: dict[str, str]) -> Iterator[tuple[int, int, str]]:
+    """Each read of the world's `auto` (a name bound to it; `.auto` of one bound to
+    `enum`) other than called as a member's value in a class body (`A = auto()`, or an
+    item of a plain tuple so assigned): what `auto()` makes is written into by the
+    class body that takes it, so kept anywhere else it would be state, and a class
+    statement the closure leaves out could have taken it first."""
+    if not autos:
+        return
+    allowed = {id(call.func) for call in _member_values(tree)}
+    for node in ast.walk(tree):
+        name = node.id if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) else None
+        if isinstance(node, ast.Attribute) and node.attr == "auto":
+            held = node.value.id if isinstance(node.value, ast.Name) else None
+            name = "enum.auto" if autos.get(held or "") == "enum" else None
+        elif name is not None and autos.get(name) != "auto":
+            name = None
+        if name is not None and id(node) not in allowed:
+            yield node.lineno, _start(node), f"{name} other than called as a member's value"
+
+
+def _member_values(tree: ast.AST) -> Iterator[ast.Call]:
+    """The calls a class body assigns as a member's value: `A = f()`, `B = (f(), 2)`."""
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.ClassDef):
+            continue
+        for item in node.body:
+            value = item.value if isinstance(item, ast.Assign) else None
+            items = value.elts if isinstance(value, ast.Tuple) else [value]
+            yield from (v for v in items if isinstance(v, ast.Call) and not v.keywords)
 
 
 def _withheld(closure: Closure, path: str, node: ast.stmt) -> bool:
@@ -345,15 +382,31 @@ def _class_item(item: ast.stmt) -> str | None:
     reserved = next((n for n in bound_names(item) if sunder(n)), None)
     if reserved is not None:
         return f"the name {reserved}"
-    target = item.target if isinstance(item, ast.AnnAssign) else None
-    if isinstance(target, ast.Name) and forbidden_attribute(target.id):
-        return f"the field {target.id}"
-    if isinstance(item, ast.Assign) and any(_is_slots(t) for t in item.targets):
-        return _slots(item.value)
-    return None
+    for node in _class_level(item):
+        target = node.target if isinstance(node, ast.AnnAssign) else None
+        if isinstance(target, ast.Name) and forbidden_attribute(target.id):
+            return f"the field {target.id}"
+    plain = isinstance(item, ast.Assign) and len(item.targets) == 1 and _is_slots(item.targets[0])
+    stored = [n for n in ast.walk(item) if _is_slots(n) and isinstance(n.ctx, ast.Store)]
+    if stored and not plain:
+        return "__slots__ bound other than by one plain assignment"
+    return _slots(item.value) if plain else None
 
 
-def _is_slots(node: ast.expr) -> bool:
+def _class_level(item: ast.stmt) -> Iterator[ast.AST]:
+    """The nodes of a class body's statement that run in the class's scope (not the
+    bodies of the functions, lambdas and classes it defines)."""
+    stack: list[ast.AST] = [item]
+    while stack:
+        node = stack.pop()
+        yield node
+        scopes = ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda | ast.ClassDef
+        if isinstance(node, scopes):  # its statements run in a scope of their own
+            continue
+        stack.extend(ast.iter_child_nodes(node))
+
+
+def _is_slots(node: ast.AST) -> bool:
     return isinstance(node, ast.Name) and node.id == "__slots__"
 
 

@@ -20,11 +20,15 @@ otherwise hands it:
   (`harness.engine.policy`);
 - the world's own `Enum`, which is made afresh for each compiled world and refuses
   writes, and Python's `auto` objects: enum's machinery writes the value it picks
-  into the `auto()` a class body is given, and `type(auto())` and its `value` are
+  into the `auto()` a class body is given (and compares a given value with its own
+  marker, handing the code that marker), and `type(auto())` and its `value` are
   objects every cell of the process shares. So `auto()` gives the code an opaque
   token (its type, repr and attributes refused), which an enumeration's class body
-  turns into a fresh `auto()` of Python's as it takes it (alone, or in a plain
-  tuple, as Python reads one): what the code keeps is never written.
+  turns into a fresh `auto()` of Python's (or into the value given, which Python
+  takes the same way) as it takes it, alone or in a plain tuple, as Python reads
+  one. The policy lets the code call `auto` only for a member's value in a class
+  body, so no token is kept; and a token is taken once, in the call (or the
+  loading) that made it, and refused in a class that is no enumeration.
 
 A class of the code's own (`class Mode(Enum)`) is the code's, as in Python:
 what it sets on it is seen by the purity check like any other write.
@@ -84,13 +88,20 @@ _NAMESPACE = type(enum.EnumType.__prepare__("Enum", (enum.Enum,)))  # enum's cla
 
 
 class Token:
-    """What `auto()` gives the code: the arguments Python's `auto()` is made of when a
-    class body takes it, and the probe its refusals are on."""
+    """What `auto()` gives the code: the arguments Python's `auto()` would hold, the
+    probe its refusals are on, the call it was made in (`probe.call`, a dict each call
+    starts afresh; the file's loading has its own), and whether a class body took it."""
 
-    __slots__ = ("__harness_args__", "__harness_probe__")
+    __slots__ = (
+        "__harness_args__",
+        "__harness_made_in__",
+        "__harness_probe__",
+        "__harness_taken__",
+    )  # fmt: skip
 
     def __init__(self, args: tuple, probe: Any) -> None:
         self.__harness_args__, self.__harness_probe__ = args, probe
+        self.__harness_made_in__, self.__harness_taken__ = probe.call, False
 
     def __getattr__(self, name: str) -> Any:
         raise refusal(self.__harness_probe__, f"auto().{name}", AUTO_FIX)
@@ -98,10 +109,25 @@ class Token:
     def __repr__(self) -> str:
         raise refusal(self.__harness_probe__, "repr(auto())", AUTO_FIX)
 
+    def __set_name__(self, owner: type, name: str) -> None:  # a class that is no Enum
+        raise refusal(self.__harness_probe__, f"auto() as {owner.__name__}.{name}", AUTO_FIX)
+
+    def taken(self) -> Any:
+        """What Python's class body is handed for it: Python's `auto()` (or its value, as
+        Python takes `auto(value)`); refused where a class body took it before, or it
+        was made in another call (or as a file loaded): Python's `auto()` keeps the value
+        it first got, which would then be state one call leaves the next."""
+        probe = self.__harness_probe__
+        if self.__harness_taken__ or self.__harness_made_in__ is not probe.call:
+            raise refusal(probe, "auto() given to a class body twice, or kept", AUTO_FIX)
+        self.__harness_taken__ = True
+        args = self.__harness_args__
+        return args[0] if args else enum.auto()
+
 
 class Namespace(_NAMESPACE):
     """An enumeration's class body: Python's, but an `auto()` token (alone or in a plain
-    tuple) becomes a fresh `auto()` of Python's before Python's code takes it."""
+    tuple) becomes Python's `auto()` before Python's code takes it."""
 
     def __setitem__(self, key: str, value: Any) -> None:
         super().__setitem__(key, _pythons(value))
@@ -109,7 +135,7 @@ class Namespace(_NAMESPACE):
 
 def _pythons(value: Any) -> Any:
     if type(value) is Token:
-        return enum.auto(*value.__harness_args__)
+        return value.taken()
     if type(value) is tuple and any(type(item) is Token for item in value):
         return tuple(_pythons(item) for item in value)
     return value

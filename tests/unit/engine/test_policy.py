@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import re
 import textwrap
 
 import pytest
@@ -221,3 +222,50 @@ def test_a_format_literal_nested_past_what_python_runs_is_read_to_a_bounded_dept
     deep = "(" + repr("{0:" * 3000 + "}" * 3000) + ").format(1)"
     assert found(deep) == []
     assert found("'{0:{0.real}}'.format(1)") == ["attribute .format"]  # read at level two
+
+
+ENUM_WORLD = frozenset({"Enum", "auto", "enum"})
+
+
+@pytest.mark.parametrize(
+    "source, construct",
+    [
+        ("T = auto()\nclass M(Enum):\n    A = T", "auto other than called as a member's value"),
+        ("class M(Enum):\n    A = [auto()]", "auto other than called as a member's value"),
+        ("make = auto\nclass M(Enum):\n    A = make()", "auto other than called as a member's value"),
+        ("class M(Enum):\n    A = enum.auto\n", "enum.auto other than called as a member's value"),
+        ("class M(Enum):\n    A = auto(value=1)", "auto other than called as a member's value"),
+    ],
+)  # fmt: skip
+def test_auto_is_only_called_as_a_member_s_value(source: str, construct: str):
+    """What `auto()` makes is written into by the class body that takes it: kept anywhere
+    else it is state, and a class statement the closure leaves out (Python runs it as
+    the file loads) could have taken it first."""
+    head = "from enum import Enum, auto\nimport enum\n"
+    closure = closure_of(head + source + "\ndef target(view):\n    return {'page_size': M.A}\n",
+                         bound=ENUM_WORLD)  # fmt: skip
+    with pytest.raises(Unevaluable, match=re.escape(construct)):
+        check_closure(closure)
+
+
+def test_auto_called_as_a_member_s_value_passes_and_a_project_s_own_auto_is_its_own():
+    fine = """
+        from enum import Enum, auto
+        import enum
+        class M(Enum):
+            A = auto()
+            B = (enum.auto(), 2)
+            C = auto(3)
+        def target(view):
+            class Local(Enum):
+                X = auto()
+            return {"page_size": M.A.value + Local.X.value}
+    """
+    check_closure(closure_of(fine, bound=ENUM_WORLD))
+    own = """
+        def auto():
+            return 1
+        def target(view):
+            return {"page_size": auto()}
+    """
+    check_closure(closure_of(own, bound=ENUM_WORLD))

@@ -107,7 +107,8 @@ def test_a_dataclass_field_no_attribute_read_may_take_is_refused_as_the_class_is
 def test_auto_gives_a_token_that_only_an_enumeration_s_body_reads():
     """What `auto()` hands the code is no object of Python's enum (which the machinery
     writes into, and which every cell of a process shares): its attributes and repr are
-    refused; a class body takes it as Python's `auto()`, each time a fresh one."""
+    refused; a class body takes it as Python's `auto()` (or its value), once, in the
+    call that made it; kept in another class, or given again, it is refused."""
     ctx = Context(world_named("plain", "test"), small_matrix([2]))
     auto = enums.Auto().compile(ctx)(ctx.probe)
     base = enums.Base().compile(ctx)(ctx.probe)
@@ -115,9 +116,20 @@ def test_auto_gives_a_token_that_only_an_enumeration_s_body_reads():
     for read, what in ((lambda: token.value, "auto().value"), (lambda: repr(token), "repr")):
         with pytest.raises(Unbound, match=re.escape(what)):
             read()
-    mode = type(base)("Mode", (base,), _body(base, A=token, B=(token, 7)))
-    again = type(base)("Again", (base,), _body(base, A=token))
-    assert mode.A.value == 1 and mode.B.value == (2, 7) and again.A.value == 1
+    mode = type(base)("Mode", (base,), _body(base, A=token, B=(auto(), 7), C=auto(9)))
+    assert [m.value for m in mode] == [1, (2, 7), 9]
+    assert type(base)("Again", (base,), _body(base, A=auto())).A.value == 1
+    with pytest.raises(Unbound, match="twice, or kept"):
+        type(base)("Twice", (base,), _body(base, A=token))
+    kept = auto()
+    ctx.probe.start((0,))  # the next call
+    with pytest.raises(Unbound, match="twice, or kept"):
+        type(base)("Kept", (base,), _body(base, A=kept))
+    ctx.probe.start((0,))
+    with pytest.raises((RuntimeError, Unbound)) as plain:  # 3.11 wraps __set_name__'s
+        type("Plain", (), {"A": auto()})
+    assert Unbound in (type(plain.value), type(plain.value.__cause__))
+    assert "auto() as Plain.A" in str(ctx.probe.unbound)  # the runner sees it, caught or not
 
 
 def _body(base: type, **members: Any) -> dict:
