@@ -21,6 +21,7 @@ import pytest
 
 from harness.engine.outcome import ERROR, VALUE
 from harness.matrix.load import load_matrix
+from harness.testing.entry_facts import LLAMA_ONE_GPU
 from harness.testing.gitrepo import FixtureRepo
 from tests.conftest import run_cli
 from tests.helpers import evaluate_at
@@ -262,42 +263,7 @@ RELEASES = os.environ.get("HARNESS_TEST_SGLANG_RELEASES")  # a repository of SGL
 EAGLE_AXES = {"attention_backend": [None, "fa3"], "platform": ["sm90", "sm100"],
               "speculative_algorithm": ["EAGLE"], "speculative_eagle_topk": [None, 1, 4],
               "speculative_num_steps": [None]}  # fmt: skip
-EAGLE_MATRIX = """\
-fields:
-  model_config.num_kv_heads: 8
-  hf_config.model_type: llama
-  SGLANG_ENABLE_SPEC_V2: null
-  SGLANG_ENABLE_EPLB_BALANCEDNESS_METRIC: null
-  NCCL_GRAPH_REGISTER: null
-  platform.cuda_version: "12.9"
-  random_seed: 42
-  model_path: meta-llama/Llama-3.1-8B-Instruct
-  architecture: LlamaForCausalLM
-  use_mla: false
-bindings:
-  IQuestQ1MTPConfig: {object: {}}
-  configure_media_url_security: {call: []}
-  resolve_hf_gguf_reference: {call: null}
-  is_runai_obj_uri: {call: false}
-  parse_connector_type: {call: ""}
-  ConnectorType: {object: {INSTANCE: instance}}
-  get_config: {call: {object: {architectures: [LlamaForCausalLM], model_type: llama}}}
-  is_deepseek_dsa: {call: false}
-  is_deepseek_v4: {call: false}
-  is_minimax_sparse: {call: false}
-  has_fp8_weights_in_checkpoint: {call: false}
-  check_gguf_file: {call: false}
-  uses_kda_attention: {call: false}
-  supports_prefill_cp_bcg: {call: false}
-  is_remote_url: {call: false}
-  get_linear_attn_spec: {call: null}
-  get_linear_attn_spec_by_arch: {call: null}
-  init_cp_strategy: {call: null}
-  handle_amd_monokernel: {call: null}
-  handle_nvidia_megakernel: {call: null}
-  get_device_memory_capacity: {call: 81559}
-  deep_gemm_wrapper: {object: {DEEPGEMM_SCALE_UE8M0: false, ENABLE_JIT_DEEPGEMM: false}}
-"""  # Llama-3.1-8B on one GPU: what SGLang's entry reads of the model and the machine
+EAGLE_MATRIX = LLAMA_ONE_GPU + "  IQuestQ1MTPConfig: {object: {}}\n"  # read as imported
 
 
 @pytest.mark.skipif(not RELEASES, reason="set HARNESS_TEST_SGLANG_RELEASES to a repository "
