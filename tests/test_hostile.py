@@ -538,6 +538,8 @@ from dataclasses import dataclass
 
 @dataclass(init=False)
 class Text(str):
+    'A text.'  # Python 3.11.2's dataclass reads no signature of a str subclass without one
+
     format: int
 
 def helper():

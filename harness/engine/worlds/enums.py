@@ -40,7 +40,18 @@ import enum
 from dataclasses import dataclass
 from typing import Any
 
-from harness.engine.world import Context, Obj, Resolver, Spec, refusal, world_function
+from harness.engine.world import (
+    ASSIGNED,
+    DELETED,
+    READ,
+    Context,
+    Obj,
+    Resolver,
+    Spec,
+    refusal,
+    stand_in_class,
+    world_function,
+)
 
 FIX = "define the enumeration with a class statement, and call it with a value only"
 
@@ -87,42 +98,65 @@ AUTO_FIX = "use auto() only as a member's value in an enumeration's class body"
 _NAMESPACE = type(enum.EnumType.__prepare__("Enum", (enum.Enum,)))  # enum's class-body dict
 
 
-class Token:
-    """What `auto()` gives the code: the arguments Python's `auto()` would hold, the
-    probe its refusals are on, the call it was made in (`probe.call`, a dict each call
-    starts afresh; the file's loading has its own), and whether a class body took it."""
+def _token_class() -> tuple[type, dict[str, Any]]:
+    """The class of what `auto()` gives the code, a stand-in of the world's (nothing of
+    it is read, written or shown: `harness.engine.world.stand_in_class`), and its slots'
+    descriptors: the arguments Python's `auto()` would hold, the probe its refusals are
+    on, the call it was made in (`probe.call`, a dict each call starts afresh; a file's
+    loading has its own), and whether a class body took it."""
+    fields = ("args", "probe", "made_in", "taken")
+    slots: dict[str, Any] = {}
 
-    __slots__ = (
-        "__harness_args__",
-        "__harness_made_in__",
-        "__harness_probe__",
-        "__harness_taken__",
-    )  # fmt: skip
+    def refused(self: Any, what: str, done: str = READ) -> BaseException:
+        return refusal(slots["probe"].__get__(self), what, AUTO_FIX, done)
 
-    def __init__(self, args: tuple, probe: Any) -> None:
-        self.__harness_args__, self.__harness_probe__ = args, probe
-        self.__harness_made_in__, self.__harness_taken__ = probe.call, False
+    def __getattribute__(self: Any, attr: str) -> Any:
+        if attr.startswith("__") and attr != "__mro_entries__":
+            raise AttributeError(attr)  # Python's own lookups of special names find none
+        raise refused(self, f"auto().{attr}")
 
-    def __getattr__(self, name: str) -> Any:
-        raise refusal(self.__harness_probe__, f"auto().{name}", AUTO_FIX)
+    def __setattr__(self: Any, attr: str, value: Any) -> None:
+        raise refused(self, f"auto().{attr}", ASSIGNED)
 
-    def __repr__(self) -> str:
-        raise refusal(self.__harness_probe__, "repr(auto())", AUTO_FIX)
+    def __repr__(self: Any) -> str:
+        raise refused(self, "repr(auto())")
 
-    def __set_name__(self, owner: type, name: str) -> None:  # a class that is no Enum
-        raise refusal(self.__harness_probe__, f"auto() as {owner.__name__}.{name}", AUTO_FIX)
+    def __set_name__(self: Any, owner: type, name: str) -> None:  # a class that is no Enum
+        raise refused(self, f"auto() as {owner.__name__}.{name}")
 
-    def taken(self) -> Any:
-        """What Python's class body is handed for it: Python's `auto()` (or its value, as
-        Python takes `auto(value)`); refused where a class body took it before, or it
-        was made in another call (or as a file loaded): Python's `auto()` keeps the value
-        it first got, which would then be state one call leaves the next."""
-        probe = self.__harness_probe__
-        if self.__harness_taken__ or self.__harness_made_in__ is not probe.call:
-            raise refusal(probe, "auto() given to a class body twice, or kept", AUTO_FIX)
-        self.__harness_taken__ = True
-        args = self.__harness_args__
-        return args[0] if args else enum.auto()
+    def __delattr__(self: Any, attr: str) -> None:
+        raise refused(self, f"auto().{attr}", DELETED)
+
+    methods = {"__getattribute__": __getattribute__, "__setattr__": __setattr__,
+               "__delattr__": __delattr__, "__repr__": __repr__,
+               "__set_name__": __set_name__}  # fmt: skip
+    cls = stand_in_class("auto()", methods, None, fields)
+    slots.update({field: vars(cls)[field] for field in fields})
+    return cls, slots
+
+
+Token, _SLOT = _token_class()
+
+
+def _token(args: tuple, probe: Any) -> Any:
+    token = object.__new__(Token)
+    for field, value in (("args", args), ("probe", probe), ("made_in", probe.call),
+                         ("taken", False)):  # fmt: skip
+        _SLOT[field].__set__(token, value)
+    return token
+
+
+def _taken(token: Any) -> Any:
+    """What Python's class body is handed for `token`: Python's `auto()` (or its value,
+    as Python takes `auto(value)`); refused where a class body took it before, or it was
+    made in another call (or as a file loaded): Python's `auto()` keeps the value it
+    first got, which would then be state one call leaves the next."""
+    probe = _SLOT["probe"].__get__(token)
+    if _SLOT["taken"].__get__(token) or _SLOT["made_in"].__get__(token) is not probe.call:
+        raise refusal(probe, "auto() given to a class body twice, or kept", AUTO_FIX)
+    _SLOT["taken"].__set__(token, True)
+    args = _SLOT["args"].__get__(token)
+    return args[0] if args else enum.auto()
 
 
 class Namespace(_NAMESPACE):
@@ -135,7 +169,7 @@ class Namespace(_NAMESPACE):
 
 def _pythons(value: Any) -> Any:
     if type(value) is Token:
-        return value.taken()
+        return _taken(value)
     if type(value) is tuple and any(type(item) is Token for item in value):
         return tuple(_pythons(item) for item in value)
     return value
@@ -144,7 +178,7 @@ def _pythons(value: Any) -> Any:
 def _auto(probe: Any) -> Any:
     def make(*args: Any) -> Token:
         enum.auto(*args)  # Python's TypeError for what its auto() refuses
-        return Token(args, probe)
+        return _token(args, probe)
 
     return world_function("auto", make, probe)
 
