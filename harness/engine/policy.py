@@ -260,14 +260,20 @@ def _autos_kept(tree: ast.AST, autos: dict[str, str]) -> Iterator[tuple[int, int
         return
     allowed = {id(call.func) for call in _member_values(tree)}
     for node in ast.walk(tree):
-        name = node.id if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) else None
-        if isinstance(node, ast.Attribute) and node.attr == "auto":
-            held = node.value.id if isinstance(node.value, ast.Name) else None
-            name = "enum.auto" if autos.get(held or "") == "enum" else None
-        elif name is not None and autos.get(name) != "auto":
-            name = None
+        name = _auto_read(node, autos)
         if name is not None and id(node) not in allowed:
             yield node.lineno, _start(node), f"{name} other than called as a member's value"
+
+
+def _auto_read(node: ast.AST, autos: dict[str, str]) -> str | None:
+    """`auto` if `node` reads a name bound to the world's `auto`, `enum.auto` if it reads
+    `.auto` of a name bound to its `enum`; else None."""
+    if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
+        return "auto" if autos.get(node.id) == "auto" else None
+    if isinstance(node, ast.Attribute) and node.attr == "auto":
+        held = node.value.id if isinstance(node.value, ast.Name) else ""
+        return "enum.auto" if autos.get(held) == "enum" else None
+    return None
 
 
 def _member_values(tree: ast.AST) -> Iterator[ast.Call]:

@@ -276,6 +276,25 @@ class Obj(Spec):
 
 
 @dataclass(frozen=True)
+class Shared(Spec):
+    """One object per compiled world under `key`, whatever reads it: `spec` compiled at
+    the first read (SGLang's model config: `model_config.hf_config`, `.hf_text_config`
+    and its own `get_text_config()` are the one object, as a text model's are; Python's
+    `Enum`, whether imported by name or read off `enum`)."""
+
+    key: str
+    spec: Spec | None = None  # None: read from the object `key` names (made by then)
+
+    def compile(self, ctx: Context) -> Resolver:
+        found = ctx.shared.get(self.key)
+        if found is None:
+            if self.spec is None:
+                raise RuntimeError(f"a bug in harness: {self.key} read before it is made")
+            found = ctx.shared[self.key] = self.spec.compile(ctx)
+        return found
+
+
+@dataclass(frozen=True)
 class AllOf(Spec):
     """True when every item is (read in order, stopping at the first false one)."""
 

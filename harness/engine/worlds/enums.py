@@ -47,6 +47,7 @@ from harness.engine.world import (
     Context,
     Obj,
     Resolver,
+    Shared,
     Spec,
     refusal,
     stand_in_class,
@@ -77,13 +78,13 @@ def enum_base(probe: Any) -> type:
         def __setattr__(cls, name: str, value: Any) -> None:
             if made and cls is made[0]:
                 raise refusal(probe, f"enum.Enum.{name}", "set it on a class of the code's own",
-                              done="assigned")  # fmt: skip
+                              done=ASSIGNED)  # fmt: skip
             super().__setattr__(name, value)
 
         def __delattr__(cls, name: str) -> None:
             if made and cls is made[0]:
                 raise refusal(probe, f"enum.Enum.{name}", "nothing of the world is deleted",
-                              done="deleted")  # fmt: skip
+                              done=DELETED)  # fmt: skip
             super().__delattr__(name)
 
     EnumType.__module__ = "enum"  # the type of a class, as Python's (refused either way)
@@ -188,9 +189,7 @@ class Base(Spec):
     """`Enum` as a base of the code's classes (see the module)."""
 
     def compile(self, ctx: Context) -> Resolver:
-        made = ctx.shared.get("enum.Enum")  # one class, however the code imports it
-        if made is None:
-            made = ctx.shared["enum.Enum"] = enum_base(ctx.probe)
+        made = enum_base(ctx.probe)
         return lambda probe: made
 
 
@@ -199,14 +198,13 @@ class Auto(Spec):
     """`auto()`: a token that an enumeration's class body makes Python's `auto()` of."""
 
     def compile(self, ctx: Context) -> Resolver:
-        function = ctx.shared.get("enum.auto")  # one, however the code imports it
-        if function is None:
-            function = ctx.shared["enum.auto"] = _auto(ctx.probe)
+        function = _auto(ctx.probe)
         return lambda probe: function
 
 
 def names() -> dict[str, Spec]:
     """The world's names for `from enum import Enum, auto` and for `import enum` (whose
     other attributes are refused: `IntEnum`, `Flag`, ... are unbound, named as such)."""
-    made: dict[str, Spec] = {"Enum": Base(), "auto": Auto()}
+    made: dict[str, Spec] = {"Enum": Shared("enum.Enum", Base()),
+                             "auto": Shared("enum.auto", Auto())}  # fmt: skip
     return {**made, "enum": Obj("enum", made)}

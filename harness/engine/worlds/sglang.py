@@ -35,6 +35,7 @@ from harness.engine.world import (
     Obj,
     Param,
     Resolver,
+    Shared,
     Spec,
     Test,
     World,
@@ -392,24 +393,6 @@ def _model_config() -> Spec:
     }
     fallback = lambda name: field_param(f"model_config.{name}", f"model_config.{name}")  # noqa: E731
     return Obj("model_config_of(view)", attrs, fallback=fallback)
-
-
-@dataclasses.dataclass(frozen=True)
-class Shared(Spec):
-    """One object per compiled world under `key`, whatever reads it: `spec` compiled at
-    the first read (the model's config: `model_config.hf_config`, `.hf_text_config` and
-    its own `get_text_config()` are the one object, as a text model's are)."""
-
-    key: str
-    spec: Spec | None = None  # None: read from the object `key` names (made by then)
-
-    def compile(self, ctx: Context) -> Resolver:
-        found = ctx.shared.get(self.key)
-        if found is None:
-            if self.spec is None:
-                raise RuntimeError(f"a bug in harness: {self.key} read before it is made")
-            found = ctx.shared[self.key] = self.spec.compile(ctx)
-        return found
 
 
 def _arch(use_mla: Any) -> str:
