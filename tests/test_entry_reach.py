@@ -180,6 +180,134 @@ def test_an_entry_runs_the_resolution_code_and_not_what_it_imports_from_outside(
     assert [o.value for o in pages] == [32, None, 1, 1], pages
 
 
+MTP_CONFIG = '''\
+"""A model's configuration class, outside the resolution code."""
+
+import torch
+
+
+class MTPConfig:
+    dtype = torch.bfloat16
+'''
+MTP_PIPELINE = '''\
+"""Resolution code importing a model's class before it tests whether it is that model's."""
+
+
+def run_resolution_pipeline(server_args):
+    from sglang.srt.configs.mtp import MTPConfig{alias}
+
+    if server_args.speculative_algorithm != "MTP":
+        server_args.page_size = 16
+        return
+    {use}
+'''
+REFUSED_USES = {  # each a use the stand-in refuses before Python looks at what it is
+    "isinstance": "server_args.page_size = 1 if isinstance(server_args, MTPConfig) else 2",
+    "isinstance-tuple": "server_args.page_size = 1 if isinstance(0, (str, MTPConfig)) else 2",
+    "issubclass": "server_args.page_size = 1 if issubclass(int, MTPConfig) else 2",
+    "attribute": "server_args.page_size = MTPConfig.dtype",
+    "attribute-write": "MTPConfig.dtype = 1",
+    "attribute-delete": "del MTPConfig.dtype",
+    "call": "server_args.page_size = MTPConfig()",
+}
+IMPORT_REFUSED_USES = {  # each a use where Python's own checks would answer for it
+    "equal": "server_args.page_size = 1 if MTPConfig == 0 else 2",
+    "identity": "server_args.page_size = 1 if MTPConfig is None else 2",
+    "callable": "server_args.page_size = 1 if callable(MTPConfig) else 2",
+    "hash": "server_args.page_size = {MTPConfig: 1}[MTPConfig]",
+    "truth": "server_args.page_size = 1 if MTPConfig else 2",
+    "format": 'server_args.page_size = len(f"{MTPConfig}")',
+    "join": 'server_args.page_size = len("".join([MTPConfig]))',
+    "percent": 'server_args.page_size = len("abc" % MTPConfig)',
+    "arithmetic": "server_args.page_size = 1 + MTPConfig",
+    "subclass": "class Sub(MTPConfig):\n        pass",
+    "alias": "E = MTPConfig\n    server_args.page_size = E.dtype",
+    "handed": "server_args.page_size = len([MTPConfig])",
+    "raise": "raise MTPConfig",
+    "except": "try:\n        pass\n    except MTPConfig:\n        pass",
+    "class-pattern": "match 1:\n        case MTPConfig():\n            pass",
+    "first-argument": "server_args.page_size = 1 if isinstance(MTPConfig, object) else 2",
+    "rebound": "MTPConfig = None",
+    "keyword": "server_args.page_size = isinstance(1, cls=MTPConfig)",
+}
+
+
+def mtp_files(use: str, alias: str = "") -> dict[str, str]:
+    pipeline = MTP_PIPELINE.format(use=use, alias=alias)
+    return {f"{PKG}/pipeline.py": pipeline, "python/sglang/srt/configs/mtp.py": MTP_CONFIG}
+
+
+def line_of_text(text: str, line: str) -> int:
+    """The 1-based number of the line `line` (stripped) in `text`."""
+    return [t.strip() for t in text.splitlines()].index(line.strip()) + 1
+
+
+IMPORT_LINE = "from sglang.srt.configs.mtp import MTPConfig"
+
+
+@pytest.mark.parametrize("use", sorted(REFUSED_USES))
+def test_a_class_imported_from_outside_is_refused_where_used_not_where_imported(tmp_path, use):
+    """As SGLang's handler imports a model's config class and then tests the
+    architecture: the import succeeds, as SGLang's does, and a use of what it bound is
+    refused, naming the line of the use, the import and the file (exit 4). Cells that
+    never use it resolve as the code says (16), with no note at all."""
+    files = mtp_files(REFUSED_USES[use])
+    code, report, *_ = entry_diff(tmp_path / "a", files, "  speculative_algorithm: [null, EAGLE]\n")
+    assert (code, report["notes"]) == (0, {}), report["notes"]
+    code, report, *_ = entry_diff(tmp_path / "b", files, "  speculative_algorithm: [null, MTP]\n")
+    note, text = report["notes"].get("base", ""), files[f"{PKG}/pipeline.py"]
+    line = line_of_text(text, REFUSED_USES[use].splitlines()[0])
+    assert code == 4, (code, note)
+    assert f"name MTPConfig is read at {PKG}/pipeline.py:{line}: " in note, note
+    assert (f"MTPConfig is imported at {PKG}/pipeline.py:{line_of_text(text, IMPORT_LINE)} from "
+            "python/sglang/srt/configs/mtp.py, outside the resolution code") in note, note  # fmt: skip
+
+
+@pytest.mark.parametrize("use", sorted(IMPORT_REFUSED_USES))
+def test_any_other_use_of_a_class_imported_from_outside_is_refused_where_imported(tmp_path, use):
+    """Where the function uses the name in any other way (compares it, hashes it,
+    raises or catches it, hands it on, matches a class pattern against it, binds it
+    again), Python's own checks of what it is would answer (`"".join`, `except`, `is`),
+    so the import itself is refused, on every cell, as before: exit 4 naming the
+    import's line."""
+    files = mtp_files(IMPORT_REFUSED_USES[use])
+    code, report, *_ = entry_diff(tmp_path, files, "  speculative_algorithm: [null]\n")
+    note, text = report["notes"].get("base", ""), files[f"{PKG}/pipeline.py"]
+    at = f"MTPConfig is read at {PKG}/pipeline.py:{line_of_text(text, IMPORT_LINE)}: "
+    assert code == 4 and at in note, (code, note)
+
+
+def test_a_file_that_may_rebind_isinstance_keeps_the_import_refused(tmp_path):
+    """`isinstance(x, name)` is refused by the stand-in only if it is Python's."""
+    files = mtp_files(REFUSED_USES["isinstance"])
+    text = files[f"{PKG}/pipeline.py"]
+    files[f"{PKG}/pipeline.py"] = text + "\n\ndef isinstance(obj, cls):\n    return True\n"
+    code, report, *_ = entry_diff(tmp_path, files, "  speculative_algorithm: [null]\n")
+    note = report["notes"].get("base", "")
+    assert code == 4 and f"pipeline.py:{line_of_text(text, IMPORT_LINE)}: " in note, note
+
+
+def test_a_class_imported_from_outside_is_answered_by_its_binding(tmp_path):
+    """Bound under `bindings:`, the name is the world's, as before."""
+    files = mtp_files("server_args.page_size = MTPConfig.dtype")
+    axes = "  speculative_algorithm: [null, MTP]\nbindings:\n  MTPConfig: {object: {dtype: 3}}\n"
+    code, report, root, sha, matrix = entry_diff(tmp_path, files, axes)
+    assert (code, report["notes"]) == (0, {}), report["notes"]
+    table = evaluate_at(root, sha, load_matrix(str(matrix))).table
+    assert [table.outcome_at(i).value for i in range(2)] == [16, 3]
+
+
+def test_a_name_the_outside_file_does_not_define_is_refused_where_imported(tmp_path):
+    """SGLang's import of a name its file lacks is Python's ImportError: no stand-in."""
+    files = mtp_files("server_args.page_size = MTPConfig.dtype")
+    files["python/sglang/srt/configs/mtp.py"] = (
+        '"""Another class only."""\n\n\nclass Other:\n    pass\n'
+    )
+    code, report, *_ = entry_diff(tmp_path, files, "  speculative_algorithm: [null]\n")
+    note = report["notes"].get("base", "")
+    assert code == 4 and "MTPConfig is read at" in note, note
+
+
 SPEC_UTILS = '''\
 """Helpers beside the machine's probes, outside the resolution code."""
 

@@ -77,6 +77,7 @@ class LocalImport(NamedTuple):
     name: str
     source: str
     source_name: str
+    deferred: str = ""  # else: why the name, read from outside an entry's code, is refused
 
 
 class Part(NamedTuple):
@@ -437,15 +438,48 @@ class Resolver:
                 found = self._source_of(node, alias.asname or alias.name, path)
                 if found is None or found[1] is None:
                     continue
-                outside = not self.resolution_code(found[0])
-                if outside and not (self.defer and self._self_contained(*found)):
-                    continue
                 source, source_name = found
                 module, level = node.module or "", node.level
+                outside = not self.resolution_code(source)
+                if outside and not (self.defer and self._self_contained(*found)):
+                    why = self._deferred_import(path, statement, node, alias, source)
+                    if why:
+                        self.local_imports.add(
+                            LocalImport(path, module, level, alias.name, source, source_name, why)
+                        )
+                    continue
                 at = f"{path}:{node.lineno + statement.offset}"
                 self.resolve(source_name, Use(source, statement, at))
                 entry = LocalImport(path, module, level, alias.name, source, source_name)
                 self.local_imports.add(entry)
+
+    def _deferred_import(self, path: str, statement: Statement, node: ast.ImportFrom,
+                         alias: ast.alias, source: str) -> str:  # fmt: skip
+        """Why a name an entry's function imports from a file outside the resolution code
+        is refused where the code uses it ("": refused where the import runs). SGLang's
+        import succeeds, the file defining the name, so the import binds a stand-in that
+        refuses every use (`harness.engine.deferral.deferred_import`): a handler imports a
+        model's config class before it tests the architecture. Only where each use is
+        one the stand-in itself refuses before Python looks at what it is
+        (`_refused_uses`): Python's own checks of a value's type (`raise`, `except`,
+        `"".join`, a class pattern, `is`) would answer for it."""
+        name = alias.asname or alias.name
+        if not self.defer or not self.index(source).get(alias.name):
+            return ""
+        checks = self.index(path)
+        if any(check in checks for check in CLASS_CHECKS) or self._any_star(path):
+            return ""  # (the file may rebind isinstance)
+        if not _refused_uses(statement.node, name):
+            return ""
+        return (
+            f"{name} is imported at {path}:{node.lineno + statement.offset} from {source}, "
+            "outside the resolution code an entry runs, and the world does not answer it: "
+            f"bind it under `bindings:` in {self.matrix_file}"
+        )
+
+    def _any_star(self, path: str) -> bool:
+        """Whether the file at `path` has an `import *` of any module at its top level."""
+        return any(piece.memo("stars", _stars) for piece in self.layouts[path].pieces)
 
     def _imports_resolution_code(self, node: ast.ImportFrom, path: str) -> bool:
         module = self.files.module_file(node.module or "", path, node.level)
@@ -804,6 +838,61 @@ class Resolver:
             f"name {name} (used at {use.where(name)}) is defined nowhere in {use.path}: "
             f"bind it under `bindings:` in {self.matrix_file}"
         )
+
+
+CLASS_CHECKS = ("isinstance", "issubclass")
+
+
+def _refused_uses(function: ast.AST, name: str) -> bool:
+    """Whether every use of `name` in `function` is one a stand-in refuses before Python
+    looks at the value: an attribute of it (read, written or deleted), a call of it, or
+    the class `isinstance(x, name)` or `issubclass(c, name)` tests (alone or in a tuple
+    written there); and only one import binds it, nothing rebinds it, nor the checks."""
+    refused = _refusing_sites(function, name)
+    bound, names = 0, {name, *CLASS_CHECKS}
+    for node in ast.walk(function):
+        if isinstance(node, ast.Name) and node.id in names:
+            if not isinstance(node.ctx, ast.Load) or (node.id == name and id(node) not in refused):
+                return False
+        elif isinstance(node, ast.Import | ast.ImportFrom):
+            bound_here = [a.asname or a.name.split(".")[0] for a in node.names]
+            if names.intersection(bound_here) - {name}:
+                return False
+            bound += bound_here.count(name)
+        elif _binds(node) & names:
+            return False
+    return bound == 1
+
+
+def _refusing_sites(function: ast.AST, name: str) -> set[int]:
+    """The ids of the reads of `name` in `function` at a site a stand-in refuses."""
+    sites: set[int] = set()
+    for node in ast.walk(function):
+        if isinstance(node, ast.Attribute):
+            sites.add(id(node.value))
+        elif isinstance(node, ast.Call):
+            sites.add(id(node.func))
+            check = isinstance(node.func, ast.Name) and node.func.id in CLASS_CHECKS
+            if check and len(node.args) == 2 and not node.keywords:
+                second = node.args[1]
+                sites.update(id(e) for e in (second.elts if isinstance(second, ast.Tuple)
+                                              else [second]))  # fmt: skip
+    return sites
+
+
+def _binds(node: ast.AST) -> set[str]:
+    """The names `node` binds other than through `ast.Name` or an import."""
+    if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+        return {node.name}
+    if isinstance(node, ast.arg):
+        return {node.arg}
+    if isinstance(node, ast.Global | ast.Nonlocal):
+        return set(node.names)
+    if isinstance(node, ast.ExceptHandler | ast.MatchAs | ast.MatchStar):
+        return {node.name} if node.name else set()
+    if isinstance(node, ast.MatchMapping):
+        return {node.rest} if node.rest else set()
+    return set()
 
 
 def _stars(nodes: list[ast.stmt]) -> list[tuple[int, ast.ImportFrom]]:

@@ -20,7 +20,7 @@ from harness.closure.extract import Closure
 from harness.closure.inert import inert
 from harness.closure.names import SCOPES, bound_by
 from harness.engine.policy import ALLOWED_BUILTINS, Withheld, unbound_in, violations
-from harness.engine.world import Probe
+from harness.engine.world import Probe, stand_in_class
 
 
 class FileBuiltins(dict):
@@ -59,6 +59,40 @@ class Deferring(dict):
         if name.startswith(REFUSED):  # where a statement the policy forbids stood
             return self.why.get(name, "code the policy forbids is not compiled")
         return self.why.get(name, self.every)
+
+
+_NUMERIC = ("add", "sub", "mul", "matmul", "truediv", "floordiv", "mod", "divmod", "pow",
+            "lshift", "rshift", "and", "xor", "or")  # fmt: skip
+USES = (  # every special method Python looks up on an object's type, each a use
+    "__getattribute__", "__setattr__", "__delattr__", "__dir__", "__call__", "__bool__",
+    "__len__", "__length_hint__", "__iter__", "__reversed__", "__contains__", "__getitem__",
+    "__setitem__", "__delitem__", "__missing__", "__eq__", "__ne__", "__lt__", "__le__",
+    "__gt__", "__ge__", "__hash__", "__repr__", "__str__", "__format__", "__bytes__",
+    "__int__", "__float__", "__complex__", "__index__", "__round__", "__trunc__",
+    "__floor__", "__ceil__", "__neg__", "__pos__", "__abs__", "__invert__", "__enter__",
+    "__exit__", "__aenter__", "__aexit__", "__await__", "__aiter__", "__anext__", "__next__",
+    "__instancecheck__", "__subclasscheck__", "__mro_entries__", "__get__", "__set__",
+    "__delete__", "__set_name__", "__buffer__", "__reduce__", "__reduce_ex__", "__copy__",
+    "__deepcopy__", "__getstate__", "__sizeof__", "__fspath__",
+    *(f"__{kind}{op}__" for op in _NUMERIC for kind in ("", "r", "i")),
+)  # fmt: skip
+
+
+def deferred_import(probe: Probe, name: str, why: str) -> Any:
+    """What an import inside an entry's function binds for a name defined outside the
+    resolution code (`LocalImport.deferred`): SGLang's import succeeds, and so does this
+    one, but the value is not the harness's to know, so every special method Python
+    looks up on its type refuses on `probe` with `why`. The closure binds it only where
+    each use is one Python asks the value's type about first (an attribute, a call, the
+    class `isinstance` tests: `harness.closure.resolve._refused_uses`); the rest of
+    the list is a second wall. Made once per compiled world, as SGLang's class is one
+    per process."""
+    what = f"name {name}"
+
+    def used(self: Any, *args: Any, **kwargs: Any) -> Any:
+        raise probe.refuse(what, why)
+
+    return object.__new__(stand_in_class(name, dict.fromkeys(USES, used), probe))
 
 
 def _what(name: str) -> str:

@@ -25,6 +25,7 @@ from harness.closure.resolve import METHOD_PREFIX
 from harness.engine.branches import Sites
 from harness.engine.deferral import (
     Deferring,
+    deferred_import,
     deferred_reasons,
     deferring_space,
     failed_space,
@@ -272,7 +273,7 @@ class _Loader:
         self.world, self.refresh = fresh_names(bound.names)
         self.spaces: dict[str, dict[str, Any]] = {}
         self.importers: dict[str, dict[str, Any]] = {}  # each file's namespace, before it runs
-        repository = _repository_imports(closure, self.spaces)
+        repository = _repository_imports(closure, self.spaces, bound.probe)
         kinds = [m.made for m in (self.recorder, self.viewer) if m is not None]
         self.table = safe_builtins(bound, repository, self.importers, self.world,
                                    configuration_type(bound, kinds))  # fmt: skip
@@ -717,14 +718,24 @@ def package_roots(bound: Bound) -> tuple[tuple[str, ...], tuple[str, ...]]:
     return bound.ctx.matrix.target.roots, bound.ctx.world.facts.tops
 
 
-def _repository_imports(closure: Closure, spaces: dict[str, dict]) -> dict[tuple, dict]:
+def _repository_imports(closure: Closure, spaces: dict[str, dict],
+                        probe: Probe) -> dict[tuple, dict]:  # fmt: skip
     """For each (importing file, module, level) an import inside a function names, the
-    names it reads from the repository: name -> a getter of the loaded definition."""
+    names it reads from the repository: name -> a getter of the loaded definition, or
+    of a stand-in refusing every use for a name from outside an entry's code."""
     out: dict[tuple, dict[str, Callable[[], Any]]] = {}
     for item in closure.local_imports:
         names = out.setdefault((item.path, item.module, item.level), {})
-        names[item.name] = functools.partial(_loaded, spaces, item.source, item.source_name)
+        if item.deferred:
+            made = deferred_import(probe, item.name, item.deferred)
+            names[item.name] = functools.partial(_given, made)
+        else:
+            names[item.name] = functools.partial(_loaded, spaces, item.source, item.source_name)
     return out
+
+
+def _given(value: Any) -> Any:
+    return value
 
 
 def _loaded(spaces: dict[str, dict], path: str, name: str) -> Any:
