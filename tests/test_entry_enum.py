@@ -263,7 +263,7 @@ RELEASES = os.environ.get("HARNESS_TEST_SGLANG_RELEASES")  # a repository of SGL
 EAGLE_AXES = {"attention_backend": [None, "fa3"], "platform": ["sm90", "sm100"],
               "speculative_algorithm": ["EAGLE"], "speculative_eagle_topk": [None, 1, 4],
               "speculative_num_steps": [None]}  # fmt: skip
-EAGLE_MATRIX = LLAMA_ONE_GPU + "  IQuestQ1MTPConfig: {object: {}}\n"  # read as imported
+EAGLE_MATRIX = LLAMA_ONE_GPU  # (the IQuestQ1MTPConfig the handler imports needs no binding)
 
 
 @pytest.mark.skipif(not RELEASES, reason="set HARNESS_TEST_SGLANG_RELEASES to a repository "
