@@ -327,11 +327,15 @@ def topk_one(cfg):
 
 def within_limit(cfg):
     return cfg.speculative_eagle_topk <= LIMIT
+
+
+def torch_major(cfg):
+    return int(TORCH_RELEASE[0])
 '''
 SPEC_PIPELINE = '''\
 """Resolution code reading a helper from outside it."""
 
-from sglang.srt.utils.spec import topk_one, within_limit
+from sglang.srt.utils.spec import topk_one, torch_major, within_limit
 
 
 def run_resolution_pipeline(server_args):
@@ -341,26 +345,110 @@ def run_resolution_pipeline(server_args):
     if server_args.speculative_eagle_topk in DOUBLED:
         server_args.page_size *= 2
     if server_args.speculative_eagle_topk == 8:
-        within_limit(server_args)
+        server_args.page_size = within_limit(server_args) or torch_major(server_args)
 '''
 
 
 def test_a_function_outside_the_resolution_code_reading_only_its_arguments_is_run(tmp_path):
     """`topk_one(cfg)` reads nothing of its file (whose module-level code touches torch):
     it runs, as a pass's helper would; so is `DOUBLED = frozenset({4})`, imported inside
-    the function. `within_limit` reads the file's `LIMIT`: what else of the file would
-    run is not read, so it stays refused where reached."""
+    the function, and `within_limit`, which reads the file's `LIMIT = 4`, a constant no
+    statement changes. `torch_major` reads `TORCH_RELEASE`, made from torch as the file
+    loads, which is not run: it stays refused where reached."""
     files = {f"{PKG}/pipeline.py": SPEC_PIPELINE, "python/sglang/srt/utils/spec.py": SPEC_UTILS}
     axes = "  speculative_eagle_topk: [null, 1, 4{}]\n"
     code, report, *_ = entry_diff(tmp_path / "a", files, axes.format(", 8"))
     note = report["notes"]["base"]
-    assert code == 4 and "name within_limit is read at" in note, note
+    assert code == 4 and "name torch_major is read at" in note, note
     assert "utils/spec.py, outside the resolution code" in note, note
     code, report, root, sha, matrix = entry_diff(tmp_path / "b", files, axes.format(""))
     assert (code, report["notes"]) == (0, {}), report["notes"]
     table = evaluate_at(root, sha, load_matrix(str(matrix))).table
     pages = [table.outcome_at(i).value for i in range(3)]
     assert pages == [16, 16, 2]  # topk unset or 1: the helper says one; 4: not, doubled
+
+
+MODEL_HELPERS = '''\
+"""A model's helpers, outside the resolution code, calling each other."""
+
+import torch
+
+DTYPE = torch.bfloat16
+BACKENDS = ("fa3", "flashmla")
+
+
+def _attr(config, name):
+    if isinstance(config, dict):
+        return config.get(name)
+    return getattr(config, name, None)
+
+
+def _topk(config):
+    return _attr(config, "speculative_eagle_topk")
+
+
+def is_sparse(config):
+    return _topk(config) in (None, 1) and _attr(config, "attention_backend") in {sparse_set}
+
+
+def is_loud(config):
+    return _loud(config)
+
+
+def _loud(config):
+    return is_loud(config)
+
+
+def _dtype_of(config):
+    return DTYPE
+'''
+HELPERS_PIPELINE = '''\
+"""Resolution code calling a model's helper from outside it."""
+
+from sglang.srt.configs.model_helpers import {helper}
+
+
+def run_resolution_pipeline(server_args):
+    server_args.page_size = 64 if {helper}(server_args) else 16
+'''
+
+
+@pytest.mark.parametrize("sparse_set", ['("fa3", "flashmla")', "BACKENDS"])
+def test_an_outside_helper_calling_its_file_s_own_helpers_is_run(tmp_path, sparse_set):
+    """`is_sparse` reads its argument through `_topk` and `_attr`, helpers of its own
+    file that read only builtins and their arguments (as SGLang's `is_deepseek_dsa`
+    calls `_hf_arch` and `_hf_attr`), and perhaps a constant of the file no statement
+    changes: it runs, and each cell is what the code says (64 where top-k is unset or
+    1 and the backend is in the tuple, else 16)."""
+    helpers = MODEL_HELPERS.replace("{sparse_set}", sparse_set)
+    files = {f"{PKG}/pipeline.py": HELPERS_PIPELINE.format(helper="is_sparse"),
+             "python/sglang/srt/configs/model_helpers.py": helpers}  # fmt: skip
+    axes = "  speculative_eagle_topk: [null, 1, 4]\n  attention_backend: [fa3, triton]\n"
+    code, report, root, sha, matrix = entry_diff(tmp_path, files, axes)
+    assert (code, report["notes"]) == (0, {}), report["notes"]
+    table = evaluate_at(root, sha, load_matrix(str(matrix))).table
+    cells = [(t, b) for t in (None, 1, 4) for b in ("fa3", "triton")]
+    expected = [64 if t in (None, 1) and b == "fa3" else 16 for t, b in cells]
+    assert [table.outcome_at(i).value for i in range(len(cells))] == expected
+
+
+@pytest.mark.parametrize(
+    ("helper", "sparse_set"),
+    [("is_loud", "()"), ("is_sparse", "DTYPE"), ("_dtype_of", "()")],
+    ids=["helpers-calling-each-other", "a-helper-reading-it", "a-constant-read-from-torch"],
+)
+def test_an_outside_helper_reading_more_of_its_file_stays_refused(tmp_path, helper, sparse_set):
+    """A chain of helpers that calls itself back, or one that reads a name of the file
+    that is no such helper (a constant made from torch, read by the helper or by one it
+    calls): refused where reached, naming the helper the resolution code reads."""
+    helpers = MODEL_HELPERS.replace("{sparse_set}", sparse_set)
+    files = {f"{PKG}/pipeline.py": HELPERS_PIPELINE.format(helper=helper),
+             "python/sglang/srt/configs/model_helpers.py": helpers}  # fmt: skip
+    axes = "  speculative_eagle_topk: [null]\n  attention_backend: [fa3]\n"
+    code, report, *_ = entry_diff(tmp_path, files, axes)
+    note = report["notes"].get("base", "")
+    assert code == 4 and f"name {helper} is read at" in note, note
+    assert "model_helpers.py, outside the resolution code" in note, note
 
 
 SHADOWING = {

@@ -363,15 +363,18 @@ class Resolver:
             link = self.links[key] = further._replace(path=use.path, name=name)  # a re-export
         self._module_attributes(link, use)
 
-    def _self_contained(self, path: str, name: str | None) -> bool:
+    def _self_contained(self, path: str, name: str | None,
+                        within: frozenset[str] = frozenset()) -> bool:  # fmt: skip
         """Whether `path` binds `name` once, with an undecorated `def` or an assignment,
-        that reads nothing but builtins (and a function's parameters) and names the world
+        that reads nothing but builtins (and a function's parameters), names the world
         answers, which the file imports once from their home (`from sglang.srt.environ
-        import envs`), and no statement of the file may change it: SGLang's
-        `is_no_spec_infer_or_topk_one(cfg)` in `utils/common.py`,
+        import envs`), and other names of the file that are such themselves (not one
+        `within` the chain that reads this one), and no statement of the file may change
+        it: SGLang's `is_no_spec_infer_or_topk_one(cfg)` in `utils/common.py`,
         `CP_V2_DEFAULT_MODEL_CLASSES = frozenset({...})`, `pp_spec_stable_rows_enabled()`
-        (`envs.SGLANG_ENABLE_PP_SPEC.get()`). An entry reads such a name from outside the
-        resolution code, as a pass reads its helpers."""
+        (`envs.SGLANG_ENABLE_PP_SPEC.get()`), `is_deepseek_dsa(config)` in
+        `configs/model_config.py` (which calls `_hf_arch` and `_hf_attr` there). An entry
+        reads such a name from outside the resolution code, as a pass reads its helpers."""
         index = self.index(path)
         bindings = index.get(name, []) if name is not None else []
         if len(bindings) != 1 or bindings[0].kind != DEFINITION:
@@ -384,9 +387,13 @@ class Resolver:
             return False
         frees = shape(statement, HELPER)[1]
         world = {free for free in frees if self._world_name_in(path, free, index)}
-        if not all(hasattr(builtins, free) or free in world for free in frees):
+        chain = within | {name}
+        own = {free for free in frees - world - chain  # (not a builtin the file rebinds)
+               if free in index and not hasattr(builtins, free)
+               and self._self_contained(path, free, chain)}  # fmt: skip
+        if not all(hasattr(builtins, free) or free in world | own for free in frees):
             return False
-        if any(free in index for free in frees - world):  # a builtin the file rebinds
+        if any(free in index for free in frees - world - own):  # a builtin the file rebinds
             return False
         nodes = [n for piece in self.layouts[path].pieces for n in piece.nodes]
         if any(star_imports(n) or _rebinds_builtins(n, frees) for n in nodes):
