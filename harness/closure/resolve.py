@@ -32,6 +32,7 @@ from harness.closure.modules import RevisionFiles
 from harness.closure.mutations import ANY, DEFINES, NO_EFFECTS, Reach, effects_reader
 from harness.closure.names import (
     FUNCTIONS,
+    bound_by,
     decorator_name,
     free_names,
     own_nodes,
@@ -858,15 +859,16 @@ def _refused_uses(function: ast.AST, name: str) -> bool:
     refused = _refusing_sites(function, name)
     bound, names = 0, {name, *CLASS_CHECKS}
     for node in ast.walk(function):
-        if isinstance(node, ast.Name) and node.id in names:
-            if not isinstance(node.ctx, ast.Load) or (node.id == name and id(node) not in refused):
+        if isinstance(node, ast.Name):
+            if node.id in names and (not isinstance(node.ctx, ast.Load)
+                                     or (node.id == name and id(node) not in refused)):  # fmt: skip
                 return False
-        elif isinstance(node, ast.Import | ast.ImportFrom):
-            bound_here = [a.asname or a.name.split(".")[0] for a in node.names]
-            if names.intersection(bound_here) - {name}:
+        elif isinstance(node, ast.alias):
+            local = bound_by(node)
+            if local & names - {name}:
                 return False
-            bound += bound_here.count(name)
-        elif _binds(node) & names:
+            bound += name in local
+        elif bound_by(node) & names:
             return False
     return bound == 1
 
@@ -885,21 +887,6 @@ def _refusing_sites(function: ast.AST, name: str) -> set[int]:
                 sites.update(id(e) for e in (second.elts if isinstance(second, ast.Tuple)
                                               else [second]))  # fmt: skip
     return sites
-
-
-def _binds(node: ast.AST) -> set[str]:
-    """The names `node` binds other than through `ast.Name` or an import."""
-    if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
-        return {node.name}
-    if isinstance(node, ast.arg):
-        return {node.arg}
-    if isinstance(node, ast.Global | ast.Nonlocal):
-        return set(node.names)
-    if isinstance(node, ast.ExceptHandler | ast.MatchAs | ast.MatchStar):
-        return {node.name} if node.name else set()
-    if isinstance(node, ast.MatchMapping):
-        return {node.rest} if node.rest else set()
-    return set()
 
 
 def _stars(nodes: list[ast.stmt]) -> list[tuple[int, ast.ImportFrom]]:
