@@ -277,6 +277,17 @@ def test_any_other_use_of_a_class_imported_from_outside_is_refused_where_importe
     assert code == 4 and at in note, (code, note)
 
 
+def test_a_class_imported_from_outside_under_another_name_is_refused_by_that_name(tmp_path):
+    """`from m import MTPConfig as Draft`: the refusal names what the code reads."""
+    files = mtp_files("server_args.page_size = Draft.dtype", alias=" as Draft")
+    code, report, *_ = entry_diff(tmp_path, files, "  speculative_algorithm: [null, MTP]\n")
+    note, text = report["notes"].get("base", ""), files[f"{PKG}/pipeline.py"]
+    line = line_of_text(text, "server_args.page_size = Draft.dtype")
+    imported = line_of_text(text, IMPORT_LINE + " as Draft")
+    assert code == 4 and f"name Draft is read at {PKG}/pipeline.py:{line}: " in note, note
+    assert f"Draft is imported at {PKG}/pipeline.py:{imported} from " in note, note
+
+
 def test_a_file_that_may_rebind_isinstance_keeps_the_import_refused(tmp_path):
     """`isinstance(x, name)` is refused by the stand-in only if it is Python's."""
     files = mtp_files(REFUSED_USES["isinstance"])

@@ -79,6 +79,7 @@ class LocalImport(NamedTuple):
     source: str
     source_name: str
     deferred: str = ""  # else: why the name, read from outside an entry's code, is refused
+    local: str = ""  # ... and the name the import binds (`as` another), as its uses read it
 
 
 class Part(NamedTuple):
@@ -452,9 +453,9 @@ class Resolver:
                 if outside and not (self.defer and self._self_contained(*found)):
                     why = self._deferred_import(path, statement, node, alias, source)
                     if why:
-                        self.local_imports.add(
-                            LocalImport(path, module, level, alias.name, source, source_name, why)
-                        )
+                        item = LocalImport(path, module, level, alias.name, source, source_name)
+                        local = alias.asname or alias.name
+                        self.local_imports.add(item._replace(deferred=why, local=local))
                     continue
                 at = f"{path}:{node.lineno + statement.offset}"
                 self.resolve(source_name, Use(source, statement, at))

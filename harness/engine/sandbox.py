@@ -727,7 +727,7 @@ def _repository_imports(closure: Closure, spaces: dict[str, dict],
     for item in closure.local_imports:
         names = out.setdefault((item.path, item.module, item.level), {})
         if item.deferred:
-            made = deferred_import(probe, item.name, item.deferred)
+            made = deferred_import(probe, item.local, item.deferred)
             names[item.name] = functools.partial(_given, made)
         else:
             names[item.name] = functools.partial(_loaded, spaces, item.source, item.source_name)
