@@ -462,6 +462,42 @@ def test_an_outside_helper_reading_more_of_its_file_stays_refused(tmp_path, help
     assert "model_helpers.py, outside the resolution code" in note, note
 
 
+OWN_BASE = (
+    "def _g():\n    return 1\n\n\ndef f(cfg):\n    return _g()\n\n\ndef _o():\n    return 0\n\n\n"
+)
+# Module-level code of the helper's file that changes `_g` as Python imports it (each found
+# by an adversarial review to give 1 where Python gives 2, with no note).
+OWN_CHANGES = {
+    "class-body-global": "class C:\n    global _g\n    _g = lambda: 2\n",
+    "class-body-global-def": "class C:\n    global _g\n\n    def _g():\n        return 2\n",
+    "lambda-default-setter": (
+        "def _set():\n    global _g\n    _g = lambda: 2\n\n\n_h = lambda x=_set(): x\n"
+    ),
+    "computed-getattr": 'getattr(_o, "__glob" + "als__")["_g"] = lambda: 2\n',
+    "frame-globals": 'import sys\n\nsys._getframe().f_globals["_g"] = lambda: 2\n',
+    "module-of-another-function": "import inspect\n\ninspect.getmodule(_o)._g = lambda: 2\n",
+    "module-by-name": "import importlib\n\nimportlib.import_module(__name__)._g = lambda: 2\n",
+    "self-import-namespace-package": "from sglang.srt.utils import h as _me\n\n_me._g = lambda: 2\n",
+}
+OWN_PIPELINE = (
+    "from sglang.srt.utils.h import f\n\n\ndef run_resolution_pipeline(server_args):\n"
+    "    server_args.page_size = f(server_args)\n"
+)
+
+
+@pytest.mark.parametrize("change", sorted(OWN_CHANGES))
+def test_a_helper_s_file_that_changes_what_it_calls_keeps_it_refused(tmp_path, change):
+    """`f` calls `_g` of its own file, and the file's module-level code, which is never
+    run here, changes `_g` as Python imports it: the revision is unevaluable (exit 4:
+    `f` refused where read, or the changing statement drawn in and refused), never run
+    with the `_g` the file's text defines (Python's import gives 2)."""
+    files = {f"{PKG}/pipeline.py": OWN_PIPELINE,
+             "python/sglang/srt/utils/h.py": OWN_BASE + OWN_CHANGES[change]}  # fmt: skip
+    code, report, *_ = entry_diff(tmp_path, files, "  page_size: [null, 1]\n")
+    note = report["notes"].get("base", "")
+    assert code == 4 and " is read at " in note, (code, note)
+
+
 SHADOWING = {
     "star": "from math import *\n\n\ndef pick(cfg):\n    return pow(2, 3, 5)\n",
     "global": ("def pick(cfg):\n    return max(1, 2)\n\n\ndef _setup():\n    global max\n"

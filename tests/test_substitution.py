@@ -179,6 +179,49 @@ def test_a_change_through_the_modules_namespace_is_unevaluable(change: str, tmp_
     assert f"{PATH}:{line_of(head, change[:8])}" in note, note
 
 
+# Module-level ways to change PAGE_SIZES the reading once missed (an adversarial review):
+# each gave "no cell changes" while Python's import changes the page size.
+HIDDEN = {
+    "class-body-global": 'class _Tweak:\n    global PAGE_SIZES\n    PAGE_SIZES = {"fa3": 8}\n',
+    "class-body-global-def": (
+        "class _Tweak:\n    global target\n\n    def target(view):\n"
+        '        return {"page_size": 2}\n'
+    ),
+    "lambda-default": '_hook = lambda x=PAGE_SIZES.update({"fa3": 8}): x\n',
+    "lambda-default-setter": (
+        'def _set():\n    global PAGE_SIZES\n    PAGE_SIZES = {"fa3": 8}\n\n\n'
+        "_hook = lambda x=_set(): x\n"
+    ),
+    "computed-getattr": '_o = target\ngetattr(_o, "__glob" + "als__")["PAGE_SIZES"] = {"fa3": 8}\n',
+    "computed-getattr-in-a-function": (
+        'def _set():\n    getattr(target, "__glob" + "als__")["PAGE_SIZES"] = {"fa3": 8}\n\n\n'
+        "_set()\n"
+    ),
+    "module-by-name-in-a-function": (
+        "import importlib\n\n\ndef _set():\n"
+        '    importlib.import_module(__name__).PAGE_SIZES = {"fa3": 8}\n\n\n_set()\n'
+    ),
+    "frame-globals": 'import sys\n\nsys._getframe().f_globals["PAGE_SIZES"] = {"fa3": 8}\n',
+    "inspect-getmodule": 'import inspect\n\ninspect.getmodule(target).PAGE_SIZES = {"fa3": 8}\n',
+    "importlib-self": (
+        'import importlib\n\nimportlib.import_module(__name__).PAGE_SIZES = {"fa3": 8}\n'
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(HIDDEN))
+def test_a_change_the_reading_once_missed_is_never_no_change(name: str, tmp_path: Path):
+    """Each is either run in order, giving what Python gives (exit 1, the changed cells
+    Python's import finds), or the revision is unevaluable (exit 4): never exit 0."""
+    head = BASE + "\n\n" + HIDDEN[name]
+    expected = expected_changes(tmp_path, BASE, head)
+    assert expected, "the fixture must change what SGLang computes"
+    done, report = diff(tmp_path, BASE, head)
+    assert done.code in (1, 4), (done.code, done.err, report.get("notes"))
+    if done.code == 1:
+        assert changed_cells(report) == expected
+
+
 def test_module_level_code_that_changes_nothing_read_is_left_out(tmp_path: Path):
     """Constants, and changes of data no pass reads (even ones the harness could not run),
     stay out of the closure: the head computes what the base does."""

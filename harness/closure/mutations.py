@@ -14,8 +14,12 @@ function other than a pure builtin may change its arguments and whatever that
 function (when the same file defines it) changes, and may call a function of the
 file it is handed (unless the callee only keeps it, as `partial` and `lru_cache`
 do), `{**OBJ}` calls `OBJ.keys()`, a class body may call what its own names hold,
-and a way to the module's
-namespace itself (`globals()`, `vars()`, `exec`, `sys.modules`, `__dict__`)
+a class body's `global` declaration makes its assignments the module's, a lambda's
+defaults run where it is made, and a way to the module's namespace itself
+(`globals()`, `vars()`, `exec`, `sys.modules`, `__dict__`, a frame's globals, a
+module found by name, `importlib.import_module(__name__)` or `inspect.getmodule(f)`,
+a write through an attribute named by what the code computes, `getattr(f, "__glob" +
+"als__")[k] = v`, or any such attribute read at module level)
 may change any of its names (`ANY`). Reading more costs only a
 statement evaluated as SGLang evaluates it.
 """
@@ -51,7 +55,12 @@ WRAPPERS = frozenset({"partial", "partialmethod", "lru_cache", "cache", "wraps",
                       "cached_property", "property", "staticmethod", "classmethod"})  # fmt: skip
 REFLECTION = frozenset({"globals", "vars", "locals"})  # called without arguments
 DYNAMIC = frozenset({"exec", "eval", "compile", "__import__"})  # code the reading cannot see
-NAMESPACES = frozenset({"__dict__", "__globals__", "__builtins__"})
+NAMESPACES = frozenset({"__dict__", "__globals__", "__builtins__", "f_globals", "f_locals",
+                        "f_builtins"})  # fmt: skip
+# calls that hand back a frame or a module, whose names the caller may then change
+MODULE_FINDERS = frozenset({"_getframe", "currentframe", "getmodule", "import_module",
+                            "reload"})  # fmt: skip
+NAMED = frozenset({"getattr"})  # hands back an attribute named by its second argument
 Function = ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda
 DEFINES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 
@@ -400,14 +409,16 @@ def _collect(
     """Add what `node` may change. At module level a nested function's body does not
     run; inside a function it may (it is judged as part of its function)."""
     for child in _walk(node, inside):
-        if _reflective(child):
-            names.add(ANY)
+        if _reflective(child) or (not inside and _finds_a_namespace(child)):
+            names.add(ANY)  # (inside a function, only where it is written through)
+        if isinstance(child, ast.Global):  # in a class body: its assignments are the module's
+            names.update(child.names)
         if isinstance(child, ast.Attribute | ast.Subscript) and isinstance(
             child.ctx, ast.Store | ast.Del
         ):
-            _root_into(child, names, calls, results)
+            _written_into(child, names, calls, results)
         elif isinstance(child, ast.AugAssign) and not isinstance(child.target, ast.Name):
-            _root_into(child.target, names, calls, results)
+            _written_into(child.target, names, calls, results)
         elif isinstance(child, ast.Call):
             _call_into(child, names, calls, results)
         elif isinstance(child, ast.Dict):  # `{**OBJ}` calls OBJ.keys(), as a call would
@@ -421,7 +432,8 @@ def _collect(
 
 
 def _reflective(node: ast.AST) -> bool:
-    """A way to any name of a module: `globals()`, `vars()`, `sys.modules`, `__dict__`."""
+    """A way to any name of a module: `globals()`, `vars()`, `sys.modules`, `__dict__`,
+    a frame's globals."""
     if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
         bare = not node.args and not node.keywords
         return (node.func.id in REFLECTION and bare) or node.func.id in DYNAMIC
@@ -433,6 +445,20 @@ def _reflective(node: ast.AST) -> bool:
     return False
 
 
+def _finds_a_namespace(node: ast.AST) -> bool:
+    """A call that may hand back a module or a namespace: a module found by name
+    (`importlib.import_module(__name__)`, `inspect.getmodule(f)`, a frame), or
+    `getattr(x, name)` with a name the code computes."""
+    if isinstance(node, ast.Call) and last_name(node.func) in MODULE_FINDERS:
+        return True
+    if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)):
+        return False
+    named = node.args[1] if node.func.id in NAMED and len(node.args) > 1 else None
+    return named is not None and not (
+        isinstance(named, ast.Constant) and isinstance(named.value, str)
+    )
+
+
 def _walk(node: ast.AST, inside: bool) -> list[ast.AST]:
     out, stack = [], [node]
     while stack:
@@ -440,6 +466,8 @@ def _walk(node: ast.AST, inside: bool) -> list[ast.AST]:
         out.append(child)
         if inside or not isinstance(child, Function) or child is node:
             stack.extend(ast.iter_child_nodes(child))
+        elif isinstance(child, ast.Lambda):  # its defaults run where it is made
+            stack.extend([*child.args.defaults, *(d for d in child.args.kw_defaults if d)])
     return out
 
 
@@ -512,6 +540,17 @@ def _hands_a_changer(argument: ast.expr) -> bool:
         or (isinstance(n, ast.Name) and n.id in SETTERS | {"getattr"})
         for n in ast.walk(argument)
     )
+
+
+def _written_into(node: ast.expr, names: set[str], calls: set[str], results: set[str]) -> None:
+    """What a write through the chain `node` may change: its root's; any name where the
+    root may be a namespace (`getattr(f, "__glob" + "als__")["x"] = 1`)."""
+    root = node
+    while isinstance(root, ast.Attribute | ast.Subscript | ast.Starred):
+        root = root.value
+    if _finds_a_namespace(root):
+        names.add(ANY)
+    _root_into(node, names, calls, results)
 
 
 def _root_into(node: ast.expr, names: set[str], calls: set[str], results: set[str]) -> None:

@@ -673,7 +673,8 @@ class Resolver:
             module = files.module_file(node.module or "", path, node.level)
             for alias in (a for a in node.names if (a.asname or a.name) == owner):
                 found.append((module, name.replace(owner, alias.name, 1)))  # a name of it
-                if module is not None and module.endswith("/__init__.py"):  # or a submodule
+                if module is None or module.endswith("/__init__.py"):  # or a submodule (of a
+                    # package, or of a directory without __init__.py: a namespace package)
                     sub = ".".join(filter(None, [node.module or "", alias.name]))
                     found.append((files.module_file(sub, path, node.level), attr))
         return [(f, n or ANY, call and bool(n)) for f, n in found if f is not None]
