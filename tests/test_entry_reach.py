@@ -237,11 +237,6 @@ def mtp_files(use: str, alias: str = "") -> dict[str, str]:
     return {f"{PKG}/pipeline.py": pipeline, "python/sglang/srt/configs/mtp.py": MTP_CONFIG}
 
 
-def line_of_text(text: str, line: str) -> int:
-    """The 1-based number of the line `line` (stripped) in `text`."""
-    return [t.strip() for t in text.splitlines()].index(line.strip()) + 1
-
-
 IMPORT_LINE = "from sglang.srt.configs.mtp import MTPConfig"
 
 
@@ -256,10 +251,10 @@ def test_a_class_imported_from_outside_is_refused_where_used_not_where_imported(
     assert (code, report["notes"]) == (0, {}), report["notes"]
     code, report, *_ = entry_diff(tmp_path / "b", files, "  speculative_algorithm: [null, MTP]\n")
     note, text = report["notes"].get("base", ""), files[f"{PKG}/pipeline.py"]
-    line = line_of_text(text, REFUSED_USES[use].splitlines()[0])
+    line = line_of(text, REFUSED_USES[use].splitlines()[0])
     assert code == 4, (code, note)
     assert f"name MTPConfig is read at {PKG}/pipeline.py:{line}: " in note, note
-    assert (f"MTPConfig is imported at {PKG}/pipeline.py:{line_of_text(text, IMPORT_LINE)} from "
+    assert (f"MTPConfig is imported at {PKG}/pipeline.py:{line_of(text, IMPORT_LINE)} from "
             "python/sglang/srt/configs/mtp.py, outside the resolution code") in note, note  # fmt: skip
 
 
@@ -273,7 +268,7 @@ def test_any_other_use_of_a_class_imported_from_outside_is_refused_where_importe
     files = mtp_files(IMPORT_REFUSED_USES[use])
     code, report, *_ = entry_diff(tmp_path, files, "  speculative_algorithm: [null]\n")
     note, text = report["notes"].get("base", ""), files[f"{PKG}/pipeline.py"]
-    at = f"MTPConfig is read at {PKG}/pipeline.py:{line_of_text(text, IMPORT_LINE)}: "
+    at = f"MTPConfig is read at {PKG}/pipeline.py:{line_of(text, IMPORT_LINE)}: "
     assert code == 4 and at in note, (code, note)
 
 
@@ -282,8 +277,8 @@ def test_a_class_imported_from_outside_under_another_name_is_refused_by_that_nam
     files = mtp_files("server_args.page_size = Draft.dtype", alias=" as Draft")
     code, report, *_ = entry_diff(tmp_path, files, "  speculative_algorithm: [null, MTP]\n")
     note, text = report["notes"].get("base", ""), files[f"{PKG}/pipeline.py"]
-    line = line_of_text(text, "server_args.page_size = Draft.dtype")
-    imported = line_of_text(text, IMPORT_LINE + " as Draft")
+    line = line_of(text, "server_args.page_size = Draft.dtype")
+    imported = line_of(text, IMPORT_LINE + " as Draft")
     assert code == 4 and f"name Draft is read at {PKG}/pipeline.py:{line}: " in note, note
     assert f"Draft is imported at {PKG}/pipeline.py:{imported} from " in note, note
 
@@ -295,7 +290,7 @@ def test_a_file_that_may_rebind_isinstance_keeps_the_import_refused(tmp_path):
     files[f"{PKG}/pipeline.py"] = text + "\n\ndef isinstance(obj, cls):\n    return True\n"
     code, report, *_ = entry_diff(tmp_path, files, "  speculative_algorithm: [null]\n")
     note = report["notes"].get("base", "")
-    assert code == 4 and f"pipeline.py:{line_of_text(text, IMPORT_LINE)}: " in note, note
+    assert code == 4 and f"pipeline.py:{line_of(text, IMPORT_LINE)}: " in note, note
 
 
 def test_a_class_imported_from_outside_is_answered_by_its_binding(tmp_path):
