@@ -11,6 +11,7 @@ come from the fixture's text (its lines, what it assigns), never from harness.
 from __future__ import annotations
 
 import json
+import types
 from pathlib import Path
 
 import pytest
@@ -629,6 +630,54 @@ def test_a_definition_the_policy_refuses_is_withheld_and_refused_where_reached(
     assert code == 4 and f"{refused} (at {PKG}/pipeline.py:{line})" in note, note
 
 
+NARROWED = '''\
+"""Resolution through a class whose making runs code, and whose methods hold what
+evaluated code may not hold: one method no cell calls, one on one backend only."""
+
+
+def default_page():
+    return 16
+
+
+class Policy:
+    DEFAULT = default_page()
+
+    def describe(self):
+        return self.__doc__
+
+    def page_for(self, server_args):
+        if server_args.attention_backend == "documented":
+            return len(type(self).__doc__ or "")
+        return self.DEFAULT
+
+
+def run_resolution_pipeline(server_args):
+    if server_args.page_size is None:
+        server_args.page_size = Policy().page_for(server_args)
+'''
+
+
+@pytest.mark.parametrize("backend", ["fa3", "documented"])
+def test_a_class_whose_methods_hold_refused_code_runs_and_refuses_where_reached(tmp_path, backend):
+    """A class the entry makes, whose own making runs code (so it cannot be left out),
+    is defined with the statements of its methods that hold what the policy refuses
+    narrowed: a method no cell calls never matters (16 where unset); a cell that reaches
+    such a statement makes the revision unevaluable, naming the construct, its line and
+    the method (SGLang 0.5.10's `ServerArgs.add_cli_args` reads `.__doc__`)."""
+    files = {f"{PKG}/pipeline.py": NARROWED}
+    code, report, root, sha, matrix = entry_diff(tmp_path, files, backends(backend))
+    if backend == "fa3":
+        assert (code, report["notes"]) == (0, {}), report["notes"]
+        table = evaluate_at(root, sha, load_matrix(str(matrix))).table
+        assert [table.outcome_at(i).value for i in range(4)] == [16, None, 16, None]
+        return
+    line = line_of(NARROWED, "return len(type(self).__doc__")
+    note = report["notes"]["base"]
+    assert code == 4, note
+    assert f"attribute .__doc__ (at {PKG}/pipeline.py:{line})" in note, note
+    assert "Policy.page_for" in note, note
+
+
 UNLOADABLE = '''\
 """A file of the resolution code whose module-level code needs what the world lacks."""
 
@@ -915,9 +964,10 @@ def mark(*args, **kwargs):
     return object
 """
 READS_TABLE = ENTRY + '    server_args.page_size = TABLE.get("page", 1)\n'
+ANNOTATED_CLASS = (
+    "class Bad:\n    hint: mark()\n\n    def get(self):\n        return self.__class__\n"
+)
 LOAD_TIME = {
-    "class-annotation": "class Bad:\n    hint: mark()\n\n    def get(self):\n"
-                        "        return self.__class__\n",
     "argument-annotation": "def bad(x: mark()):\n    return x.__class__\n",
     "metaclass": "class Bad(metaclass=mark):\n    def get(self):\n        return self.__dict__\n",
     "subscript-default": "import typing\n\n\ndef bad(x=typing.Optional[mark()]):\n"
@@ -940,6 +990,25 @@ def test_a_definition_whose_load_time_code_runs_the_repository_is_not_left_out(t
     code, report, *_ = entry_diff(tmp_path, {f"{PKG}/pipeline.py": text}, backends("null"))
     note = report["notes"].get("base", "")
     assert code == 4 and "is not allowed in evaluated code" in note, (code, note)
+
+
+def test_a_class_whose_making_runs_the_repository_is_kept_with_its_methods_narrowed(tmp_path):
+    """A class whose annotation calls the repository's code as the file loads (it sets
+    the table) and whose method holds a forbidden construct no cell reaches: the class
+    is made as Python makes it, so every cell reads what plain Python reads."""
+    text = SETS_TABLE + "\n\n" + ANNOTATED_CLASS + READS_TABLE
+    space: dict = {}
+    exec(compile(text, "pipeline.py", "exec", dont_inherit=True), space)  # plain Python
+    expected = []
+    for page_size in (None, 1):
+        server_args = types.SimpleNamespace(attention_backend=None, page_size=page_size)
+        space["run_resolution_pipeline"](server_args)
+        expected.append(server_args.page_size)
+    code, report, root, sha, matrix = entry_diff(tmp_path, {f"{PKG}/pipeline.py": text},
+                                                 backends("null"))  # fmt: skip
+    assert (code, report["notes"]) == (0, {}), report["notes"]
+    table = evaluate_at(root, sha, load_matrix(str(matrix))).table
+    assert [table.outcome_at(i).value for i in range(4)] == expected * 2
 
 
 def effect_files(shape: str) -> dict[str, str]:

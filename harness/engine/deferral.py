@@ -19,7 +19,15 @@ from typing import Any, NamedTuple
 from harness.closure.extract import Closure
 from harness.closure.inert import inert
 from harness.closure.names import SCOPES, bound_by
-from harness.engine.policy import ALLOWED_BUILTINS, Withheld, unbound_in, violations
+from harness.engine.policy import (
+    ALLOWED_BUILTINS,
+    Withheld,
+    forbidden_in,
+    forbidden_why,
+    narrowed_methods,
+    unbound_in,
+    violations,
+)
 from harness.engine.world import Probe, stand_in_class
 
 
@@ -141,24 +149,32 @@ def withheld_in(closure: Closure, path: str, withheld: Withheld) -> dict[str, st
     those stood."""
     found: dict[str, str] = {}
     for node in closure.nodes_of(path):
-        if withheld_here(node, path, withheld):
+        if not withheld_here(node, path, withheld):
+            continue
+        methods = narrowed_methods(closure, path, node)
+        for method in methods:  # each refuses with the first construct it holds
+            first = forbidden_in(closure, path, method)[0]
+            found[f"{REFUSED}{node.name}.{method.name}__"] = forbidden_why(path, first)
+        if not methods:
             why = withheld[(path, node.lineno)]
-            name = node.name if _plan(node) is None else f"{REFUSED}{node.name}__"
-            found[name] = why
+            found[node.name if _plan(node) is None else f"{REFUSED}{node.name}__"] = why
     return found
 
 
-def withholding(body: tuple[ast.stmt, ...], path: str, withheld: Withheld,
+def withholding(closure: Closure, body: tuple[ast.stmt, ...], path: str, withheld: Withheld,
                 originals: tuple[ast.stmt, ...]) -> list[ast.stmt]:  # fmt: skip
     """The file's statements (perhaps rewritten: `originals` are the closure's own)
     without the definitions the policy withholds, or with a function narrowed where it
-    may be (`narrowed`)."""
+    may be (`narrowed`), or a class with its methods narrowed (`narrowed_class`)."""
     by_line = {node.lineno: node for node in originals}
     kept = []
     for node in body:
+        original = by_line.get(node.lineno)
         if not withheld_here(node, path, withheld):
             kept.append(node)
-        elif (narrow := narrowed(node, by_line.get(node.lineno))) is not None:
+        elif original is not None and (methods := narrowed_methods(closure, path, original)):
+            kept.append(narrowed_class(node, methods))
+        elif (narrow := narrowed(node, original)) is not None:
             kept.append(narrow)
     return kept
 
@@ -182,7 +198,37 @@ class Plan(NamedTuple):
     statements: frozenset[Place]
 
 
-def narrowed(node: ast.stmt, original: ast.stmt | None) -> ast.stmt | None:
+def narrowed_class(node: ast.ClassDef, methods: list[ast.FunctionDef]) -> ast.ClassDef:
+    """A copy of the class `node` (perhaps rewritten) with each of its `methods` (the
+    closure's own, `harness.engine.policy.narrowed_methods`) narrowed, reading
+    `__harness_refused_CLASS.METHOD__` where it held what the policy forbids; or, where
+    a method cannot be narrowed so, its whole body replaced by that read (and what
+    Python reads of it as it compiles: `_compiled_facts`). The class body runs as
+    written: a method's body runs only when it is called."""
+    originals = {method.lineno: method for method in methods}
+    copied = copy.copy(node)
+    copied.body = []
+    for statement in node.body:
+        original = originals.get(statement.lineno)
+        if original is None or not isinstance(statement, ast.FunctionDef):
+            copied.body.append(statement)
+            continue
+        name = f"{REFUSED}{node.name}.{original.name}__"
+        copied.body.append(narrowed(statement, original, name) or _refusing(statement, name))
+    return copied
+
+
+def _refusing(node: ast.FunctionDef, name: str) -> ast.FunctionDef:
+    """A copy of the function `node` whose body reads `name` first and runs nothing else."""
+    copied = copy.deepcopy(node)
+    read = ast.copy_location(ast.Expr(ast.Name(id=name, ctx=ast.Load())), node.body[0])
+    facts = [fact for statement in node.body for fact in _compiled_facts(statement)]
+    never = [ast.copy_location(ast.If(test=ast.Constant(False), body=facts, orelse=[]), read)]
+    copied.body = [read, *(never if facts else [])]
+    return ast.fix_missing_locations(copied)
+
+
+def narrowed(node: ast.stmt, original: ast.stmt | None, name: str = "") -> ast.stmt | None:
     """A withheld function whose forbidden constructs are all inside its body, narrowed:
     a copy of `node` (the closure's `original`, perhaps rewritten to report its sites)
     with each innermost statement holding one replaced by a read of a special name of
@@ -200,7 +246,8 @@ def narrowed(node: ast.stmt, original: ast.stmt | None) -> ast.stmt | None:
         return None
     copied, placed = copy.deepcopy(node), set()
     try:
-        copied.body = _narrowed_block(copied.body, plan, f"{REFUSED}{node.name}__", placed)
+        name = name or f"{REFUSED}{node.name}__"  # (`name`: a narrowed class's method's)
+        copied.body = _narrowed_block(copied.body, plan, name, placed)
     except _Awaits:
         return None
     before = set(violations(original))

@@ -210,7 +210,9 @@ def check_closure(closure: Closure) -> Withheld:
     """Raise Unevaluable naming the first construct the policy forbids (file order), then
     the first builtin outside the allow-list. In an entry point's closure, a function
     (other than the entry) or a class holding such a construct is withheld instead: never compiled,
-    its name refused where the code reaches it; the answer says which, and why. A
+    its name refused where the code reaches it, or compiled narrowed (a function's or a
+    class's methods' statements holding one refused where reached: `narrowed_methods`,
+    `harness.engine.deferral`); the answer says which, and why. A
     closure (the same object) that passed is not read again: a worker loads one closure
     once per set of inputs."""
     passed = _PASSED.get(id(closure))
@@ -226,14 +228,11 @@ def check_closure(closure: Closure) -> Withheld:
 def _check(closure: Closure) -> Withheld:
     withheld: Withheld = {}
     for path in closure.files:
-        autos = {n.name: n.world for n in closure.needs if n.path == path and n.world in AUTOS}
         for node in closure.nodes_of(path):
-            found = sorted([*violations(node), *_autos_kept(node, autos)])
+            found = forbidden_in(closure, path, node)
             if not found:
                 continue
-            line, _, construct = found[0]
-            why = (f"{construct} (at {path}:{line}) is not allowed in evaluated code "
-                   "(see Security model in the README)")  # fmt: skip
+            why = forbidden_why(path, found[0])
             if _withheld(closure, path, node):
                 withheld[(path, node.lineno)] = why
                 continue
@@ -245,6 +244,37 @@ def _check(closure: Closure) -> Withheld:
                 f"builtin {name} (used at {where}) is not available to evaluated code"
             )
     return withheld
+
+
+def forbidden_in(closure: Closure, path: str, node: ast.stmt) -> list[tuple[int, int, str]]:
+    """(line, column, construct) for each thing the policy forbids in the statement `node`
+    of the file at `path`, in file order."""
+    autos = {n.name: n.world for n in closure.needs if n.path == path and n.world in AUTOS}
+    return sorted([*violations(node), *_autos_kept(node, autos)])
+
+
+def forbidden_why(path: str, found: tuple[int, int, str]) -> str:
+    """What a refusal says of one forbidden construct (`forbidden_in`'s)."""
+    line, _, construct = found
+    return (f"{construct} (at {path}:{line}) is not allowed in evaluated code "
+            "(see Security model in the README)")  # fmt: skip
+
+
+def narrowed_methods(closure: Closure, path: str, node: ast.stmt) -> list[ast.FunctionDef]:
+    """For a class of an entry's closure whose forbidden constructs all stand in the
+    bodies of functions its own body defines (not in their decorators, defaults or
+    annotations, nor anywhere else in the class), those functions: the class is then
+    defined as written but for them, each refusing where a cell reaches what it holds
+    (`harness.engine.deferral.narrowed`). Empty for any other statement."""
+    if not (closure.entry and isinstance(node, ast.ClassDef)):
+        return []
+    methods = [m for m in node.body if isinstance(m, ast.FunctionDef)]
+    inside = {v: m for m in methods for statement in m.body for v in violations(statement)}
+    found = forbidden_in(closure, path, node)
+    if not found or not set(found) <= set(inside):
+        return []
+    held = {id(inside[v]) for v in found}
+    return [m for m in methods if id(m) in held]
 
 
 AUTOS = ("auto", "enum")  # the world's names that are (`enum.auto`) or hold `auto`
@@ -288,13 +318,17 @@ def _member_values(tree: ast.AST) -> Iterator[ast.Call]:
 
 
 def _withheld(closure: Closure, path: str, node: ast.stmt) -> bool:
-    """Whether an entry point's closure may withhold `node`: a function (not the entry) or
-    a class whose definition, run as its file loads, changes nothing but its name
-    (`harness.closure.inert`), and that nothing else in the file's closure binds:
-    leaving it out then loses nothing the project's process would have done, and no
-    other definition of its name is read in its place."""
+    """Whether an entry point's closure may withhold `node`: a class whose forbidden
+    constructs all stand in its methods' bodies (`narrowed_methods`: it stays, those
+    methods narrowed); or a function (not the entry) or a class whose definition, run as
+    its file loads, changes nothing but its name (`harness.closure.inert`), and that
+    nothing else in the file's closure binds: leaving it out then loses nothing the
+    project's process would have done, and no other definition of its name is read in
+    its place."""
     if not closure.entry or not isinstance(node, ast.FunctionDef | ast.ClassDef):
         return False
+    if narrowed_methods(closure, path, node):
+        return True  # kept, its methods narrowed: no other binding is read in its place
     if path == closure.path and node.name == closure.function:
         return False
     return inert(node, unbound_in(closure, path), path in closure.postponed) and not any(

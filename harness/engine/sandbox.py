@@ -522,7 +522,8 @@ def _body(
     if snapshot is not None and closure.entry:
         free = (n.name for n in closure.needs if n.path == path)
         body = snapshot_rewritten(body, snapshot, free)
-    body = rewritten(withholding(tuple(body), path, withheld or {}, closure.nodes_of(path)), path)
+    kept = withholding(closure, tuple(body), path, withheld or {}, closure.nodes_of(path))
+    body = rewritten(kept, path)
     return ast.Module(body=list(body), type_ignores=[])
 
 

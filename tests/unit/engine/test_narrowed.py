@@ -13,7 +13,7 @@ import textwrap
 import pytest
 
 from harness.engine.branches import Sites
-from harness.engine.deferral import REFUSED, narrowed
+from harness.engine.deferral import REFUSED, narrowed, narrowed_class
 from harness.engine.policy import violations
 
 CASES = {
@@ -221,3 +221,59 @@ def test_the_narrowed_function_is_what_python_compiles_up_to_the_refusal(source,
 def test_a_statement_that_awaits_is_not_narrowed():
     node = parse("async def f(o):\n    await o.__dict__\n")
     assert narrowed(node, node) is None
+
+
+# --- a class kept, its methods narrowed (`narrowed_class`) ---------------------------
+
+CLASS = """\
+class C:
+    SIZE = 16
+
+    def plain(self):
+        return self.SIZE
+
+    def branchy(self, x):
+        if x:
+            return type(self).__doc__
+        return self.SIZE + 1
+
+    def gone(self):
+        y = 2
+        return y.__class__
+"""
+
+
+class _Refusing(dict):
+    """A module namespace that refuses the narrowed statements' special names."""
+
+    def __missing__(self, name: str):
+        if name.startswith(REFUSED):
+            raise LookupError(f"refused {name}")
+        raise KeyError(name)
+
+
+def _made(tree: ast.Module) -> type:
+    builtins = {"type": type, "__build_class__": __build_class__}
+    space = _Refusing(__builtins__=builtins, __name__="narrowed")
+    exec(compile(tree, "<narrowed>", "exec"), space)
+    return space["C"]
+
+
+def test_a_class_keeps_its_body_and_refuses_only_where_a_method_held_a_forbidden_construct():
+    """Narrowed, the class is made as written; a method runs as written up to where a
+    forbidden construct stood, which refuses naming the class and the method; one whose
+    copy lost a statement (its rewriting moved it) refuses as soon as it is called."""
+    original = ast.parse(CLASS).body[0]
+    methods = [m for m in original.body if isinstance(m, ast.FunctionDef) and m.name != "plain"]
+    moved = ast.parse(CLASS).body[0]
+    first = moved.body[3].body[0]  # `gone`'s first statement, somewhere else
+    first.lineno, first.end_lineno = first.lineno + 100, first.end_lineno + 100
+    made = narrowed_class(moved, methods)
+    assert [v for v in violations(made) if not v[2].startswith("name __harness_")] == []
+    cls = _made(ast.fix_missing_locations(ast.Module(body=[made], type_ignores=[])))
+    obj = cls()
+    assert (cls.SIZE, obj.plain(), obj.branchy(False)) == (16, 16, 17)
+    with pytest.raises(LookupError, match=r"refused __harness_refused_C\.branchy__"):
+        obj.branchy(True)
+    with pytest.raises(LookupError, match=r"refused __harness_refused_C\.gone__"):
+        obj.gone()
