@@ -678,6 +678,111 @@ def test_a_class_whose_methods_hold_refused_code_runs_and_refuses_where_reached(
     assert "Policy.page_for" in note, note
 
 
+# Each method holds a forbidden construct inside a definition of its own, on a path no
+# cell takes: what Python reads of that definition as it compiles the method is its name
+# and its header, never its body (found by an adversarial review: the body's `yield`,
+# parameters, class-body names or `global` used to move into the method).
+POLICY_CLASS = "class Policy:\n    def page(self, flag):\n"
+CALLS_PAGE = "\n\ndef run_resolution_pipeline(server_args):\n"
+NESTED_DEFINITIONS = {
+    "yield-in-nested-def": POLICY_CLASS
+    + """\
+        if flag:
+            def helper(y=self.__dict__):
+                yield y
+        return 16
+"""
+    + CALLS_PAGE
+    + "    server_args.page_size = 3 if Policy().page(False) == 16 else 7\n",
+    "parameter-of-nested-def": "size = 16\n\n\n"
+    + POLICY_CLASS
+    + """\
+        if flag:
+            def helper(size=self.__dict__):
+                return size
+        try:
+            return size
+        except Exception:
+            return 9
+"""
+    + CALLS_PAGE
+    + "    server_args.page_size = Policy().page(False)\n",
+    "name-in-nested-class": "size = 16\n\n\n"
+    + POLICY_CLASS
+    + """\
+        if flag:
+            class Inner(self.__class__):
+                size = 1
+        try:
+            return size
+        except Exception:
+            return 9
+"""
+    + CALLS_PAGE
+    + "    server_args.page_size = Policy().page(False)\n",
+    "global-in-nested-def": POLICY_CLASS
+    + """\
+        n = 16
+        if flag:
+            def helper(y=self.__dict__):
+                global n
+                n = 1
+        return n
+"""
+    + CALLS_PAGE
+    + "    server_args.page_size = Policy().page(False)\n",
+    "yield-in-a-function-s-nested-def": """\
+def page(flag):
+    if flag:
+        def helper(y=flag.__dict__):
+            yield y
+    return 16
+"""
+    + CALLS_PAGE
+    + "    server_args.page_size = 3 if page(False) == 16 else 7\n",
+    "async-generator-expression": """\
+class Policy:
+    def describe(self, y):
+        return (x.__doc__ async for x in y)
+
+    def page(self):
+        return 16
+"""
+    + CALLS_PAGE
+    + "    server_args.page_size = Policy().page()\n",
+}
+
+
+def plain_pages(text: str) -> list:
+    """Per cell of `backends("null")`, the page size the fixture resolves in plain Python."""
+    found = []
+    for _ in (None, "fa4"):
+        for page_size in (None, 1):
+            space: dict = {}
+            exec(compile(text, "pipeline.py", "exec", dont_inherit=True), space)
+            server_args = types.SimpleNamespace(attention_backend=None, page_size=page_size)
+            space["run_resolution_pipeline"](server_args)
+            found.append(server_args.page_size)
+    return found
+
+
+@pytest.mark.parametrize("shape", sorted(NESTED_DEFINITIONS))
+def test_a_narrowed_method_compiles_as_the_original_where_no_cell_reaches_it(tmp_path, shape):
+    """A method narrowed where it defines a function or class holding a forbidden
+    construct keeps the original's kind (not a generator) and scope (the definition's
+    parameters, body names and `global` stay its own): every cell resolves what plain
+    Python resolves."""
+    text = NESTED_DEFINITIONS[shape]
+    code, report, root, sha, matrix = entry_diff(tmp_path, {f"{PKG}/pipeline.py": text},
+                                                 backends("null"))  # fmt: skip
+    assert (code, report["notes"]) == (0, {}), report["notes"]
+    table = evaluate_at(root, sha, load_matrix(str(matrix))).table
+    values = [table.outcome_at(i).value for i in range(4)]
+    inputs = [None, 1, None, 1]
+    expected = plain_pages(text)
+    assert [v if v is not None else i for v, i in zip(values, inputs, strict=True)] == expected
+
+
 UNLOADABLE = '''\
 """A file of the resolution code whose module-level code needs what the world lacks."""
 

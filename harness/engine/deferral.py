@@ -222,7 +222,7 @@ def _refusing(node: ast.FunctionDef, name: str) -> ast.FunctionDef:
     """A copy of the function `node` whose body reads `name` first and runs nothing else."""
     copied = copy.deepcopy(node)
     read = ast.copy_location(ast.Expr(ast.Name(id=name, ctx=ast.Load())), node.body[0])
-    facts = [fact for statement in node.body for fact in _compiled_facts(statement)]
+    facts = [fact for statement in node.body for fact in _compiled_facts(statement, plain=True)]
     never = [ast.copy_location(ast.If(test=ast.Constant(False), body=facts, orelse=[]), read)]
     copied.body = [read, *(never if facts else [])]
     return ast.fix_missing_locations(copied)
@@ -311,19 +311,20 @@ class _Awaits(Exception):
     """A replaced statement awaits: what it would await is not followed."""
 
 
-def _compiled_facts(statement: ast.stmt) -> list[ast.stmt]:
+def _compiled_facts(statement: ast.stmt, plain: bool = False) -> list[ast.stmt]:
     """What Python reads of `statement` as it compiles the function holding it, as
     statements that run nothing: `NAME = None` for each name it binds in the function's
     scope (else a read of it elsewhere would read a global), its `global` and
     `nonlocal` statements, and a bare `yield` if it yields (else the function would not
-    be a generator). Raises _Awaits where it awaits."""
+    be a generator). Raises _Awaits where it awaits, unless the function is `plain` (a
+    `def`, which nothing in it can make a coroutine: an `async for` there is an
+    asynchronous generator expression's own)."""
     bound: dict[str, None] = {}
     kept: list[ast.stmt] = []
     yields = False
     for node in _scope_nodes(statement):
-        if isinstance(node, ast.Await | ast.AsyncFor | ast.AsyncWith) or getattr(
-            node, "is_async", 0
-        ):
+        awaits = isinstance(node, ast.Await | ast.AsyncFor | ast.AsyncWith)
+        if not plain and (awaits or getattr(node, "is_async", 0)):
             raise _Awaits
         if isinstance(node, ast.Global | ast.Nonlocal):
             kept.append(copy.deepcopy(node))
@@ -340,8 +341,13 @@ def _compiled_facts(statement: ast.stmt) -> list[ast.stmt]:
 def _scope_nodes(node: ast.AST):
     """The nodes of `node` that belong to the scope it stands in: not the bodies of the
     functions, lambdas and classes it defines (their names, decorators, defaults and
-    bases are the scope's), nor a comprehension's own variables."""
+    bases are the scope's), nor a comprehension's own variables; where `node` is such a
+    definition itself, only its name and header."""
     yield node
+    if isinstance(node, SCOPES):
+        for part in _header(node):
+            yield from _scope_nodes(part)
+        return
     for child in ast.iter_child_nodes(node):
         if isinstance(child, SCOPES):
             yield child
