@@ -783,6 +783,76 @@ def test_a_narrowed_method_compiles_as_the_original_where_no_cell_reaches_it(tmp
     assert [v if v is not None else i for v, i in zip(values, inputs, strict=True)] == expected
 
 
+# An annotated statement in a function, on a path no cell takes or not: Python evaluates
+# no annotation there, but its compiler still reads the statement (found by the same
+# review: dropped whole, `size: int` read the global, the walrus and `yield` went too).
+RETURNS_SIZE = (
+    "        try:\n            return size\n        except Exception:\n            return 9\n"
+)
+ANNOTATED_LOCALS = {
+    "bare-annotation": "size = 16\n\n\n"
+    + POLICY_CLASS
+    + """\
+        if flag:
+            size: int
+"""
+    + RETURNS_SIZE
+    + CALLS_PAGE
+    + "    server_args.page_size = Policy().page(False)\n",
+    "walrus-in-annotation": "size = 16\n\n\n"
+    + POLICY_CLASS
+    + """\
+        if flag:
+            x: (size := 1) = 2
+"""
+    + RETURNS_SIZE
+    + CALLS_PAGE
+    + "    server_args.page_size = Policy().page(False)\n",
+    "yield-in-annotation": POLICY_CLASS
+    + """\
+        if flag:
+            x: (yield) = 2
+        return 16
+"""
+    + CALLS_PAGE
+    + "    server_args.page_size = 3 if Policy().page(False) == 16 else 7\n",
+    "index-of-annotated-target": """\
+CALLS = []
+
+
+def index():
+    CALLS.append(1)
+    return 0
+
+
+"""
+    + POLICY_CLASS
+    + """\
+        box = [0]
+        box[index()]: int
+        return 16 + len(CALLS)
+"""
+    + CALLS_PAGE
+    + "    server_args.page_size = Policy().page(False)\n",
+}
+
+
+@pytest.mark.parametrize("shape", sorted(ANNOTATED_LOCALS))
+def test_an_annotated_statement_in_a_function_compiles_as_python_reads_it(tmp_path, shape):
+    """Inside a function, `x: T` makes x a local, `a[f()]: T` calls f, and an annotation's
+    walrus or `yield` makes a local or a generator, though no annotation is evaluated:
+    every cell resolves what plain Python resolves."""
+    text = ANNOTATED_LOCALS[shape]
+    code, report, root, sha, matrix = entry_diff(tmp_path, {f"{PKG}/pipeline.py": text},
+                                                 backends("null"))  # fmt: skip
+    assert (code, report["notes"]) == (0, {}), report["notes"]
+    table = evaluate_at(root, sha, load_matrix(str(matrix))).table
+    values = [table.outcome_at(i).value for i in range(4)]
+    inputs = [None, 1, None, 1]
+    expected = plain_pages(text)
+    assert [v if v is not None else i for v, i in zip(values, inputs, strict=True)] == expected
+
+
 UNLOADABLE = '''\
 """A file of the resolution code whose module-level code needs what the world lacks."""
 

@@ -55,15 +55,15 @@ def strip_annotations(node: ast.stmt, every: bool = False) -> ast.stmt:
         stripped = _unannotated(stripped)
     stack: list[tuple[ast.AST, bool]] = [(stripped, False)]  # (node, inside a function)
     while stack:
-        current, inside = stack.pop()
+        current, within = stack.pop()
         if isinstance(current, ast.arg) and not _acts(current.annotation):
             current.annotation = None
         elif isinstance(current, ast.FunctionDef | ast.AsyncFunctionDef) and not _acts(
             current.returns
         ):
             current.returns = None
-        inner = every or inside or isinstance(current, ast.FunctionDef | ast.AsyncFunctionDef
-                                              | ast.Lambda)  # fmt: skip
+        inside = within or isinstance(current, FUNCTIONS)
+        inner = every or inside
         kept = isinstance(current, ast.ClassDef) and made_by_dataclass(current)
         for name in current._fields:
             value = getattr(current, name, None)
@@ -71,21 +71,22 @@ def strip_annotations(node: ast.stmt, every: bool = False) -> ast.stmt:
                 if kept and name == "body":
                     value[:] = [_as_text(v) for v in value]
                 elif any(isinstance(item, ast.AnnAssign) for item in value):
-                    value[:] = [_unannotated(v) if _dropped(v, inner) else v
+                    value[:] = [_unannotated(v, inside) if _dropped(v, inner) else v
                                 for v in value]  # fmt: skip
-                stack.extend((v, inner) for v in value if isinstance(v, ast.AST))
+                stack.extend((v, inside) for v in value if isinstance(v, ast.AST))
             elif isinstance(value, ast.AST):
-                stack.append((value, inner))
+                stack.append((value, inside))
     return stripped
 
 
-def never_annotated(node: ast.AST) -> ast.AST:
+def never_annotated(node: ast.AST, inside: bool = False) -> ast.AST:
     """`node` as Python runs it in a file that postpones annotations: none is evaluated
     (`from __future__ import annotations`). Unlike `strip_annotations`, not a copy to
     change: the nodes on the way to an annotation are new, the rest are `node`'s own
     (a class of a thousand annotated fields is read, not pickled)."""
     if isinstance(node, ast.AnnAssign):
-        node = _unannotated(node)
+        node = _unannotated(node, inside)
+    inside = inside or isinstance(node, FUNCTIONS)  # (`inside`: a function's statement)
     changes: dict[str, Any] = {}
     for name in node._fields:
         value = getattr(node, name, None)
@@ -93,10 +94,10 @@ def never_annotated(node: ast.AST) -> ast.AST:
             if value is not None:
                 changes[name] = None
         elif isinstance(value, list):
-            items = [never_annotated(v) if isinstance(v, ast.AST) else v for v in value]
+            items = [never_annotated(v, inside) if isinstance(v, ast.AST) else v for v in value]
             if any(map(operator.is_not, items, value)):
                 changes[name] = items
-        elif isinstance(value, ast.AST) and (new := never_annotated(value)) is not value:
+        elif isinstance(value, ast.AST) and (new := never_annotated(value, inside)) is not value:
             changes[name] = new
     if not changes:
         return node
@@ -200,11 +201,24 @@ def _as_text(node: ast.stmt) -> ast.stmt:
     return ast.copy_location(ast.AnnAssign(node.target, text, node.value, 1), node)
 
 
-def _unannotated(node: ast.AnnAssign) -> ast.stmt:
-    """`x: T = v` as `x = v`; `x: T` as `pass`."""
+def _unannotated(node: ast.AnnAssign, inside: bool = False) -> ast.stmt:
+    """`x: T = v` as `x = v`; `x: T` as `pass`, or in a function (`inside`) as `x: 0`:
+    Python evaluates no annotation there, but its compiler still reads the statement
+    (a plain name annotated is the function's local, unbound until assigned; a target's
+    object and index are evaluated: `a[f()]: T` calls f). An annotation in a function
+    that binds or yields (a walrus, a `yield`, which make a local or a generator) is
+    kept whole."""
+    if inside and any(isinstance(n, COMPILED) for n in ast.walk(node.annotation)):
+        return node
+    if node.value is None and inside:
+        return ast.copy_location(ast.AnnAssign(node.target, ast.Constant(0), None, node.simple),
+                                 node)  # fmt: skip
     if node.value is None:
         return ast.copy_location(ast.Pass(), node)
     return ast.copy_location(ast.Assign(targets=[node.target], value=node.value), node)
+
+
+COMPILED = (ast.NamedExpr, ast.Yield, ast.YieldFrom, ast.Await)  # read as a function compiles
 
 
 def postpones(nodes: Iterable[ast.stmt]) -> bool:
