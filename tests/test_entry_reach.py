@@ -684,6 +684,9 @@ def test_a_class_whose_methods_hold_refused_code_runs_and_refuses_where_reached(
 # parameters, class-body names or `global` used to move into the method).
 POLICY_CLASS = "class Policy:\n    def page(self, flag):\n"
 CALLS_PAGE = "\n\ndef run_resolution_pipeline(server_args):\n"
+RETURNS_SIZE = (
+    "        try:\n            return size\n        except Exception:\n            return 9\n"
+)
 NESTED_DEFINITIONS = {
     "yield-in-nested-def": POLICY_CLASS
     + """\
@@ -700,11 +703,8 @@ NESTED_DEFINITIONS = {
         if flag:
             def helper(size=self.__dict__):
                 return size
-        try:
-            return size
-        except Exception:
-            return 9
 """
+    + RETURNS_SIZE
     + CALLS_PAGE
     + "    server_args.page_size = Policy().page(False)\n",
     "name-in-nested-class": "size = 16\n\n\n"
@@ -713,11 +713,8 @@ NESTED_DEFINITIONS = {
         if flag:
             class Inner(self.__class__):
                 size = 1
-        try:
-            return size
-        except Exception:
-            return 9
 """
+    + RETURNS_SIZE
     + CALLS_PAGE
     + "    server_args.page_size = Policy().page(False)\n",
     "global-in-nested-def": POLICY_CLASS
@@ -766,13 +763,9 @@ def plain_pages(text: str) -> list:
     return found
 
 
-@pytest.mark.parametrize("shape", sorted(NESTED_DEFINITIONS))
-def test_a_narrowed_method_compiles_as_the_original_where_no_cell_reaches_it(tmp_path, shape):
-    """A method narrowed where it defines a function or class holding a forbidden
-    construct keeps the original's kind (not a generator) and scope (the definition's
-    parameters, body names and `global` stay its own): every cell resolves what plain
-    Python resolves."""
-    text = NESTED_DEFINITIONS[shape]
+def resolves_as_python(tmp_path: Path, text: str) -> None:
+    """`harness diff` of the entry file `text` is exit 0, and each cell's page size (its
+    input where kept) is what plain Python resolves."""
     code, report, root, sha, matrix = entry_diff(tmp_path, {f"{PKG}/pipeline.py": text},
                                                  backends("null"))  # fmt: skip
     assert (code, report["notes"]) == (0, {}), report["notes"]
@@ -783,12 +776,18 @@ def test_a_narrowed_method_compiles_as_the_original_where_no_cell_reaches_it(tmp
     assert [v if v is not None else i for v, i in zip(values, inputs, strict=True)] == expected
 
 
+@pytest.mark.parametrize("shape", sorted(NESTED_DEFINITIONS))
+def test_a_narrowed_method_compiles_as_the_original_where_no_cell_reaches_it(tmp_path, shape):
+    """A method narrowed where it defines a function or class holding a forbidden
+    construct keeps the original's kind (not a generator) and scope (the definition's
+    parameters, body names and `global` stay its own): every cell resolves what plain
+    Python resolves."""
+    resolves_as_python(tmp_path, NESTED_DEFINITIONS[shape])
+
+
 # An annotated statement in a function, on a path no cell takes or not: Python evaluates
 # no annotation there, but its compiler still reads the statement (found by the same
 # review: dropped whole, `size: int` read the global, the walrus and `yield` went too).
-RETURNS_SIZE = (
-    "        try:\n            return size\n        except Exception:\n            return 9\n"
-)
 ANNOTATED_LOCALS = {
     "bare-annotation": "size = 16\n\n\n"
     + POLICY_CLASS
@@ -842,15 +841,7 @@ def test_an_annotated_statement_in_a_function_compiles_as_python_reads_it(tmp_pa
     """Inside a function, `x: T` makes x a local, `a[f()]: T` calls f, and an annotation's
     walrus or `yield` makes a local or a generator, though no annotation is evaluated:
     every cell resolves what plain Python resolves."""
-    text = ANNOTATED_LOCALS[shape]
-    code, report, root, sha, matrix = entry_diff(tmp_path, {f"{PKG}/pipeline.py": text},
-                                                 backends("null"))  # fmt: skip
-    assert (code, report["notes"]) == (0, {}), report["notes"]
-    table = evaluate_at(root, sha, load_matrix(str(matrix))).table
-    values = [table.outcome_at(i).value for i in range(4)]
-    inputs = [None, 1, None, 1]
-    expected = plain_pages(text)
-    assert [v if v is not None else i for v, i in zip(values, inputs, strict=True)] == expected
+    resolves_as_python(tmp_path, ANNOTATED_LOCALS[shape])
 
 
 UNLOADABLE = '''\
