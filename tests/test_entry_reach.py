@@ -844,74 +844,8 @@ def test_an_annotated_statement_in_a_function_compiles_as_python_reads_it(tmp_pa
     resolves_as_python(tmp_path, ANNOTATED_LOCALS[shape])
 
 
-UNMAKEABLE = '''\
-"""Resolution whose own file defines a class on a module the world does not bind."""
-
-import argparse
-
-
-def default_page():
-    return 16
-
-
-class PathAction(argparse.Action):
-    def __call__(self, parser, namespace, values, option_string=None):
-        setattr(namespace, self.dest, values)
-
-
-def run_resolution_pipeline(server_args):
-    if server_args.attention_backend == "parsed":
-        server_args.page_size = len(PathAction.__name__)
-    elif server_args.page_size is None:
-        server_args.page_size = default_page()
-'''
-
-
-@pytest.mark.parametrize("backend", ["fa3", "parsed"])
-def test_a_class_made_from_what_nothing_binds_is_refused_where_reached(tmp_path, backend):
-    """A class of the entry's own file whose base is a module nothing binds here
-    (`argparse`, SGLang 0.5.10's `LoRAPathAction(argparse.Action)`), and whose making
-    changes nothing but its name, is left out: cells that never read it resolve (16
-    where unset), and one that does is refused, naming the module and the class's line."""
-    code, report, root, sha, matrix = entry_diff(tmp_path, {f"{PKG}/pipeline.py": UNMAKEABLE},
-                                                 backends(backend))  # fmt: skip
-    if backend == "fa3":
-        assert (code, report["notes"]) == (0, {}), report["notes"]
-        table = evaluate_at(root, sha, load_matrix(str(matrix))).table
-        assert [table.outcome_at(i).value for i in range(4)] == [16, None, 16, None]
-        return
-    note = report["notes"]["base"]
-    line = line_of(UNMAKEABLE, "class PathAction")
-    assert code == 4, note
-    assert f"name PathAction is read at {PKG}/pipeline.py:{line_of(UNMAKEABLE, 'len(Path')}" in note
-    assert f"its definition (at {PKG}/pipeline.py:{line}) reads argparse" in note, note
-
-
-def test_a_class_made_from_what_nothing_binds_that_runs_code_refuses_the_file(tmp_path):
-    """The same class with a class body that calls the file's own code as it is made
-    cannot be left out (SGLang's import would run that call): every cell is refused."""
-    text = UNMAKEABLE.replace(
-        "class PathAction(argparse.Action):\n",
-        "class PathAction(argparse.Action):\n    SIZE = default_page()\n\n",
-    )
-    code, report, *_ = entry_diff(tmp_path, {f"{PKG}/pipeline.py": text}, backends("fa3"))
-    note = report["notes"].get("base", "")
-    assert code == 4 and "name argparse is read at" in note, (code, note)
-
-
 UNLOADABLE = '''\
 """A file of the resolution code whose module-level code needs what the world lacks."""
-
-import msgspec
-
-UNSET = msgspec.UNSET
-
-
-def help_names(cls):
-    return frozenset({UNSET})
-'''
-UNMADE_CLASS = '''\
-"""A file of the resolution code defining a class on what the world lacks."""
 
 import msgspec
 
@@ -953,19 +887,6 @@ def test_a_file_that_cannot_load_is_refused_where_its_names_are_reached(tmp_path
     assert code == 4, note
     assert f"name help_names is read at {PKG}/pipeline.py:{read}: {PKG}/arg_utils.py " \
            "could not be loaded: name msgspec is read at" in note, note  # fmt: skip
-
-
-def test_a_class_of_another_file_made_from_what_nothing_binds_is_refused_where_made(tmp_path):
-    """In another file, a class whose base nothing binds (`msgspec.Struct`) is left out
-    and the file loads: the entry runs its helper, and where that makes the class the
-    revision is unevaluable, naming the class's line and the module."""
-    files = {f"{PKG}/pipeline.py": USES_UNLOADABLE, f"{PKG}/arg_utils.py": UNMADE_CLASS}
-    code, report, *_ = entry_diff(tmp_path, files, backends("checked"))
-    note = report["notes"]["base"]
-    made, defined = line_of(UNMADE_CLASS, "Arg().help"), line_of(UNMADE_CLASS, "class Arg")
-    assert code == 4, note
-    assert f"name Arg is read at {PKG}/arg_utils.py:{made}: its definition (at " \
-           f"{PKG}/arg_utils.py:{defined}) reads msgspec" in note, note  # fmt: skip
 
 
 # --- what a refusal must not let through (each found by an adversarial review) -------

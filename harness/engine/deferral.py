@@ -25,7 +25,6 @@ from harness.engine.policy import (
     forbidden_in,
     forbidden_why,
     narrowed_methods,
-    rebound,
     unbound_in,
     violations,
 )
@@ -150,9 +149,6 @@ def withheld_in(closure: Closure, path: str, withheld: Withheld) -> dict[str, st
     those stood."""
     found: dict[str, str] = {}
     for node in closure.nodes_of(path):
-        if (why := unmakeable(closure, path, node)) is not None:
-            found[node.name] = why
-            continue
         if not withheld_here(node, path, withheld):
             continue
         methods = narrowed_methods(closure, path, node)
@@ -174,8 +170,6 @@ def withholding(closure: Closure, body: tuple[ast.stmt, ...], path: str, withhel
     kept = []
     for node in body:
         original = by_line.get(node.lineno)
-        if original is not None and unmakeable(closure, path, original) is not None:
-            continue
         if not withheld_here(node, path, withheld):
             kept.append(node)
         elif original is not None and (methods := narrowed_methods(closure, path, original)):
@@ -183,24 +177,6 @@ def withholding(closure: Closure, body: tuple[ast.stmt, ...], path: str, withhel
         elif (narrow := narrowed(node, original)) is not None:
             kept.append(narrow)
     return kept
-
-
-def unmakeable(closure: Closure, path: str, node: ast.stmt) -> str | None:
-    """Why a definition of an entry's closure is left out, its name refused where reached,
-    because making it reads a name nothing binds (SGLang 0.5.10's `class
-    LoRAPathAction(argparse.Action)`, with no `argparse` in the world): only where its
-    making changes nothing but its name (`harness.closure.inert`) and nothing else in the
-    file binds the name. None for any other statement: it runs as the file loads."""
-    if not (closure.entry and isinstance(node, ast.FunctionDef | ast.ClassDef)):
-        return None
-    unbound = {name: why for p, name, why in closure.unbound if p == path}
-    read = [n.id for part in _header(node) for n in ast.walk(part) if isinstance(n, ast.Name)]
-    hit = next((name for name in read if name in unbound), None)
-    if hit is None or not inert(node, frozenset(unbound), path in closure.postponed):
-        return None
-    if rebound(closure, path, node):
-        return None
-    return f"its definition (at {path}:{node.lineno}) reads {hit}, {unbound[hit]}"
 
 
 def withheld_here(node: ast.stmt, path: str, withheld: Withheld) -> bool:
