@@ -753,11 +753,11 @@ class Policy:
 def plain_pages(text: str) -> list:
     """Per cell of `backends("null")`, the page size the fixture resolves in plain Python."""
     found = []
-    for _ in (None, "fa4"):
+    for backend in (None, "fa4"):
         for page_size in (None, 1):
             space: dict = {}
             exec(compile(text, "pipeline.py", "exec", dont_inherit=True), space)
-            server_args = types.SimpleNamespace(attention_backend=None, page_size=page_size)
+            server_args = types.SimpleNamespace(attention_backend=backend, page_size=page_size)
             space["run_resolution_pipeline"](server_args)
             found.append(server_args.page_size)
     return found
@@ -1162,19 +1162,7 @@ def test_a_class_whose_making_runs_the_repository_is_kept_with_its_methods_narro
     """A class whose annotation calls the repository's code as the file loads (it sets
     the table) and whose method holds a forbidden construct no cell reaches: the class
     is made as Python makes it, so every cell reads what plain Python reads."""
-    text = SETS_TABLE + "\n\n" + ANNOTATED_CLASS + READS_TABLE
-    space: dict = {}
-    exec(compile(text, "pipeline.py", "exec", dont_inherit=True), space)  # plain Python
-    expected = []
-    for page_size in (None, 1):
-        server_args = types.SimpleNamespace(attention_backend=None, page_size=page_size)
-        space["run_resolution_pipeline"](server_args)
-        expected.append(server_args.page_size)
-    code, report, root, sha, matrix = entry_diff(tmp_path, {f"{PKG}/pipeline.py": text},
-                                                 backends("null"))  # fmt: skip
-    assert (code, report["notes"]) == (0, {}), report["notes"]
-    table = evaluate_at(root, sha, load_matrix(str(matrix))).table
-    assert [table.outcome_at(i).value for i in range(4)] == expected * 2
+    resolves_as_python(tmp_path, SETS_TABLE + "\n\n" + ANNOTATED_CLASS + READS_TABLE)
 
 
 def effect_files(shape: str) -> dict[str, str]:
