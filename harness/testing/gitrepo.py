@@ -12,6 +12,11 @@ IDENTITY = {
     "GIT_COMMITTER_NAME": "Harness Fixture",
     "GIT_COMMITTER_EMAIL": "fixture@harness.invalid",
 }
+# what `git init` writes on Linux (core.filemode: this filesystem keeps the executable bit)
+INITIAL_CONFIG = (
+    "[core]\n\trepositoryformatversion = 0\n\tfilemode = true\n\tbare = false\n"
+    "\tlogallrefupdates = true\n"
+)
 EPOCH = 1_760_000_000  # the fixture clock starts here and ticks an hour a commit
 
 
@@ -25,10 +30,17 @@ class FixtureRepo:
         self.index: bytes | None = None  # the index's checksum after `commit`
         self.root.mkdir(parents=True, exist_ok=True)
         # A test run builds about a thousand repositories and makes about 3,000 commits:
-        # no template (git's sample hooks are 13 files a repository), the configuration
-        # written rather than set by a process, and processes saved in `commit` too.
-        self.git("init", "-q", "--template=", "-b", "main")
-        with open(self.root / ".git" / "config", "a", encoding="utf-8") as config:
+        # the repository written as `git init --template= -b main` leaves it (no sample
+        # hooks), the configuration written rather than set by a process, and processes
+        # saved in `commit` too. A directory that is a repository already (a clone) is
+        # kept as it is.
+        git_dir = self.root / ".git"
+        if not git_dir.exists():
+            for folder in ("objects/info", "objects/pack", "refs/heads", "refs/tags"):
+                (git_dir / folder).mkdir(parents=True)
+            (git_dir / "HEAD").write_text("ref: refs/heads/main\n", encoding="utf-8")
+            (git_dir / "config").write_text(INITIAL_CONFIG, encoding="utf-8")
+        with open(git_dir / "config", "a", encoding="utf-8") as config:
             config.write("[commit]\n\tgpgsign = false\n")
 
     def git(self, *args: str) -> str:

@@ -75,3 +75,32 @@ def test_commits_are_never_signed_whatever_the_users_configuration(tmp_path):
     repo = FixtureRepo(tmp_path / "r")
     assert git(repo.root, "config", "--local", "commit.gpgsign") == "false"
     assert not (repo.root / ".git" / "hooks").exists()  # no template copied
+
+
+def _files(git_dir: Path) -> dict[str, str | None]:
+    """Every path under `git_dir`: a file's text, a directory's None."""
+    return {
+        str(path.relative_to(git_dir)): path.read_text() if path.is_file() else None
+        for path in git_dir.rglob("*")
+    }
+
+
+def test_a_new_repository_is_what_git_init_makes_and_a_clone_is_kept(tmp_path):
+    """The builder writes the repository rather than running `git init --template= -b
+    main`: the same files, and the setting that keeps commits unsigned."""
+    subprocess.run(["git", "init", "-q", "--template=", "-b", "main", str(tmp_path / "by-git")],
+                   check=True)  # fmt: skip
+    by_git = _files(tmp_path / "by-git" / ".git")
+    repo = FixtureRepo(tmp_path / "ours")
+    ours = _files(repo.root / ".git")
+    assert ours.pop("config") == by_git.pop("config") + "[commit]\n\tgpgsign = false\n"
+    assert ours == by_git
+    assert git(repo.root, "symbolic-ref", "HEAD") == "refs/heads/main"
+    assert git(repo.root, "config", "--get", "commit.gpgsign") == "false"
+    clone = tmp_path / "clone"
+    repo.commit("one", {"a.py": "1"})
+    subprocess.run(["git", "clone", "-q", str(repo.root), str(clone)], check=True)
+    origin = git(clone, "config", "--get", "remote.origin.url")
+    sha = FixtureRepo(clone).commit("two", {"a.py": "2"})
+    assert git(clone, "config", "--get", "remote.origin.url") == origin  # its configuration kept
+    assert tree(clone, sha) == {"a.py": "2"} and git(clone, "rev-list", "--count", "HEAD") == "2"
