@@ -169,6 +169,9 @@ class Resolver:
         self.blocked: list[tuple[str, str]] | None = None  # set: collect, do not raise
         self.defer = False  # an unbound name is refused where it is reached, not here
         self.unbound: dict[tuple[str, str], str] = {}  # (file, name) -> why nothing binds it
+        # (file, name) -> the module a name nothing binds is, when its file binds it once,
+        # by `import M` or `import M as name`: told apart from `import evil as argparse`
+        self.outside: dict[tuple[str, str], str] = {}
         self.indexes: dict[str, dict[str, list[Binding]]] = {}
         self.layouts: dict = {}
         self.imported: list[str] = []  # an entry's files, in the order the project loads them
@@ -299,6 +302,9 @@ class Resolver:
     def _found(self, name: str, bindings: list[Binding] | None, use: Use) -> None:
         if bindings and bindings[-1].kind == IMPORT:
             self._imported(name, bindings[-1], use)
+            module = _module_imported(bindings[0].statement.node, name)
+            if len(bindings) == 1 and module and (use.path, name) in self.unbound:
+                self.outside[(use.path, name)] = module
         elif bindings:
             self._include(name, bindings, use)
         elif hasattr(builtins, name):
@@ -940,6 +946,18 @@ def _rebinds_builtins(node: ast.AST, names: frozenset[str]) -> bool:
 
 def _is_builtins(node: ast.AST) -> bool:
     return isinstance(node, ast.Name) and node.id in ("builtins", "__builtins__")
+
+
+def _module_imported(node: ast.stmt, name: str) -> str | None:
+    """The module `import ...` binds `name` to (`import a.b` -> a, `import a.b as name` ->
+    a.b); None for any other statement."""
+    if isinstance(node, ast.Import):
+        for alias in node.names:
+            if alias.asname == name:
+                return alias.name
+            if alias.asname is None and alias.name.split(".")[0] == name:
+                return name
+    return None
 
 
 def _imported_name(node: ast.stmt, name: str) -> str | None:

@@ -25,9 +25,11 @@ from harness.engine.policy import (
     forbidden_in,
     forbidden_why,
     narrowed_methods,
+    rebound,
     unbound_in,
     violations,
 )
+from harness.engine.quiet_bases import quiet_base
 from harness.engine.world import Probe, stand_in_class
 
 
@@ -149,6 +151,9 @@ def withheld_in(closure: Closure, path: str, withheld: Withheld) -> dict[str, st
     those stood."""
     found: dict[str, str] = {}
     for node in closure.nodes_of(path):
+        if (why := unmakeable(closure, path, node)) is not None:
+            found[node.name] = why
+            continue
         if not withheld_here(node, path, withheld):
             continue
         methods = narrowed_methods(closure, path, node)
@@ -170,6 +175,8 @@ def withholding(closure: Closure, body: tuple[ast.stmt, ...], path: str, withhel
     kept = []
     for node in body:
         original = by_line.get(node.lineno)
+        if original is not None and unmakeable(closure, path, original) is not None:
+            continue
         if not withheld_here(node, path, withheld):
             kept.append(node)
         elif original is not None and (methods := narrowed_methods(closure, path, original)):
@@ -177,6 +184,40 @@ def withholding(closure: Closure, body: tuple[ast.stmt, ...], path: str, withhel
         elif (narrow := narrowed(node, original)) is not None:
             kept.append(narrow)
     return kept
+
+
+def unmakeable(closure: Closure, path: str, node: ast.stmt) -> str | None:
+    """Why a class of an entry's closure is left out, its name refused where reached:
+    its bases are quiet bases of modules nothing binds here (`harness.engine.quiet_bases`;
+    SGLang 0.5.10's `class LoRAPathAction(argparse.Action)`, with `import argparse` the
+    file's one binding of `argparse`), so making it runs no code but the class body's;
+    that body binds names and does nothing else (`harness.closure.inert`: constants and
+    functions with no decorators); and no other statement of the file binds its name.
+    In the project's process, making it then changes nothing the resolution could see
+    but its name. None for any other statement: it runs as the file loads."""
+    if not (closure.entry and isinstance(node, ast.ClassDef)) or not _plainly_made(node):
+        return None
+    unbound = {name: why for p, name, why in closure.unbound if p == path}
+    modules = {name: module for p, name, module in closure.outside if p == path}
+    for base in node.bases:
+        if not (isinstance(base, ast.Attribute) and isinstance(base.value, ast.Name)
+                and base.value.id in unbound
+                and quiet_base(modules.get(base.value.id), base.attr)):  # fmt: skip
+            return None
+    if not inert(node, frozenset(unbound), path in closure.postponed) or rebound(
+        closure, path, node
+    ):
+        return None
+    name = node.bases[0].value.id
+    return f"its definition (at {path}:{node.lineno}) reads {name}, {unbound[name]}"
+
+
+def _plainly_made(node: ast.ClassDef) -> bool:
+    """A class with bases, no decorator, no keyword, and at its own level nothing but a
+    docstring, `pass`, assignments and functions with no decorator."""
+    plain = (ast.Expr, ast.Pass, ast.Assign, ast.FunctionDef, ast.AsyncFunctionDef)
+    body = all(isinstance(s, plain) and not getattr(s, "decorator_list", None) for s in node.body)
+    return bool(node.bases) and not node.decorator_list and not node.keywords and body
 
 
 def withheld_here(node: ast.stmt, path: str, withheld: Withheld) -> bool:

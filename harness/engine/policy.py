@@ -331,9 +331,17 @@ def _withheld(closure: Closure, path: str, node: ast.stmt) -> bool:
         return True  # kept, its methods narrowed: no other binding is read in its place
     if path == closure.path and node.name == closure.function:
         return False
-    return inert(node, unbound_in(closure, path), path in closure.postponed) and not any(
+    return inert(node, unbound_in(closure, path), path in closure.postponed) and not rebound(
+        closure, path, node
+    )
+
+
+def rebound(closure: Closure, path: str, node: ast.FunctionDef | ast.ClassDef) -> bool:
+    """Whether another statement of the file's closure binds the definition's name: left
+    out, that other binding would be read in its place."""
+    return any(
         other is not node and node.name in bound_names(other) for other in closure.nodes_of(path)
-    )  # another binding of the name would be read while this one is left out
+    )
 
 
 def unbound_in(closure: Closure, path: str) -> frozenset[str]:
