@@ -906,6 +906,21 @@ NOT_LEFT_OUT = {
     # forbids: such a class is withheld, not left out here; docs/security.md, What remains)
     "other-base": ("(argparse.Action)", "(argparse.ArgumentParser)"),
     "nested-class": ('    KIND = "path"\n', "    class Inner(argparse.Action):\n        pass\n"),
+    # found by a review: a class-body value that is not a constant may run code (a chain
+    # on the real module reaches sys.modules; an object of outside code may have
+    # `__set_name__`; a set display hashes), and a dunder name may be a hook or fail
+    "chain-on-the-module": ('"path"\n', 'argparse._sys.modules["os"]\n'),
+    "name": ('"path"\n', "default_page\n"),
+    "set-display": ('"path"\n', '{"path"}\n'),
+    "dunder": ('    KIND = "path"\n', '    __slots__ = ("dest",)\n'),
+    "annotation-evaluated": ("option_string=None", "option_string: argparse._sys = None"),
+    # `argparse` may be bound otherwise than by the one import, or the import may fail
+    "global-rebind": (
+        "import argparse\n",
+        "import argparse\n\n\ndef rebind():\n    global argparse\n    argparse = None\n",
+    ),
+    "star-import": ("import argparse\n", "import argparse\nfrom os.path import *\n"),
+    "submodule": ("import argparse\n", "import argparse.sub\n"),
 }
 
 

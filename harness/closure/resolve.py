@@ -303,7 +303,8 @@ class Resolver:
         if bindings and bindings[-1].kind == IMPORT:
             self._imported(name, bindings[-1], use)
             module = _module_imported(bindings[0].statement.node, name)
-            if len(bindings) == 1 and module and (use.path, name) in self.unbound:
+            once = len(bindings) == 1 and (use.path, name) in self.unbound
+            if module and once and not self._rebindable(use.path, name):
                 self.outside[(use.path, name)] = module
         elif bindings:
             self._include(name, bindings, use)
@@ -311,6 +312,17 @@ class Resolver:
             self.builtins.add(name)
         else:
             self._fail(name, self._unknown(name, use), use)
+
+    def _rebindable(self, path: str, name: str) -> bool:
+        """Whether anything in the file may bind `name` besides its one top-level binding:
+        a `global name` in any function, or a star import."""
+        nodes = (n for piece in self.layouts[path].pieces for top in piece.nodes
+                 for n in ast.walk(top))  # fmt: skip
+        return any(
+            (isinstance(n, ast.Global) and name in n.names)
+            or (isinstance(n, ast.ImportFrom) and any(a.name == "*" for a in n.names))
+            for n in nodes
+        )
 
     def watched(self) -> dict[str, frozenset[str]]:
         """Per file, every name looked up in it, and every name whose definitions told what
@@ -949,14 +961,12 @@ def _is_builtins(node: ast.AST) -> bool:
 
 
 def _module_imported(node: ast.stmt, name: str) -> str | None:
-    """The module `import ...` binds `name` to (`import a.b` -> a, `import a.b as name` ->
-    a.b); None for any other statement."""
+    """The top-level module `import M` or `import M as name` binds `name` to; None for any
+    other statement (`import a.b` imports a submodule, which may not exist)."""
     if isinstance(node, ast.Import):
         for alias in node.names:
-            if alias.asname == name:
+            if (alias.asname or alias.name) == name and "." not in alias.name:
                 return alias.name
-            if alias.asname is None and alias.name.split(".")[0] == name:
-                return name
     return None
 
 

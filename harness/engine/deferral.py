@@ -19,6 +19,7 @@ from typing import Any, NamedTuple
 from harness.closure.extract import Closure
 from harness.closure.inert import inert
 from harness.closure.names import SCOPES, bound_by
+from harness.closure.resolve import placed_node
 from harness.engine.policy import (
     ALLOWED_BUILTINS,
     Withheld,
@@ -190,12 +191,17 @@ def unmakeable(closure: Closure, path: str, node: ast.stmt) -> str | None:
     """Why a class of an entry's closure is left out, its name refused where reached:
     its bases are quiet bases of modules nothing binds here (`harness.engine.quiet_bases`;
     SGLang 0.5.10's `class LoRAPathAction(argparse.Action)`, with `import argparse` the
-    file's one binding of `argparse`), so making it runs no code but the class body's;
-    that body binds names and does nothing else (`harness.closure.inert`: constants and
-    functions with no decorators); and no other statement of the file binds its name.
-    In the project's process, making it then changes nothing the resolution could see
-    but its name. None for any other statement: it runs as the file loads."""
-    if not (closure.entry and isinstance(node, ast.ClassDef)) or not _plainly_made(node):
+    file's one binding of `argparse`, no `global argparse` and no star import), so making
+    it runs no code but the class body's; that body only binds constants and functions
+    (`_made_of_constants`); and no other statement of the file binds its name. In the
+    project's process, making it then changes nothing the resolution could see but its
+    name. None for any other statement: it runs as the file loads."""
+    if not (closure.entry and isinstance(node, ast.ClassDef)) or not node.bases:
+        return None
+    if node.decorator_list or node.keywords:
+        return None
+    original = as_written(closure, path, node)  # what runs strips annotations: not Python
+    if original is None or not _made_of_constants(original, path in closure.postponed):
         return None
     unbound = {name: why for p, name, why in closure.unbound if p == path}
     modules = {name: module for p, name, module in closure.outside if p == path}
@@ -204,20 +210,59 @@ def unmakeable(closure: Closure, path: str, node: ast.stmt) -> str | None:
                 and base.value.id in unbound
                 and quiet_base(modules.get(base.value.id), base.attr)):  # fmt: skip
             return None
-    if not inert(node, frozenset(unbound), path in closure.postponed) or rebound(
-        closure, path, node
-    ):
+    if node.name in unbound or rebound(closure, path, node):
         return None
     name = node.bases[0].value.id
     return f"its definition (at {path}:{node.lineno}) reads {name}, {unbound[name]}"
 
 
-def _plainly_made(node: ast.ClassDef) -> bool:
-    """A class with bases, no decorator, no keyword, and at its own level nothing but a
-    docstring, `pass`, assignments and functions with no decorator."""
-    plain = (ast.Expr, ast.Pass, ast.Assign, ast.FunctionDef, ast.AsyncFunctionDef)
-    body = all(isinstance(s, plain) and not getattr(s, "decorator_list", None) for s in node.body)
-    return bool(node.bases) and not node.decorator_list and not node.keywords and body
+def as_written(closure: Closure, path: str, node: ast.stmt) -> ast.stmt | None:
+    """The statement of the file at `path` that `node` (one of `closure.nodes_of(path)`,
+    annotations stripped) was made from, as the file has it; None if it is not one."""
+    for part in closure.parts:
+        if part.path == path and placed_node(part.statement, part.role) is node:
+            return part.statement.node
+    return None
+
+
+def _made_of_constants(node: ast.ClassDef, postponed: bool) -> bool:
+    """Whether the class body, run as the class is made, evaluates nothing but constants:
+    a docstring, `pass`, a plain name (never one of `__`, which Python mangles or reads
+    as a hook: `__slots__`) given a constant or a tuple of them, and functions with no
+    decorator, constant defaults, and no annotation Python would evaluate."""
+    for statement in node.body:
+        if isinstance(statement, ast.Pass):
+            continue
+        if isinstance(statement, ast.Expr):
+            plain = isinstance(statement.value, ast.Constant)
+        elif isinstance(statement, ast.Assign):
+            (target, *more) = statement.targets
+            named = isinstance(target, ast.Name) and not target.id.startswith("__")
+            plain = named and not more and _constant(statement.value)
+        elif isinstance(statement, ast.FunctionDef | ast.AsyncFunctionDef):
+            plain = _plain_function(statement, postponed)
+        else:
+            plain = False
+        if not plain:
+            return False
+    return True
+
+
+def _constant(value: ast.expr) -> bool:
+    if isinstance(value, ast.Tuple):
+        return all(map(_constant, value.elts))
+    return isinstance(value, ast.Constant)
+
+
+def _plain_function(node: ast.FunctionDef | ast.AsyncFunctionDef, postponed: bool) -> bool:
+    arguments = node.args
+    defaults = [*arguments.defaults, *(d for d in arguments.kw_defaults if d is not None)]
+    every = [*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs,
+             *filter(None, (arguments.vararg, arguments.kwarg))]  # fmt: skip
+    noted = node.returns is not None or any(a.annotation is not None for a in every)
+    typed = bool(getattr(node, "type_params", ()))  # `def f[T]()`: made as it is defined
+    return (not node.decorator_list and all(isinstance(d, ast.Constant) for d in defaults)
+            and (postponed or not noted) and not typed)  # fmt: skip
 
 
 def withheld_here(node: ast.stmt, path: str, withheld: Withheld) -> bool:
