@@ -921,6 +921,15 @@ NOT_LEFT_OUT = {
     ),
     "star-import": ("import argparse\n", "import argparse\nfrom os.path import *\n"),
     "submodule": ("import argparse\n", "import argparse.sub\n"),
+    # found by a second review: Python refuses each as the file loads, or tells the
+    # name's absence from inside a function
+    "import-after": ("import argparse\n", "STATE = []\n", "\nimport argparse\n"),
+    "base-twice": ("(argparse.Action)", "(argparse.Action, argparse.Action)"),
+    "deleted-in-a-function": (
+        "def default_page():\n    return 16\n",
+        "def default_page():\n    global PathAction\n    try:\n        del PathAction\n"
+        "    except NameError:\n        return 17\n    return 16\n",
+    ),
 }
 
 
@@ -929,9 +938,9 @@ def test_a_class_whose_making_may_run_code_is_not_left_out(tmp_path, shape):
     """Each change lets making the class run code (the repository's, or code outside it
     that is handed the class): it is not left out, so its file cannot load and every
     cell is refused, where leaving it out would have answered as if it never ran."""
-    old, new = NOT_LEFT_OUT[shape]
+    old, new, *appended = NOT_LEFT_OUT[shape]
     assert old in UNMAKEABLE
-    text = UNMAKEABLE.replace(old, new, 1)
+    text = UNMAKEABLE.replace(old, new, 1) + "".join(appended)
     code, report, *_ = entry_diff(tmp_path, {f"{PKG}/pipeline.py": text}, backends("fa3"))
     note = report["notes"].get("base", "")
     assert code == 4 and "is read at" in note, (code, note)

@@ -85,7 +85,7 @@ class Closure:
     homes: tuple[tuple[str, str], ...] = ()  # (world name, the SGLang file it is imported from)
     postponed: tuple[str, ...] = ()  # files under `from __future__ import annotations`
     unbound: tuple[tuple[str, str, str], ...] = ()  # (file, name, why): refused if reached
-    outside: tuple[tuple[str, str, str], ...] = ()  # (file, name, module) of those, imported
+    outside: tuple[tuple[str, str, str, int], ...] = ()  # (file, name, module, line): imported
     runners: tuple[tuple[str, str], ...] = ()  # (file, name) bound to a world's step runner
     entry: bool = False  # an entry point's: what nothing binds is refused where reached
     method_kinds: tuple[tuple[str, str], ...] = ()  # (view method, how its class binds it)
@@ -301,7 +301,7 @@ def build_closure(path: str, function: str, target: Statement, resolver: Resolve
         path, function, target.lineno, parts, needs, links, digest,
         tuple(sorted(resolver.builtins)), tuple(order), methods, local,
         homes=tuple(sorted(resolver.homes)), postponed=postponed, unbound=unbound,
-        outside=tuple(sorted((p, n, m) for (p, n), m in resolver.outside.items())),
+        outside=tuple(sorted((p, n, *m) for (p, n), m in resolver.outside.items())),
         runners=tuple(sorted(k for k, world in resolver.needs.items()
                              if world in resolver.facts.step_runners)),
         entry=resolver.defer,

@@ -169,9 +169,10 @@ class Resolver:
         self.blocked: list[tuple[str, str]] | None = None  # set: collect, do not raise
         self.defer = False  # an unbound name is refused where it is reached, not here
         self.unbound: dict[tuple[str, str], str] = {}  # (file, name) -> why nothing binds it
-        # (file, name) -> the module a name nothing binds is, when its file binds it once,
-        # by `import M` or `import M as name`: told apart from `import evil as argparse`
-        self.outside: dict[tuple[str, str], str] = {}
+        # (file, name) -> the module a name nothing binds is, and the line of the import,
+        # when its file binds it once, by `import M` or `import M as name`: told apart
+        # from `import evil as argparse`
+        self.outside: dict[tuple[str, str], tuple[str, int]] = {}  # -> (module, its line)
         self.indexes: dict[str, dict[str, list[Binding]]] = {}
         self.layouts: dict = {}
         self.imported: list[str] = []  # an entry's files, in the order the project loads them
@@ -305,7 +306,7 @@ class Resolver:
             module = _module_imported(bindings[0].statement.node, name)
             once = len(bindings) == 1 and (use.path, name) in self.unbound
             if module and once and not self._rebindable(use.path, name):
-                self.outside[(use.path, name)] = module
+                self.outside[(use.path, name)] = (module, bindings[0].statement.lineno)
         elif bindings:
             self._include(name, bindings, use)
         elif hasattr(builtins, name):

@@ -196,21 +196,22 @@ def unmakeable(closure: Closure, path: str, node: ast.stmt) -> str | None:
     (`_made_of_constants`); and no other statement of the file binds its name. In the
     project's process, making it then changes nothing the resolution could see but its
     name. None for any other statement: it runs as the file loads."""
-    if not (closure.entry and isinstance(node, ast.ClassDef)) or not node.bases:
-        return None
+    if not (closure.entry and isinstance(node, ast.ClassDef)) or len(node.bases) != 1:
+        return None  # one base: `(argparse.Action, argparse.Action)` is Python's TypeError
     if node.decorator_list or node.keywords:
         return None
     original = as_written(closure, path, node)  # what runs strips annotations: not Python
     if original is None or not _made_of_constants(original, path in closure.postponed):
         return None
     unbound = {name: why for p, name, why in closure.unbound if p == path}
-    modules = {name: module for p, name, module in closure.outside if p == path}
-    for base in node.bases:
-        if not (isinstance(base, ast.Attribute) and isinstance(base.value, ast.Name)
-                and base.value.id in unbound
-                and quiet_base(modules.get(base.value.id), base.attr)):  # fmt: skip
-            return None
-    if node.name in unbound or rebound(closure, path, node):
+    modules = {name: (module, line) for p, name, module, line in closure.outside if p == path}
+    (base,) = node.bases
+    if not (isinstance(base, ast.Attribute) and isinstance(base.value, ast.Name)):
+        return None
+    module, line = modules.get(base.value.id, (None, node.lineno))
+    if line >= node.lineno or base.value.id not in unbound or not quiet_base(module, base.attr):
+        return None  # imported after the class: Python's NameError
+    if node.name in unbound or rebound(closure, path, node) or _unbound_anew(closure, node.name):
         return None
     name = node.bases[0].value.id
     return f"its definition (at {path}:{node.lineno}) reads {name}, {unbound[name]}"
@@ -225,14 +226,41 @@ def as_written(closure: Closure, path: str, node: ast.stmt) -> ast.stmt | None:
     return None
 
 
+def _unbound_anew(closure: Closure, name: str) -> bool:
+    """Whether code of the closure may unbind or rebind `name` from inside a function (a
+    `global name` there), or delete it as a module's attribute (`del helpers.name`): left
+    out, the name is not there to delete, which such code could tell (a caught error)."""
+    for part in closure.parts:
+        for node in ast.walk(part.statement.node):
+            if isinstance(node, ast.Global) and name in node.names:
+                return True
+            if isinstance(node, ast.Delete) and any(
+                isinstance(t, ast.Attribute) and t.attr == name for t in node.targets
+            ):
+                return True
+    return False
+
+
+# methods of `__` Python's making of a class never reads (it reads `__slots__`,
+# `__qualname__`, `__classcell__`, `__init_subclass__`, `__class_getitem__`, `__new__`)
+PLAIN_METHODS = frozenset(
+    f"__{name}__" for name in ("init", "call", "repr", "str", "eq", "ne", "lt", "le", "gt",
+                               "ge", "hash", "len", "iter", "contains", "getitem", "bool")
+)  # fmt: skip
+
+
 def _made_of_constants(node: ast.ClassDef, postponed: bool) -> bool:
     """Whether the class body, run as the class is made, evaluates nothing but constants:
-    a docstring, `pass`, a plain name (never one of `__`, which Python mangles or reads
-    as a hook: `__slots__`) given a constant or a tuple of them, and functions with no
-    decorator, constant defaults, and no annotation Python would evaluate."""
+    a docstring, `pass`, a plain name given a constant or a tuple of them, and functions
+    with no decorator, constant defaults, and no annotation Python would evaluate; and
+    binds no name of `__`, which Python mangles or reads as it makes the class
+    (`__slots__`, `__qualname__`, `__classcell__`), but the methods of PLAIN_METHODS."""
     for statement in node.body:
         if isinstance(statement, ast.Pass):
             continue
+        name = getattr(statement, "name", "")
+        if name.startswith("__") and name not in PLAIN_METHODS:  # `def __slots__`: read too
+            return False
         if isinstance(statement, ast.Expr):
             plain = isinstance(statement.value, ast.Constant)
         elif isinstance(statement, ast.Assign):
