@@ -1392,3 +1392,29 @@ def test_a_registering_definition_inside_try_registers_as_the_file_loads(tmp_pat
     assert (code, report["notes"]) == (0, {}), report["notes"]
     table = evaluate_at(root, sha, load_matrix(str(matrix))).table
     assert [table.outcome_at(i).value for i in range(4)] == ["x"] * 4
+
+
+POSTPONED_REFUSED = {
+    "walrus": "def helper(size: (unit := 1)) -> int:\n",
+    "yield": "def helper(size: (yield)) -> int:\n",
+    "await-return": "async def helper(size) -> (await size):\n",
+}
+
+
+@pytest.mark.parametrize("shape", sorted(POSTPONED_REFUSED))
+def test_an_annotation_pythons_compiler_refuses_is_refused_in_a_postponed_file(tmp_path, shape):
+    """Under `from __future__ import annotations` no annotation runs, but Python's
+    compiler refuses a walrus, a `yield` or an `await` in one (SyntaxError: SGLang's
+    import fails). Stripped, the file compiled and every cell answered (found by a
+    review): now the revision cannot be evaluated, naming the line."""
+    text = (
+        '"""Resolution."""\n\nfrom __future__ import annotations\n\n\n'
+        + POSTPONED_REFUSED[shape]
+        + "    return 16\n\n\ndef run_resolution_pipeline(server_args):\n"
+        "    if server_args.page_size is None:\n        server_args.page_size = 16\n"
+    )
+    with pytest.raises(SyntaxError):
+        compile(text, "pipeline.py", "exec")
+    code, report, *_ = entry_diff(tmp_path, {f"{PKG}/pipeline.py": text}, backends("null"))
+    note = report["notes"].get("base", "")
+    assert code == 4 and f"syntax error in {PKG}/pipeline.py line 6" in note, (code, note)

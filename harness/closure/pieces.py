@@ -20,6 +20,7 @@ raised as Unevaluable.
 """
 
 from __future__ import annotations
+import __future__
 
 import ast
 import bisect
@@ -466,8 +467,11 @@ def refusal(layout: Layout, path: str) -> str | None:
 
 
 def _refused_in(layout: Layout, slots: range, path: str) -> str | None:
+    postponed = _postpones(layout)  # a walrus in an annotation is refused only then
+    key, check = ("postponed refusal", _postponed_refusal) if postponed else (
+        "compiler refusal", _compiler_refusal)  # fmt: skip
     for slot in slots:
-        refused = layout.pieces[slot].memo("compiler refusal", _compiler_refusal)
+        refused = layout.pieces[slot].memo(key, check)
         if refused is not None:
             line, message = refused
             return f"syntax error in {path} line {layout.lines[slot] + line}: {message}"
@@ -495,12 +499,28 @@ def _last_future(layout: Layout) -> int:
     ))  # fmt: skip
 
 
-def _compiler_refusal(nodes: list[ast.stmt]) -> tuple[int, str] | None:
+def _postpones(layout: Layout) -> bool:
+    """Whether the file starts with `from __future__ import annotations`."""
+    return any(
+        isinstance(n, ast.ImportFrom) and n.module == "__future__"
+        and any(a.name == "annotations" for a in n.names)
+        for piece in layout.pieces if _has_future(piece) for n in piece.nodes
+    )  # fmt: skip
+
+
+def _postponed_refusal(nodes: list[ast.stmt]) -> tuple[int, str] | None:
+    """`_compiler_refusal` in a file that postpones annotations, which the compiler reads
+    otherwise (no walrus, `yield` or `await` in one)."""
+    return _compiler_refusal(nodes, __future__.annotations.compiler_flag)
+
+
+def _compiler_refusal(nodes: list[ast.stmt], flags: int = 0) -> tuple[int, str] | None:
     """(line in the piece, message) of the compiler's refusal of the statements alone."""
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            compile(ast.Module(body=nodes, type_ignores=[]), "<piece>", "exec", dont_inherit=True)
+            compile(ast.Module(body=nodes, type_ignores=[]), "<piece>", "exec", flags=flags,
+                    dont_inherit=True)  # fmt: skip
     except SyntaxError as exc:
         return (exc.lineno or 1), exc.msg
     except (ValueError, RecursionError, MemoryError):
