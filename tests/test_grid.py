@@ -51,6 +51,20 @@ def fixture(history) -> DiffReport:
     return build_report(diff(versions, base, head))
 
 
+def sample_report(history):
+    """`harness diff '#30835^' '#30835' --format json-sample` on the fixture history, run
+    once a process (the history is never modified; each test here damages its own copy
+    of the document)."""
+    key = history.repo()
+    if key not in _SAMPLES:
+        _SAMPLES[key] = run_cli("diff", "#30835^", "#30835", "--repo", key, "--format",
+                                "json-sample")  # fmt: skip
+    return _SAMPLES[key]
+
+
+_SAMPLES: dict = {}
+
+
 def matrix_of(axes: dict[str, list[Any]]) -> Matrix:
     lines = ["name: random", "target: {path: x.py, function: f, output: out}", "axes:"]
     lines += [f"  {name}: {json.dumps(values)}" for name, values in axes.items()]
@@ -420,8 +434,7 @@ def test_diff_takes_grid_and_refuses_an_unknown_axis(history):
 
 
 def test_comment_takes_grid_and_refuses_an_unknown_axis(history, tmp_path):
-    done = run_cli("diff", "#30835^", "#30835", "--repo", history.repo(), "--format",
-                   "json-sample")  # fmt: skip
+    done = sample_report(history)
     report = tmp_path / "comment.json"
     report.write_text(done.out)
     argv = ["comment", "--repo-slug", "octo/sglang", "--pr", "7", "--report", str(report),
@@ -456,8 +469,7 @@ def test_a_report_read_back_from_the_cache_draws_the_same_grid(fixture):
     ],
 )
 def test_a_document_that_does_not_add_up_draws_no_grid(history, damage, said):
-    done = run_cli("diff", "#30835^", "#30835", "--repo", history.repo(), "--format",
-                   "json-sample")  # fmt: skip
+    done = sample_report(history)
     doc = json.loads(done.out)
     damage(doc)
     with pytest.raises(ValueError, match=said):
@@ -511,8 +523,7 @@ def test_a_lying_document_draws_no_grid_and_takes_no_time(history, tmp_path, lie
 
     from harness.github.comment import body_for
 
-    done = run_cli("diff", "#30835^", "#30835", "--repo", history.repo(), "--format",
-                   "json-sample")  # fmt: skip
+    done = sample_report(history)
     doc = LIES[lie](json.loads(done.out))
     start = time.process_time()  # this process's CPU: what the rendering costs, whatever the load
     doc = read_document(doc)
@@ -529,8 +540,7 @@ def test_an_unknown_grid_axis_lists_the_documents_axes_on_one_line(history, tmp_
     """The axis names a document holds are hostile: the error that lists them (printed in
     the comment job, where a line starting `::` is a workflow command) is one line, with
     no control character, and lists a few of thousands."""
-    done = run_cli("diff", "#30835^", "#30835", "--repo", history.repo(), "--format",
-                   "json-sample")  # fmt: skip
+    done = sample_report(history)
     doc = json.loads(done.out)
     evil = "x\n::error title=pwned::injected\r\n::add-mask::x\u2028::notice::y\x1b[31m\x00"
     doc["axes"][evil] = [1]
@@ -553,8 +563,7 @@ def test_a_document_whose_rule_lists_a_long_axis_is_one_line_quickly(history, tm
     rule table matched each against each (hours); now one line, exit 2."""
     import time
 
-    done = run_cli("diff", "#30835^", "#30835", "--repo", history.repo(), "--format",
-                   "json-sample")  # fmt: skip
+    done = sample_report(history)
     doc = lying(json.loads(done.out), {"a": list(range(200_000)), "b": [0, 1]},
                 [{"where": {"a": ["x"] * 200_000}, "cells": 400_000, "transition": "x"}],
                 400_000)  # fmt: skip
