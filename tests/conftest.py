@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import contextlib
+import functools
 import gc
 import io
 import os
@@ -101,6 +102,14 @@ def run_cli(*argv: str) -> Result:
             code = exc.code
     check_json_reports(argv, code, out.getvalue())  # every JSON report, against the schema
     return Result(code, out.getvalue(), err.getvalue())
+
+
+@functools.cache
+def cli_once(*argv: str) -> Result:
+    """`run_cli(*argv)`, run once a process: a report many tests read, made on a repository
+    no test modifies (the session's fixture history). Its text is shared: read, never
+    changed."""
+    return run_cli(*argv)
 
 
 @dataclass

@@ -11,7 +11,7 @@ import pytest
 from harness.github.comment import MAX_BODY, marker
 from tests import oracle
 from tests.apiserver import Comments, Reply
-from tests.conftest import TOKEN, one_line_error, run_cli
+from tests.conftest import TOKEN, cli_once, one_line_error, run_cli
 from tests.helpers import matrix_holding
 
 SLUG, PR = "octo/sglang", 7
@@ -22,19 +22,13 @@ RULE_ROW = re.compile(r"\| \d+ \| [\d,]+ \| ")  # a row of the rule table, not o
 
 def report_file(history, tmp_path: Path, base: str, head: str, name: str) -> Path:
     """`harness diff BASE HEAD --format json` on the fixture history, written to
-    tmp_path/NAME. The history is never modified, so each pair is diffed once a process:
-    about 40 tests here and in four other files comment on the same report."""
-    key = (history.repo(), base, head)
-    if key not in _REPORTS:
-        result = run_cli("diff", base, head, "--repo", history.repo(), "--format", "json")
-        assert result.code in (0, 1), result.err
-        _REPORTS[key] = result.out
+    tmp_path/NAME: diffed once a process (about 40 tests here and in four other files
+    comment on the same report)."""
+    result = cli_once("diff", base, head, "--repo", history.repo(), "--format", "json")
+    assert result.code in (0, 1), result.err
     path = tmp_path / name
-    path.write_text(_REPORTS[key])
+    path.write_text(result.out)
     return path
-
-
-_REPORTS: dict[tuple[str, str, str], str] = {}
 
 
 def comment(report: Path, *extra: str):

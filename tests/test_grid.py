@@ -31,7 +31,7 @@ from harness.scan.compare import compare
 from harness.scan.diff import diff
 from harness.scan.versions import Versions
 from tests import oracle
-from tests.conftest import run_cli
+from tests.conftest import cli_once, run_cli
 from tests.test_live_markup import CORPUS, linked, live, parser, shown
 
 FIXTURE_PAIR = ("prefill_cuda_graph", "platform")
@@ -53,16 +53,9 @@ def fixture(history) -> DiffReport:
 
 def sample_report(history):
     """`harness diff '#30835^' '#30835' --format json-sample` on the fixture history, run
-    once a process (the history is never modified; each test here damages its own copy
-    of the document)."""
-    key = history.repo()
-    if key not in _SAMPLES:
-        _SAMPLES[key] = run_cli("diff", "#30835^", "#30835", "--repo", key, "--format",
-                                "json-sample")  # fmt: skip
-    return _SAMPLES[key]
-
-
-_SAMPLES: dict = {}
+    once a process (each test here damages its own copy of the document)."""
+    return cli_once("diff", "#30835^", "#30835", "--repo", history.repo(), "--format",
+                    "json-sample")  # fmt: skip
 
 
 def matrix_of(axes: dict[str, list[Any]]) -> Matrix:

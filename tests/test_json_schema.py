@@ -12,7 +12,7 @@ import pytest
 from jsonschema import Draft202012Validator
 
 from harness import gitio
-from tests.conftest import run_cli
+from tests.conftest import cli_once, run_cli
 from tests.helpers import (
     REPORT_SCHEMA,
     _closed_validator,
@@ -67,19 +67,13 @@ CASES = {
 
 
 def emitted(argv: list[str], history) -> dict:
-    """The JSON report of `harness ARGV` on the fixture history: each command is run once a
-    process (two tests read each; the history is never modified), each read a fresh copy."""
-    key = (history.repo(), *argv)
-    if key not in _EMITTED:
-        args = [history.shas["initial"] if a == "INITIAL" else a for a in argv]
-        where = [] if args[0] == "matrix" else ["--repo", history.repo()]
-        result = run_cli(*args, *where)
-        assert result.code in (0, 1, 4), result.err
-        _EMITTED[key] = result.out
-    return json.loads(_EMITTED[key])
-
-
-_EMITTED: dict[tuple[str, ...], str] = {}
+    """The JSON report of `harness ARGV` on the fixture history (each command run once a
+    process: two tests read each), a fresh copy."""
+    args = [history.shas["initial"] if a == "INITIAL" else a for a in argv]
+    where = [] if args[0] == "matrix" else ["--repo", history.repo()]
+    result = cli_once(*args, *where)
+    assert result.code in (0, 1, 4), result.err
+    return json.loads(result.out)
 
 
 def kinds_of(doc: dict) -> list[str]:
