@@ -22,8 +22,7 @@ from typing import NamedTuple
 from harness.closure.index import index_module
 from harness.closure.inert import inert, record_class
 from harness.closure.modules import RevisionFiles
-from harness.closure.names import postpones
-from harness.closure.pieces import SourceCache
+from harness.closure.pieces import SourceCache, postpones
 
 Placed = tuple[ast.stmt, int]  # a top-level statement and its piece's line offset
 

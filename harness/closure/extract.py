@@ -34,8 +34,7 @@ from harness.closure.index import DEFINITION, Binding, definitions_in, imported_
 from harness.closure.inert import inert
 from harness.closure.modules import RevisionFiles
 from harness.closure.mutations import ANY, Effects, Reach, effects_reader
-from harness.closure.names import postpones
-from harness.closure.pieces import Edit, Layout, Piece, SourceCache, Statement, refusal
+from harness.closure.pieces import Edit, Layout, Piece, SourceCache, Statement, postpones, refusal
 from harness.closure.resolve import (
     HELPER,
     METHOD,

@@ -6,7 +6,6 @@ import ast
 import copy
 import operator
 import symtable
-from collections.abc import Iterable
 from typing import Any
 
 from harness.closure.pieces import copy_tree
@@ -219,20 +218,6 @@ def _unannotated(node: ast.AnnAssign, inside: bool = False) -> ast.stmt:
 
 
 COMPILED = (ast.NamedExpr, ast.Yield, ast.YieldFrom, ast.Await)  # read as a function compiles
-
-
-def postpones(nodes: Iterable[ast.stmt]) -> bool:
-    """Whether a file whose top-level statements are `nodes` starts with `from __future__
-    import annotations` (among its other future imports, after its docstring): Python
-    then evaluates no annotation of it."""
-    for n, node in enumerate(nodes):
-        if n == 0 and isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant):
-            continue  # the docstring
-        if not (isinstance(node, ast.ImportFrom) and node.module == "__future__"):
-            return False
-        if any(alias.name == "annotations" for alias in node.names):
-            return True
-    return False
 
 
 def annotations_of(node: ast.FunctionDef | ast.AsyncFunctionDef) -> list[ast.expr]:

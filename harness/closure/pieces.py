@@ -29,6 +29,7 @@ import itertools
 import pickle
 import re
 import warnings
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -467,7 +468,8 @@ def refusal(layout: Layout, path: str) -> str | None:
 
 
 def _refused_in(layout: Layout, slots: range, path: str) -> str | None:
-    postponed = _postpones(layout)  # a walrus in an annotation is refused only then
+    postponed = postpones(n for piece in layout.pieces for n in piece.nodes)  # then a
+    # walrus, `yield` or `await` in an annotation is refused
     key, check = ("postponed refusal", _postponed_refusal) if postponed else (
         "compiler refusal", _compiler_refusal)  # fmt: skip
     for slot in slots:
@@ -499,13 +501,18 @@ def _last_future(layout: Layout) -> int:
     ))  # fmt: skip
 
 
-def _postpones(layout: Layout) -> bool:
-    """Whether the file starts with `from __future__ import annotations`."""
-    return any(
-        isinstance(n, ast.ImportFrom) and n.module == "__future__"
-        and any(a.name == "annotations" for a in n.names)
-        for piece in layout.pieces if _has_future(piece) for n in piece.nodes
-    )  # fmt: skip
+def postpones(nodes: Iterable[ast.stmt]) -> bool:
+    """Whether a file whose top-level statements are `nodes` starts with `from __future__
+    import annotations` (among its other future imports, after its docstring): Python
+    then evaluates no annotation of it."""
+    for n, node in enumerate(nodes):
+        if n == 0 and isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant):
+            continue  # the docstring
+        if not (isinstance(node, ast.ImportFrom) and node.module == "__future__"):
+            return False
+        if any(alias.name == "annotations" for alias in node.names):
+            return True
+    return False
 
 
 def _postponed_refusal(nodes: list[ast.stmt]) -> tuple[int, str] | None:

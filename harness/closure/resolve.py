@@ -36,10 +36,9 @@ from harness.closure.names import (
     decorator_name,
     free_names,
     own_nodes,
-    postpones,
     strip_annotations,
 )
-from harness.closure.pieces import Layout, SourceCache, Statement, refusal
+from harness.closure.pieces import Layout, SourceCache, Statement, postpones, refusal
 from harness.closure.shadows import (
     bound_names,
     names_bound_at_import,

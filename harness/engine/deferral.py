@@ -213,8 +213,8 @@ def unmakeable(closure: Closure, path: str, node: ast.stmt) -> str | None:
         return None  # imported after the class: Python's NameError
     if node.name in unbound or rebound(closure, path, node) or _unbound_anew(closure, node.name):
         return None
-    name = node.bases[0].value.id
-    return f"its definition (at {path}:{node.lineno}) reads {name}, {unbound[name]}"
+    read = base.value.id
+    return f"its definition (at {path}:{node.lineno}) reads {read}, {unbound[read]}"
 
 
 def as_written(closure: Closure, path: str, node: ast.stmt) -> ast.stmt | None:

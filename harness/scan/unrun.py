@@ -39,7 +39,8 @@ from typing import Any
 from harness.closure.facts import WorldFacts
 from harness.closure.modules import module_name, package_dir
 from harness.closure.mutations import ANY, CHANGERS, Reach, effects, function_effects
-from harness.closure.names import never_annotated, postpones
+from harness.closure.names import never_annotated
+from harness.closure.pieces import postpones
 from harness.closure.shadows import names_bound_at_import
 from harness.engine.purity import load_time_nodes
 from harness.errors import Unevaluable
