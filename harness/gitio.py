@@ -18,6 +18,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import BinaryIO, ClassVar, Protocol
 
+from harness import gitcommit
 from harness.errors import HarnessError, Unevaluable
 from harness.files import undecodable
 from harness.gitcmd import GitError, NotARepository, Repo, discover
@@ -167,7 +168,12 @@ def _object_named(repo: Repo, expr: str, spelled: str) -> str:
 def _commit_named(repo: Repo, expr: str, found: str) -> tuple[str, str, str]:
     """(sha, date, subject) of the commit the object `found` is or points to (a tag is
     peeled). A full sha names an object whether git has it or not: one it lacks (or
-    cannot read) is unknown, with git's reason."""
+    cannot read) is unknown, with git's reason. Read from the object the run's
+    `git cat-file` gives (`harness.gitcommit`); from `git log` where that cannot say."""
+    read = _object(repo, f"{found}^{{commit}}", "commit")
+    shown = read and gitcommit.date_and_subject(read[2])
+    if shown:
+        return read[0], *shown
     try:
         out = repo.git.log("-1", "--format=%H%x00%cI%x00%s", f"{found}^{{commit}}")
     except GitError as exc:

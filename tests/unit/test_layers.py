@@ -14,7 +14,7 @@ ROOT = Path(__file__).resolve().parents[2] / "harness"
 # The flow, upstream first. A module may import its own package and any earlier one.
 LAYERS = [
     {"errors"},
-    {"files", "testing", "gitcmd", "spans", "records"},
+    {"files", "testing", "gitcmd", "gitcommit", "spans", "records"},
     {"patches"},
     {"gitio", "http", "matrix"},
     {"closure", "releases"},
