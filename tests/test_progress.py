@@ -3,6 +3,8 @@ with --quiet, and the report the same either way."""
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import os
 import pty
@@ -14,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.cli.main import build_parser
+from harness.cli.main import build_parser, main
 from harness.testing.gitrepo import FixtureRepo
 from tests.conftest import run_cli
 
@@ -71,6 +73,36 @@ def run_harness(argv: list[str], repo: str, terminal: bool) -> Run:
         os.close(leader)
 
 
+@dataclass
+class Shown:
+    code: int
+    out: str
+    drawn: bytes
+
+
+def run_on_terminal(*argv: str) -> Shown:
+    """`harness ARGV` in this process, stderr on a pseudo-terminal (what reached it read
+    after the run: a quiet run draws nothing, and a few lines fit its buffer)."""
+    leader, follower = pty.openpty()
+    try:
+        os.set_blocking(leader, False)
+        with open(follower, "w", closefd=False) as terminal:
+            with (
+                contextlib.redirect_stdout(io.StringIO()) as out,
+                contextlib.redirect_stderr(terminal),
+            ):
+                code = main(list(argv))
+            terminal.flush()
+        try:
+            drawn = os.read(leader, 1 << 16)
+        except BlockingIOError:
+            drawn = b""
+        return Shown(code, out.getvalue(), drawn)
+    finally:
+        os.close(leader)
+        os.close(follower)
+
+
 def _read_all(fd: int) -> bytes:
     drawn = b""
     while True:
@@ -94,11 +126,11 @@ def test_a_long_command_draws_a_bar_on_a_terminal_and_nothing_elsewhere(name, hi
     assert last[-1] == b"" and last[-2].strip(b" ") == b""  # erased at the end
     assert b"[" not in drawn.out[:1] and label not in drawn.out  # never on stdout
 
-    quiet = run_harness([*argv, "--quiet"], history.repo(), terminal=True)
-    piped = run_harness(argv, history.repo(), terminal=False)
-    assert quiet.drawn == b"" and piped.drawn == b""
+    quiet = run_on_terminal(*argv, "--quiet", "--repo", history.repo())
+    piped = run_cli(*argv, "--repo", history.repo())  # stderr not a terminal
+    assert quiet.drawn == b"" and piped.err == ""
     assert quiet.code == piped.code == drawn.code
-    assert quiet.out == piped.out == drawn.out  # the report is the same in all three
+    assert quiet.out == piped.out == drawn.out.decode()  # the report is the same in all three
 
 
 def test_history_counts_the_commits_it_considers(history):
