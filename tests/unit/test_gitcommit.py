@@ -6,6 +6,7 @@ answers the same (a UTC date as `+00:00`, which newer gits may write `Z`)."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 
 import pytest
@@ -13,7 +14,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from harness import gitcommit, gitio
-from harness.testing.gitrepo import FixtureRepo
+from harness.testing.gitrepo import IDENTITY, FixtureRepo
 
 TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"  # the empty tree's id
 # git's whitespace (space, tab, CR, LF) and two characters Python's isspace() also takes
@@ -31,7 +32,7 @@ def repo(tmp_path_factory):
 
 def git(repo, *args: str, data: bytes | None = None) -> bytes:
     return subprocess.run(["git", "-C", str(repo), *args], input=data, check=True,
-                          capture_output=True).stdout  # fmt: skip
+                          capture_output=True, env={**os.environ, **IDENTITY}).stdout  # fmt: skip
 
 
 def write(repo, raw: bytes) -> str:
