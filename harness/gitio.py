@@ -151,11 +151,15 @@ def _object_named(repo: Repo, expr: str, spelled: str) -> str:
     """The object `spelled` names, read as `git rev-parse` reads it (`:/text`, `@{-1}`,
     `tag^{commit}`, ...). git's warning that a name is ambiguous (a branch named like a
     short sha) is said on stderr, with what git chose: never a silent choice."""
-    try:
-        out, said = repo.start("rev-parse", "--verify", "--end-of-options", spelled).said()
-    except GitError as exc:
-        raise HarnessError(_unknown(repo, expr, spelled, exc.reason)) from None
-    found = out.decode().strip()
+    read, said = repo.named(spelled)  # the run's `git cat-file`, where it can say
+    if read is not None:
+        found = read[0]
+    else:  # git's own reason why not, or a name only rev-parse is asked about
+        try:
+            out, said = repo.start("rev-parse", "--verify", "--end-of-options", spelled).said()
+        except GitError as exc:
+            raise HarnessError(_unknown(repo, expr, spelled, exc.reason)) from None
+        found = out.decode().strip()
     for line in said.splitlines():
         if "ambiguous" in line:
             print(f"harness: warning: revision {expr!r}: git says {line.strip()!r}; it took "

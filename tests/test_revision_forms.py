@@ -87,6 +87,22 @@ def test_a_branch_named_like_a_short_sha_is_taken_as_git_takes_it_and_said(repo)
     assert "refs/heads/" in line  # the fix: name the ref in full
 
 
+def test_a_name_both_a_tag_and_a_branch_is_taken_as_git_takes_it_and_said(repo):
+    """git's order of refs (gitrevisions(7)): refs/tags/NAME before refs/heads/NAME. The
+    name is read by the run's `git cat-file`, whose warning is said all the same."""
+    fixture, shas, _ = repo
+    fixture.git("tag", "both", shas["first"])
+    fixture.git("branch", "both", shas["comment"])
+    try:
+        done = diff(repo, "both", shas["lower"])
+    finally:
+        fixture.git("tag", "-d", "both")
+        fixture.git("branch", "-D", "both")
+    assert json.loads(done.stdout)["base"]["sha"] == shas["first"]
+    (line,) = done.stderr.splitlines()
+    assert "ambiguous" in line and "'both'" in line and shas["first"][:10] in line
+
+
 @pytest.mark.parametrize(
     ("form", "words"),
     [("HEAD^{tree}", "names a tree"), (":/no commit says this", "unknown revision")],
