@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import re
 import subprocess
 import sys
 from pathlib import Path
@@ -23,11 +22,13 @@ from typing import BinaryIO
 
 LOCATING = ("GIT_DIR", "GIT_WORK_TREE", "GIT_COMMON_DIR")  # would override discovery
 # Settings of the user's that would change what harness reads: a signature check printed
-# into `git log`, `--follow` on a one-path log, a root commit's changes left out; and a
-# bound on git's own cache of inflated objects (96 MB by default: the patches of a
-# 20,000-commit history filled it, 125 MB of resident memory; 8 MB costs no time there).
+# into `git log`, `--follow` on a one-path log, a root commit's changes left out, a
+# message re-encoded into another encoding than the UTF-8 harness reads (what
+# `harness.gitcommit` reads from the object is UTF-8 too); and a bound on git's own cache
+# of inflated objects (96 MB by default: the patches of a 20,000-commit history filled
+# it, 125 MB of resident memory; 8 MB costs no time there).
 SETTLED = ("log.showSignature=false", "log.follow=false", "log.showRoot=true",
-           "core.deltaBaseCacheLimit=8m")  # fmt: skip
+           "i18n.logOutputEncoding=UTF-8", "core.deltaBaseCacheLimit=8m")  # fmt: skip
 
 
 def git(git_dir: str) -> list[str]:
@@ -101,7 +102,6 @@ class Repo:
         self.git = Commands(self)
         self.answers: dict = {}  # what harness.gitio asked once of this opened repository
         self._cat: subprocess.Popen | None = None
-        self._said = ""  # what the `git cat-file` said on stderr answering the last spec
 
     @property
     def bare(self) -> bool:
@@ -153,19 +153,6 @@ class Repo:
                     raise GitError(("cat-file", "--batch"), -1, str(exc)) from None
         return None  # not reached
 
-    def named(self, name: str) -> tuple[tuple[str, str, bytes] | None, str]:
-        """(the object `name` names, as `object` gives it; what git said on stderr while
-        reading the name: a warning that it is ambiguous), read as `git rev-parse
-        --verify` reads a name. A name that may hold a short sha, which git may answer
-        at length on stderr (it lists the candidates), is for `rev-parse`: (None, "")."""
-        if SHORT_SHA.search(name):
-            return None, ""
-        try:
-            found = self.object(name)
-        except GitError:  # a corrupt object: rev-parse says git's reason
-            return None, ""
-        return found, self._said
-
     def _ask(self, spec: str) -> tuple[str, str, bytes] | None:
         if self._cat is None:
             self._cat = subprocess.Popen(
@@ -173,15 +160,11 @@ class Repo:
                 env=_environment(),
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
+                stderr=subprocess.DEVNULL,
             )
-            _enlarge(self._cat.stderr)
-            os.set_blocking(self._cat.stderr.fileno(), False)
         self._cat.stdin.write(spec.encode("utf-8", "surrogateescape") + b"\n")
         self._cat.stdin.flush()
-        found = read_object(self._cat.stdout)
-        self._said = _drained(self._cat.stderr)  # written before the answer: all there
-        return found
+        return read_object(self._cat.stdout)
 
     def close(self) -> None:
         """Stop the `git cat-file` this repository keeps (the next read starts another)."""
@@ -308,8 +291,6 @@ def read_object(out: BinaryIO) -> tuple[str, str, bytes] | None:
     return fields[0].decode(), fields[1].decode(), body
 
 
-# a run of 4 to 39 hex digits: a short sha, which git may list candidates for at length
-SHORT_SHA = re.compile(r"(?<![0-9a-fA-F])[0-9a-fA-F]{4,39}(?![0-9a-fA-F])")
 PIPE_SIZE = 1 << 20  # how far git may run ahead, in bytes (Linux's default ceiling)
 F_SETPIPE_SZ = 1031  # Linux's fcntl command (Python names it only from 3.10 on Linux)
 
@@ -335,15 +316,6 @@ def start_reading(
     with contextlib.suppress(OSError):
         process.stdin.close()
     return process
-
-
-def _drained(pipe) -> str:
-    """What a non-blocking pipe holds now (a line or two of warnings), read whole."""
-    said = b""
-    with contextlib.suppress(BlockingIOError, OSError, ValueError):
-        while chunk := os.read(pipe.fileno(), 1 << 16):
-            said += chunk
-    return said.decode(errors="replace")
 
 
 def _enlarge(pipe) -> None:

@@ -6,7 +6,9 @@ reads them from the object the run's `git cat-file --batch` gives, instead of a
 and each process costs about 2 ms. Where the text is not plainly what git shows
 (an `encoding` header, which `git log` re-encodes by; no committer line, or
 one whose date git would show otherwise; a NUL byte), `None`: the caller asks
-`git log`. A UTC date is `+00:00`, whatever git's version.
+`git log`. A UTC date is `+00:00`, whatever git's version. Where `git log` itself
+cannot show the date (a local time before 1970: it stops; a committer line it cannot
+split: it prints `%cI` as it is), the date read here stands.
 
 git's rules (pretty.c, date.c), as git 2.39 applies them:
 - `%cI` is the committer's time in the committer's own offset, strict ISO 8601

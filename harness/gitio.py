@@ -151,15 +151,16 @@ def _object_named(repo: Repo, expr: str, spelled: str) -> str:
     """The object `spelled` names, read as `git rev-parse` reads it (`:/text`, `@{-1}`,
     `tag^{commit}`, ...). git's warning that a name is ambiguous (a branch named like a
     short sha) is said on stderr, with what git chose: never a silent choice."""
-    read, said = repo.named(spelled)  # the run's `git cat-file`, where it can say
-    if read is not None:
-        found = read[0]
-    else:  # git's own reason why not, or a name only rev-parse is asked about
-        try:
-            out, said = repo.start("rev-parse", "--verify", "--end-of-options", spelled).said()
-        except GitError as exc:
-            raise HarnessError(_unknown(repo, expr, spelled, exc.reason)) from None
-        found = out.decode().strip()
+    try:
+        out, said = repo.start("rev-parse", "--verify", "--end-of-options", spelled).said()
+    except GitError as exc:
+        raise HarnessError(_unknown(repo, expr, spelled, exc.reason)) from None
+    found = out.decode().strip()
+    if not OBJECT_ID.fullmatch(found):  # `^HEAD`, `HEAD^!`: what git reads as a range
+        raise HarnessError(
+            f"revision {expr!r} names no single commit (git reads it as part of a range): "
+            "name one commit (a sha, branch, tag, HEAD~N, :/TEXT or #PR), or a range as A..B"
+        )
     for line in said.splitlines():
         if "ambiguous" in line:
             print(f"harness: warning: revision {expr!r}: git says {line.strip()!r}; it took "
@@ -167,6 +168,9 @@ def _object_named(repo: Repo, expr: str, spelled: str) -> str:
                   "in full (refs/heads/NAME, refs/tags/NAME) or give more digits of the sha",
                   file=sys.stderr)  # fmt: skip
     return found
+
+
+OBJECT_ID = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")  # SHA-1 or SHA-256
 
 
 def _commit_named(repo: Repo, expr: str, found: str) -> tuple[str, str, str]:

@@ -88,8 +88,8 @@ def test_a_branch_named_like_a_short_sha_is_taken_as_git_takes_it_and_said(repo)
 
 
 def test_a_name_both_a_tag_and_a_branch_is_taken_as_git_takes_it_and_said(repo):
-    """git's order of refs (gitrevisions(7)): refs/tags/NAME before refs/heads/NAME. The
-    name is read by the run's `git cat-file`, whose warning is said all the same."""
+    """git's order of refs (gitrevisions(7)): refs/tags/NAME before refs/heads/NAME, and
+    git's warning said."""
     fixture, shas, _ = repo
     fixture.git("tag", "both", shas["first"])
     fixture.git("branch", "both", shas["comment"])
@@ -105,7 +105,11 @@ def test_a_name_both_a_tag_and_a_branch_is_taken_as_git_takes_it_and_said(repo):
 
 @pytest.mark.parametrize(
     ("form", "words"),
-    [("HEAD^{tree}", "names a tree"), (":/no commit says this", "unknown revision")],
+    [
+        ("HEAD^{tree}", "names a tree"),
+        (":/no commit says this", "unknown revision"),
+        ("^HEAD", "names no single commit"),
+    ],
 )
 def test_a_form_that_names_no_commit_is_one_line(repo, form, words):
     done = diff(repo, form, "HEAD")

@@ -99,3 +99,22 @@ def test_a_revision_resolves_to_what_git_log_shows_either_way(repo):
     for expr, sha in ((plain, plain), (encoded, encoded), ("peeled", plain)):
         revision = gitio.resolve(opened, expr)
         assert (revision.sha, revision.date, revision.subject) == (sha, *shown(repo, sha))
+
+
+def test_a_subject_is_read_as_written_whatever_encoding_git_is_told_to_show(tmp_path):
+    """A user's `i18n.logOutputEncoding` would have `git log` re-encode what it shows:
+    harness reads text as UTF-8, so git is told to show UTF-8, and a subject reads as it
+    was written whether it is read from the object or asked of git (an `encoding`
+    header)."""
+    FixtureRepo(tmp_path).commit("first", {"a.txt": "a\n"})
+    git(tmp_path, "config", "i18n.logOutputEncoding", "ISO-8859-1")
+    utf8 = write(tmp_path, raw_commit(1_700_000_000, ("+", 1, 0), "café ünï\n"))
+    latin1 = write(
+        tmp_path,
+        raw_commit(1_700_000_000, ("+", 1, 0), "café ünï\n", "encoding ISO-8859-1\n")
+        .decode()
+        .encode("latin-1"),
+    )
+    opened = gitio.open_repo(str(tmp_path))
+    for sha in (utf8, latin1):
+        assert gitio.resolve(opened, sha).subject == "café ünï"
