@@ -188,6 +188,8 @@ def _commit_named(repo: Repo, expr: str, found: str) -> tuple[str, str, str]:
         try:
             kind = repo.git.cat_file("-t", found)
         except GitError:
+            kind = ""
+        if kind in ("", "commit"):  # none git can read, or a commit it cannot parse
             said = exc.reason or _unreadable_object(repo, found)
             raise HarnessError(_unknown(repo, expr, found, said)) from None
         raise HarnessError(

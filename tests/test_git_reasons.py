@@ -85,6 +85,19 @@ def test_a_corrupt_commit_is_named_as_git_names_it(tmp_path):
     assert "unknown revision" not in line
 
 
+def test_a_commit_git_cannot_parse_is_named_with_gits_reason(tmp_path):
+    """An object of type commit whose text is no commit (`hash-object --literally`): git
+    has it and cannot read it. It was called "a commit, not a commit"."""
+    repo, _ = two_commits(tmp_path / "repo")
+    bogus = subprocess.run(["git", "hash-object", "-t", "commit", "-w", "--literally",
+                            "--stdin"], cwd=repo, input="no header\n", check=True,
+                           capture_output=True, text=True).stdout.strip()  # fmt: skip
+    line = one_line(repo, bogus, "HEAD")
+    said = git_says(repo, "log", "-1", bogus)
+    assert said and said[0] in line and "git fsck" in line
+    assert "not a commit" not in line
+
+
 def test_a_corrupt_file_is_named_with_gits_reason(tmp_path):
     repo, shas = two_commits(tmp_path / "repo")
     blob = subprocess.run(["git", "rev-parse", f"{shas[1]}:{PATH}"], cwd=repo, check=True,
