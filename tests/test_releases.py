@@ -267,3 +267,21 @@ def test_a_matrix_is_inferred_from_a_release_with_no_repository(index, tmp_path,
     axes = yaml.safe_load(out.read_text())["axes"]
     assert axes["attention_backend"] == [None, "fa4", "other"]
     assert "full" in axes["prefill_cuda_graph"]  # 0.3.0 holds #30835's clause
+
+
+def test_a_releases_passes_are_its_own_in_a_repository_or_none(index, history, tmp_path,
+                                                               monkeypatch):  # fmt: skip
+    """`passes pypi:...` lists the release's passes, as its commit has them: they were the
+    working tree's in a repository (a silent wrong answer), and a traceback outside one."""
+
+    def passes(*argv: str) -> list:
+        result = run_cli("passes", *argv, "--format", "json")
+        assert result.code in (0, 1), result.err
+        return json.loads(result.out)["passes"]
+
+    release = ("pypi:sglang==0.2.0", "--index-url", index.url, "--no-cache")
+    by_git = passes("#30835^", "--repo", history.repo(), "--no-cache")
+    assert by_git != passes("HEAD", "--repo", history.repo(), "--no-cache")  # it can tell
+    assert passes(*release, "--repo", history.repo()) == by_git
+    monkeypatch.chdir(tmp_path)  # no repository here
+    assert passes(*release) == by_git

@@ -43,7 +43,7 @@ def passes_at(versions: Versions, revision: gitio.Revision) -> list[PassReport]:
     """Every pass registered at `revision`, with what stands between it and an evaluation
     under the matrix of `versions`."""
     matrix = versions.matrix
-    files = versions.files(revision.sha)
+    files = versions.files_at(revision)
     try:
         found = versions.front.surveys(files)
     except (Absent, Unevaluable) as exc:
