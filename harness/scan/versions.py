@@ -120,8 +120,9 @@ class Versions:
             yield
         self.stream = None
 
-    def files(self, sha: str | None, reader: gitio.FilesAt | None = None) -> RevisionFiles:
-        """The files of a commit (None: the working tree), as extraction reads them."""
+    def files(self, sha: str, reader: gitio.FilesAt | None = None) -> RevisionFiles:
+        """The files of a commit, as extraction reads them (a revision's, whatever its kind:
+        `files_at`)."""
         reader = reader or gitio.FilesAt(self.repo, sha)
         target = self.matrix.target
         return RevisionFiles(reader.read, target.path, target.roots, reader.ident, reader.edit)
