@@ -23,7 +23,7 @@ from __future__ import annotations
 import re
 from datetime import datetime, timedelta, timezone
 
-GIT_SPACE = " \t\r\n"
+GIT_SPACE = b" \t\r\n"
 COMMITTER = re.compile(rb"committer .*> (\d{1,12}) ([+-])(\d\d)(\d\d)")
 
 
@@ -60,14 +60,11 @@ def _iso_date(line: bytes) -> str | None:
 
 def subject(message: bytes) -> bytes:
     """The first paragraph of `message`, one line (git's `format_subject`)."""
-    lines = message.split(b"\n")
-    at = 0
-    while at < len(lines) and not lines[at].rstrip(GIT_SPACE.encode()):
-        at += 1
-    kept = []
-    for line in lines[at:]:
-        line = line.rstrip(GIT_SPACE.encode())
-        if not line:
+    kept: list[bytes] = []
+    for line in message.split(b"\n"):
+        line = line.rstrip(GIT_SPACE)
+        if line:
+            kept.append(line)
+        elif kept:  # the paragraph's end (blank lines before it are skipped)
             break
-        kept.append(line)
     return b" ".join(kept)

@@ -147,6 +147,9 @@ def resolve(repo: Repo, expr: str, lookup: PRLookup | None = None) -> Revision:
     return CommitRevision(expr, sha, subject, date)
 
 
+OBJECT_ID = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")  # SHA-1 or SHA-256
+
+
 def _object_named(repo: Repo, expr: str, spelled: str) -> str:
     """The object `spelled` names, read as `git rev-parse` reads it (`:/text`, `@{-1}`,
     `tag^{commit}`, ...). git's warning that a name is ambiguous (a branch named like a
@@ -168,9 +171,6 @@ def _object_named(repo: Repo, expr: str, spelled: str) -> str:
                   "in full (refs/heads/NAME, refs/tags/NAME) or give more digits of the sha",
                   file=sys.stderr)  # fmt: skip
     return found
-
-
-OBJECT_ID = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")  # SHA-1 or SHA-256
 
 
 def _commit_named(repo: Repo, expr: str, found: str) -> tuple[str, str, str]:

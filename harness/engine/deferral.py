@@ -18,7 +18,7 @@ from typing import Any, NamedTuple
 
 from harness.closure.extract import Closure
 from harness.closure.inert import inert
-from harness.closure.names import SCOPES, bound_by
+from harness.closure.names import SCOPES, annotations_of, bound_by
 from harness.closure.resolve import placed_node
 from harness.engine.policy import (
     ALLOWED_BUILTINS,
@@ -285,9 +285,7 @@ def _constant(value: ast.expr) -> bool:
 def _plain_function(node: ast.FunctionDef | ast.AsyncFunctionDef, postponed: bool) -> bool:
     arguments = node.args
     defaults = [*arguments.defaults, *(d for d in arguments.kw_defaults if d is not None)]
-    every = [*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs,
-             *filter(None, (arguments.vararg, arguments.kwarg))]  # fmt: skip
-    noted = node.returns is not None or any(a.annotation is not None for a in every)
+    noted = bool(annotations_of(node))
     typed = bool(getattr(node, "type_params", ()))  # `def f[T]()`: made as it is defined
     return (not node.decorator_list and all(isinstance(d, ast.Constant) for d in defaults)
             and (postponed or not noted) and not typed)  # fmt: skip
