@@ -238,6 +238,61 @@ class Getenv(Spec):
         return lambda probe: function
 
 
+# what `default.lower()` may be asked of in the world's get_bool_env_var: Python's own types,
+# whose `lower` (or its absence: an AttributeError) runs no code of the repository
+LOWERED = frozenset({str, bytes, type(None), int, float, bool})
+TRUTHY = ("true", "1")
+DEFAULT_FIX = "give get_bool_env_var's default as a plain string, as SGLang's callers do"
+
+
+@dataclasses.dataclass(frozen=True)
+class BoolVariable(Spec):
+    """SGLang's `get_bool_env_var(name, default="false")` (utils/common.py, the same text
+    0.5.10 to 0.5.23): the variable, or `default` when unset, lower-cased, true where it
+    reads "true" or "1". What it logs of another value, once a name, is a log only."""
+
+    def compile(self, ctx: Context) -> Resolver:
+        probe, value = ctx.probe, _reader(ctx)
+
+        def get_bool_env_var(name: Any, default: Any = "false") -> bool:
+            found = value(name)
+            text = default if found is None else found
+            if type(text) not in LOWERED:  # its own `lower` would be the repository's code
+                kind = type(text).__name__
+                raise probe.refuse(f"get_bool_env_var({name!r}, a {kind})", DEFAULT_FIX)
+            return text.lower() in TRUTHY  # Python's AttributeError for None or a number
+
+        function = world_function("get_bool_env_var", get_bool_env_var, probe)
+        return lambda probe: function
+
+
+@dataclasses.dataclass(frozen=True)
+class IntVariable(Spec):
+    """SGLang's `get_int_env_var(name, default=0)`: the variable as an int, `default` when
+    it is unset or not an int (a blank one is not: SGLang's test for it gives the same)."""
+
+    def compile(self, ctx: Context) -> Resolver:
+        value = _reader(ctx)
+
+        def get_int_env_var(name: Any, default: Any = 0) -> Any:
+            found = value(name)
+            if found is None:
+                return default
+            try:
+                return int(found)
+            except ValueError:
+                return default
+
+        function = world_function("get_int_env_var", get_int_env_var, ctx.probe)
+        return lambda probe: function
+
+
+def helpers() -> dict[str, Spec]:
+    """SGLang's helpers reading one variable by name (`from sglang.srt.utils import
+    get_bool_env_var`), each read as `os.getenv` reads it."""
+    return {"get_bool_env_var": BoolVariable(), "get_int_env_var": IntVariable()}
+
+
 def names(**more: Spec) -> dict[str, Spec]:
     """The world's `os` (after `import os`): `environ` and `getenv`, and `more` (a world's
     `path`), nothing else."""

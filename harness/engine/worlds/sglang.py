@@ -225,6 +225,11 @@ def get_device_capability(device_id: int = 0) -> None:
     machine is the platform's, so the answer is the same for each)."""
 
 
+def get_device_name(device_id: int = 0) -> None:
+    """SGLang's `get_device_name(device_id=0)` (utils/common.py, 0.5.10 on), as a call binds
+    its arguments (the name torch gives the cell's GPU, the same for each device)."""
+
+
 def _takes_nothing(name: str) -> Callable[[], None] | None:
     """The parameters of SGLang's helper `name` when it has none (see TAKES_NOTHING)."""
     return no_parameters(name) if name in TAKES_NOTHING else None
@@ -438,6 +443,11 @@ def _names() -> dict[str, Spec]:
         "get_device_capability": Call(
             Map(Param("platform"), capability), parameters=get_device_capability
         ),
+        "get_device_name": Call(
+            field_param("platform.gpu_name", "get_device_name()"),
+            label="get_device_name()",
+            parameters=get_device_name,
+        ),
         "get_device_sm": Call(
             Map(Param("platform"), _device_sm), parameters=no_parameters("get_device_sm")
         ),
@@ -448,6 +458,7 @@ def _names() -> dict[str, Spec]:
     names.update(caching.names())
     names.update(copying.names())
     names.update(environ.names(path=checkpoint.path()))
+    names.update(environ.helpers())
     names.update(checkpoint.names())
     names.update(checkpoint.hub())
     for helper, flag in HELPERS.items():

@@ -1,0 +1,178 @@
+"""SGLang's helpers of the machine that older resolutions call by name, answered by the
+sglang world: `get_bool_env_var(name, default)` and `get_int_env_var(name, default)`
+read the variable as `os.getenv` does, and `get_device_name()` is the field
+`platform.gpu_name` (0.5.10's `__post_init__` calls all three).
+
+The fixture writes the helpers in `sglang/srt/utils/common.py`, shaped as SGLang's and in
+our own words; the expected outcome of each cell comes from importing the files in plain
+Python in a process holding the cell's variables (and a torch naming the GPU), never
+from harness.
+"""
+
+from __future__ import annotations
+
+import sys
+import types
+from pathlib import Path
+
+import pytest
+
+from tests.test_entry import PKG, cells, harness_outcomes, imported
+from tests.test_entry_class import FILES, commit_files, diff_note
+
+COMMON = '''\
+"""Helpers shared across the server."""
+
+import logging
+import os
+
+logger = logging.getLogger(__name__)
+
+_reported = set()
+
+
+def get_bool_env_var(name: str, default: str = "false") -> bool:
+    value = os.getenv(name, default)
+    value = value.lower()
+
+    if value not in ("true", "1") and value not in ("false", "0"):
+        if name not in _reported:
+            logger.warning(f"{name}={value} is neither true nor false: read as false")
+        _reported.add(name)
+
+    return value in ("true", "1")
+
+
+def get_int_env_var(name: str, default: int = 0) -> int:
+    value = os.getenv(name)
+    if value is None or not value.strip():
+        return default
+    try:
+        return int(value)
+    except ValueError:
+        return default
+
+
+def get_device_name(device_id: int = 0) -> str:
+    import torch
+
+    return torch.cuda.get_device_name(device_id)
+'''
+UTILS = '"""Utilities."""\n\nfrom sglang.srt.utils.common import *  # noqa: F403\n'
+PIPELINE = '''\
+"""Resolution reading the machine through SGLang's helpers."""
+
+from sglang.srt.utils import get_bool_env_var, get_device_name, get_int_env_var
+
+
+{prefix}def run_resolution_pipeline(server_args):
+    if get_bool_env_var("SGLANG_USE_TRITON"):
+        server_args.attention_backend = "triton"
+    if server_args.page_size is None:
+        server_args.page_size = get_int_env_var("SGLANG_PAGES", 16)
+    name = get_device_name()
+    if name and "H20" in name and "H200" not in name:
+        server_args.attention_backend = "flashinfer"
+{more}'''
+AXES = {
+    "SGLANG_USE_TRITON": [None, "1", "TRUE", "yes", "0"],
+    "SGLANG_PAGES": [None, "", " 8 ", "x", "32"],
+    "page_size": [None, 1],
+}
+OUTPUTS = ("attention_backend", "page_size")
+MATRIX = (
+    f"name: helpers\ntarget:\n  path: {PKG}/pipeline.py\n  entry: run_resolution_pipeline\n"
+    "  output: [attention_backend, page_size]\nworld: sglang\naxes:\n"
+    "  SGLANG_USE_TRITON: [null, '1', 'TRUE', 'yes', '0']\n"
+    "  SGLANG_PAGES: [null, '', ' 8 ', x, '32']\n  page_size: [null, 1]\n"
+    "fields:\n  platform.gpu_name: {gpu}\n"
+)
+
+
+def commit(
+    tmp_path: Path, more: str = "", gpu: str = "NVIDIA H20", prefix: str = ""
+) -> tuple[Path, str, Path]:
+    files = {**FILES, "python/sglang/srt/utils/__init__.py": UTILS,
+             "python/sglang/srt/utils/common.py": COMMON,
+             f"{PKG}/pipeline.py": PIPELINE.format(more=more, prefix=prefix)}  # fmt: skip
+    root, sha, matrix = commit_files(tmp_path, files)
+    matrix.write_text(MATRIX.format(gpu=gpu))
+    return root, sha, matrix
+
+
+def torch_naming(gpu: str) -> types.ModuleType:
+    torch = types.ModuleType("torch")
+    torch.cuda = types.SimpleNamespace(get_device_name=lambda device_id=0: gpu)
+    return torch
+
+
+def plain(root: Path, monkeypatch, gpu: str) -> list:
+    """Per cell, what the files at `root` resolve in plain Python, in a process whose
+    environment holds the cell's variables, on a GPU torch names `gpu`."""
+    found = []
+    saved = sys.modules.get("torch")
+    for cell in cells(AXES):
+        with monkeypatch.context() as patch:
+            for name in ("SGLANG_USE_TRITON", "SGLANG_PAGES"):
+                if cell[name] is None:
+                    patch.delenv(name, raising=False)
+                else:
+                    patch.setenv(name, cell[name])
+            stubs = {"torch": torch_naming(gpu)}
+            with imported(root, "sm90", stubs) as (configuration, run):
+                server_args = configuration(page_size=cell["page_size"])
+                try:
+                    run(server_args)
+                except Exception as exc:  # every error is an outcome, as the harness has it
+                    found.append(("error", f"{type(exc).__name__}: {exc}"))
+                    continue
+        found.append((server_args.attention_backend, server_args.page_size))
+    sys.modules.pop("torch", None)
+    if saved is not None:
+        sys.modules["torch"] = saved
+    return found
+
+
+CASES = {
+    "plain": "",
+    "default-true": '    server_args.page_size += get_bool_env_var("SGLANG_USE_TRITON", "True")\n',
+    "default-keyword": (
+        '    server_args.page_size += get_int_env_var(name="SGLANG_PAGES", default=5)\n'
+    ),
+    "default-none": '    server_args.page_size += get_bool_env_var("SGLANG_USE_TRITON", None)\n',
+    "default-number": '    server_args.page_size += get_bool_env_var("SGLANG_USE_TRITON", 1)\n',
+    "name-not-str": "    server_args.page_size += get_bool_env_var(3)\n",
+    "int-none": '    server_args.page_size = get_int_env_var("SGLANG_PAGES", None)\n',
+    "too-many": "    server_args.page_size = len(get_device_name(0, 1))\n",
+}
+
+
+@pytest.mark.parametrize("gpu", ["NVIDIA H20", "NVIDIA H200"])
+@pytest.mark.parametrize("more", list(CASES.values()), ids=list(CASES))
+def test_the_helpers_read_the_cells_machine_as_sglangs_do(tmp_path, monkeypatch, more, gpu):
+    root, sha, matrix = commit(tmp_path, more, gpu)
+    expected = plain(tmp_path / "tree", monkeypatch, gpu)
+    assert harness_outcomes(root, sha, matrix, outputs=OUTPUTS) == expected
+    if not more:  # from the helpers' rules: " 8 " is 8, "x" and "" the default 16
+        pages = {16, 8, 32, 1}
+        backends = ("flashinfer",) if gpu == "NVIDIA H20" else (None, "triton")
+        assert set(expected) == {(b, p) for b in backends for p in pages}
+
+
+def test_what_the_helpers_cannot_answer_is_refused(tmp_path):
+    """A variable the matrix does not name (strict, as `os.getenv`), a default whose own
+    `lower` is the repository's code, and a GPU name no field gives: exit 4, naming it."""
+    mine = "class Text(str):\n    def lower(self):\n        return 'true'\n\n\n"
+    cases = [
+        ('    get_bool_env_var("SGLANG_OTHER")\n', "", "os.environ['SGLANG_OTHER']"),
+        ('    get_int_env_var("SGLANG_OTHER", 3)\n', "", "os.environ['SGLANG_OTHER']"),
+        ('    get_bool_env_var("SGLANG_USE_TRITON", Text("x"))\n', mine,
+         "get_bool_env_var('SGLANG_USE_TRITON', a Text)"),
+    ]  # fmt: skip
+    for n, (more, prefix, what) in enumerate(cases):
+        code, note = diff_note(*commit(tmp_path / str(n), more, prefix=prefix))
+        assert code == 4 and what in note, (what, code, note)
+    root, sha, matrix = commit(tmp_path / "gpu")
+    matrix.write_text(matrix.read_text().replace("fields:\n  platform.gpu_name: NVIDIA H20\n", ""))
+    code, note = diff_note(root, sha, matrix)
+    assert code == 4 and "platform.gpu_name" in note and "get_device_name()" in note, note
