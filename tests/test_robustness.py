@@ -327,6 +327,26 @@ def test_a_snapshot_that_cannot_be_written_leaves_the_old_baseline_whole(history
     assert [p.name for p in tmp_path.iterdir()] == ["baseline.json"]  # no temporary left
 
 
+@pytest.mark.parametrize("broken", ["def target(view)\n", "def other(view):\n    return {}\n"])
+def test_a_snapshot_of_a_revision_that_cannot_be_evaluated_writes_nothing_and_exits_4(
+    tmp_path, broken
+):
+    """A baseline records what a revision does; where it does nothing that can be read
+    (a syntax error; no target function), the snapshot says why, exit 4, and the baseline
+    kept from before is left as it was."""
+    shas = commit_versions(tmp_path / "repo", [BASE.format(marker=""), broken])
+    matrix, baseline = tmp_path / "m.yaml", tmp_path / "baseline.json"
+    matrix.write_text(MATRIX)
+    common = ("--repo", str(tmp_path / "repo"), "--matrix", str(matrix), "--no-cache")
+    assert run_cli("snapshot", shas[0], "-o", str(baseline), *common).code == 0
+    before = baseline.read_bytes()
+    done = run_cli("snapshot", shas[1], "-o", str(baseline), *common)
+    (line,) = done.err.strip().splitlines()
+    assert done.code == 4 and line.startswith("harness: cannot tell: ") and done.out == ""
+    assert "nothing written" in line and ("syntax error in" in line or "no top-level function target" in line), line
+    assert baseline.read_bytes() == before
+
+
 def test_an_output_file_is_written_whole_with_the_rest(history, tmp_path):
     summary, sample = tmp_path / "summary.md", tmp_path / "comment.json"
     result = run_cli("diff", "#30835^", "#30835", "--repo", history.repo(), "--format", "github",

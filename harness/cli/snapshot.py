@@ -6,6 +6,7 @@ import argparse
 
 from harness.cli.options import add_command, add_evaluation_options, set_up
 from harness.cli.progress import progress
+from harness.errors import CannotTell
 
 HELP = """\
 Write the outcome table of the matrix's target at REV (default HEAD; a
@@ -16,7 +17,10 @@ with it:
 
   harness snapshot HEAD -o tests/override-baseline.json
   pytest --override-matrix sglang-fa4-page-size \\
-         --override-baseline tests/override-baseline.json"""
+         --override-baseline tests/override-baseline.json
+
+Exit status: 0 written, 2 error, 4 cannot tell: the target cannot be
+evaluated at REV (or is absent there), and nothing is written."""
 
 
 def register(commands: argparse._SubParsersAction) -> None:
@@ -34,6 +38,8 @@ def run(args: argparse.Namespace) -> int:
         session = set_up(args)
         revision = session.resolve(args.rev)
         bar.stage(f"snapshot: evaluating {revision.label}")
-        table = session.versions().at(revision).table
-    baseline.snapshot(session.matrix, revision, table, args.output)
+        state = session.versions().at(revision)
+    if not state.evaluable:  # a baseline of no outcome compares nothing: say so, write none
+        raise CannotTell(f"{revision.label}: nothing written: {state.reason}")
+    baseline.snapshot(session.matrix, revision, state.table, args.output)
     return 0
