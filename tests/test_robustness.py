@@ -343,7 +343,9 @@ def test_a_snapshot_of_a_revision_that_cannot_be_evaluated_writes_nothing_and_ex
     done = run_cli("snapshot", shas[1], "-o", str(baseline), *common)
     (line,) = done.err.strip().splitlines()
     assert done.code == 4 and line.startswith("harness: cannot tell: ") and done.out == ""
-    assert "nothing written" in line and ("syntax error in" in line or "no top-level function target" in line), line
+    assert "nothing written" in line and (
+        "syntax error in" in line or "no top-level function target" in line
+    ), line
     assert baseline.read_bytes() == before
 
 
