@@ -89,6 +89,12 @@ class Closure:
     entry: bool = False  # an entry point's: what nothing binds is refused where reached
     method_kinds: tuple[tuple[str, str], ...] = ()  # (view method, how its class binds it)
 
+    @property
+    def entry_method(self) -> bool:
+        """An entry that is a method of the configuration's class (`ServerArgs.__post_init__`,
+        its outcome the fields it leaves), not a function (`run_resolution_pipeline`)."""
+        return self.entry and self.function.startswith(METHOD_PREFIX)
+
     def use_line(self, name: str) -> str:
         """`file:line` where the closure first reads `name`."""
         for part in self.parts:

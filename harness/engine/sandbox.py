@@ -48,6 +48,7 @@ from harness.engine.world import (
     DELETED,
     INTERNAL_WRITE,
     LOADING,
+    METHOD_ENTRY,
     READ,
     TYPE_FIX,
     Bound,
@@ -269,7 +270,7 @@ class _Loader:
         self.module = module_maker(bound.probe, roots, tops)
         name = handed_type(bound)
         self.viewer = method_viewer(bound.probe, name) if closure.methods else None
-        self.recorder = _recorder(bound, closure.defaults.fields)
+        self.recorder = _recorder(bound, closure.defaults.fields, closure.entry_method)
         self.world, self.refresh = fresh_names(bound.names)
         self.spaces: dict[str, dict[str, Any]] = {}
         self.importers: dict[str, dict[str, Any]] = {}  # each file's namespace, before it runs
@@ -298,11 +299,14 @@ class _Loader:
             return function
         # an entry function's result as the world reads it; a method's (`__post_init__`)
         # is the object's fields, as constructing the configuration leaves them
-        target = self.bound.ctx.matrix.target
-        project = self.bound.ctx.world.project if target.entry and not target.entry_method else None
+        outputs, probe = self.bound.ctx.matrix.target.outputs, self.bound.probe
+        stash_read = closure.entry and not closure.entry_method
+        project = self.bound.ctx.world.project if stash_read else None
         if project is not None:
-            project = functools.partial(project, self.bound.probe, closure.defaults, target.outputs)
-        return _recording(function, self.recorder, entry=closure.entry, project=project)
+            project = functools.partial(project, probe, closure.defaults, outputs)
+        begin = _marking(probe, METHOD_ENTRY) if closure.entry_method else None
+        return _recording(function, self.recorder, entry=closure.entry, project=project,
+                          begin=begin)  # fmt: skip
 
     def _load_files(self) -> None:
         """Run each file's module-level code in its own namespace, in load order: a file's
@@ -376,7 +380,7 @@ def _refusing(label: str, why: str, bound: Bound) -> Any:
 
 
 def _recorder(
-    bound: Bound, fields: Collection[str] = ()
+    bound: Bound, fields: Collection[str] = (), method: bool = False
 ) -> Callable[[Any, dict[str, Any]], Any] | None:
     """The overlay a call's view is seen through when the world declares what code assigns
     to the view (`World.view_writes`), or the target is an entry point (`entry:`, which
@@ -398,7 +402,7 @@ def _recorder(
             raise AttributeError(f"{name!r} object has no attribute {attr!r}")
         return getattr(inner, attr)
 
-    frozen = world.frozen_by if bound.ctx.matrix.target.entry_method else None
+    frozen = world.frozen_by if method else None
     guard = None if frozen is None else _frozen(bound.probe, frozen)
     answer = escaping(bound.probe) if world.snapshot is not None else None
     return overlay_maker("view", bound.probe, answer=answer, otherwise=read, name=name,
@@ -456,9 +460,20 @@ def configuration_type(bound: Bound, kinds: list[type]) -> Callable[[Any], Any] 
     return configuration
 
 
+def _marking(probe: Probe, flag: str) -> Callable[[], None]:
+    """What sets `flag` in the world's state of each call (`Probe.call`, made anew as a
+    call starts)."""
+
+    def mark() -> None:
+        probe.call[flag] = True
+
+    return mark
+
+
 def _recording(
     function: Callable[..., Any], recorder: Callable[[Any, dict[str, Any]], Any],
     entry: bool = False, project: Callable[[dict[str, Any], Any], dict[str, Any]] | None = None,
+    begin: Callable[[], Any] | None = None,
 ) -> Callable[..., Any]:  # fmt: skip
     """`function`, called with the view seen through `recorder`: each call's writes are
     its own (a fresh overlay), read back after they are made (never the input: no axis
@@ -466,10 +481,12 @@ def _recording(
     `return config`, declares the writes alone). An entry point's return value is not
     read (SGLang's callers drop it): its writes alone are its outcome, as `project`
     reads them where given (the world's: declarations kept apart from the fields, read
-    with the configuration as it was handed)."""
+    with the configuration as it was handed). `begin`, if given, runs first in each call."""
 
     @functools.wraps(function)
     def call(view: Any) -> Any:
+        if begin is not None:
+            begin()
         written: dict[str, Any] = {}
         seen = recorder(view, written)
         result = function(seen)

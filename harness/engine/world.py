@@ -39,6 +39,11 @@ Resolver = Callable[["Probe"], Any]
 READ, ASSIGNED, DELETED, MADE = "read", "assigned", "deleted", "made"  # what the code did
 INTERNAL_WRITE = "internal write"  # in `Probe.call` while the world writes a configuration
 LOADING = "loading"  # in `Probe.call` while the project's modules load (not a call)
+# in `Probe.call` for a call of an entry that is a method of the configuration's class
+# (0.5.18's `ServerArgs.__post_init__`, whose `materialize_declarations` applies the stash
+# itself, after which a pass writes through and `ServerArgs.__setattr__` refuses fields);
+# from 0.5.19 the entry is `run_resolution_pipeline`, whose passes never write the fields
+METHOD_ENTRY = "method entry"
 
 
 def for_project(fix: str, project: str) -> str:

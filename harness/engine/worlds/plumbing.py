@@ -44,6 +44,7 @@ from harness.engine.snapshots import Snapshot
 from harness.engine.world import (
     ASSIGNED,
     INTERNAL_WRITE,
+    METHOD_ENTRY,
     Context,
     Probe,
     Resolver,
@@ -244,7 +245,7 @@ def run_post_process_pass(ctx: Context, check: Callable[..., Any]) -> Callable[.
     it returns (a dict, else SGLang's TypeError) appended to the stash and checked, and
     written to the fields too once the stash is on them (after 0.5.18's
     `materialize_declarations`)."""
-    probe, snapshot, through = ctx.probe, views(ctx).snapshot, materializes(ctx)
+    probe, snapshot = ctx.probe, views(ctx).snapshot
 
     def answer(server_args: Any, fn: Any) -> None:
         declared = fn(snapshot(server_args))
@@ -257,6 +258,7 @@ def run_post_process_pass(ctx: Context, check: Callable[..., Any]) -> Callable[.
         entry = (name_reader(probe.refuse)(fn, "__qualname__"), dict(declared))
         _stash(probe, "run_post_process_pass", server_args, entry)
         check(server_args, [entry])
+        through = probe.call.get(METHOD_ENTRY)  # (see `METHOD_ENTRY`)
         if through and getattr(server_args, MATERIALIZED, False):  # `_apply_fields(...)`
             pairs = list(declared.items())  # (its own code: before the guard is lifted)
             probe.call[INTERNAL_WRITE] = True
@@ -267,15 +269,6 @@ def run_post_process_pass(ctx: Context, check: Callable[..., Any]) -> Callable[.
                 probe.call.pop(INTERNAL_WRITE, None)
 
     return answer
-
-
-def materializes(ctx: Context) -> bool:
-    """Whether the entry applies its stash to the fields itself: a method of the
-    configuration's class (0.5.18's `ServerArgs.__post_init__`, whose
-    `materialize_declarations` sets `_declarations_materialized`, after which a pass
-    writes through and `ServerArgs.__setattr__` refuses fields); from 0.5.19 the entry
-    is `run_resolution_pipeline`, whose passes never write the fields."""
-    return ctx.matrix.target.entry_method
 
 
 def declare_resolution(ctx: Context, check: Callable[..., Any],
