@@ -65,9 +65,11 @@ class Revision(Protocol):
     def label(self) -> str:
         """How messages name it: the expression, and the commit when they differ."""
 
-    def files(self, repo: Repo | None, target: str) -> Files:
-        """What reads its files, for a matrix whose target is the file `target` (a release
-        finds its layout from it; `repo`: the run's repository, which a release ignores)."""
+    def files(self, repo: Repo | None, target: str, also: tuple[str, ...] = ()) -> Files:
+        """What reads its files, for a matrix whose target is the file `target`, or one of
+        `also` where there is no `target` (an entry's `otherwise:`): a release finds its
+        layout from the first it holds; `repo`: the run's repository, which a release
+        ignores."""
 
 
 @dataclass(frozen=True)
@@ -88,7 +90,7 @@ class CommitRevision:
     def label(self) -> str:
         return self.short if self.sha.startswith(self.expr) else f"{self.expr} ({self.short})"
 
-    def files(self, repo: Repo | None, target: str) -> FilesAt:
+    def files(self, repo: Repo | None, target: str, also: tuple[str, ...] = ()) -> FilesAt:
         return FilesAt(repo, self.sha)
 
 
@@ -110,7 +112,7 @@ class WorkingTree:
     def label(self) -> str:
         return "the working tree"
 
-    def files(self, repo: Repo | None, target: str) -> FilesAt:
+    def files(self, repo: Repo | None, target: str, also: tuple[str, ...] = ()) -> FilesAt:
         return FilesAt(repo, None)
 
 

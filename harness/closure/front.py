@@ -85,13 +85,31 @@ class Extractor:
             return pipeline(self.sources, files, passes, names, hint, self.view)
         if target.pipeline:
             return pipeline(self.sources, files, target.passes, names, hint, self.view)
+        if target.entry:
+            return self._entry(files)
         (function,) = target.passes
-        if target.entry and self.facts.class_name is not None:  # the world's, in an entry
-            names = frozenset(names) | {self.facts.class_name}
         return extract_closure(
             self.sources, files, function, names, hint, self.view, self.matrix.bindings,
-            facts=self.facts, defer=target.entry,
+            facts=self.facts,
         )  # fmt: skip
+
+    def _entry(self, files: RevisionFiles) -> Closure:
+        """The closure of the first of the target's entries the revision defines (the entry,
+        then each of `otherwise:`); raises Absent naming what each lacks."""
+        names, hint = frozenset(self.names), self.matrix.edit_hint
+        if self.facts.class_name is not None:  # the world's, in an entry
+            names |= {self.facts.class_name}
+        lacking = []
+        for choice in self.matrix.target.alternatives:
+            with files.targeting(choice.path):
+                try:
+                    return extract_closure(
+                        self.sources, files, choice.passes[0], names, hint, self.view,
+                        self.matrix.bindings, facts=self.facts, defer=True,
+                    )  # fmt: skip
+                except Absent as exc:
+                    lacking.append(str(exc))
+        raise Absent("; ".join(lacking))
 
     def texts_memo(
         self, name: str, files: RevisionFiles, compute: Callable[[RevisionFiles], T]

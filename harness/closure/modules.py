@@ -10,7 +10,8 @@ target path, then the repository root. Files are read lazily and once.
 from __future__ import annotations
 
 import posixpath
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 Reader = Callable[[str], "str | None"]  # repository path -> text (None: no such file)
@@ -38,6 +39,17 @@ class RevisionFiles:
     def of(cls, files: dict[str, str], target: str, roots: tuple[str, ...] = ()) -> RevisionFiles:
         """Files held in memory (tests, and callers that already read them)."""
         return cls(files.get, target, roots)
+
+    @contextmanager
+    def targeting(self, path: str) -> Iterator[None]:
+        """These files, read for another target file (an entry's `otherwise:`) while the
+        block runs: roots are found from it, and it leads what was read (the first
+        target stays among the paths read)."""
+        first, self.target = self.target, path
+        try:
+            yield
+        finally:
+            self.target = first
 
     def read(self, path: str) -> str | None:
         if path not in self._texts:

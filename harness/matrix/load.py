@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +28,7 @@ from harness.matrix.write import is_axis_name
 TOP_KEYS = {"name", "description", "target", "world", "axes", "fields", "bindings"}
 
 
-TARGET_KEYS = {"path", "function", "passes", "entry", "output", "roots", "guards"}
+TARGET_KEYS = {"path", "function", "passes", "entry", "output", "roots", "guards", "otherwise"}
 KINDS = ("function", "passes", "entry")  # what a target names: exactly one of them
 
 
@@ -131,12 +132,13 @@ def _parse_target(check: _Checker, raw: Any) -> Target:
             "target", "needs one of function: NAME, passes: [NAME, ...] or entry: NAME "
             "(the function that resolves the whole configuration)",
         )  # fmt: skip
+    if "otherwise" in data and "entry" not in data:
+        check.fail("target.otherwise", "names the entries run where `entry:` is not defined: "
+                   "use it with entry: NAME")  # fmt: skip
     if "entry" in data:
-        name = check.string(data["entry"], "target.entry")
-        parts = name.split(".")
-        if len(parts) > 2 or not all(part.isidentifier() for part in parts):
-            check.fail("target.entry", f"{name!r} is not a function name (or Class.method)")
-        return _target(check, data, (name,), entry=True)
+        name = _entry_name(check, data["entry"], "target.entry")
+        otherwise = _otherwise(check, data["otherwise"]) if "otherwise" in data else ()
+        return replace(_target(check, data, (name,), entry=True), otherwise=otherwise)
     if "function" in data:
         passes = (check.string(data["function"], "target.function"),)
     elif data["passes"] in ("all", "run-order"):
@@ -153,6 +155,32 @@ def _parse_target(check: _Checker, raw: Any) -> Target:
         if not name.isidentifier():
             check.fail(f"target.passes[{n}]", f"{name!r} is not a function name")
     return _target(check, data, passes)
+
+
+def _entry_name(check: _Checker, raw: Any, key: str) -> str:
+    name = check.string(raw, key)
+    parts = name.split(".")
+    if len(parts) > 2 or not all(part.isidentifier() for part in parts):
+        check.fail(key, f"{name!r} is not a function name (or Class.method)")
+    return name
+
+
+MAX_OTHERWISE = 8
+
+
+def _otherwise(check: _Checker, raw: Any) -> tuple[tuple[str, str], ...]:
+    """`otherwise:` one {path, entry} mapping, or a list of them, tried in order."""
+    items = raw if isinstance(raw, list) else [raw]
+    if not items or len(items) > MAX_OTHERWISE:
+        wanted = f"needs 1 to {MAX_OTHERWISE} of {{path: FILE, entry: NAME}}, tried in order"
+        check.fail("target.otherwise", wanted)
+    found = []
+    for n, item in enumerate(items):
+        key = f"target.otherwise[{n}]" if isinstance(raw, list) else "target.otherwise"
+        data = check.mapping(item, key, {"path", "entry"}, required={"path", "entry"})
+        found.append((_inside(check, data["path"], f"{key}.path"),
+                      _entry_name(check, data["entry"], f"{key}.entry")))  # fmt: skip
+    return tuple(found)
 
 
 def _target(check: _Checker, data: dict, passes: tuple[str, ...], entry: bool = False) -> Target:

@@ -8,7 +8,7 @@ mixed-radix number those digits spell, first axis most significant.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import Any
 
@@ -50,16 +50,22 @@ class Target:
     roots: tuple[str, ...] = ()  # source roots for module names (default: from `path`)
     guards: tuple[tuple[str, Any], ...] = ()  # (pass, binding): run it only where truthy
     entry: bool = False  # `entry: NAME`: the function resolves the configuration it is handed
+    # `otherwise:` (path, entry name) run, in order, at a revision whose `path` does not
+    # define the entry (SGLang's __post_init__ before its run_resolution_pipeline)
+    otherwise: tuple[tuple[str, str], ...] = ()
+
+    @property
+    def alternatives(self) -> tuple[Target, ...]:
+        """The entry, then each of `otherwise` as a target of its own: a revision runs the
+        first its files define."""
+        more = (
+            replace(self, path=path, passes=(name,), otherwise=()) for path, name in self.otherwise
+        )
+        return (replace(self, otherwise=()), *more)
 
     @property
     def pipeline(self) -> bool:
         return len(self.passes) > 1 or self.passes in (ALL_PASSES, RUN_ORDER)
-
-    @property
-    def entry_method(self) -> bool:
-        """An entry that is a method of the configuration's class (`ServerArgs.__post_init__`,
-        its outcome the fields it leaves), not a function (`run_resolution_pipeline`)."""
-        return self.entry and "." in self.passes[0]
 
 
 @dataclass(frozen=True)

@@ -63,14 +63,15 @@ class Release:
     source: str = "local"  # where the file is read from: a hash of its URL (no credentials)
     _archive: Any = field(default=None, repr=False)
     _names: dict[str, str] | None = field(default=None, repr=False)  # name -> fingerprint
-    _layout: dict[str, tuple[str, str]] = field(default_factory=dict, repr=False)
+    _layout: dict[tuple[str, ...], tuple[str, str]] = field(default_factory=dict, repr=False)
 
-    def reader(self, target: str) -> Callable[[str], str | None]:
-        """Repository path -> text, for a matrix whose target is `target` (the archive is
-        opened, and the layout found, at the first read: Absent then says what is missing)."""
+    def reader(self, targets: tuple[str, ...]) -> Callable[[str], str | None]:
+        """Repository path -> text, for a matrix whose target is the first of `targets` the
+        archive holds (the archive is opened, and the layout found, at the first read:
+        Absent then says what is missing)."""
 
         def read(path: str) -> str | None:
-            strip, prefix = self._layout_for(target)
+            strip, prefix = self._layout_for(targets)
             if not path.startswith(prefix):
                 return None
             member = strip + path[len(prefix) :]
@@ -101,11 +102,19 @@ class Release:
             self._archive = self.open_archive()
         return self._archive
 
-    def _layout_for(self, target: str) -> tuple[str, str]:
-        """(the archive's own top directory, the repository prefix its files live under)."""
-        if target not in self._layout:
-            self._layout[target] = _layout(list(self.names()), target, self.label)
-        return self._layout[target]
+    def _layout_for(self, targets: tuple[str, ...]) -> tuple[str, str]:
+        """(the archive's own top directory, the repository prefix its files live under),
+        from the first of `targets` the archive holds."""
+        if targets not in self._layout:
+            names = list(self.names())
+            for n, target in enumerate(targets):
+                try:
+                    self._layout[targets] = _layout(names, target, self.label)
+                    break
+                except Absent:
+                    if n == len(targets) - 1:
+                        raise Absent(_missing(targets, self.label)) from None
+        return self._layout[targets]
 
     def _member(self, name: str) -> bytes:
         """The member's bytes, from the cache when they match its fingerprint there."""
@@ -174,6 +183,12 @@ def _directory_from(data: bytes | None) -> dict[str, str] | None:
     return found if ok else None
 
 
+def _missing(targets: tuple[str, ...], label: str) -> str:
+    if len(targets) == 1:
+        return f"{targets[0]} is not in {label} (no member of the archive ends with it)"
+    return f"none of {', '.join(targets)} is in {label} (no member of the archive ends with one)"
+
+
 def _layout(names: list[str], target: str, label: str) -> tuple[str, str]:
     """Match the target path against the members (each also without its first directory,
     an sdist's `NAME-VERSION/`): the longest member path the target ends with gives the
@@ -189,7 +204,7 @@ def _layout(names: list[str], target: str, label: str) -> tuple[str, str]:
                 candidate = (len(rest), strip, target[: len(target) - len(rest)])
                 best = candidate if best is None else max(best, candidate)
     if best is None:
-        raise Absent(f"{target} is not in {label} (no member of the archive ends with it)")
+        raise Absent(_missing((target,), label))
     return best[1], best[2]
 
 
@@ -233,8 +248,8 @@ class ReleaseRevision:
     def label(self) -> str:
         return self.expr
 
-    def files(self, repo: Any, target: str) -> ReleaseFiles:
-        return ReleaseFiles(self.release.reader(target))
+    def files(self, repo: Any, target: str, also: tuple[str, ...] = ()) -> ReleaseFiles:
+        return ReleaseFiles(self.release.reader((target, *also)))
 
 
 @dataclass(frozen=True)

@@ -41,6 +41,7 @@ class Side:
     sha: str | None
     subject: str
     every_cell: str | None
+    ran: str | None = None  # the entry of target.otherwise run there
 
 
 @dataclass(frozen=True)
@@ -183,12 +184,13 @@ def _notes(value: Any, where: str) -> dict[str, str]:
 def _side(value: Any, where: str) -> Side:
     side = _object(value, where)
     sha = side.get("sha")
-    every = side.get("every_cell")
+    every, ran = side.get("every_cell"), side.get("ran")
     return Side(
         rev=_text(_need(side, "rev", f"{where}.rev"), f"{where}.rev"),
         sha=None if sha is None else _text(sha, f"{where}.sha"),
         subject=_text(side.get("subject") or "", f"{where}.subject"),
         every_cell=every if isinstance(every, str) else None,
+        ran=ran if isinstance(ran, str) else None,
     )
 
 

@@ -33,6 +33,8 @@ def document_head(report: DiffReport) -> dict[str, Any]:
             sides[side]["skipped_passes"] = list(report.skipped.get(side, ()))
         if side in report.every_cell:
             sides[side]["every_cell"] = report.every_cell[side]
+        if report.ran.get(side):
+            sides[side]["ran"] = report.ran[side]
         if report.defaults.get(side):
             sides[side]["defaults"] = dict(report.defaults[side])
         if report.unguarded.get(side):
@@ -50,6 +52,8 @@ def document_head(report: DiffReport) -> dict[str, Any]:
     }
     if target.pipeline:
         described["passes"] = list(target.passes)
+    if target.otherwise:
+        described["otherwise"] = [{"path": p, "entry": e} for p, e in target.otherwise]
     if len(target.outputs) > 1:
         described["outputs"] = list(target.outputs)
     return {

@@ -55,6 +55,8 @@ def render_document(
     for name, side in (("base", doc.base), ("head", doc.head)):
         if side.every_cell is not None:
             lines.append(f"- {name}: {escape(every_cell_note(side.every_cell))}")
+        if side.ran is not None:
+            lines.append(f"- {name}: {escape(f'ran {side.ran} (target.otherwise)')}")
     for name, before, after in doc.changed_defaults:
         lines.append(f"- default changed: {escape(f'{name}: {before} -> {after}')}")
     lines.append("")

@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from harness.matrix.cells import Cube, iter_cells
 from harness.matrix.model import Matrix, format_value
 from harness.report.jsonfmt import FORMAT_VERSION
-from harness.report.model import axes_of, function_label, output_label
+from harness.report.model import axes_of, output_label, target_label
 
 
 def describe(matrix: Matrix) -> dict:
@@ -26,8 +26,7 @@ def render_text(matrix: Matrix) -> str:
     lines = [
         f"{matrix.name}  ({matrix.source})",
         *([matrix.description] if matrix.description else []),
-        f"target: {function_label(target)} in {target.path}, "
-        f"output {output_label(target)}, world {matrix.world}",
+        f"target: {target_label(target)}, output {output_label(target)}, world {matrix.world}",
         "axes:",
     ]
     width = max(len(axis.name) for axis in matrix.axes)

@@ -29,6 +29,13 @@ def function_label(target: Target) -> str:
     return " -> ".join(target.passes)
 
 
+def target_label(target: Target) -> str:
+    """What the target runs, and where: `FUNCTION in PATH`, then each entry of
+    `otherwise:` run where the revision does not define it."""
+    more = "".join(f", else {name} in {path}" for path, name in target.otherwise)
+    return f"{function_label(target)} in {target.path}{more}"
+
+
 def output_label(target: Target) -> str:
     """The output field, or the several fields, as reports name them."""
     return ", ".join(target.outputs)
@@ -78,6 +85,7 @@ class DiffReport:
     unused_guards: dict[str, tuple[str, ...]] = field(default_factory=dict)
     blind_spots: list[BlindSpot] = field(default_factory=list)  # changed code not covered
     unseen: str | None = None  # why the coverage could not be read
+    ran: dict[str, str] = field(default_factory=dict)  # side -> the `otherwise:` entry run
 
     @property
     def cannot_tell(self) -> list[str]:
@@ -97,7 +105,7 @@ class DiffReport:
     @property
     def _target(self) -> str:
         target = self.matrix.target
-        return f"{function_label(target)} in {target.path}"
+        return target_label(target)
 
     @property
     def compared(self) -> bool:
@@ -196,7 +204,7 @@ def build_report(diff: Diff) -> DiffReport:
         skipped=_sides(diff, "skipped"), every_cell=_sides(diff, "impure"),
         defaults=_sides(diff, "defaults"), unguarded=_sides(diff, "unguarded"),
         coverage=_sides(diff, "coverage"), unused_guards=unused,
-        blind_spots=list(diff.blind), unseen=diff.unseen,
+        blind_spots=list(diff.blind), unseen=diff.unseen, ran=_sides(diff, "ran"),
     )  # fmt: skip
 
 
@@ -231,6 +239,11 @@ def defaults_line(defaults) -> str:
     shown = ", ".join(f"{n}={v}" for n, v in list(defaults)[:DEFAULTS_SHOWN])
     more = f", ... ({len(defaults)} in all)" if len(defaults) > DEFAULTS_SHOWN else ""
     return f"read from the code's declared defaults: {shown}{more}"
+
+
+def ran_note(ran: str, target: Target) -> str:
+    """What a side ran in place of the target's entry (`target.otherwise`)."""
+    return f"ran {ran} (target.otherwise): no {target.passes[0]} in {target.path} here"
 
 
 def every_cell_note(reason: str) -> str:

@@ -13,9 +13,10 @@ from harness.report.model import (
     RuleView,
     defaults_line,
     every_cell_note,
-    function_label,
     output_label,
+    ran_note,
     short_outcome,
+    target_label,
     unguarded_line,
 )
 from harness.scan.coverage import GUARDED, coverage_line
@@ -36,6 +37,8 @@ def header(report: DiffReport) -> list[str]:
             lines.append(f"      {report.notes[side]}")
         if report.skipped.get(side):
             lines.append(f"      passes absent here (skipped): {', '.join(report.skipped[side])}")
+        if report.ran.get(side):
+            lines.append(f"      {ran_note(report.ran[side], report.matrix.target)}")
         if side in report.every_cell:
             lines.append(f"      {every_cell_note(report.every_cell[side])}")
         if report.defaults.get(side):
@@ -56,7 +59,7 @@ def header(report: DiffReport) -> list[str]:
 
 def title(matrix: Matrix) -> str:
     """The first line of every text report: the matrix and what it targets."""
-    return f"{matrix.name}: {function_label(matrix.target)} in {matrix.target.path}"
+    return f"{matrix.name}: {target_label(matrix.target)}"
 
 
 def revision_line(rev: Revision) -> str:

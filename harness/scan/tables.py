@@ -15,6 +15,7 @@ from typing import Any
 from harness.closure.extract import Closure, Pipeline, ViewClass
 from harness.closure.modules import RevisionFiles
 from harness.closure.pieces import Layout
+from harness.closure.resolve import METHOD_PREFIX
 from harness.closure.survey import defaults_read
 from harness.engine.batch import Batch, started
 from harness.engine.explore import evaluation_job
@@ -23,7 +24,7 @@ from harness.engine.outcome import OutcomeTable, revision_wide
 from harness.engine.purity import impurity
 from harness.engine.world import Bound
 from harness.errors import Absent, Unevaluable
-from harness.matrix.model import Matrix
+from harness.matrix.model import Matrix, Target
 from harness.records import evolve
 from harness.scan.cache import EVERY_CELL, EXPLORED, TableCache, table_key
 from harness.scan.coverage import PassCoverage, coverage, true_cells
@@ -59,6 +60,7 @@ class State:
     unguarded: tuple[tuple[str, str], ...] = ()  # (pass, its `if` in SGLang) run on every cell
     coverage: tuple[PassCoverage, ...] = ()  # a pipeline's passes, with the cells each runs on
     unused_guards: tuple[str, ...] = ()  # target.guards naming no pass at this revision
+    ran: str = ""  # `NAME in PATH`: the entry of `otherwise:` run here (the first: "")
 
     @property
     def evaluable(self) -> bool:
@@ -77,6 +79,17 @@ class Pending:
 
 
 Plan = State | Pending
+
+
+def ran_entry(target: Target, closure: Closure) -> str:
+    """`NAME in PATH` of the entry of `target.otherwise` the closure is of; "" for the
+    target's own entry."""
+    for n, choice in enumerate(target.alternatives):
+        name = choice.passes[0]
+        own = METHOD_PREFIX + name.partition(".")[2] if "." in name else name
+        if choice.path == closure.path and closure.function == own:
+            return f"{name} in {choice.path}" if n else ""
+    return ""
 
 
 class Tables:
@@ -132,6 +145,8 @@ class Tables:
         if closure.digest not in self.read_defaults:  # a walk of every part: once per closure
             self.read_defaults[closure.digest] = defaults_read(closure, self.view)
         facts: dict[str, Any] = {"defaults": self.read_defaults[closure.digest]}
+        if self.matrix.target.otherwise and isinstance(closure, Closure):
+            facts["ran"] = ran_entry(self.matrix.target, closure)
         if isinstance(closure, Pipeline):
             declared = {name for name, _ in self.matrix.target.guards}
             present = {name for name, c in closure.passes if c is not None}

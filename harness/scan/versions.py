@@ -130,7 +130,8 @@ class Versions:
     def files_at(self, revision: gitio.Revision) -> RevisionFiles:
         """A revision's files: a commit's, the working tree's, or a release's members."""
         target = self.matrix.target
-        files = revision.files(self.repo, target.path)
+        also = tuple(path for path, _ in target.otherwise)
+        files = revision.files(self.repo, target.path, also)
         return RevisionFiles(files.read, target.path, target.roots, files.ident, files.edit)
 
     def at(self, revision: gitio.Revision) -> State:
