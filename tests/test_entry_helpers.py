@@ -17,7 +17,18 @@ from pathlib import Path
 
 import pytest
 
-from tests.test_entry import PKG, cells, harness_outcomes, imported
+from harness.testing.gitrepo import FixtureRepo
+from tests.test_entry import (
+    FIELDS,
+    PKG,
+    POST_INIT,
+    POST_INIT_MATRIX,
+    POST_INIT_VERSIONS,
+    cells,
+    harness_outcomes,
+    imported,
+    post_init_outcomes,
+)
 from tests.test_entry_class import FILES, commit_files, diff_note
 
 COMMON = '''\
@@ -176,3 +187,36 @@ def test_what_the_helpers_cannot_answer_is_refused(tmp_path):
     matrix.write_text(matrix.read_text().replace("fields:\n  platform.gpu_name: NVIDIA H20\n", ""))
     code, note = diff_note(root, sha, matrix)
     assert code == 4 and "platform.gpu_name" in note and "get_device_name()" in note, note
+
+
+# A cached property on the configuration's class (SGLang 0.5.13's ServerArgs), which an
+# entry's module makes as it loads.
+CACHED = POST_INIT.replace(
+    "import logging\n", "import logging\nfrom functools import cached_property\n"
+).replace(
+    "    def __post_init__(self):\n",
+    "    tags: list = dataclasses.field(default_factory=lambda: [is_sm100_supported()])\n\n"
+    "    @cached_property\n    def max_tokens(self):\n        return 4 * (self.page_size or 1)\n\n"
+    "    def __post_init__(self):\n",
+)
+
+
+def test_a_cached_property_of_the_class_its_module_makes_is_not_read_but_made(tmp_path):
+    """The class is made as its module loads (the decorator runs, the dataclass decorator
+    looks at the attribute), so every cell resolves as plain Python; a call that reads
+    the property is refused, naming it (the configuration is the world's object)."""
+    text = CACHED.format(FIELDS=FIELDS, **POST_INIT_VERSIONS["unset"])
+    root, sha, matrix = post_init_commit(tmp_path / "a", text)
+    assert harness_outcomes(root, sha, matrix) == post_init_outcomes(text)
+    reads = text.replace("        self._handle_page_size()\n",
+                         "        self._handle_page_size()\n        self.page_size += self.max_tokens\n")  # fmt: skip
+    code, note = diff_note(*post_init_commit(tmp_path / "b", reads))
+    assert code == 4 and "max_tokens" in note, note
+
+
+def post_init_commit(tmp_path: Path, text: str) -> tuple[Path, str, Path]:
+    sha = FixtureRepo(tmp_path / "repo").commit(
+        "post-init", {"python/sglang/srt/server_args.py": text}
+    )
+    (tmp_path / "m.yaml").write_text(POST_INIT_MATRIX)
+    return tmp_path / "repo", sha, tmp_path / "m.yaml"

@@ -30,7 +30,7 @@ Home = tuple[str, ...]  # the files (paths from a source root) where a name is d
 # them from it
 STANDARD_NAMES = {
     **dict.fromkeys(("dataclass", "field", "dataclasses"), "dataclasses"),
-    **dict.fromkeys(("lru_cache", "cache", "functools"), "functools"),
+    **dict.fromkeys(("lru_cache", "cache", "cached_property", "functools"), "functools"),
     "os": "os",
     "glob": "glob",
     **dict.fromkeys(("copy", "deepcopy"), "copy"),

@@ -9,7 +9,8 @@ A cache is state that outlives a call, so a closure holding a cached function
 is impure (`harness.engine.purity`): it runs on every cell, each in a fresh
 copy of its modules, so a cache is filled by one cell only, as in SGLang's
 process, which resolves one configuration. The decorator itself is a
-stand-in (`world_function`); `functools`' other names are refused.
+stand-in (`world_function`); `functools`' other names are refused, but
+`cached_property` (`CachedProperty`).
 """
 
 from __future__ import annotations
@@ -19,8 +20,14 @@ import functools
 from collections.abc import Callable
 from typing import Any
 
+from harness.engine.deferral import USES
 from harness.engine.purity import CACHES
-from harness.engine.world import Context, Obj, Resolver, Spec, world_function
+from harness.engine.world import Context, Obj, Resolver, Spec, stand_in_class, world_function
+
+PROPERTY_FIX = (
+    "an entry reads the configuration through the world's object, not through the class "
+    "its module makes; a cached property of it is not read"
+)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -44,8 +51,46 @@ class Cache(Spec):
         return lambda probe: function
 
 
+@dataclasses.dataclass(frozen=True)
+class CachedProperty(Spec):
+    """`@functools.cached_property` on a method of a class a module of the project makes as
+    it loads (SGLang 0.5.13's `ServerArgs.max_speculative_num_draft_tokens`). An entry
+    reads the configuration through the world's object, never through the class its
+    module makes, and such a method of the configuration's class is refused where an
+    entry calls it (a decorated method: `harness.closure.resolve.method_kind`); so what
+    the decorator makes here takes its name in the class, as Python's does
+    (`__set_name__`), tells its class (`__class__`: a class that refuses making one,
+    subclassing and testing against it), which a dataclass decorator asks of each class
+    attribute, and refuses every other use."""
+
+    def compile(self, ctx: Context) -> Resolver:
+        probe = ctx.probe
+
+        def used(self: Any, *args: Any, **kwargs: Any) -> Any:
+            raise probe.refuse("a cached_property of a class the project makes", PROPERTY_FIX)
+
+        def named(self: Any, owner: Any, name: Any) -> None:
+            return None
+
+        def attribute(self: Any, name: str) -> Any:
+            if name == "__class__":
+                return kind
+            return used(self)
+
+        uses = {**dict.fromkeys(USES, used), "__set_name__": named,
+                "__getattribute__": attribute}  # fmt: skip
+        kind = stand_in_class("cached_property", uses, probe)
+
+        def decorate(function: Any) -> Any:  # Python's too takes any object here
+            return object.__new__(kind)
+
+        function = world_function("cached_property", decorate, probe)
+        return lambda probe: function
+
+
 def names() -> dict[str, Spec]:
-    """The world's names for `from functools import lru_cache, cache` and for `import
-    functools` (whose other attributes are refused)."""
-    made = {name: Cache(name, getattr(functools, name)) for name in CACHES}
+    """The world's names for `from functools import lru_cache, cache, cached_property` and
+    for `import functools` (whose other attributes are refused)."""
+    made: dict[str, Spec] = {name: Cache(name, getattr(functools, name)) for name in CACHES}
+    made["cached_property"] = CachedProperty()
     return {**made, "functools": Obj("functools", made)}
