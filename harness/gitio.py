@@ -658,7 +658,8 @@ class Commit:
 
     @property
     def short(self) -> str:
-        return self.sha[:10]
+        """A commit's first 10 digits; a release's whole version (its `sha`: `0.5.13.post1`)."""
+        return self.sha[:10] if OBJECT_ID.fullmatch(self.sha) else self.sha
 
 
 def commits_touching(

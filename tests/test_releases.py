@@ -154,6 +154,23 @@ def test_history_over_a_span_of_releases(index):
     assert doc["considered"] == 2 and [r["version"] for r in doc["releases"]] == ["0.5.0"]
 
 
+def test_a_release_is_named_by_its_whole_version_in_every_history_list(archives):
+    """A version is no sha: `0.3.0.post1` is listed whole (it was cut to ten characters,
+    `0.3.0.post`), in the changes and among the releases skipped."""
+    served = Index([Served(WHEEL.format("0.2.0"), archives["0.2.0"]),
+                    Served(WHEEL.format("0.3.0.post1"), archives["0.3.0"]),
+                    Served(WHEEL.format("0.4.0.post12"), build_wheel(
+                        {"sglang/srt/arg_groups/overrides.py": "def broken(\n"}, "0.4.0.post12"))])  # fmt: skip
+    try:
+        result = run_cli("history", "pypi:sglang", "--index-url", served.url, "--no-cache")
+    finally:
+        served.close()
+    changes = [line for line in result.out.splitlines() if line.startswith("0.3.0")]
+    skipped = [line for line in result.out.splitlines() if line.startswith("  0.4.0")]
+    assert changes and changes[0].split()[0] == "0.3.0.post1", (result.out, result.err)
+    assert skipped and skipped[0].split()[0] == "0.4.0.post12", result.out
+
+
 def test_bisect_between_releases_names_the_release(index):
     result = run_cli("bisect", "pypi:sglang==0.1.0", "pypi:sglang==0.3.0", "--index-url",
                      index.url, "--no-cache", "--format", "json")  # fmt: skip
