@@ -32,6 +32,7 @@ STANDARD_NAMES = {
     **dict.fromkeys(("dataclass", "field", "dataclasses"), "dataclasses"),
     **dict.fromkeys(("lru_cache", "cache", "cached_property", "functools"), "functools"),
     "os": "os",
+    "json": "json",
     "glob": "glob",
     **dict.fromkeys(("copy", "deepcopy"), "copy"),
     **dict.fromkeys(("Enum", "auto", "enum"), "enum"),

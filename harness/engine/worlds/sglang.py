@@ -42,7 +42,7 @@ from harness.engine.world import (
     no_parameters,
     world_function,
 )
-from harness.engine.worlds import caching, checkpoint, copying, dataclass, enums, environ
+from harness.engine.worlds import caching, checkpoint, copying, dataclass, enums, environ, json_text
 from harness.engine.worlds.common import logger, registering
 from harness.engine.worlds.plumbing import (
     MACHINERY,
@@ -400,6 +400,47 @@ def _model_config() -> Spec:
     return Obj("model_config_of(view)", attrs, fallback=fallback)
 
 
+MODEL_CONFIG = "model_config"
+
+
+@dataclasses.dataclass(frozen=True)
+class Noted(Spec):
+    """`spec`'s value, noted in the call's state (`Probe.call`) under `key` as it is read."""
+
+    key: str
+    spec: Spec
+
+    def compile(self, ctx: Context) -> Resolver:
+        get, key = self.spec.compile(ctx), self.key
+
+        def resolve(probe: Any) -> Any:
+            probe.call[key] = True
+            return get(probe)
+
+        return resolve
+
+
+@dataclasses.dataclass(frozen=True)
+class Once(Spec):
+    """The configuration's attribute `name`, which `maker` sets: `spec` once this call has
+    noted `name` (`Noted`), else missing, as on a configuration `maker` has not run on."""
+
+    name: str
+    spec: Spec
+    maker: str
+
+    def compile(self, ctx: Context) -> Resolver:
+        get, name = self.spec.compile(ctx), self.name
+        kind = ctx.world.facts.class_name or "view"
+
+        def resolve(probe: Any) -> Any:
+            if not probe.call.get(name):
+                raise AttributeError(f"{kind!r} object has no attribute {name!r}")
+            return get(probe)
+
+        return resolve
+
+
 def _arch(use_mla: Any) -> str:
     return AttentionArch.MLA if use_mla else AttentionArch.MHA
 
@@ -439,6 +480,11 @@ def _names() -> dict[str, Spec]:
         "torch": _torch(),
         "use_mla_backend": Call(Param("use_mla", reader="use_mla_backend(view)")),
         "model_config_of": Call(_model_config(), label="model_config_of()"),
+        # before model_config_of (0.5.4): `ModelConfig.from_server_args(self)`, the same facts
+        "ModelConfig": Obj(
+            "ModelConfig",
+            {"from_server_args": Call(_model_config(), label="ModelConfig.from_server_args()")},
+        ),
         "envs": Obj("envs", fallback=_env_var),
         "get_device_capability": Call(
             Map(Param("platform"), capability), parameters=get_device_capability
@@ -457,6 +503,7 @@ def _names() -> dict[str, Spec]:
     names.update(enums.names())
     names.update(caching.names())
     names.update(copying.names())
+    names.update(json_text.names())
     names.update(environ.names(path=checkpoint.path()))
     names.update(environ.helpers())
     names.update(checkpoint.names())
@@ -527,6 +574,7 @@ IMPORTED_HOMES = (
     ("envs", ("sglang/srt/environ.py",)),
     ("Backend", ("sglang/srt/model_executor/cuda_graph_config.py",)),
     ("AttentionArch", ("sglang/srt/configs/model_config.py",)),
+    ("ModelConfig", ("sglang/srt/configs/model_config.py",)),
     ("use_mlx", ("sglang/srt/hardware_backend/mlx/runtime.py",
                  "sglang/srt/utils/tensor_bridge.py")),
 )  # fmt: skip
@@ -569,7 +617,15 @@ WORLD = World(
         "use_mla_backend": Call(Param("use_mla", reader="view.use_mla_backend()")),
         "cuda_graph_config": _cuda_graph_config(),
         "device": Map(Param("platform", reader="view.device"), device_of),
-        "get_model_config": Call(_model_config(), label="view.get_model_config()"),
+        # ServerArgs.get_model_config() keeps what it makes in self.model_config (0.5.6 reads
+        # it there after the call): one object, missing until the call
+        "get_model_config": Call(
+            Noted(MODEL_CONFIG, Shared(MODEL_CONFIG, _model_config())),
+            label="view.get_model_config()",
+        ),
+        MODEL_CONFIG: Once(
+            MODEL_CONFIG, Shared(MODEL_CONFIG, _model_config()), "get_model_config()"
+        ),
     },
     consumed=frozenset(
         {"platform", "use_mla", "prefill_cuda_graph", "decode_cuda_graph", "architecture"}
