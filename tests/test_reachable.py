@@ -63,21 +63,29 @@ def of_harness(module: Any) -> bool:
 
 
 def leak(obj: Any) -> str | None:
-    """What is wrong with evaluated code holding `obj`, if anything."""
-    if isinstance(obj, types.ModuleType):
+    """What is wrong with evaluated code holding `obj`, if anything (asked of its type:
+    `isinstance` would ask a stand-in its `__class__`, which it refuses)."""
+    kind = type(obj)
+    if issubclass(kind, types.ModuleType):
         return "a module"
-    if isinstance(obj, types.FrameType | types.TracebackType | types.CodeType):
+    if issubclass(kind, types.FrameType | types.TracebackType | types.CodeType):
         return "a frame, traceback or code object"
-    function = obj.__func__ if isinstance(obj, types.MethodType) else obj
-    if isinstance(function, types.FunctionType) and (
+    function = obj.__func__ if issubclass(kind, types.MethodType) else obj
+    if issubclass(type(function), types.FunctionType) and (
         of_harness(function.__module__) or function.__code__.co_filename.startswith(HARNESS_DIR)
     ):
         return "a function of the harness"
-    if isinstance(obj, type) and of_harness(obj.__module__):
+    if issubclass(kind, type) and of_harness(obj.__module__):
         return "a class of the harness"
     if of_harness(type(obj).__module__):
         return "an object of a class of the harness"
     return None
+
+
+def is_a(obj: Any, kinds: Any) -> bool:
+    """`isinstance` asked of the object's type alone (Python's would ask a stand-in its
+    `__class__`, which the world's refuse)."""
+    return issubclass(type(obj), kinds)
 
 
 @dataclass
@@ -96,7 +104,7 @@ class Walk:
         if problem:
             self.leaks.append((path, problem))
             return
-        if id(obj) in self.seen or depth <= 0 or isinstance(obj, PLAIN):
+        if id(obj) in self.seen or depth <= 0 or is_a(obj, PLAIN):
             return
         self.seen.add(id(obj))
         self.kept.append(obj)
@@ -104,19 +112,19 @@ class Walk:
             self.visit(f"{path}{step}", child, depth - 1)
 
     def children(self, obj: Any) -> Iterator[tuple[str, Any]]:
-        if isinstance(obj, CONTAINERS):
-            items = obj.items() if isinstance(obj, dict) else enumerate(obj)
+        if is_a(obj, CONTAINERS):
+            items = obj.items() if is_a(obj, dict) else enumerate(obj)
             for key, item in items:
                 yield f"[{key!r}]", item
             return
         kind = type(obj)
         yield ".<type>", kind
-        if isinstance(obj, types.FunctionType):  # a function of the world: what it returns
+        if is_a(obj, types.FunctionType):  # a function of the world: what it returns
             yield from self.calls(obj)
             return
-        if kind.__module__ == "builtins" and not isinstance(obj, type):
+        if kind.__module__ == "builtins" and not is_a(obj, type):
             return  # Python's own objects of Python's own types: nothing of the world's
-        if isinstance(obj, type) and obj.__module__ == "builtins":
+        if is_a(obj, type) and obj.__module__ == "builtins":
             return
         for name in self.names_of(obj):
             yield from self.outcome(f".{name}", lambda name=name: getattr(obj, name))
@@ -133,7 +141,7 @@ class Walk:
 
     def names_of(self, obj: Any) -> list[str]:
         own = [n for n in dir(type(obj)) if not (n.startswith("__") and n.endswith("__"))]
-        if isinstance(obj, type):
+        if is_a(obj, type):
             own += [n for n in dir(obj) if not n.startswith("__")]
         return sorted({*own, *self.names})
 
