@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import os
 import types
 from pathlib import Path
 
@@ -276,3 +277,32 @@ def test_releases_on_either_side_of_the_move_compare_as_their_commits_do(history
     done = run_cli("diff", f"wheel:{wheels['unset']}", shas["always"], "--repo", str(root),
                    "--matrix", str(matrix), "--format", "json", "--no-cache")  # fmt: skip
     assert len(json.loads(done.out)["changed"]) == changed(expected, "unset", "always") > 0
+
+
+RELEASES = os.environ.get("HARNESS_TEST_SGLANG_RELEASES")  # a repository of SGLang's releases
+
+
+@pytest.mark.skipif(not RELEASES, reason="set HARNESS_TEST_SGLANG_RELEASES to a repository "
+                    "built by sglang-release-history")  # fmt: skip
+def test_the_shipped_entry_matrix_runs_each_release_as_it_runs_itself():
+    """`sglang-entry-llama` across SGLang's move to the pipeline (0.5.18 -> 0.5.19): the
+    older side runs `ServerArgs.__post_init__`, the newer `run_resolution_pipeline`,
+    every cell evaluates on both, and a backend the user names is the one resolved
+    (SGLang keeps an explicit choice where it accepts it)."""
+    done = run_cli("diff", "v0.5.18", "v0.5.19", "--repo", RELEASES, "--matrix",
+                   "sglang-entry-llama", "--format", "json", "--no-cache")  # fmt: skip
+    report = json.loads(done.out)
+    assert report["notes"] == {} and done.code in (0, 1, 4), done.err
+    assert report["base"]["ran"] == f"ServerArgs.__post_init__ in {ARGS}"
+    assert "ran" not in report["head"]
+    for tag in ("v0.5.18", "v0.5.19"):
+        done = run_cli("snapshot", tag, "--repo", RELEASES, "--matrix", "sglang-entry-llama",
+                       "--no-cache")  # fmt: skip
+        checked = 0
+        for outcome in json.loads(done.out)["outcomes"]:
+            cubes = outcome["where"]
+            named = [c for c in cubes if None not in c.get("attention_backend", [None])]
+            if named and "declares" in outcome["outcome"]:
+                assert "attention_backend" not in outcome["outcome"]["declares"], outcome
+                checked += 1
+        assert checked, "no outcome of a named backend"

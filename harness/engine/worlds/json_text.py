@@ -113,6 +113,10 @@ class OrjsonLoads(Spec):
 
 
 def names() -> dict[str, Spec]:
-    """`json` and `orjson` (after `import json`, `import orjson`), `loads` alone."""
-    orjson = Obj("orjson", {"loads": OrjsonLoads()})
-    return {"json": Obj("json", {"loads": Loads()}), "orjson": orjson}
+    """Python's `json` (after `import json`), `loads` alone."""
+    return {"json": Obj("json", {"loads": Loads()})}
+
+
+def orjson_names() -> dict[str, Spec]:
+    """`orjson` (after `import orjson`), `loads` alone."""
+    return {"orjson": Obj("orjson", {"loads": OrjsonLoads()})}

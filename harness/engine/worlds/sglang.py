@@ -504,6 +504,7 @@ def _names() -> dict[str, Spec]:
     names.update(caching.names())
     names.update(copying.names())
     names.update(json_text.names())
+    names.update(json_text.orjson_names())
     names.update(environ.names(path=checkpoint.path()))
     names.update(environ.helpers())
     names.update(checkpoint.names())
