@@ -392,6 +392,16 @@ def imported(root: Path, platform: str, stubs: dict[str, types.ModuleType] | Non
         sys.modules.update(saved)
 
 
+def outcome_of(run: Callable[[Any], Any], server_args: Any, read: Callable[[Any], Any]) -> Any:
+    """What `run(server_args)` resolves in plain Python, as harness tabulates a cell:
+    `read(server_args)`, or (ERROR, "Type: message") for whatever it raises."""
+    try:
+        run(server_args)
+    except Exception as exc:  # every error is an outcome, as the harness has it
+        return (ERROR, f"{type(exc).__name__}: {exc}".rstrip(": "))
+    return read(server_args)
+
+
 WORLD_AXES = ("platform", "architecture")  # what the world answers, not ServerArgs fields
 
 

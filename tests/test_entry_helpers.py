@@ -27,9 +27,11 @@ from tests.test_entry import (
     cells,
     harness_outcomes,
     imported,
+    outcome_of,
     post_init_outcomes,
 )
 from tests.test_entry_class import FILES, commit_files, diff_note
+from tests.test_entry_machine import backend_and_page
 
 COMMON = '''\
 """Helpers shared across the server."""
@@ -132,12 +134,7 @@ def plain(root: Path, monkeypatch, gpu: str) -> list:
             stubs = {"torch": torch_naming(gpu)}
             with imported(root, "sm90", stubs) as (configuration, run):
                 server_args = configuration(page_size=cell["page_size"])
-                try:
-                    run(server_args)
-                except Exception as exc:  # every error is an outcome, as the harness has it
-                    found.append(("error", f"{type(exc).__name__}: {exc}"))
-                    continue
-        found.append((server_args.attention_backend, server_args.page_size))
+                found.append(outcome_of(run, server_args, backend_and_page))
     sys.modules.pop("torch", None)
     if saved is not None:
         sys.modules["torch"] = saved

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.test_entry import PKG, cells, harness_outcomes, imported, plain_outcomes
+from tests.test_entry import PKG, cells, harness_outcomes, imported, outcome_of, plain_outcomes
 from tests.test_entry_class import FILES, commit_files, diff_note
 
 PIPELINE = '''\
@@ -113,6 +113,10 @@ def env_commit(tmp_path: Path, more: str = "", backend: str = "null") -> tuple[P
     return root, sha, matrix
 
 
+def backend_and_page(server_args) -> tuple:
+    return (server_args.attention_backend, server_args.page_size)
+
+
 def plain_with_environment(root: Path, monkeypatch, backend: str | None) -> list:
     """Per cell, what the files at `root` resolve in plain Python, run in a process whose
     environment holds the cell's variables."""
@@ -126,12 +130,7 @@ def plain_with_environment(root: Path, monkeypatch, backend: str | None) -> list
                     patch.setenv(name, value)
             with imported(root, "sm90") as (configuration, run):
                 server_args = configuration(page_size=cell["page_size"])
-                try:
-                    run(server_args)
-                except Exception as exc:  # every error is an outcome, as the harness has it
-                    found.append(("error", f"{type(exc).__name__}: {exc}"))
-                    continue
-        found.append((server_args.attention_backend, server_args.page_size))
+                found.append(outcome_of(run, server_args, backend_and_page))
     return found
 
 

@@ -21,7 +21,6 @@ from pathlib import Path
 
 import pytest
 
-from harness.engine.outcome import ERROR
 from harness.testing.gitrepo import FixtureRepo
 from tests.conftest import one_line_error, run_cli
 from tests.releases import build_wheel
@@ -34,6 +33,7 @@ from tests.test_entry import (
     POST_INIT_VERSIONS,
     harness_outcomes,
     imported,
+    outcome_of,
     post_init_outcomes,
 )
 
@@ -133,12 +133,9 @@ def pipeline_outcomes(root: Path) -> list:
         utils.is_sm100_supported = lambda sm100=cell["platform"] == "sm100": sm100
         with imported(root, cell["platform"], {"sglang.srt.utils": utils}) as (made, run):
             server_args = made(**{k: v for k, v in cell.items() if k != "platform"})
-            try:
-                run(server_args)
-            except Exception as exc:  # every error is an outcome, as the harness has it
-                found.append((ERROR, f"{type(exc).__name__}: {exc}"))
-                continue
-        found.append(tuple(getattr(server_args, f) for f in OUTPUTS))
+            found.append(
+                outcome_of(run, server_args, lambda s: tuple(getattr(s, f) for f in OUTPUTS))
+            )
     return found
 
 

@@ -32,6 +32,7 @@ from tests.test_entry import (
     cells,
     harness_outcomes,
     imported,
+    outcome_of,
 )
 from tests.test_entry_class import commit_files, diff_note
 
@@ -551,12 +552,8 @@ def plain(root) -> list:
             from sglang.srt.arg_groups.overrides import resolution_result
 
             server_args = configuration(**inputs)
-            try:
-                run(server_args)
-            except Exception as exc:  # every error is an outcome, as the harness has it
-                found.append((ERROR, f"{type(exc).__name__}: {exc}"))
-                continue
-            found.append(tuple(resolution_result(server_args, f) for f in OUTPUTS))
+            read = lambda s: tuple(resolution_result(s, f) for f in OUTPUTS)  # noqa: E731
+            found.append(outcome_of(run, server_args, read))
     return found
 
 
