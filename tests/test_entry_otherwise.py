@@ -190,7 +190,7 @@ def test_moving_the_resolution_into_the_new_entry_changes_no_cell(history):
     assert report["target"]["otherwise"] == [{"path": ARGS, "entry": "ServerArgs.__post_init__"}]
     text = run_cli("diff", shas["unset"], shas["moved"], "--repo", str(root), "--matrix",
                    str(matrix), "--no-cache").out  # fmt: skip
-    assert f"ran {ran} (target.otherwise): no run_resolution_pipeline in {PIPELINE_PATH}" in text
+    assert f"ran {ran} (target.otherwise): {PIPELINE_PATH} does not exist here" in text
 
 
 def test_history_across_the_move_lists_the_changes_on_either_side_of_it(history):
@@ -202,6 +202,53 @@ def test_history_across_the_move_lists_the_changes_on_either_side_of_it(history)
     wanted = {shas[k]: changed(expected, a, k) for a, k in (("initial", "unset"),
                                                              ("moved", "always"))}  # fmt: skip
     assert found == wanted and done.code == 1, done.err
+
+
+@pytest.mark.parametrize(
+    "pipeline",
+    [
+        "from sglang.srt.arg_groups._impl import run_resolution_pipeline\n",
+        "def _run(server_args):\n    pass\n\n\nrun_resolution_pipeline = _run\n",
+        "def other(server_args):\n    pass\n",
+    ],
+    ids=["imported", "rebound", "missing"],
+)
+def test_a_file_that_does_not_define_its_entry_is_not_passed_over(tmp_path, pipeline):
+    """`otherwise:` is for a revision without the entry's file: where the file is there
+    and does not define the entry as a function (it imports it, binds it to another, or
+    lacks it), the revision has no target (exit 4), whatever `__post_init__` does."""
+    repo = FixtureRepo(tmp_path / "repo")
+    files = {**old("unset"), f"{PKG}/__init__.py": "", PIPELINE_PATH: pipeline,
+             f"{PKG}/_impl.py": PIPELINE.format(fa4_condition="True")}  # fmt: skip
+    sha = repo.commit("moved away", files)
+    matrix = tmp_path / "m.yaml"
+    matrix.write_text(MATRIX)
+    done = run_cli("snapshot", sha, "--repo", str(tmp_path / "repo"), "--matrix", str(matrix),
+                   "--no-cache")  # fmt: skip
+    assert done.code == 4 and "run_resolution_pipeline" in done.err, done.err
+    assert "__post_init__" not in done.err and done.out == ""
+
+
+def test_a_trace_of_an_otherwise_entry_shows_its_own_files_lines(tmp_path):
+    """`explain` of a revision that ran `ServerArgs.__post_init__` shows that method's
+    conditions as written in server_args.py, not rebuilt from the syntax tree (as where
+    the text was read from the matrix's own file, which does not exist)."""
+    written = '        if self.page_size is None and self.attention_backend == "fa3":\n'
+    written += "            self.page_size = 0x2\n"
+    text = old("unset")[ARGS].replace(
+        "        self._handle_attention_backend()\n",
+        written + "        self._handle_attention_backend()\n",
+    )
+    sha = FixtureRepo(tmp_path / "repo").commit("old", {ARGS: text})
+    (tmp_path / "m.yaml").write_text(MATRIX)
+    done = run_cli("explain", sha, "--repo", str(tmp_path / "repo"), "--matrix",
+                   str(tmp_path / "m.yaml"), "--where", "attention_backend=fa3", "--where",
+                   "platform=sm90", "--where", "page_size=null", "--where",
+                   "speculative_algorithm=null", "--where", "speculative_eagle_topk=null",
+                   "--no-cache")  # fmt: skip
+    assert done.code == 0, done.err
+    # as written (double quotes), not rebuilt from the syntax tree (single quotes)
+    assert 'self.page_size is None and self.attention_backend == "fa3"' in done.out, done.out
 
 
 def test_an_entry_that_is_there_but_cannot_be_read_is_not_passed_over(tmp_path):

@@ -94,13 +94,18 @@ class Extractor:
         )  # fmt: skip
 
     def _entry(self, files: RevisionFiles) -> Closure:
-        """The closure of the first of the target's entries the revision defines (the entry,
-        then each of `otherwise:`); raises Absent naming what each lacks."""
+        """The closure of the entry in the first of the target's files the revision has (the
+        entry's, then each of `otherwise:`); raises Absent naming each file missing. A file
+        that is there but does not define its entry as a function (it imports or rebinds
+        the name) is the revision's answer, not a reason to run another entry."""
         names, hint = frozenset(self.names), self.matrix.edit_hint
         if self.facts.class_name is not None:  # the world's, in an entry
             names |= {self.facts.class_name}
-        lacking = []
+        missing = []
         for choice in self.matrix.target.alternatives:
+            if not files.exists(choice.path):
+                missing.append(choice.path)
+                continue
             with files.targeting(choice.path):
                 try:
                     return extract_closure(
@@ -108,8 +113,8 @@ class Extractor:
                         self.matrix.bindings, facts=self.facts, defer=True,
                     )  # fmt: skip
                 except Absent as exc:
-                    lacking.append(str(exc))
-        raise Absent("; ".join(lacking))
+                    raise Absent("; ".join([*_not_there(missing), str(exc)])) from None
+        raise Absent("; ".join(_not_there(missing)))
 
     def texts_memo(
         self, name: str, files: RevisionFiles, compute: Callable[[RevisionFiles], T]
@@ -179,3 +184,7 @@ class Extractor:
             return found
         inputs = input_defaults(self.sources, files, *self.facts.input_defaults)
         return replace(found, inputs=inputs) if inputs else found
+
+
+def _not_there(paths: list[str]) -> list[str]:
+    return [f"{path} does not exist" for path in paths]

@@ -50,14 +50,14 @@ class Target:
     roots: tuple[str, ...] = ()  # source roots for module names (default: from `path`)
     guards: tuple[tuple[str, Any], ...] = ()  # (pass, binding): run it only where truthy
     entry: bool = False  # `entry: NAME`: the function resolves the configuration it is handed
-    # `otherwise:` (path, entry name) run, in order, at a revision whose `path` does not
-    # define the entry (SGLang's __post_init__ before its run_resolution_pipeline)
+    # `otherwise:` (path, entry name) run, in order, at a revision without the file `path`
+    # (SGLang's __post_init__ before its pipeline.py)
     otherwise: tuple[tuple[str, str], ...] = ()
 
     @property
     def alternatives(self) -> tuple[Target, ...]:
         """The entry, then each of `otherwise` as a target of its own: a revision runs the
-        first its files define."""
+        first whose file it has."""
         more = (
             replace(self, path=path, passes=(name,), otherwise=()) for path, name in self.otherwise
         )

@@ -243,7 +243,7 @@ def defaults_line(defaults) -> str:
 
 def ran_note(ran: str, target: Target) -> str:
     """What a side ran in place of the target's entry (`target.otherwise`)."""
-    return f"ran {ran} (target.otherwise): no {target.passes[0]} in {target.path} here"
+    return f"ran {ran} (target.otherwise): {target.path} does not exist here"
 
 
 def every_cell_note(reason: str) -> str:

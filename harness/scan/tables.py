@@ -60,7 +60,7 @@ class State:
     unguarded: tuple[tuple[str, str], ...] = ()  # (pass, its `if` in SGLang) run on every cell
     coverage: tuple[PassCoverage, ...] = ()  # a pipeline's passes, with the cells each runs on
     unused_guards: tuple[str, ...] = ()  # target.guards naming no pass at this revision
-    ran: str = ""  # `NAME in PATH`: the entry of `otherwise:` run here (the first: "")
+    ran: str = ""  # `NAME in PATH`: the entry of `otherwise:` run here (the target's own: "")
 
     @property
     def evaluable(self) -> bool:
@@ -124,7 +124,7 @@ class Tables:
         table = self.by_key.get(key)
         if table is None and running is None:
             table = self.cache.get(key, self.matrix.size)
-        code = Code(closure, target_text(files), label)
+        code = Code(closure, target_text(files, closure), label)
         used, skipped = files.paths_read(), closure.skipped
         state = State(
             key, table, None, closure.lineno, None, skipped, used, code, impure,
@@ -199,10 +199,11 @@ class Tables:
                        limits, self.batch)  # fmt: skip
 
 
-def target_text(files: RevisionFiles) -> str | Layout:
-    """The target's text, or the layout extraction made of it (its text made only if a
-    trace needs it)."""
-    return files.made.get(files.target) or files.read(files.target) or ""
+def target_text(files: RevisionFiles, closure: Closure | Pipeline) -> str | Layout:
+    """The text of the file the closure's target is in (an entry of `otherwise:` is in
+    another than the matrix's), or the layout extraction made of it (its text made only
+    if a trace needs it)."""
+    return files.made.get(closure.path) or files.read(closure.path) or ""
 
 
 def unevaluable(exc: Absent | Unevaluable, matrix: Matrix) -> State:

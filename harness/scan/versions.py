@@ -243,7 +243,7 @@ class Versions:
             closure = self.front.extract(files)
         except (Absent, Unevaluable):
             return None
-        return Code(closure, target_text(files), label)
+        return Code(closure, target_text(files, closure), label)
 
 
 REMEMBERED = 4_096  # commits (and target blobs) a run remembers: memory bounded by this,
