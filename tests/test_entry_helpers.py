@@ -152,6 +152,8 @@ CASES = {
     "name-not-str": "    server_args.page_size += get_bool_env_var(3)\n",
     "int-none": '    server_args.page_size = get_int_env_var("SGLANG_PAGES", None)\n',
     "too-many": "    server_args.page_size = len(get_device_name(0, 1))\n",
+    "bool-too-many": '    server_args.page_size += get_bool_env_var("SGLANG_USE_TRITON", "0", 3)\n',
+    "int-unknown-keyword": '    server_args.page_size += get_int_env_var(key="SGLANG_PAGES")\n',
 }
 
 
@@ -196,6 +198,22 @@ CACHED = POST_INIT.replace(
     "    @cached_property\n    def max_tokens(self):\n        return 4 * (self.page_size or 1)\n\n"
     "    def __post_init__(self):\n",
 )
+
+
+def test_a_cached_property_taking_two_names_fails_as_the_class_is_made(tmp_path):
+    """Python's rule: one cached_property, two names in the class, fails where the class
+    is made: the module does not import, so no cell can be evaluated (exit 4), with
+    Python's own message."""
+    text = CACHED.format(FIELDS=FIELDS, **POST_INIT_VERSIONS["unset"]).replace(
+        "    def __post_init__(self):\n",
+        "    other_tokens = max_tokens\n\n    def __post_init__(self):\n",
+    )
+    root, sha, matrix = post_init_commit(tmp_path, text)
+    with pytest.raises((RuntimeError, TypeError)) as raised:  # (3.12 on: a TypeError)
+        post_init_outcomes(text)
+    found = harness_outcomes(root, sha, matrix)
+    assert {kind for kind, _ in found} == {"unevaluable"}, found[:2]  # no module: no cell
+    assert str(raised.value) in found[0][1], (raised.value, found[0])
 
 
 def test_a_cached_property_of_the_class_its_module_makes_is_not_read_but_made(tmp_path):

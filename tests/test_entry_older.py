@@ -68,9 +68,12 @@ class ServerArgs:
     def __post_init__(self):
         from sglang.srt.configs.model_config import ModelConfig
 
-        self.page_size = 2 if hasattr(self, "model_config") else 3
+{first}        self.page_size = (self.page_size or 0) + (2 if hasattr(self, "model_config") else 3)
         made = self.get_model_config()
         self.attention_backend = "kept" if made is self.model_config else "made again"
+        if made == [7]:
+            self.attention_backend = "mine"
+            return
         if made.hf_config.architectures[0] == "Qwen3ForCausalLM":
             self.page_size += 10
         if ModelConfig.from_server_args(self).hf_config.architectures[0].startswith("Llama"):
@@ -83,7 +86,19 @@ class ServerArgs:
             return self.model_config
         self.model_config = ModelConfig.from_server_args(self)
         return self.model_config
+
+    def use_mla_backend(self):
+        from sglang.srt.configs.model_config import AttentionArch
+
+        model_config = self.get_model_config()
+        return model_config.attention_arch == AttentionArch.MLA
 '''
+# what else 0.5.6's methods let the code do before it asks for the model configuration
+MODEL_FIRST = {
+    "nothing": "",
+    "written": "        mine = [7]\n        self.model_config = mine\n",
+    "mla": "        self.page_size = 1000 if self.use_mla_backend() else 2000\n",
+}
 
 
 def matrix_text(axes: dict[str, list], outputs: str = "page_size, attention_backend") -> str:
@@ -126,7 +141,7 @@ def plain(text: str, axes: dict[str, list], modules) -> list:
     return found
 
 
-WORLD = ("architecture",)
+WORLD = ("architecture", "use_mla")
 
 
 def parsers(cell: dict) -> dict[str, types.ModuleType]:
@@ -172,7 +187,8 @@ def test_python_parsers_errors_are_its_own_and_orjsons_differences_refused(tmp_p
 
 
 def model_modules(cell: dict) -> dict[str, types.ModuleType]:
-    """SGLang's model configuration module, answering the cell's architecture."""
+    """SGLang's model configuration module, answering the cell's architecture (and MHA:
+    the matrix's `use_mla` is false)."""
     config = types.ModuleType("sglang.srt.configs.model_config")
 
     class ModelConfig:
@@ -180,19 +196,87 @@ def model_modules(cell: dict) -> dict[str, types.ModuleType]:
         def from_server_args(cls, server_args):
             made = cls()
             made.hf_config = types.SimpleNamespace(architectures=[cell["architecture"]])
+            made.attention_arch = "MHA"
             return made
 
     config.ModelConfig = ModelConfig
+    config.AttentionArch = types.SimpleNamespace(MLA="MLA", MHA="MHA")
     return {"sglang.srt.configs.model_config": config}
 
 
-def test_get_model_config_keeps_one_model_configuration_made_at_its_first_call(tmp_path):
-    """`self.model_config` is missing until `get_model_config()` runs, then the object it
-    returns; `ModelConfig.from_server_args(self)` answers the same facts."""
-    axes = {"architecture": ["LlamaForCausalLM", "Qwen3ForCausalLM"], "page_size": [None, 1]}
-    root, sha, matrix = commit(tmp_path, MODEL_ARGS, axes)
-    expected = plain(MODEL_ARGS, axes, model_modules)
+@pytest.mark.parametrize("first", list(MODEL_FIRST))
+def test_get_model_config_is_the_classs_own_method(tmp_path, first):
+    """An entry runs `ServerArgs.get_model_config()` as written: `self.model_config` is
+    missing until it (or `use_mla_backend()`, which calls it) runs, then what it kept;
+    what the code assigned there first is what it returns. `ModelConfig.from_server_args`
+    answers the model's facts."""
+    text = MODEL_ARGS.replace("{first}", MODEL_FIRST[first])
+    axes = {"architecture": ["LlamaForCausalLM", "Qwen3ForCausalLM"], "use_mla": [False],
+            "page_size": [None, 1]}  # fmt: skip
+    root, sha, matrix = commit(tmp_path, text, axes)
+    expected = plain(text, axes, model_modules)
+    found = harness_outcomes(root, sha, matrix, outputs=("page_size", "attention_backend"))
+    assert found == expected
+    wanted = {"nothing": [(103, "kept"), (104, "kept"), (13, "kept"), (14, "kept")],
+              "written": [(2, "mine"), (3, "mine")] * 2,
+              "mla": [(2102, "kept")] * 2 + [(2012, "kept")] * 2}  # fmt: skip
+    assert expected == wanted[first]
+
+
+CALLS = {
+    "keyword": "json.loads(s=self.json_model_override_args)",
+    "not-strict": "json.loads(self.json_model_override_args, strict=False)",
+    "unknown-keyword": "json.loads(self.json_model_override_args, strictly=False)",
+    "no-argument": "json.loads()",
+    "orjson-keyword": "orjson.loads(obj=self.json_model_override_args)",
+    "orjson-bytes": "orjson.loads(self.json_model_override_args.encode())",
+}
+
+
+def orjson_as_it_calls(cell: dict) -> dict[str, types.ModuleType]:
+    """orjson's `loads` as it takes its argument (positional only, its own message for a
+    keyword: checked against orjson itself), reading these texts as Python's parser."""
+    orjson = types.ModuleType("orjson")
+
+    def loads(*args, **kwargs):
+        if kwargs:
+            raise TypeError("orjson.loads() takes no keyword arguments")
+        (text,) = args
+        return json.loads(text)
+
+    orjson.loads = loads
+    return {"orjson": orjson}
+
+
+@pytest.mark.parametrize("call", list(CALLS.values()), ids=list(CALLS))
+def test_the_parsers_take_their_arguments_as_python_and_orjson_do(tmp_path, call):
+    text = JSON_ARGS.replace("{reader}.loads(self.json_model_override_args)", call)
+    text = text.replace("{{}}", "{}")
+    texts = ['{"page_size": 16}', '{"a": "x\ty"}']  # (a raw tab: strict=False reads it)
+    if call.startswith("orjson"):  # (a text orjson fails on is refused: tested below)
+        texts = texts[:1]
+    axes = {"json_model_override_args": texts, "page_size": [None]}
+    root, sha, matrix = commit(tmp_path, text, axes)
+    expected = plain(text, axes, orjson_as_it_calls)
     assert (
         harness_outcomes(root, sha, matrix, outputs=("page_size", "attention_backend")) == expected
     )
-    assert expected == [(103, "kept"), (103, "kept"), (13, "kept"), (13, "kept")]
+
+
+@pytest.mark.parametrize(
+    "call, what",
+    [
+        ("json.loads(self.json_model_override_args, object_hook=dict)", "object_hook"),
+        ('orjson.loads(b"\\xef\\xbb\\xbf" + self.json_model_override_args.encode())',
+         "orjson.loads of"),
+        ('orjson.loads(b"\\xff" + self.json_model_override_args.encode())', "orjson.loads of"),
+        ('json.loads("[" * 5000 + "]" * 5000)', "nested this deep"),
+    ],
+    ids=["hook", "bom", "not-utf8", "deep"],
+)  # fmt: skip
+def test_what_the_parsers_would_answer_otherwise_is_refused(tmp_path, call, what):
+    text = JSON_ARGS.replace("{reader}.loads(self.json_model_override_args)", call)
+    text = text.replace("{{}}", "{}")
+    axes = {"json_model_override_args": ["{}"], "page_size": [None]}
+    code, note = diff_note(*commit(tmp_path, text, axes))
+    assert code == 4 and what in note, note

@@ -619,6 +619,10 @@ class World:
     # with the inputs that answer them: an entry runs that resolution, so it reads the
     # attribute's input there (the matrix's, the default), and those inputs mean nothing
     resolved: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    # view attributes that are methods of the configuration's class: an entry runs the
+    # class's own (SGLang's `get_model_config()` keeps what it makes in
+    # `self.model_config`, which later code reads), so the world answers them for passes
+    methods: frozenset[str] = frozenset()
     # for an entry, the names it answers from what the configuration's class declares
     # (`harness.closure.defaults.Defaults`), once that is read, given the class as the
     # entry reads it (`configuration_class`): SGLang's declaration check
@@ -642,7 +646,8 @@ class World:
         """The view attributes the world answers for `matrix`'s target."""
         if not matrix.target.entry:
             return self.view_attrs
-        return {k: v for k, v in self.view_attrs.items() if k not in self.resolved}
+        mine = {*self.resolved, *self.methods}
+        return {k: v for k, v in self.view_attrs.items() if k not in mine}
 
     def __reduce__(self) -> tuple:
         """Pickled by name (a worker's job): the registered world of that name."""

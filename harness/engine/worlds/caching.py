@@ -69,8 +69,13 @@ class CachedProperty(Spec):
         def used(self: Any, *args: Any, **kwargs: Any) -> Any:
             raise probe.refuse("a cached_property of a class the project makes", PROPERTY_FIX)
 
-        def named(self: Any, owner: Any, name: Any) -> None:
-            return None
+        names: dict[int, tuple[Any, Any]] = {}  # id -> (the object, the name it took)
+
+        def named(self: Any, owner: Any, name: Any) -> None:  # Python's rule and message
+            first = names.setdefault(id(self), (self, name))[1]
+            if name != first:
+                raise TypeError("Cannot assign the same cached_property to two different "
+                                f"names ({first!r} and {name!r}).")  # fmt: skip
 
         def attribute(self: Any, name: str) -> Any:
             if name == "__class__":

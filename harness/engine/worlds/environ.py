@@ -245,6 +245,17 @@ TRUTHY = ("true", "1")
 DEFAULT_FIX = "give get_bool_env_var's default as a plain string, as SGLang's callers do"
 
 
+def get_bool_env_var(name: Any, default: Any = "false") -> tuple[Any, Any]:
+    """SGLang's parameters, as a call binds them (Python's TypeError for a call that does
+    not fit, naming the function as SGLang's)."""
+    return name, default
+
+
+def get_int_env_var(name: Any, default: Any = 0) -> tuple[Any, Any]:
+    """SGLang's parameters, as a call binds them (see `get_bool_env_var`)."""
+    return name, default
+
+
 @dataclasses.dataclass(frozen=True)
 class BoolVariable(Spec):
     """SGLang's `get_bool_env_var(name, default="false")` (utils/common.py, the same text
@@ -254,7 +265,8 @@ class BoolVariable(Spec):
     def compile(self, ctx: Context) -> Resolver:
         probe, value = ctx.probe, _reader(ctx)
 
-        def get_bool_env_var(name: Any, default: Any = "false") -> bool:
+        def answer(*args: Any, **kwargs: Any) -> bool:
+            name, default = get_bool_env_var(*args, **kwargs)
             found = value(name)
             text = default if found is None else found
             if type(text) not in LOWERED:  # its own `lower` would be the repository's code
@@ -262,7 +274,7 @@ class BoolVariable(Spec):
                 raise probe.refuse(f"get_bool_env_var({name!r}, a {kind})", DEFAULT_FIX)
             return text.lower() in TRUTHY  # Python's AttributeError for None or a number
 
-        function = world_function("get_bool_env_var", get_bool_env_var, probe)
+        function = world_function("get_bool_env_var", answer, probe)
         return lambda probe: function
 
 
@@ -274,7 +286,8 @@ class IntVariable(Spec):
     def compile(self, ctx: Context) -> Resolver:
         value = _reader(ctx)
 
-        def get_int_env_var(name: Any, default: Any = 0) -> Any:
+        def answer(*args: Any, **kwargs: Any) -> Any:
+            name, default = get_int_env_var(*args, **kwargs)
             found = value(name)
             if found is None:
                 return default
@@ -283,7 +296,7 @@ class IntVariable(Spec):
             except ValueError:
                 return default
 
-        function = world_function("get_int_env_var", get_int_env_var, ctx.probe)
+        function = world_function("get_int_env_var", answer, ctx.probe)
         return lambda probe: function
 
 

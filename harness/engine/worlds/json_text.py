@@ -21,6 +21,7 @@ from typing import Any
 from harness.engine.world import Context, Obj, Probe, Resolver, Spec, world_function
 
 TEXT_FIX = "give the JSON as a plain string, as SGLang's callers do"
+DEPTH_FIX = "the worker's stack is not the project's: nest JSON less deeply"
 ORJSON_FIX = (
     "orjson reads this text otherwise than Python's parser, or fails with a message of its "
     "own, which harness does not reproduce: give JSON both read alike"
@@ -35,17 +36,43 @@ def _text(probe: Probe, label: str, text: Any) -> str | bytes:
     return text
 
 
+HOOK_FIX = "a hook of json.loads would run the repository's code inside the parser: read plain JSON"
+HOOKS = ("cls", "object_hook", "parse_float", "parse_int", "parse_constant", "object_pairs_hook")
+PLAIN = (bool, int, float, str, type(None))
+
+
+def loads(s: Any, *, cls: Any = None, object_hook: Any = None, parse_float: Any = None,
+          parse_int: Any = None, parse_constant: Any = None, object_pairs_hook: Any = None,
+          **kw: Any) -> dict[str, Any]:  # fmt: skip
+    """Python's parameters of `json.loads`, as a call binds them (its own TypeError for a
+    call that does not fit, naming `loads()` as Python's does): the arguments given."""
+    hooks = dict(zip(HOOKS, (cls, object_hook, parse_float, parse_int, parse_constant,
+                             object_pairs_hook), strict=True))  # fmt: skip
+    return {"s": s, "hooks": hooks, "kw": kw}
+
+
 @dataclasses.dataclass(frozen=True)
 class Loads(Spec):
-    """`json.loads(text)`: Python's."""
+    """`json.loads(s, **kw)`: Python's, called with plain keywords (`strict=False`); a
+    hook is refused, and so is nesting too deep for the worker's stack."""
 
     def compile(self, ctx: Context) -> Resolver:
         probe = ctx.probe
 
-        def loads(text: Any) -> Any:
-            return json.loads(_text(probe, "json.loads", text))
+        def answer(*args: Any, **kwargs: Any) -> Any:
+            given = loads(*args, **kwargs)
+            hooked = [name for name, value in given["hooks"].items() if value is not None]
+            if hooked:
+                raise probe.refuse(f"json.loads({hooked[0]}=...)", HOOK_FIX)
+            kw = given["kw"]
+            if any(type(value) not in PLAIN for value in kw.values()):
+                raise probe.refuse("json.loads with a keyword of another type", TEXT_FIX)
+            try:
+                return json.loads(_text(probe, "json.loads", given["s"]), **kw)
+            except RecursionError:
+                raise probe.refuse("json.loads of JSON nested this deep", DEPTH_FIX) from None
 
-        function = world_function("json.loads", loads, probe)
+        function = world_function("json.loads", answer, probe)
         return lambda probe: function
 
 
@@ -96,11 +123,18 @@ class OrjsonLoads(Spec):
     def compile(self, ctx: Context) -> Resolver:
         probe = ctx.probe
 
-        def loads(text: Any) -> Any:
-            text = _text(probe, "orjson.loads", text)
+        def answer(*args: Any, **kwargs: Any) -> Any:
+            if kwargs:  # orjson's own message
+                raise TypeError("orjson.loads() takes no keyword arguments")
+            if len(args) != 1:
+                raise probe.refuse(f"orjson.loads with {len(args)} arguments", ORJSON_FIX)
+            text = _text(probe, "orjson.loads", args[0])
             try:
-                if isinstance(text, str):
-                    text.encode()  # a lone surrogate: orjson's error
+                if isinstance(text, bytes):  # orjson reads UTF-8 alone, and no BOM
+                    text = text.decode()
+                    if text.startswith("\ufeff"):
+                        raise _Unlike("BOM")
+                text.encode()  # a lone surrogate: orjson's error
                 found = json.loads(text, parse_constant=_no_constant, parse_int=_int,
                                    parse_float=_float)  # fmt: skip
                 _check(found)
@@ -108,7 +142,7 @@ class OrjsonLoads(Spec):
                 raise probe.refuse(f"orjson.loads of {str(text)[:40]!r}", ORJSON_FIX) from None
             return found
 
-        function = world_function("orjson.loads", loads, probe)
+        function = world_function("orjson.loads", answer, probe)
         return lambda probe: function
 
 

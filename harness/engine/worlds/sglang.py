@@ -400,47 +400,6 @@ def _model_config() -> Spec:
     return Obj("model_config_of(view)", attrs, fallback=fallback)
 
 
-MODEL_CONFIG = "model_config"
-
-
-@dataclasses.dataclass(frozen=True)
-class Noted(Spec):
-    """`spec`'s value, noted in the call's state (`Probe.call`) under `key` as it is read."""
-
-    key: str
-    spec: Spec
-
-    def compile(self, ctx: Context) -> Resolver:
-        get, key = self.spec.compile(ctx), self.key
-
-        def resolve(probe: Any) -> Any:
-            probe.call[key] = True
-            return get(probe)
-
-        return resolve
-
-
-@dataclasses.dataclass(frozen=True)
-class Once(Spec):
-    """The configuration's attribute `name`, which `maker` sets: `spec` once this call has
-    noted `name` (`Noted`), else missing, as on a configuration `maker` has not run on."""
-
-    name: str
-    spec: Spec
-    maker: str
-
-    def compile(self, ctx: Context) -> Resolver:
-        get, name = self.spec.compile(ctx), self.name
-        kind = ctx.world.facts.class_name or "view"
-
-        def resolve(probe: Any) -> Any:
-            if not probe.call.get(name):
-                raise AttributeError(f"{kind!r} object has no attribute {name!r}")
-            return get(probe)
-
-        return resolve
-
-
 def _arch(use_mla: Any) -> str:
     return AttentionArch.MLA if use_mla else AttentionArch.MHA
 
@@ -618,23 +577,20 @@ WORLD = World(
         "use_mla_backend": Call(Param("use_mla", reader="view.use_mla_backend()")),
         "cuda_graph_config": _cuda_graph_config(),
         "device": Map(Param("platform", reader="view.device"), device_of),
-        # ServerArgs.get_model_config() keeps what it makes in self.model_config (0.5.6 reads
-        # it there after the call): one object, missing until the call
-        "get_model_config": Call(
-            Noted(MODEL_CONFIG, Shared(MODEL_CONFIG, _model_config())),
-            label="view.get_model_config()",
-        ),
-        MODEL_CONFIG: Once(
-            MODEL_CONFIG, Shared(MODEL_CONFIG, _model_config()), "get_model_config()"
-        ),
+        "get_model_config": Call(_model_config(), label="view.get_model_config()"),
     },
     consumed=frozenset(
         {"platform", "use_mla", "prefill_cuda_graph", "decode_cuda_graph", "architecture"}
     ),
     # ServerArgs's cuda_graph_config is None until an entry parses it
     resolved={"cuda_graph_config": ("prefill_cuda_graph", "decode_cuda_graph")},
+    # ServerArgs's own, up to 0.5.18: an entry runs them (get_model_config keeps the model
+    # configuration ModelConfig.from_server_args makes in self.model_config)
+    methods=frozenset({"get_model_config", "use_mla_backend"}),
     from_class=from_class,
-    unset=UNSET,  # the declaration stash, before the entry makes it
+    # the declaration stash, before the entry makes it, and the model configuration
+    # ServerArgs.get_model_config() keeps (up to 0.5.18), before it runs
+    unset=UNSET | {"model_config"},
     project=project,  # the entry's outcome: its declarations over its fields
     frozen_by=MATERIALIZED,  # ServerArgs.__setattr__ refuses fields after this (0.5.18)
     snapshot=RAW,  # the fields as handed, which the entry copies first (0.5.19 on)
