@@ -230,6 +230,11 @@ CALLS = {
     "no-argument": "json.loads()",
     "orjson-keyword": "orjson.loads(obj=self.json_model_override_args)",
     "orjson-bytes": "orjson.loads(self.json_model_override_args.encode())",
+    # Python's parser finds the encoding of bytes (each codec it may use is loaded before
+    # the walls go up: a codec looked up in the sandbox would read a file)
+    "utf-8-sig": 'json.loads(self.json_model_override_args.encode("utf-8-sig"))',
+    "utf-16-le": 'json.loads(self.json_model_override_args.encode("utf-16-le"))',
+    "utf-32-be": 'json.loads(self.json_model_override_args.encode("utf-32-be"))',
 }
 
 

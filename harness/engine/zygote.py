@@ -42,7 +42,8 @@ PRELOAD = (  # every module a job's pickle or its run needs: nothing is read fro
     "harness.scan.infer", "harness.engine.worlds", "pyseccomp", "encodings.idna",
     "encodings.utf_16", "encodings.utf_32", "encodings.latin_1", "encodings.ascii",
     "encodings.cp1252", "encodings.unicode_escape", "encodings.raw_unicode_escape",
-    "encodings.punycode",
+    "encodings.punycode", "encodings.utf_8_sig", "encodings.utf_16_le", "encodings.utf_16_be",
+    "encodings.utf_32_le", "encodings.utf_32_be",  # (what json.loads of bytes decodes with)
 )  # fmt: skip
 HEADER = 8  # bytes of an answer header's length, big-endian
 NO_SECCOMP = (
