@@ -142,3 +142,16 @@ def test_conditions_no_cell_takes_both_ways_are_listed_per_pass(history):
     assert seen["view.kv_cache_dtype != 'auto'"] == "only false"
     text = run_cli("passes", "HEAD", "--repo", history.repo()).out
     assert "condition(s) no cell takes both ways" in text
+
+
+def test_a_matrix_whose_target_is_an_entry_is_refused_with_the_fix(history, tmp_path):
+    """An entry's file registers no pass: listing none there would say nothing."""
+    matrix = tmp_path / "entry.yaml"
+    matrix.write_text(
+        "name: entry\ntarget: {path: python/sglang/srt/arg_groups/pipeline.py, entry: "
+        "run_resolution_pipeline, output: page_size}\nworld: sglang\naxes:\n  page_size: [null, 1]\n"
+    )
+    line = one_line_error(
+        run_cli("passes", "HEAD", "--repo", history.repo(), "--matrix", str(matrix))
+    )
+    assert "targets an entry (run_resolution_pipeline in" in line and "sglang-resolution" in line

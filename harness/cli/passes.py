@@ -7,6 +7,8 @@ import sys
 
 from harness.cli.options import add_command, add_evaluation_options, set_up
 from harness.cli.progress import progress
+from harness.errors import HarnessError
+from harness.matrix.model import Matrix
 from harness.report import formats
 
 PIPELINE_MATRIX = "sglang-page-size-pipeline"
@@ -40,11 +42,24 @@ def register(commands: argparse._SubParsersAction) -> None:
     add_evaluation_options(parser, run, shown, where=False, matrix=PIPELINE_MATRIX)
 
 
+def refuse_entry(matrix: Matrix) -> None:
+    """An entry's target file registers no pass (SGLang's pipeline calls those of
+    `overrides.py`): listing none there would say nothing."""
+    target = matrix.target
+    if target.entry:
+        raise HarnessError(
+            f"--matrix {matrix.name} targets an entry ({target.passes[0]} in "
+            f"{target.path}), which runs the passes it calls; passes lists those a target file "
+            f"registers: use --matrix sglang-resolution, or a matrix whose target.path is that file"
+        )
+
+
 def run(args: argparse.Namespace) -> int:
     from harness.scan.passes import passes_at
 
     with progress(args, "passes: reading the revision") as bar:
         session = set_up(args)
+        refuse_entry(session.matrix)
         revision = session.resolve(args.rev)
         bar.stage(f"passes: surveying and running the passes at {revision.label}")
         reports = passes_at(session.versions(), revision)
