@@ -107,13 +107,14 @@ class Release:
         from the first of `targets` the archive holds."""
         if targets not in self._layout:
             names = list(self.names())
-            for n, target in enumerate(targets):
+            for target in targets:
                 try:
                     self._layout[targets] = _layout(names, target, self.label)
                     break
                 except Absent:
-                    if n == len(targets) - 1:
-                        raise Absent(_missing(targets, self.label)) from None
+                    continue
+            else:
+                raise Absent(_missing(targets, self.label))
         return self._layout[targets]
 
     def _member(self, name: str) -> bytes:

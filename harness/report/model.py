@@ -31,7 +31,7 @@ def function_label(target: Target) -> str:
 
 def target_label(target: Target) -> str:
     """What the target runs, and where: `FUNCTION in PATH`, then each entry of
-    `otherwise:` run where the revision does not define it."""
+    `otherwise:`, run where the revision lacks the file before it."""
     more = "".join(f", else {name} in {path}" for path, name in target.otherwise)
     return f"{function_label(target)} in {target.path}{more}"
 

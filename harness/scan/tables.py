@@ -15,7 +15,6 @@ from typing import Any
 from harness.closure.extract import Closure, Pipeline, ViewClass
 from harness.closure.modules import RevisionFiles
 from harness.closure.pieces import Layout
-from harness.closure.resolve import METHOD_PREFIX
 from harness.closure.survey import defaults_read
 from harness.engine.batch import Batch, started
 from harness.engine.explore import evaluation_job
@@ -83,12 +82,11 @@ Plan = State | Pending
 
 def ran_entry(target: Target, closure: Closure) -> str:
     """`NAME in PATH` of the entry of `target.otherwise` the closure is of; "" for the
-    target's own entry."""
+    target's own entry. The first entry whose file the revision has runs, so the file
+    tells which."""
     for n, choice in enumerate(target.alternatives):
-        name = choice.passes[0]
-        own = METHOD_PREFIX + name.partition(".")[2] if "." in name else name
-        if choice.path == closure.path and closure.function == own:
-            return f"{name} in {choice.path}" if n else ""
+        if choice.path == closure.path:
+            return f"{choice.passes[0]} in {choice.path}" if n else ""
     return ""
 
 

@@ -109,9 +109,9 @@ def _check(value: Any, depth: int = 1) -> None:
         return
     if depth > ORJSON_DEPTH:
         raise _Unlike("depth")
-    for key in value if isinstance(value, dict) else ():
+    items = value.items() if isinstance(value, dict) else ((None, item) for item in value)
+    for key, item in items:
         _check(key, depth)
-    for item in value.values() if isinstance(value, dict) else value:
         _check(item, depth + 1)
 
 
